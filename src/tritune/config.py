@@ -1,0 +1,238 @@
+"""``Config``: one candidate's kernel meta-parameters and launch options, as a frozen value.
+
+A Config is hashable, compares by value, has a stable readable id such as
+``BLOCK=1024,num_warps=8,num_stages=3``, and round-trips to and from ``triton.Config`` and JSON.
+Meta-parameter names are kept sorted, so two configs that are equal have the same id everywhere
+(in a store, in a report, in another process).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tritune.errors import ConfigError
+
+#: Launch options that are not kernel meta-parameters, with triton.Config's defaults.
+LAUNCH_OPTIONS: dict[str, Any] = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _check_value(name: str, value: Any) -> Any:
+    if isinstance(value, _SCALARS):
+        return value
+    # numpy / torch scalars become plain Python values so that hashing and JSON are stable.
+    item = getattr(value, "item", None)
+    if callable(item):
+        value = item()
+        if isinstance(value, _SCALARS):
+            return value
+    raise ConfigError(
+        f"meta-parameter {name}={value!r} has type {type(value).__name__}; a Config holds only "
+        "int, float, bool, str or None values (they must survive JSON and hashing)"
+    )
+
+
+class Config:
+    """One candidate: ``kwargs`` (the kernel's constexpr meta-parameters) plus launch options.
+
+    >>> c = Config({"BLOCK": 1024}, num_warps=8, num_stages=3)
+    >>> c.id
+    'BLOCK=1024,num_warps=8,num_stages=3'
+    >>> Config.from_json(c.to_json()) == c
+    True
+    """
+
+    __slots__ = ("_hash", "_items", "maxnreg", "num_ctas", "num_stages", "num_warps", "pre_hook")
+
+    _items: tuple[tuple[str, Any], ...]
+    num_warps: int
+    num_stages: int
+    num_ctas: int
+    maxnreg: int | None
+    pre_hook: Any
+
+    def __init__(
+        self,
+        kwargs: Mapping[str, Any] | None = None,
+        num_warps: int = 4,
+        num_stages: int = 3,
+        num_ctas: int = 1,
+        maxnreg: int | None = None,
+        pre_hook: Any = None,
+    ) -> None:
+        kwargs = dict(kwargs or {})
+        for name in kwargs:
+            if not isinstance(name, str) or not name.isidentifier():
+                raise ConfigError(f"meta-parameter name {name!r} is not a Python identifier")
+            if name in LAUNCH_OPTIONS:
+                raise ConfigError(
+                    f"{name} is a launch option, not a meta-parameter: pass it as Config(..., {name}=...)"
+                )
+        items = tuple(sorted((k, _check_value(k, v)) for k, v in kwargs.items()))
+        for opt, val in (("num_warps", num_warps), ("num_stages", num_stages), ("num_ctas", num_ctas)):
+            if isinstance(val, bool) or not isinstance(val, int):
+                raise ConfigError(f"{opt} must be an int, got {val!r}")
+        if maxnreg is not None and (isinstance(maxnreg, bool) or not isinstance(maxnreg, int)):
+            raise ConfigError(f"maxnreg must be an int or None, got {maxnreg!r}")
+        set_ = object.__setattr__
+        set_(self, "_items", items)
+        set_(self, "num_warps", num_warps)
+        set_(self, "num_stages", num_stages)
+        set_(self, "num_ctas", num_ctas)
+        set_(self, "maxnreg", maxnreg)
+        set_(self, "pre_hook", pre_hook)
+        set_(self, "_hash", hash((items, num_warps, num_stages, num_ctas, maxnreg)))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Config is frozen; use Config.replace(...) to change {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Config is frozen")
+
+    # -- value semantics -------------------------------------------------------------------------
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The meta-parameters, as a fresh dict (mutating it does not change the Config)."""
+        return dict(self._items)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self._items, self.num_warps, self.num_stages, self.num_ctas, self.maxnreg)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Config):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __lt__(self, other: Config) -> bool:
+        return self.id < other.id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pre_hook is a callable and does not travel across processes.
+        return (Config, (self.kwargs, self.num_warps, self.num_stages, self.num_ctas, self.maxnreg))
+
+    def __repr__(self) -> str:
+        return f"Config({self.id})"
+
+    def __getitem__(self, name: str) -> Any:
+        """``c["BLOCK"]`` and ``c["num_warps"]`` alike: the view constraints and grids see."""
+        return self.as_dict()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_dict())
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.as_dict().get(name, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Meta-parameters and launch options in one flat dict (the ``meta`` a grid function sees)."""
+        d = dict(self._items)
+        d.update(num_warps=self.num_warps, num_stages=self.num_stages, num_ctas=self.num_ctas)
+        if self.maxnreg is not None:
+            d["maxnreg"] = self.maxnreg
+        return d
+
+    @property
+    def id(self) -> str:
+        """Stable readable id: ``BLOCK=1024,num_warps=8,num_stages=3`` (num_ctas/maxnreg when set)."""
+        parts = [f"{k}={v}" for k, v in self._items]
+        parts += [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
+        if self.num_ctas != 1:
+            parts.append(f"num_ctas={self.num_ctas}")
+        if self.maxnreg is not None:
+            parts.append(f"maxnreg={self.maxnreg}")
+        return ",".join(parts)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with launch options or meta-parameters changed."""
+        kwargs = self.kwargs
+        opts: dict[str, Any] = {
+            "num_warps": self.num_warps,
+            "num_stages": self.num_stages,
+            "num_ctas": self.num_ctas,
+            "maxnreg": self.maxnreg,
+            "pre_hook": self.pre_hook,
+        }
+        for k, v in changes.items():
+            if k in opts:
+                opts[k] = v
+            else:
+                kwargs[k] = v
+        return Config(kwargs, **opts)
+
+    # -- conversions ---------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """JSON object form: ``{"kwargs": {...}, "num_warps": 2, "num_stages": 1}``.
+
+        ``num_ctas`` and ``maxnreg`` appear only when they differ from Triton's defaults.
+        """
+        d: dict[str, Any] = {"kwargs": dict(self._items), "num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.num_ctas != 1:
+            d["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            d["maxnreg"] = self.maxnreg
+        return d
+
+    def dumps(self) -> str:
+        """Canonical JSON text (sorted keys): equal configs give equal strings."""
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> Config:
+        """Read the form :meth:`to_json` writes; unknown fields are an error naming them."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"config JSON does not parse: {e}") from None
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
+        unknown = set(data) - {"kwargs", *LAUNCH_OPTIONS}
+        if unknown:
+            raise ConfigError(f"unknown config field(s) {sorted(unknown)}; known: kwargs, {', '.join(LAUNCH_OPTIONS)}")
+        kwargs = data.get("kwargs", {})
+        if not isinstance(kwargs, Mapping):
+            raise ConfigError("config field 'kwargs' must be an object")
+        opts = {k: data[k] for k in LAUNCH_OPTIONS if k in data}
+        return cls(kwargs, **opts)
+
+    def to_triton(self) -> Any:
+        """The equivalent ``triton.Config``."""
+        import triton
+
+        return triton.Config(
+            self.kwargs,
+            num_warps=self.num_warps,
+            num_stages=self.num_stages,
+            num_ctas=self.num_ctas,
+            maxnreg=self.maxnreg,
+            pre_hook=self.pre_hook,
+        )
+
+    @classmethod
+    def from_triton(cls, cfg: Any) -> Config:
+        """Build from a ``triton.Config`` (or anything with its attributes)."""
+        return cls(
+            dict(cfg.kwargs),
+            num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages,
+            num_ctas=getattr(cfg, "num_ctas", 1),
+            maxnreg=getattr(cfg, "maxnreg", None),
+            pre_hook=getattr(cfg, "pre_hook", None),
+        )
+
+
+def as_config(obj: Any) -> Config:
+    """Accept a tritune Config, a triton.Config, or a JSON-form mapping."""
+    if isinstance(obj, Config):
+        return obj
+    if hasattr(obj, "kwargs") and hasattr(obj, "num_warps"):
+        return Config.from_triton(obj)
+    if isinstance(obj, Mapping):
+        return Config.from_json(obj)
+    raise ConfigError(f"cannot make a Config from {type(obj).__name__}: pass tritune.Config or triton.Config")

@@ -1,0 +1,169 @@
+"""Build exactly what Triton's JIT would compile at launch, from real arguments, without a GPU.
+
+Triton's launcher specializes each argument (integers equal to 1 become constants, pointers and
+integers divisible by 16 carry ``tt.divisibility``) before compiling. Compiling from a plain
+signature skips that, the software pipeliner does not fire, and shared memory is underestimated.
+This module reuses Triton's own binder (``create_function_from_signature`` with the target's
+backend) and ``JITFunction._pack_args``, present with the same shape from triton 3.6 on, so the
+signature, constants, attributes and options are the JIT's own; the resulting ``ASTSource`` has
+the same cache key the JIT computes on the GPU machine.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tritune.config import Config
+from tritune.errors import KernelSpecError
+from tritune.kernel import as_jit
+
+_BINDERS: dict[tuple[int, str], tuple[Any, Any]] = {}
+_LOCK = threading.Lock()
+
+
+def cuda_target(arch: int = 90, warp_size: int = 32) -> Any:
+    """A ``GPUTarget`` for an NVIDIA compute capability, e.g. ``cuda_target(90)`` for Hopper."""
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget("cuda", arch, warp_size)
+
+
+def _binder(jit: Any, target: Any) -> tuple[Any, Any]:
+    from triton.compiler import make_backend
+    from triton.runtime.jit import create_function_from_signature
+
+    key = (id(jit), repr(target))
+    with _LOCK:
+        hit = _BINDERS.get(key)
+        if hit is None:
+            backend = make_backend(target)
+            hit = (backend, create_function_from_signature(jit.signature, jit.params, backend))
+            _BINDERS[key] = hit
+    return hit
+
+
+def launch_kwargs(jit: Any, config: Config, caller_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The keyword arguments the JIT sees for a launch of ``config``, including the options it adds itself."""
+    from triton import knobs
+
+    kw: dict[str, Any] = dict(caller_kwargs or {})
+    kw.update(config.kwargs)
+    kw.update(num_warps=config.num_warps, num_stages=config.num_stages, num_ctas=config.num_ctas)
+    if config.maxnreg is not None:
+        kw["maxnreg"] = config.maxnreg
+    kw["debug"] = kw.get("debug", getattr(jit, "debug", None)) or knobs.runtime.debug
+    # Options newer Triton releases add inside JITFunction.run; present only where the release has them.
+    for name in ("instrumentation_mode", "fpsan_homomorphic_casts"):
+        if hasattr(knobs.compilation, name):
+            kw[name] = getattr(knobs.compilation, name)
+    return kw
+
+
+@dataclass
+class Specialization:
+    """Everything ``triton.compile`` needs for one (kernel, arguments, config, target)."""
+
+    jit: Any
+    target: Any
+    backend: Any
+    options: Any
+    signature: dict[str, str]
+    constexprs: dict[Any, Any]
+    attrs: dict[Any, Any]
+
+    @property
+    def kernel_name(self) -> str:
+        return str(self.jit.__name__)
+
+    def source(self) -> Any:
+        from triton.compiler import ASTSource
+
+        return ASTSource(self.jit, self.signature, self.constexprs, self.attrs)
+
+    def frontend(self) -> Any:
+        """Run only the language front end (Python AST to TTIR): catches constexpr errors in milliseconds."""
+        from triton._C.libtriton import ir
+
+        ctx = ir.context()
+        ir.load_dialects(ctx)
+        self.backend.load_dialects(ctx)
+        codegen = self.backend.get_codegen_implementation(self.options)
+        return self.source().make_ir(self.target, self.options, codegen, self.backend.get_module_map(), ctx)
+
+    def compile(self) -> Any:
+        """Full compile through ``triton.compile`` (fills and reuses Triton's on-disk cache)."""
+        import triton
+
+        return triton.compile(self.source(), target=self.target, options=self.options.__dict__)
+
+
+def specialize(
+    kernel: Any,
+    args: Sequence[Any],
+    config: Config,
+    target: Any,
+    caller_kwargs: Mapping[str, Any] | None = None,
+) -> Specialization:
+    """Specialize ``kernel`` for ``args`` (CPU tensors are fine) exactly as the JIT would on ``target``."""
+    jit = as_jit(kernel)
+    backend, binder = _binder(jit, target)
+    kw = launch_kwargs(jit, config, caller_kwargs)
+    try:
+        bound, spec, opts = binder(*args, **kw)
+    except TypeError as e:
+        raise KernelSpecError(f"kernel {jit.__name__}: the arguments do not match its signature: {e}") from None
+    except Exception as e:
+        bad = _first_bad_argument(jit, backend, args)
+        what = f"argument {bad}" if bad else "an argument"
+        raise KernelSpecError(
+            f"kernel {jit.__name__}: cannot infer the Triton type of {what} ({type(e).__name__}: {e}); "
+            "pass tensors, ints, floats, bools or None"
+        ) from None
+    try:
+        options, signature, constexprs, attrs = jit._pack_args(backend, kw, bound, spec, opts)
+    except KeyError as e:
+        raise KernelSpecError(f"kernel {jit.__name__}: {e.args[0] if e.args else e}") from None
+    return Specialization(jit, target, backend, options, signature, constexprs, attrs)
+
+
+def _first_bad_argument(jit: Any, backend: Any, args: Sequence[Any]) -> str | None:
+    from triton._C.libtriton import native_specialize_impl
+
+    for name, value in zip(jit.arg_names, args):
+        try:
+            native_specialize_impl(type(backend), value, False, True, True)
+        except Exception:
+            return f"{name}={type(value).__name__}"
+    return None
+
+
+def compile_error_reason(exc: BaseException) -> str:
+    """A one-paragraph reason from a Triton compile error (the source excerpt and the message)."""
+    text = str(exc).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return type(exc).__name__
+    # Triton's CompilationError prints the offending source with a caret and the message last.
+    message = lines[-1]
+    return f"{type(exc).__name__}: {message}"
+
+
+def frontend_rejection(
+    kernel: Any,
+    args: Sequence[Any],
+    config: Config,
+    target: Any,
+    caller_kwargs: Mapping[str, Any] | None = None,
+) -> str | None:
+    """``None`` if the kernel's front end accepts these constexprs for ``target``; else the reason."""
+    from triton.compiler.errors import CompilationError
+
+    spec = specialize(kernel, args, config, target, caller_kwargs)
+    try:
+        spec.frontend()
+    except CompilationError as e:
+        return f"{spec.kernel_name} does not compile with {config.id}: {compile_error_reason(e)}"
+    return None

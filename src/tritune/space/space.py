@@ -1,0 +1,181 @@
+"""``Space``: a search space declared as data, with named constraints that are plain callables."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tritune.config import LAUNCH_OPTIONS, Config, as_config
+from tritune.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A named rule over a config. ``check(config)`` returns True when the config is allowed.
+
+    The callable receives the Config, which reads like a dict: ``lambda c: c["BLOCK"] >= 32 * c["num_warps"]``.
+    ``message`` is shown when the rule rejects a config.
+    """
+
+    name: str
+    check: Callable[[Config], bool]
+    message: str = ""
+
+    def explain(self, config: Config) -> str:
+        why = self.message or f"constraint {self.name!r} is false"
+        return f"{why} for {config.id}"
+
+
+def constraint(name: str, message: str = "") -> Callable[[Callable[[Config], bool]], Constraint]:
+    """Decorator form: ``@tritune.constraint("fits_smem") def f(c): ...``."""
+
+    def wrap(fn: Callable[[Config], bool]) -> Constraint:
+        return Constraint(name, fn, message or (fn.__doc__ or "").strip())
+
+    return wrap
+
+
+def _as_constraint(obj: Any) -> Constraint:
+    if isinstance(obj, Constraint):
+        return obj
+    if isinstance(obj, str):
+        raise ConfigError(
+            f"constraint {obj!r} is a string; tritune never evaluates strings. Pass a named Python function "
+            "or tritune.Constraint(name, fn)"
+        )
+    if callable(obj):
+        name = getattr(obj, "__name__", "")
+        if not name or name == "<lambda>":
+            raise ConfigError(
+                "a constraint needs a name for its error messages: use tritune.Constraint('name', lambda c: ...) "
+                "or a def'd function"
+            )
+        return Constraint(name, obj, (obj.__doc__ or "").strip())
+    raise ConfigError(f"a constraint must be callable, got {type(obj).__name__}")
+
+
+class Space:
+    """Parameters as value lists, plus constraints; enumerates legal configs in a stable order.
+
+    >>> s = Space({"BLOCK": [256, 512], "num_warps": [2, 4]},
+    ...           constraints=[Constraint("one_warp_per_128", lambda c: c["BLOCK"] >= 128 * c["num_warps"])])
+    >>> [c.id for c in s]
+    ['BLOCK=256,num_warps=2,num_stages=3', 'BLOCK=512,num_warps=2,num_stages=3', 'BLOCK=512,num_warps=4,num_stages=3']
+    """
+
+    def __init__(
+        self,
+        params: Mapping[str, Sequence[Any]],
+        constraints: Iterable[Any] = (),
+        *,
+        members: Iterable[Config] | None = None,
+    ) -> None:
+        if not params:
+            raise ConfigError("a Space needs at least one parameter")
+        self.params: dict[str, tuple[Any, ...]] = {}
+        for name, vals in params.items():
+            if isinstance(vals, (str, bytes)) or not isinstance(vals, Iterable):
+                raise ConfigError(f"parameter {name!r} must be a list of values, got {vals!r}")
+            tup = tuple(dict.fromkeys(vals))
+            if not tup:
+                raise ConfigError(f"parameter {name!r} has no values")
+            self.params[name] = tup
+        self.constraints: tuple[Constraint, ...] = tuple(_as_constraint(c) for c in constraints)
+        names = [c.name for c in self.constraints]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ConfigError(f"constraint names must be unique; repeated: {sorted(dup)}")
+        self._members: frozenset[Config] | None = frozenset(members) if members is not None else None
+
+    @classmethod
+    def from_configs(cls, configs: Iterable[Any], constraints: Iterable[Any] = ()) -> Space:
+        """The space spanned by an explicit list: each parameter's values, restricted to the listed configs."""
+        cfgs = [as_config(c) for c in configs]
+        if not cfgs:
+            raise ConfigError("an empty config list has no space")
+        names: dict[str, list[Any]] = {}
+        for c in cfgs:
+            for k, v in c.as_dict().items():
+                names.setdefault(k, [])
+                if v not in names[k]:
+                    names[k].append(v)
+        params = {k: sorted(v, key=_sort_key) for k, v in names.items()}
+        space = cls(params, constraints, members=cfgs)
+        space._order = list(dict.fromkeys(cfgs))
+        return space
+
+    _order: list[Config] | None = None
+
+    def make(self, values: Mapping[str, Any]) -> Config:
+        """The Config for one assignment of parameter values."""
+        kwargs = {k: v for k, v in values.items() if k not in LAUNCH_OPTIONS}
+        opts = {k: v for k, v in values.items() if k in LAUNCH_OPTIONS}
+        return Config(kwargs, **opts)
+
+    def values_of(self, config: Config) -> dict[str, Any]:
+        d = config.as_dict()
+        return {k: d.get(k, LAUNCH_OPTIONS.get(k)) for k in self.params}
+
+    def all_configs(self) -> Iterator[Config]:
+        """Every combination (or every listed member), constrained or not, in a stable order."""
+        if self._order is not None:
+            yield from self._order
+            return
+        names = list(self.params)
+        for combo in itertools.product(*(self.params[n] for n in names)):
+            yield self.make(dict(zip(names, combo)))
+
+    def rejection(self, config: Any) -> str | None:
+        """``None`` when the config is allowed, else the reason, naming the constraint."""
+        config = as_config(config)
+        if self._members is not None and config not in self._members:
+            return f"{config.id} is not one of the listed configs"
+        for c in self.constraints:
+            try:
+                ok = bool(c.check(config))
+            except Exception as e:
+                return f"constraint {c.name!r} raised {type(e).__name__}: {e} for {config.id}"
+            if not ok:
+                return c.explain(config)
+        return None
+
+    def __contains__(self, config: Any) -> bool:
+        return self.rejection(config) is None
+
+    def enumerate(self) -> list[tuple[Config, str | None]]:
+        """Every combination with its rejection reason (``None`` for allowed ones)."""
+        return [(c, self.rejection(c)) for c in self.all_configs()]
+
+    def configs(self) -> list[Config]:
+        """The allowed configs, in a stable order."""
+        return [c for c in self.all_configs() if self.rejection(c) is None]
+
+    def __iter__(self) -> Iterator[Config]:
+        return iter(self.configs())
+
+    def __len__(self) -> int:
+        return len(self.configs())
+
+    @property
+    def size(self) -> int:
+        """Number of combinations before constraints."""
+        if self._order is not None:
+            return len(self._order)
+        n = 1
+        for v in self.params.values():
+            n *= len(v)
+        return n
+
+    def __repr__(self) -> str:
+        ps = ", ".join(f"{k}={list(v)}" for k, v in self.params.items())
+        return f"Space({ps}; {len(self.constraints)} constraint(s))"
+
+
+def _sort_key(v: Any) -> tuple[int, Any]:
+    if isinstance(v, bool) or v is None:
+        return (0, str(v))
+    if isinstance(v, (int, float)):
+        return (1, v)
+    return (2, str(v))

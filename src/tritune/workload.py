@@ -1,0 +1,149 @@
+"""``Workload``: everything needed to run one kernel for a tuning key, in one object, and its loader."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tritune.config import Config, as_config
+from tritune.errors import WorkloadError, WorkloadLoadError
+from tritune.kernel import KernelInfo
+from tritune.space import Space
+
+Key = Mapping[str, Any]
+
+
+@dataclass(eq=False)
+class Workload:
+    """One kernel, its candidate configs, and how to build, launch and check it for each key.
+
+    ``args(key, device)`` returns the launch arguments; ``grid(meta, key)`` the launch grid, where
+    ``meta`` holds the config's meta-parameters and launch options; ``outputs`` are the positions
+    in ``args`` the kernel writes; ``oracle(args)`` returns the expected outputs in that order,
+    computed from the inputs as ``args`` made them, before any kernel ran.
+    ``bytes(key)``/``flops(key)`` feed achieved-bandwidth and roofline figures.
+    """
+
+    name: str
+    kernel: Any
+    configs: Sequence[Any] | Space
+    args: Callable[[Key, str], Sequence[Any]]
+    grid: Callable[[Mapping[str, Any], Key], tuple[int, ...]]
+    outputs: Sequence[int] = ()
+    oracle: Callable[[Sequence[Any]], Sequence[Any]] | None = None
+    keys: Sequence[Key] = field(default_factory=list)
+    atol: float = 1e-5
+    rtol: float = 1e-5
+    bytes: Callable[[Key], float] | None = None
+    flops: Callable[[Key], float] | None = None
+    kwargs: Mapping[str, Any] | Callable[[Key], Mapping[str, Any]] | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"workload {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise WorkloadError("a Workload needs a non-empty name")
+        try:
+            self.info = KernelInfo.of(self.kernel)
+        except WorkloadError as e:
+            raise WorkloadError(f"{where}: {e}") from None
+        for fname in ("args", "grid"):
+            if not callable(getattr(self, fname)):
+                raise WorkloadError(f"{where}: {fname} must be a callable")
+        if self.oracle is not None and not callable(self.oracle):
+            raise WorkloadError(f"{where}: oracle must be a callable of args returning the expected outputs")
+        self.outputs = tuple(self.outputs)
+        for i in self.outputs:
+            if not isinstance(i, int) or isinstance(i, bool):
+                raise WorkloadError(f"{where}: outputs must be argument positions (ints), got {i!r}")
+        if self.oracle is not None and not self.outputs:
+            raise WorkloadError(f"{where}: an oracle needs outputs=[positions of the arguments the kernel writes]")
+        self.keys = [dict(k) for k in self.keys]
+        if isinstance(self.configs, Space):
+            self.space: Space = self.configs
+        else:
+            cfgs = [as_config(c) for c in self.configs]
+            if not cfgs:
+                raise WorkloadError(f"{where}: configs is empty")
+            self.space = Space.from_configs(cfgs)
+
+    # -- candidates --------------------------------------------------------------------------------
+    def candidates(self) -> list[Config]:
+        """Every candidate with its constraint outcome decided later: all listed or enumerated configs."""
+        return list(self.space.all_configs())
+
+    # -- building a launch --------------------------------------------------------------------------
+    def make_args(self, key: Key, device: str) -> list[Any]:
+        args = list(self.args(key, device))
+        for i in self.outputs:
+            if not -len(args) <= i < len(args):
+                raise WorkloadError(
+                    f"workload {self.name!r}: output position {i} is outside the {len(args)} arguments args() made"
+                )
+        if len(args) > len(self.info.arg_names):
+            raise WorkloadError(
+                f"workload {self.name!r}: args() made {len(args)} arguments but {self.info.name} takes "
+                f"{len(self.info.arg_names)} ({', '.join(self.info.arg_names)})"
+            )
+        return args
+
+    def caller_kwargs(self, key: Key) -> dict[str, Any]:
+        if self.kwargs is None:
+            return {}
+        kw = self.kwargs(key) if callable(self.kwargs) else self.kwargs
+        return dict(kw)
+
+    def grid_for(self, config: Config, key: Key) -> tuple[int, ...]:
+        g = self.grid(config.as_dict(), key)
+        if isinstance(g, int):
+            return (g,)
+        return tuple(int(x) for x in g)
+
+    def bytes_for(self, key: Key) -> float | None:
+        return float(self.bytes(key)) if self.bytes is not None else None
+
+    def flops_for(self, key: Key) -> float | None:
+        return float(self.flops(key)) if self.flops is not None else None
+
+    def __repr__(self) -> str:
+        return f"Workload({self.name!r}, kernel={self.info.name}, {len(self.candidates())} candidates, keys={self.keys})"
+
+
+def load_workloads(path: str | Path, name: str | None = None) -> list[Workload]:
+    """Import a Python file and return its module-level ``Workload`` objects (one, if ``name`` is given).
+
+    Import errors are raised as :class:`WorkloadLoadError` carrying the Python traceback.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise WorkloadLoadError(f"{path}: no such file")
+    mod_name = f"tritune_workload_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise WorkloadLoadError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        raise WorkloadLoadError(f"{path}: importing it failed:\n{tb}") from e
+    finally:
+        sys.path.pop(0)
+    found = [v for v in vars(module).values() if isinstance(v, Workload)]
+    if not found:
+        raise WorkloadLoadError(f"{path}: defines no module-level tritune.Workload")
+    if name is not None:
+        chosen = [w for w in found if w.name == name]
+        if not chosen:
+            raise WorkloadLoadError(
+                f"{path}: no workload named {name!r}; it defines {', '.join(w.name for w in found)}"
+            )
+        return chosen
+    return found
