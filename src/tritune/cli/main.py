@@ -1,0 +1,60 @@
+"""``tritune`` command line: one sub-command per module in :mod:`tritune.cli`.
+
+Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Modules are imported
+only when their command runs, so ``tritune --help`` stays fast and a broken optional extra breaks only
+its own command. Exit codes: 0 success, 1 a candidate failed or a target was missed, 2 usage errors
+and files that cannot be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: command name -> module under tritune.cli that implements it.
+COMMANDS: dict[str, str] = {
+    "verify": "tritune.cli.verify",
+    "screen": "tritune.cli.screen",
+    "tune": "tritune.cli.tune",
+    "cache": "tritune.cli.cache",
+    "simulate": "tritune.cli.simulate",
+    "report": "tritune.cli.report",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tritune import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="tritune",
+        description="Screen, verify, tune and report on Triton kernel configurations.",
+    )
+    parser.add_argument("--version", action="version", version=f"tritune {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, modname in COMMANDS.items():
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as e:
+            if e.name == modname:
+                continue  # command not built into this installation
+            raise
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    mod = importlib.import_module(COMMANDS[args.command])
+    try:
+        return int(mod.run(args))
+    except KeyboardInterrupt:
+        print("tritune: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
