@@ -16,6 +16,7 @@
     │   ├── StoreCorruptError             the file at the store path is not a tritune store
     │   └── StoreSchemaError (ValueError) an import file that does not match the schema
     ├── SearchError                       a search strategy was misused or is unknown
+    ├── ReportInputError (ValueError)     a result JSON that ``tritune report`` cannot read
     └── DistributedError (RuntimeError)   multi-rank tuning failed (a rank crashed or timed out)
 
 Every message names the kernel, the config and the fix where they are known.
@@ -82,6 +83,10 @@ class StoreSchemaError(StoreError, ValueError):
 
 class SearchError(TrituneError):
     """A search strategy that is unknown, or misused through its ask/tell interface."""
+
+
+class ReportInputError(TrituneError, ValueError):
+    """A result JSON that ``tritune report`` cannot read; the message names the file and the field."""
 
 
 class DistributedError(TrituneError, RuntimeError):
