@@ -37,7 +37,6 @@ gelu = tritune.Workload(
         tritune.Config({"BLOCK": 512}, num_warps=4, num_stages=2),
         tritune.Config({"BLOCK": 1024}, num_warps=8, num_stages=3),
         tritune.Config({"BLOCK": 2048}, num_warps=8, num_stages=4),
-        tritune.Config({"BLOCK": 300}, num_warps=4, num_stages=2),  # the chapter's illegal candidate
     ],
     args=gelu_args,
     grid=lambda meta, key: (triton.cdiv(key["n"], meta["BLOCK"]),),

@@ -17,10 +17,14 @@ from tritune.errors import (
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
 from tritune.space import Constraint, Space, constraint, pow2, values
+from tritune.tune.autotune import Autotuned, Choice, UntunedWarning, autotune
+from tritune.verify import VerifyReport, verify
 from tritune.workload import Workload, load_workloads
 
 __all__ = [
+    "Autotuned",
     "CandidateResult",
+    "Choice",
     "Config",
     "ConfigError",
     "Constraint",
@@ -32,12 +36,16 @@ __all__ = [
     "Status",
     "TimingUnavailableError",
     "TrituneError",
+    "UntunedWarning",
+    "VerifyReport",
     "Workload",
     "WorkloadError",
     "WorkloadResult",
     "__version__",
+    "autotune",
     "constraint",
     "load_workloads",
     "pow2",
     "values",
+    "verify",
 ]

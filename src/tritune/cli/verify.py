@@ -1,0 +1,54 @@
+"""``tritune verify PATH``: check every candidate for correctness; never times anything."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tritune.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_workload_args,
+    emit_json,
+    ensure_interpreter_without_gpu,
+    fail_usage,
+    load,
+    out_stream,
+    parse_keys,
+)
+from tritune.errors import TrituneError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="check every candidate against the oracle and each other (no timing)",
+        description="Run every candidate of every workload for every key and check it against the oracle; "
+        "group the correct ones by bit-identical outputs. Runs on the GPU if there is one, else in Triton's "
+        "CPU interpreter. Never times anything. Exit 0 when every candidate is correct, 1 otherwise, 2 for "
+        "usage errors and files that cannot be loaded.",
+    )
+    add_workload_args(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    ensure_interpreter_without_gpu()
+    from tritune.progress import make_progress
+    from tritune.report.text import render_table
+    from tritune.verify import verify
+
+    try:
+        keys = parse_keys(args.key)
+        workloads = load(args)
+    except TrituneError as e:
+        return fail_usage(str(e))
+    with make_progress(quiet=args.quiet) as progress:
+        try:
+            report = verify(workloads, keys=keys, progress=progress)
+        except TrituneError as e:
+            return fail_usage(str(e))
+    emit_json(args, report.dumps())
+    stream = out_stream(args)
+    if not (args.quiet and args.json == "-"):
+        print(render_table(report), file=stream)
+    return EXIT_OK if report.ok else EXIT_FAILED

@@ -1,0 +1,64 @@
+"""How the decorator turns a call's arguments into a tuning key, with optional buckets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tritune.errors import WorkloadError
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """Which arguments form the key, where they sit in the call, and how each value is bucketed."""
+
+    names: tuple[str, ...]
+    positions: tuple[int, ...]
+    defaults: tuple[Any, ...]
+    buckets: tuple[Callable[[Any], Any], ...]
+
+    @classmethod
+    def build(cls, kernel_name: str, arg_names: Sequence[str], defaults: Mapping[str, Any], key: Any) -> KeySpec:
+        if isinstance(key, str):
+            key = [key]
+        if isinstance(key, Mapping):
+            items = [(n, b if b is not None else _identity) for n, b in key.items()]
+        else:
+            items = [(n, _identity) for n in key]
+        unknown = [n for n, _ in items if n not in arg_names]
+        if unknown:
+            raise WorkloadError(
+                f"{kernel_name}: key name(s) {', '.join(map(repr, unknown))} are not parameters of the kernel; "
+                f"its parameters are {', '.join(arg_names)}"
+            )
+        for n, b in items:
+            if not callable(b):
+                raise WorkloadError(f"{kernel_name}: the bucket for key {n!r} must be callable, got {b!r}")
+        names = tuple(n for n, _ in items)
+        return cls(
+            names=names,
+            positions=tuple(list(arg_names).index(n) for n in names),
+            defaults=tuple(defaults.get(n) for n in names),
+            buckets=tuple(b for _, b in items),
+        )
+
+    def of(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The key tuple for a call: bucketed key values, then every tensor argument's dtype (as Triton does)."""
+        out: list[Any] = []
+        n = len(args)
+        for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
+            v = args[pos] if pos < n else kwargs.get(name, default)
+            out.append(bucket(v))
+        for a in args:
+            dt = getattr(a, "dtype", None)
+            if dt is not None:
+                out.append(str(dt))
+        return tuple(out)
+
+    def as_dict(self, key: tuple[Any, ...]) -> dict[str, Any]:
+        return dict(zip(self.names, key[: len(self.names)]))

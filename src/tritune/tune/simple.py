@@ -1,0 +1,119 @@
+"""Timing candidates of a decorated kernel on the GPU: the call each timing run makes, and a plain sweep.
+
+``candidate_call`` builds the zero-argument function a timer runs for one config, honouring
+``reset_to_zero``, ``restore_value``, ``pre_hook`` and ``post_hook`` with triton.autotune's meaning, so
+in-place kernels are not corrupted by timing runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tritune.config import Config
+from tritune.errors import NoLegalConfigError
+
+if TYPE_CHECKING:
+    from tritune.tune.autotune import Autotuned, Choice
+
+
+def compile_rejection(tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> str | None:
+    """Compile ``cfg`` for the current GPU without launching it; the reason if it cannot run here."""
+    from triton.compiler.errors import CompilationError
+
+    try:
+        from triton.runtime.errors import OutOfResources
+    except ImportError:  # pragma: no cover
+        OutOfResources = RuntimeError  # type: ignore[assignment,misc]
+    jit = tuned._launcher()
+    opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+    if cfg.num_ctas != 1:
+        opts["num_ctas"] = cfg.num_ctas
+    if cfg.maxnreg is not None:
+        opts["maxnreg"] = cfg.maxnreg
+    try:
+        compiled = jit.run(*args, grid=grid, warmup=True, **kwargs, **cfg.kwargs, **opts)
+        init = getattr(compiled, "_init_handles", None)
+        if callable(init):
+            init()  # loads the binary: raises OutOfResources for too much shared memory or registers
+    except CompilationError as e:
+        return f"{tuned.info.name} does not compile with {cfg.id}: {str(e).strip().splitlines()[-1]}"
+    except OutOfResources as e:
+        return f"{tuned.info.name} {cfg.id} exceeds the GPU's resources: {e}"
+    return None
+
+
+def candidate_call(
+    tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(call, cleanup): ``call`` runs one timed launch with the hooks; ``cleanup`` restores saved values."""
+    named = tuned._named(args, kwargs)
+    saved = {n: named[n].clone() for n in tuned.restore_value}
+    jit = tuned._launcher()
+    opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+    if cfg.num_ctas != 1:
+        opts["num_ctas"] = cfg.num_ctas
+    if cfg.maxnreg is not None:
+        opts["maxnreg"] = cfg.maxnreg
+    full = {**named, **cfg.kwargs}
+
+    def call() -> None:
+        if cfg.pre_hook is not None:
+            cfg.pre_hook(full)
+        if tuned.pre_hook is not None:
+            tuned.pre_hook(full)
+        for n in tuned.reset_to_zero:
+            named[n].zero_()
+        for n, v in saved.items():
+            named[n].copy_(v)
+        try:
+            jit.run(*args, grid=grid, warmup=False, **kwargs, **cfg.kwargs, **opts)
+        except Exception as e:
+            if tuned.post_hook is not None:
+                tuned.post_hook(full, exception=e)
+            raise
+        if tuned.post_hook is not None:
+            tuned.post_hook(full, exception=None)
+
+    def cleanup() -> None:
+        for n, v in saved.items():
+            named[n].copy_(v)
+
+    return call, cleanup
+
+
+def time_candidates(
+    tuned: Autotuned,
+    key: tuple[Any, ...],
+    legal: list[Config],
+    rejected: dict[Config, str],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    grid: Any,
+) -> Choice:
+    """Compile every legal candidate, drop those the GPU cannot run, time the rest, keep the fastest."""
+    from tritune.bench import bench
+    from tritune.tune.autotune import Choice
+
+    times: dict[Config, float] = {}
+    for cfg in legal:
+        reason = compile_rejection(tuned, cfg, args, kwargs, grid)
+        if reason is not None:
+            rejected[cfg] = reason
+            continue
+        call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
+        try:
+            if tuned.do_bench is not None:
+                t = tuned.do_bench(call)
+                times[cfg] = float(t[0] if isinstance(t, (list, tuple)) else t)
+            else:
+                times[cfg] = bench(call).median_ms
+        finally:
+            cleanup()
+    if not times:
+        raise NoLegalConfigError(
+            f"{tuned.info.name}: no candidate could run for key {tuned.key_spec.as_dict(key)}:\n"
+            + "\n".join(f"  {c.id}: {r}" for c, r in rejected.items())
+        )
+    best = min(times, key=lambda c: times[c])
+    return Choice(best, "timed", f"{times[best]:.4f} ms median of {len(times)} timed candidates")

@@ -1,0 +1,240 @@
+"""``verify``: run every candidate of a workload for every key and check it, with no timing at all.
+
+On a GPU the kernel runs there; without one it runs in Triton's CPU interpreter. Each candidate is
+first checked for legality (static rules, then the compiler front end for the target), its inputs are
+restored and its outputs poisoned before it runs, and its outputs are compared with the oracle.
+Correct candidates of one key are then grouped by the exact bytes of their outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from tritune.config import Config
+from tritune.device import gpu_unavailable_reason
+from tritune.errors import KernelSpecError
+from tritune.kernel import as_interpreted, as_jit
+from tritune.outcome import Status
+from tritune.results import CandidateResult, RunResult, WorkloadResult
+from tritune.screen.specialize import cuda_target, frontend_rejection
+from tritune.space import check_static
+from tritune.verify.compare import compare, digest, poison
+from tritune.workload import Workload
+
+NO_TIMING = "no timing: verify checks correctness only and never times a candidate"
+
+
+class VerifyReport(RunResult):
+    """The result of :func:`verify`: a :class:`RunResult` with ``ok`` and ``failures`` for assertions.
+
+    >>> report = tritune.verify(my_workload)   # doctest: +SKIP
+    >>> assert report.ok, report.summary()
+    """
+
+    @property
+    def failures(self) -> list[tuple[WorkloadResult, CandidateResult]]:
+        return [(w, c) for w in self.workloads for c in w.candidates if c.status is not Status.CORRECT]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def summary(self) -> str:
+        lines = []
+        for w, c in self.failures:
+            lines.append(f"{w.name} {w.key} {c.config.id}: {c.status.value}: {c.reason}")
+        return "\n".join(lines) if lines else "every candidate is correct"
+
+
+def _launch_options(cfg: Config) -> dict[str, Any]:
+    opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+    if cfg.num_ctas != 1:
+        opts["num_ctas"] = cfg.num_ctas
+    if cfg.maxnreg is not None:
+        opts["maxnreg"] = cfg.maxnreg
+    return opts
+
+
+@contextlib.contextmanager
+def _quiet_numpy() -> Iterator[None]:
+    # The interpreter runs kernels through numpy; masked-off lanes may overflow harmlessly.
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        yield
+
+
+def _clone(a: Any) -> Any:
+    import torch
+
+    return a.clone() if isinstance(a, torch.Tensor) else a
+
+
+def verify_key(
+    workload: Workload,
+    key: Mapping[str, Any],
+    *,
+    device: str,
+    target: Any,
+    configs: Sequence[Config] | None = None,
+    progress: Any = None,
+    seed: int = 0,
+) -> WorkloadResult:
+    """Verify every candidate of ``workload`` at one ``key``."""
+    import torch
+
+    on_cpu = device == "cpu"
+    torch.manual_seed(seed)
+    args = workload.make_args(key, device)
+    pristine = [_clone(a) for a in args]
+    caller_kw = workload.caller_kwargs(key)
+    expected: list[Any] | None = None
+    if workload.oracle is not None:
+        expected = list(workload.oracle([_clone(a) for a in pristine]))
+        if len(expected) != len(workload.outputs):
+            raise KernelSpecError(
+                f"workload {workload.name!r}: the oracle returned {len(expected)} values for "
+                f"{len(workload.outputs)} outputs"
+            )
+    runner = as_interpreted(workload.kernel) if on_cpu else as_jit(workload.kernel)
+    results: list[CandidateResult] = []
+    digests: dict[str, list[str]] = {}
+    reference: tuple[str, list[Any]] | None = None
+    kname = workload.info.name
+    for cfg in configs if configs is not None else workload.candidates():
+        res = _verify_one(workload, key, cfg, args, pristine, caller_kw, expected, runner, target, on_cpu, reference)
+        if res.status is Status.CORRECT:
+            outs = [args[i] for i in workload.outputs]
+            if expected is None and reference is None:
+                reference = (cfg.id, [o.clone() for o in outs])
+            digests.setdefault(digest(outs), []).append(cfg.id)
+        results.append(res)
+        if progress is not None:
+            progress.step(f"{kname} {_key_str(key)} {cfg.id}", res.status.value, res.reason or "")
+    groups = list(digests.values())
+    extra: dict[str, Any] = {
+        "bitwise_identical": (len(groups) == 1) if groups else None,
+        "groups": groups,
+        "reference": "oracle" if expected is not None else (reference[0] if reference else None),
+    }
+    return WorkloadResult(workload.name, dict(key), results, extra)
+
+
+def _verify_one(
+    workload: Workload,
+    key: Mapping[str, Any],
+    cfg: Config,
+    args: list[Any],
+    pristine: list[Any],
+    caller_kw: dict[str, Any],
+    expected: list[Any] | None,
+    runner: Any,
+    target: Any,
+    on_cpu: bool,
+    reference: tuple[str, list[Any]] | None,
+) -> CandidateResult:
+    import torch
+
+    kname = workload.info.name
+    rej = check_static(cfg, workload.info, caller_kw, workload.space)
+    if rej is not None:
+        return CandidateResult(cfg, Status.ILLEGAL, rej.reason, {"max_abs_error": None, "unwritten": None})
+    try:
+        why = frontend_rejection(workload.kernel, args, cfg, target, caller_kw)
+    except KernelSpecError as e:
+        return CandidateResult(cfg, Status.ERROR, str(e), {"max_abs_error": None, "unwritten": None})
+    if why is not None:
+        return CandidateResult(cfg, Status.ILLEGAL, why, {"max_abs_error": None, "unwritten": None})
+    for a, p in zip(args, pristine):
+        if isinstance(a, torch.Tensor):
+            a.copy_(p)
+    for i in workload.outputs:
+        poison(args[i])
+    grid = workload.grid_for(cfg, key)
+    try:
+        with _quiet_numpy():
+            runner[grid](*args, **caller_kw, **cfg.kwargs, **_launch_options(cfg))
+        if not on_cpu:
+            torch.cuda.synchronize()
+    except Exception as e:
+        where = (
+            " under Triton's CPU interpreter, which cannot run every kernel that compiles: this says nothing "
+            "about the kernel on a GPU"
+            if on_cpu
+            else " on the GPU"
+        )
+        msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
+        return CandidateResult(
+            cfg,
+            Status.ERROR,
+            f"{kname} raised {type(e).__name__} while running {cfg.id}{where}: {msg}",
+            {"max_abs_error": None, "unwritten": None},
+        )
+    outs = [args[i] for i in workload.outputs]
+    if expected is not None:
+        wants, against = expected, "the oracle"
+    elif reference is not None:
+        wants, against = reference[1], f"the first correct candidate {reference[0]} (no oracle given)"
+    else:
+        # No oracle and this is the first candidate that ran: it becomes the reference if fully written.
+        wants, against = None, "itself"
+    worst = 0.0
+    unwritten = 0
+    reasons = []
+    for pos, (i, out) in enumerate(zip(workload.outputs, outs)):
+        if wants is None:
+            cmp = compare(out, out, atol=workload.atol, rtol=workload.rtol, name=f"args[{i}]")
+        else:
+            cmp = compare(out, wants[pos], atol=workload.atol, rtol=workload.rtol, name=f"args[{i}]")
+        worst = max(worst, cmp.max_abs_error)
+        unwritten += cmp.unwritten
+        if not cmp.ok:
+            reasons.append(cmp.detail)
+    extra = {"max_abs_error": worst, "unwritten": unwritten}
+    if reasons:
+        return CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id} vs {against}: " + "; ".join(reasons), extra)
+    return CandidateResult(cfg, Status.CORRECT, None, extra)
+
+
+def _key_str(key: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in key.items())
+
+
+def verify(
+    workload: Workload | Sequence[Workload],
+    *,
+    keys: Sequence[Mapping[str, Any]] | None = None,
+    target: Any = None,
+    progress: Any = None,
+    seed: int = 0,
+) -> VerifyReport:
+    """Check every candidate of one or more workloads for every key; no timing is ever done.
+
+    Runs on the GPU when one is usable, else in Triton's CPU interpreter. ``target`` (a GPUTarget) is
+    what the legality check compiles for: the current GPU's, or sm_90 without one.
+    """
+    workloads = [workload] if isinstance(workload, Workload) else list(workload)
+    why_no_gpu = gpu_unavailable_reason()
+    device = "cpu" if why_no_gpu else "cuda"
+    if target is None:
+        from tritune.device import current_target
+
+        target = current_target() if not why_no_gpu else cuda_target(90)
+    entries: list[WorkloadResult] = []
+    for w in workloads:
+        use_keys = list(keys) if keys is not None else list(w.keys)
+        if not use_keys:
+            raise KernelSpecError(f"workload {w.name!r} has no keys to verify; give it keys=[{{...}}]")
+        cands = w.candidates()
+        if progress is not None:
+            progress.stage(f"verifying {w.name}", len(cands) * len(use_keys))
+        for key in use_keys:
+            entries.append(verify_key(w, key, device=device, target=target, configs=cands, progress=progress, seed=seed))
+    if why_no_gpu:
+        timing = f"{NO_TIMING}. No GPU here ({why_no_gpu}): every candidate ran in Triton's CPU interpreter."
+    else:
+        timing = f"{NO_TIMING}. Candidates ran on the GPU, untimed."
+    prov = {"device": device, "target": f"{getattr(target, 'backend', '')}:{getattr(target, 'arch', '')}"}
+    return VerifyReport("verify", timing, entries, provenance=prov)
