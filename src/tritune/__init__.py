@@ -21,6 +21,10 @@ from tritune.tune.autotune import Autotuned, Choice, UntunedWarning, autotune
 from tritune.verify import VerifyReport, verify
 from tritune.workload import Workload, load_workloads
 
+from tritune.screen.langguard import snapshot as _snapshot_language
+
+_snapshot_language()  # before any interpreter run patches triton.language
+
 __all__ = [
     "Autotuned",
     "CandidateResult",

@@ -87,17 +87,23 @@ class Specialization:
         """Run only the language front end (Python AST to TTIR): catches constexpr errors in milliseconds."""
         from triton._C.libtriton import ir
 
-        ctx = ir.context()
-        ir.load_dialects(ctx)
-        self.backend.load_dialects(ctx)
-        codegen = self.backend.get_codegen_implementation(self.options)
-        return self.source().make_ir(self.target, self.options, codegen, self.backend.get_module_map(), ctx)
+        from tritune.screen.langguard import compiler_language
+
+        with compiler_language():
+            ctx = ir.context()
+            ir.load_dialects(ctx)
+            self.backend.load_dialects(ctx)
+            codegen = self.backend.get_codegen_implementation(self.options)
+            return self.source().make_ir(self.target, self.options, codegen, self.backend.get_module_map(), ctx)
 
     def compile(self) -> Any:
         """Full compile through ``triton.compile`` (fills and reuses Triton's on-disk cache)."""
         import triton
 
-        return triton.compile(self.source(), target=self.target, options=self.options.__dict__)
+        from tritune.screen.langguard import compiler_language
+
+        with compiler_language():
+            return triton.compile(self.source(), target=self.target, options=self.options.__dict__)
 
 
 def specialize(
