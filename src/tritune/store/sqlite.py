@@ -1,0 +1,357 @@
+"""``SQLiteStore``: the default store, one SQLite file shared by every process of a user.
+
+Why these choices:
+
+* **WAL mode**, so readers never wait for a writer and a killed writer leaves only an uncommitted
+  tail that SQLite discards; ``synchronous=FULL`` so a commit that returned is on disk.
+* **One ``BEGIN IMMEDIATE`` transaction per write**: the write lock is taken up front, so two writers
+  queue on ``busy_timeout`` instead of failing with "database is locked" when a read upgrades.
+* **``application_id`` and ``user_version``** mark the file as a tritune store of a schema version.
+  Any other file (random bytes, another application's database) raises StoreCorruptError naming
+  the path, and is never written: the header is checked before SQLite is allowed to touch it.
+* **Migrations** run from ``user_version`` up to :data:`SCHEMA_VERSION` inside one transaction,
+  one function per step in :data:`MIGRATIONS`; a file from a newer tritune is refused, not rewritten.
+
+The path is ``$TRITUNE_STORE``, else ``<user cache dir>/tritune/store.sqlite`` (platformdirs, or
+``~/.cache/tritune`` where platformdirs is not installed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from tritune.config import Config
+from tritune.errors import StoreCorruptError, StoreError
+from tritune.outcome import Status
+from tritune.store.base import Snapshot, Store, apply_write, now
+from tritune.store.keys import TuningKey
+from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+
+SCHEMA_VERSION = 1
+#: ``PRAGMA application_id`` of a tritune store: "TRTN" in ASCII.
+APPLICATION_ID = 0x5452544E
+_HEADER = b"SQLite format 3\x00"
+
+_SCHEMA_V1 = """
+CREATE TABLE keys (digest TEXT PRIMARY KEY, kernel TEXT NOT NULL, key_json TEXT NOT NULL);
+CREATE INDEX keys_by_kernel ON keys(kernel);
+CREATE TABLE candidates (
+    digest TEXT NOT NULL REFERENCES keys(digest) ON DELETE CASCADE,
+    config TEXT NOT NULL, status TEXT NOT NULL, time_ms REAL, reason TEXT,
+    measurement TEXT, provenance TEXT NOT NULL, recorded_at REAL NOT NULL,
+    PRIMARY KEY (digest, config));
+CREATE TABLE winners (
+    digest TEXT PRIMARY KEY REFERENCES keys(digest) ON DELETE CASCADE,
+    config TEXT NOT NULL, time_ms REAL, ties TEXT NOT NULL, provenance TEXT NOT NULL, recorded_at REAL NOT NULL);
+"""
+
+#: ``MIGRATIONS[v]`` turns a schema-``v`` store into schema ``v + 1`` (run inside one transaction).
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+
+def default_store_path() -> Path:
+    """``$TRITUNE_STORE``, else ``store.sqlite`` in the user cache dir for tritune."""
+    env = os.environ.get("TRITUNE_STORE")
+    if env:
+        return Path(env).expanduser()
+    try:
+        import platformdirs
+
+        base = Path(platformdirs.user_cache_dir("tritune"))
+    except ImportError:
+        base = Path.home() / ".cache" / "tritune"
+    return base / "store.sqlite"
+
+
+def _dumps(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+class SQLiteStore(Store):
+    """The Store contract on one SQLite file. ``create=False`` refuses to create a missing file."""
+
+    def __init__(self, path: str | Path | None = None, *, create: bool = True, timeout: float = 60.0) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_store_path()
+        self.timeout = timeout
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._closed = False
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = self._open()
+
+    # -- opening -------------------------------------------------------------------------------
+    def _corrupt(self, why: str) -> StoreCorruptError:
+        return StoreCorruptError(
+            f"{self.path} is not a tritune store ({why}); it was left untouched: move it away, or point "
+            "TRITUNE_STORE / --store at another path"
+        )
+
+    def _open(self) -> sqlite3.Connection:
+        path = self.path
+        assert path is not None
+        if path.exists() and path.stat().st_size > 0:
+            with open(path, "rb") as f:
+                if f.read(len(_HEADER)) != _HEADER:
+                    raise self._corrupt("not a SQLite database")
+        conn = sqlite3.connect(path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        try:
+            state = self._state(conn)
+            if state == "foreign":
+                raise self._corrupt("a SQLite database of another application")
+            self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._prepare(conn)
+        except sqlite3.OperationalError as e:
+            conn.close()
+            raise StoreError(f"cannot open the store {path}: {e}") from None
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise self._corrupt(str(e)) from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _retry(self, fn: Callable[[], Any]) -> Any:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    @staticmethod
+    def _state(conn: sqlite3.Connection) -> str:
+        """``"ours"``, ``"fresh"`` (no tables, no id) or ``"foreign"``."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app_id == APPLICATION_ID:
+            return "ours"
+        n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        return "fresh" if app_id == 0 and n_tables == 0 else "foreign"
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Create the schema in a fresh file, or migrate an older one, under the write lock."""
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if self._state(conn) == "ours" and version == SCHEMA_VERSION:
+            return
+        self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
+            state = self._state(conn)  # another process may have done it meanwhile
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if state == "foreign":
+                raise self._corrupt("a SQLite database of another application")
+            if state == "fresh":
+                for stmt in _SCHEMA_V1.split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                version = 1
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has store schema {version}, newer than this tritune's {SCHEMA_VERSION}: "
+                    "upgrade tritune, or point TRITUNE_STORE / --store at another path"
+                )
+            while version < SCHEMA_VERSION:
+                step = MIGRATIONS.get(version)
+                if step is None:
+                    raise StoreError(f"{self.path}: no migration from store schema {version}")
+                step(conn)
+                version += 1
+            conn.execute(f"PRAGMA user_version={version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if self._closed or self._conn is None:
+            raise StoreError(f"the store {self.path} is closed")
+        if os.getpid() != self._pid:  # a forked child must not share its parent's connection
+            self._pid = os.getpid()
+            self._conn = self._open()
+        return self._conn
+
+    def _run(self, fn: Callable[[sqlite3.Connection], Any], *, write: bool) -> Any:
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    out = fn(conn)
+                    conn.execute("COMMIT")
+                    return out
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as e:
+                raise StoreError(f"store {self.path}: {e}") from None
+            except sqlite3.DatabaseError as e:
+                raise self._corrupt(str(e)) from None
+
+    @staticmethod
+    def _cand(row: tuple[Any, ...]) -> CandidateRecord:
+        cfg, status, t, reason, meas, prov, at = row
+        return CandidateRecord(
+            Config.from_json(cfg), Status(status), t, reason,
+            None if meas is None else json.loads(meas), json.loads(prov), at,
+        )  # fmt: skip
+
+    @staticmethod
+    def _winner(key: TuningKey, row: tuple[Any, ...]) -> WinnerRecord:
+        cfg, t, ties, prov, at = row
+        return WinnerRecord(
+            key, Config.from_json(cfg), t, tuple(Config.from_json(c) for c in json.loads(ties)),
+            json.loads(prov), at,
+        )  # fmt: skip
+
+    _CAND_COLS = "config, status, time_ms, reason, measurement, provenance, recorded_at"
+    _WIN_COLS = "config, time_ms, ties, provenance, recorded_at"
+
+    # -- the contract ----------------------------------------------------------------------------
+    def record_many(self, writes: Iterable[Write]) -> None:
+        writes = list(writes)
+
+        def do(conn: sqlite3.Connection) -> None:
+            t = now()
+            for w in writes:
+                d = w.key.digest
+                conn.execute(
+                    "INSERT OR IGNORE INTO keys(digest, kernel, key_json) VALUES (?, ?, ?)",
+                    (d, w.key.kernel, w.key.dumps()),
+                )
+                stored: dict[Config, CandidateRecord] = {}
+                for cfg in (w.winner, *w.ties) if w.winner is not None else ():
+                    row = conn.execute(
+                        f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=? AND config=?",
+                        (d, cfg.dumps()),
+                    ).fetchone()
+                    if row is not None:
+                        stored[cfg] = self._cand(row)
+                stamped, winner = apply_write(w, stored, t)
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO candidates(digest, {self._CAND_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (d, c.config.dumps(), c.status.value, c.time_ms, c.reason,
+                         None if c.measurement is None else _dumps(c.to_json()["measurement"]),
+                         _dumps(c.to_json()["provenance"]), c.recorded_at)
+                        for c in stamped
+                    ],
+                )  # fmt: skip
+                if winner is not None:
+                    conn.execute(
+                        f"INSERT OR REPLACE INTO winners(digest, {self._WIN_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+                        (d, winner.config.dumps(), winner.time_ms, _dumps([c.to_json() for c in winner.ties]),
+                         _dumps(winner.to_json()["provenance"]), winner.recorded_at),
+                    )  # fmt: skip
+
+        self._run(do, write=True)
+
+    def clear(self, kernel: str | None = None) -> int:
+        def do(conn: sqlite3.Connection) -> int:
+            where, args = ("WHERE kernel=?", (kernel,)) if kernel is not None else ("", ())
+            sub = f"(SELECT digest FROM keys {where})"
+            conn.execute(f"DELETE FROM candidates WHERE digest IN {sub}", args)
+            conn.execute(f"DELETE FROM winners WHERE digest IN {sub}", args)
+            return int(conn.execute(f"DELETE FROM keys {where}", args).rowcount)
+
+        return int(self._run(do, write=True))
+
+    def lookup_winner(self, key: TuningKey) -> WinnerRecord | None:
+        def do(conn: sqlite3.Connection) -> WinnerRecord | None:
+            row = conn.execute(
+                f"SELECT {self._WIN_COLS} FROM winners WHERE digest=?", (key.digest,)
+            ).fetchone()
+            return None if row is None else self._winner(key, row)
+
+        return self._run(do, write=False)  # type: ignore[no-any-return]
+
+    def candidates(self, key: TuningKey, configs: Iterable[Config] | None = None) -> list[CandidateRecord]:
+        wanted = None if configs is None else {c.dumps() for c in configs}
+
+        def do(conn: sqlite3.Connection) -> list[CandidateRecord]:
+            rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
+            return [self._cand(r) for r in rows if wanted is None or r[0] in wanted]
+
+        return sorted(self._run(do, write=False), key=lambda r: r.config.id)
+
+    def _keys(self, conn: sqlite3.Connection, kernel: str | None) -> list[tuple[str, TuningKey]]:
+        rows = conn.execute(
+            "SELECT digest, key_json FROM keys WHERE ? IS NULL OR kernel=? ORDER BY kernel, digest",
+            (kernel, kernel),
+        )
+        return [(d, TuningKey.from_json(json.loads(k))) for d, k in rows]
+
+    def entries(self, kernel: str | None = None) -> list[Entry]:
+        def do(conn: sqlite3.Connection) -> list[Entry]:
+            out = []
+            for d, key in self._keys(conn, kernel):
+                n, n_meas = conn.execute(
+                    "SELECT count(*), count(time_ms) FROM candidates WHERE digest=?", (d,)
+                ).fetchone()
+                w = conn.execute(f"SELECT {self._WIN_COLS} FROM winners WHERE digest=?", (d,)).fetchone()
+                out.append(Entry(key, None if w is None else self._winner(key, w), n, n_meas))
+            return out
+
+        return self._run(do, write=False)  # type: ignore[no-any-return]
+
+    def snapshot(self, kernel: str | None = None) -> list[Snapshot]:
+        def do(conn: sqlite3.Connection) -> list[Snapshot]:
+            out: list[Snapshot] = []
+            for d, key in self._keys(conn, kernel):
+                rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (d,))
+                cands = sorted((self._cand(r) for r in rows), key=lambda r: r.config.id)
+                w = conn.execute(f"SELECT {self._WIN_COLS} FROM winners WHERE digest=?", (d,)).fetchone()
+                out.append((key, None if w is None else self._winner(key, w), cands))
+            return out
+
+        return self._run(do, write=False)  # type: ignore[no-any-return]
+
+    def check(self) -> list[str]:
+        from tritune.store.sqlite_check import check_connection
+
+        with self._lock:
+            try:
+                conn = self._connection()
+            except StoreError as e:
+                return [str(e)]
+            return check_connection(conn, str(self.path))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and not self._closed:
+                self._conn.close()
+            self._closed = True
+
+
+def check_path(path: str | Path | None = None) -> list[str]:
+    """Problems of the store at ``path`` (default path when None), without creating or changing it.
+
+    A missing file is not a problem (nothing was tuned yet); a corrupt or foreign one is reported.
+    """
+    p = Path(path).expanduser() if path is not None else default_store_path()
+    if not p.exists():
+        return []
+    try:
+        store = SQLiteStore(p, create=False)
+    except StoreError as e:
+        return [str(e)]
+    try:
+        return store.check()
+    finally:
+        store.close()
