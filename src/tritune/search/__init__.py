@@ -1,0 +1,37 @@
+"""Search strategies behind one ask/tell interface, a registry of them, and the loop that drives them.
+
+    strategy = tritune.search.get("surrogate", space, seed=0, illegal=screened_out)
+    result = tritune.search.run_search(strategy, evaluate, Budget(evaluations=50))
+
+``evaluate`` is any callable ``config -> (Status, time_ms | None)``. :mod:`tritune.search.simulate`
+replays recorded landscapes so strategies can be measured with no GPU.
+"""
+
+from __future__ import annotations
+
+from tritune.search.base import Budget, Observation, SearchStrategy, Strategy
+from tritune.search.driver import SearchResult, run_search
+from tritune.search.exhaustive import ExhaustiveSearch
+from tritune.search.neighbourhood import NeighbourhoodSearch
+from tritune.search.random_search import RandomSearch
+from tritune.search.registry import DEFAULT, get, names, register, resolve, unregister
+from tritune.search.surrogate import SurrogateSearch
+
+__all__ = [
+    "DEFAULT",
+    "Budget",
+    "ExhaustiveSearch",
+    "NeighbourhoodSearch",
+    "Observation",
+    "RandomSearch",
+    "SearchResult",
+    "SearchStrategy",
+    "Strategy",
+    "SurrogateSearch",
+    "get",
+    "names",
+    "register",
+    "resolve",
+    "run_search",
+    "unregister",
+]

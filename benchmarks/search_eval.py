@@ -1,0 +1,112 @@
+"""Every search strategy on every landscape at a fixed budget: the measurement the default is picked by.
+
+For each landscape (``*.json`` in a folder, format ``tritune.landscape/1``) and each strategy it runs
+``--seeds`` seeded searches with a budget of ``--budget`` x the legal configs, and prints the median and
+90th-percentile best ratio (best recorded time found / landscape best) and the median evaluations it
+took to get within 2%. Random search is the baseline. Targets (issue 8): median <= 1.02, p90 <= 1.05.
+
+    python benchmarks/search_eval.py benchmarks/landscapes --out results.json
+    python benchmarks/search_eval.py --synthetic              # SYNTHETIC landscapes only (development)
+
+No GPU is needed: this replays recorded timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tritune.landscape import Landscape
+from tritune.search import registry
+from tritune.search.simulate import Simulation, simulate
+
+TARGET_MEDIAN, TARGET_P90 = 1.02, 1.05
+
+
+def load_landscapes(folder: Path | None, synthetic: bool) -> list[tuple[str, Landscape]]:
+    out: list[tuple[str, Landscape]] = []
+    if folder is not None:
+        for path in sorted(folder.glob("*.json")):
+            out.append((path.stem, Landscape.load(path)))
+    if synthetic:
+        sys.path.insert(0, str(Path(__file__).parent / "landscapes"))
+        from synthetic import generate_all  # type: ignore[import-not-found]
+
+        out.extend((f"{land.kernel} (SYNTHETIC)", land) for land in generate_all(0))
+    return out
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("folder", nargs="?", type=Path, help="folder of landscape JSON files")
+    ap.add_argument(
+        "--synthetic", action="store_true", help="add the synthetic landscapes (labelled SYNTHETIC)"
+    )
+    ap.add_argument(
+        "--strategies", default=None, help="comma-separated names (default: every registered one)"
+    )
+    ap.add_argument("--budget", type=float, default=0.25, help="fraction of the legal configs (default 0.25)")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--noise", type=float, default=0.0, help="relative multiplicative replay noise")
+    ap.add_argument("--out", type=Path, help="write every run as JSON here")
+    args = ap.parse_args(argv)
+    if args.folder is None and not args.synthetic:
+        ap.error("give a landscape folder, --synthetic, or both")
+    names = (
+        args.strategies.split(",") if args.strategies else [n for n in registry.names() if n != "exhaustive"]
+    )
+    lands = load_landscapes(args.folder, args.synthetic)
+    if not lands:
+        ap.error(f"no *.json landscapes in {args.folder}")
+    results: list[dict[str, Any]] = []
+    failing: dict[str, int] = {n: 0 for n in names}
+    print(
+        f"budget {args.budget:.0%} of legal configs, {args.seeds} seeds, noise {args.noise}; "
+        f"targets: median <= {TARGET_MEDIAN}, p90 <= {TARGET_P90}; default strategy: {registry.DEFAULT}"
+    )
+    header = f"{'landscape':34} {'legal':>5} {'evals':>5} {'strategy':14} {'median':>7} {'p90':>7} {'to2%':>6} {'s':>6}"
+    print(header)
+    print("-" * len(header))
+    for label, land in lands:
+        for name in names:
+            t0 = time.perf_counter()
+            try:
+                sim: Simulation = simulate(land, name, args.budget, args.seeds, noise=args.noise)
+            except ImportError as e:  # an optional extra is missing for this strategy
+                print(f"{label:34} {'':>5} {'':>5} {name:14} skipped: {e}")
+                continue
+            secs = time.perf_counter() - t0
+            med, p90 = sim.median_best_ratio, sim.p90_best_ratio
+            met = med is not None and p90 is not None and med <= TARGET_MEDIAN and p90 <= TARGET_P90
+            failing[name] += not met
+            print(
+                f"{label:34} {sim.legal_configs:5d} {sim.budget_evaluations:5d} {name:14} {fmt(med):>7} "
+                f"{fmt(p90):>7} {fmt(sim.median_evals_to_2pct, 0):>6} {secs:6.1f}{'' if met else '  MISS'}"
+            )
+            results.append(
+                {"landscape": label, "provenance": land.provenance, "seconds": secs, **sim.to_json()}
+            )
+        print()
+    print("landscapes missing a target, per strategy: " + ", ".join(f"{n}={k}" for n, k in failing.items()))
+    if args.out:
+        args.out.write_text(
+            json.dumps(
+                {"budget": args.budget, "seeds": args.seeds, "noise": args.noise, "results": results},
+                indent=1,
+            )
+            + "\n"
+        )
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""The ask/tell interface every search strategy implements, and the values it trades in.
+
+A strategy proposes configs with :meth:`Strategy.ask` and learns their outcome with :meth:`Strategy.tell`.
+It works over the legal configs of a :class:`~tritune.space.Space` (constraints applied) minus the
+configs screening already found illegal, and the base class guarantees what every strategy owes its
+caller: it never proposes a config twice, never proposes one outside that legal set, and is
+deterministic for a fixed seed. A failure (``compile_failed``, ``incorrect``, ...) is told as a
+:class:`~tritune.outcome.Status` with no time; it is remembered and never reported as best.
+
+Subclasses implement only :meth:`Strategy._propose` (and optionally :meth:`Strategy._observe`)::
+
+    class FirstLegal(Strategy):
+        name = "first"
+
+        def _propose(self, n):
+            return [self.candidates[i] for i in self.unasked()[:n]]
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from tritune.config import Config, as_config
+from tritune.errors import NoLegalConfigError, SearchError
+from tritune.outcome import Status
+from tritune.space import Space
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much a search may spend: a number of evaluations, a wall-clock time in seconds, or both.
+
+    A search stops at whichever limit it reaches first. Every evaluation counts, failed ones included:
+    a config that failed to compile still cost its compile.
+    """
+
+    evaluations: int | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.evaluations is None and self.seconds is None:
+            raise SearchError("a Budget needs evaluations=N or seconds=S (or both)")
+        if self.evaluations is not None and (isinstance(self.evaluations, bool) or self.evaluations < 1):
+            raise SearchError(f"Budget(evaluations={self.evaluations!r}): must be a positive integer")
+        if self.seconds is not None and not (self.seconds > 0 and math.isfinite(self.seconds)):
+            raise SearchError(f"Budget(seconds={self.seconds!r}): must be a positive finite number")
+
+    @classmethod
+    def fraction(cls, fraction: float, n_configs: int) -> Budget:
+        """``ceil(fraction * n_configs)`` evaluations (at least one): ``Budget.fraction(0.25, 200)`` is 50."""
+        if not 0 < fraction <= 1:
+            raise SearchError(f"budget fraction {fraction!r} must be in (0, 1]")
+        if n_configs < 1:
+            raise SearchError("a budget fraction of an empty space is empty")
+        return cls(evaluations=max(1, math.ceil(fraction * n_configs - 1e-9)))
+
+    def exhausted(self, evaluations: int, elapsed_s: float) -> bool:
+        """True once either limit is reached."""
+        if self.evaluations is not None and evaluations >= self.evaluations:
+            return True
+        return self.seconds is not None and elapsed_s >= self.seconds
+
+    def remaining(self, evaluations: int) -> int | None:
+        """Evaluations left, or ``None`` when only time limits the search."""
+        return None if self.evaluations is None else max(0, self.evaluations - evaluations)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One evaluated config: its status and, only when it was measured, its time in milliseconds."""
+
+    config: Config
+    status: Status
+    time_ms: float | None
+
+    @property
+    def ok(self) -> bool:
+        """True when the config was measured and has a time."""
+        return self.status is Status.MEASURED and self.time_ms is not None
+
+
+@runtime_checkable
+class SearchStrategy(Protocol):
+    """What :func:`~tritune.search.run_search` needs; a user's own object may implement just this."""
+
+    def ask(self, n: int = 1) -> list[Config]: ...
+
+    def tell(self, config: Config, status: Status, time_ms: float | None = None) -> None: ...
+
+    def best(self) -> Observation | None: ...
+
+    def done(self) -> bool: ...
+
+
+def check_told(config: Config, status: Any, time_ms: Any) -> Observation:
+    """Validate one reported outcome: a measured config has a positive finite time, a failure has none."""
+    try:
+        status = Status(status)
+    except ValueError:
+        raise SearchError(
+            f"{config.id}: status {status!r} is not a tritune Status ({', '.join(s.value for s in Status)})"
+        ) from None
+    if status is Status.MEASURED:
+        if time_ms is None or isinstance(time_ms, bool):
+            raise SearchError(
+                f"{config.id}: told 'measured' without a time; pass time_ms or a failure status"
+            )
+        t = float(time_ms)
+        if not (t > 0 and math.isfinite(t)):
+            raise SearchError(
+                f"{config.id}: time_ms={time_ms!r} is not a positive finite time; tell a failure as a Status "
+                "(compile_failed, launch_failed, incorrect, ...) with time_ms=None, never as inf"
+            )
+        return Observation(config, status, t)
+    if time_ms is not None:
+        raise SearchError(
+            f"{config.id}: told status {status.value!r} with time_ms={time_ms!r}; only 'measured' carries a "
+            "time. Tell a failure with time_ms=None"
+        )
+    return Observation(config, status, None)
+
+
+class Strategy(ABC):
+    """Base class of tritune's strategies: bookkeeping, deduplication and legality live here.
+
+    ``space`` gives the legal configs (``space.configs()``); ``illegal`` removes configs that screening
+    rejected. ``candidates`` is that legal set in the space's stable order; strategies choose among
+    ``unasked()`` indices and use ``self.rng`` (seeded) for every random choice.
+    """
+
+    name: ClassVar[str] = "strategy"
+
+    def __init__(self, space: Space, *, seed: int = 0, illegal: Iterable[Any] = ()) -> None:
+        if not isinstance(space, Space):
+            raise SearchError(f"a strategy searches a tritune.Space, got {type(space).__name__}")
+        bad = {as_config(c) for c in illegal}
+        self.space = space
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.candidates: tuple[Config, ...] = tuple(c for c in space.configs() if c not in bad)
+        if not self.candidates:
+            raise NoLegalConfigError(
+                f"{space!r} has no legal config left to search ({len(bad)} screened out); widen the space"
+            )
+        self.index: dict[Config, int] = {c: i for i, c in enumerate(self.candidates)}
+        self.history: list[Observation] = []
+        self._asked = np.zeros(len(self.candidates), dtype=bool)
+        self._pending: set[int] = set()
+        self._best: Observation | None = None
+
+    # -- the interface ---------------------------------------------------------------------------
+    def ask(self, n: int = 1) -> list[Config]:
+        """Up to ``n`` legal configs never asked before; fewer (or none) once the space runs out."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise SearchError(f"{self.name}.ask(n={n!r}): n must be a positive integer")
+        n = min(n, int((~self._asked).sum()))
+        if n == 0 or self.done():
+            return []
+        proposed = list(self._propose(n))
+        out: list[Config] = []
+        for c in proposed[:n]:
+            i = self.index.get(c)
+            if i is None:
+                raise SearchError(f"strategy {self.name!r} proposed {c.id}, which is not a legal candidate")
+            if self._asked[i]:
+                raise SearchError(f"strategy {self.name!r} proposed {c.id} twice")
+            self._asked[i] = True
+            self._pending.add(i)
+            out.append(c)
+        return out
+
+    def tell(self, config: Config, status: Status, time_ms: float | None = None) -> None:
+        """Report the outcome of an asked config: ``Status.MEASURED`` with its time, or a failure status."""
+        config = as_config(config)
+        i = self.index.get(config)
+        if i is None or i not in self._pending:
+            why = "was already told" if i is not None and self._asked[i] else "was never asked"
+            raise SearchError(
+                f"{self.name}.tell({config.id}): this config {why}; tell each asked config once"
+            )
+        obs = check_told(config, status, time_ms)
+        self._pending.discard(i)
+        self.history.append(obs)
+        if obs.ok and (self._best is None or obs.time_ms < self._best.time_ms):  # type: ignore[operator]
+            self._best = obs
+        self._observe(i, obs)
+
+    def best(self) -> Observation | None:
+        """The fastest measured observation so far; ``None`` while nothing has been measured."""
+        return self._best
+
+    def done(self) -> bool:
+        """True when the strategy has nothing left to propose."""
+        return bool(self._asked.all()) or self._finished()
+
+    # -- helpers for subclasses ------------------------------------------------------------------
+    def unasked(self) -> list[int]:
+        """Indices into ``candidates`` of configs not asked yet, in stable order."""
+        return [int(i) for i in np.flatnonzero(~self._asked)]
+
+    def is_asked(self, i: int) -> bool:
+        return bool(self._asked[i])
+
+    @property
+    def evaluations(self) -> int:
+        """How many outcomes have been told."""
+        return len(self.history)
+
+    def random_unasked(self, n: int) -> list[int]:
+        """``n`` distinct unasked indices drawn with the seeded generator."""
+        free = np.flatnonzero(~self._asked)
+        pick = self.rng.choice(free, size=min(n, len(free)), replace=False)
+        return [int(i) for i in pick]
+
+    @abstractmethod
+    def _propose(self, n: int) -> Sequence[Config]:
+        """Return ``n`` distinct, unasked candidates (``1 <= n <=`` the number left)."""
+
+    def _observe(self, index: int, obs: Observation) -> None:  # noqa: B027 - optional hook
+        """Called after each told outcome; ``index`` is the config's index in ``candidates``."""
+
+    def _finished(self) -> bool:
+        """Override to stop before the space is exhausted (the base stops only when it is)."""
+        return False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(seed={self.seed}, {len(self.candidates)} candidates, {self.evaluations} told)"

@@ -1,0 +1,88 @@
+"""Candidates as points on a grid: each parameter's value replaced by its position in the sorted value list.
+
+On a power-of-2 parameter one grid step is ×2 or ÷2; on stages it is ±1. Neighbourhood search walks this
+grid, and the surrogate model reads its features from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tritune.config import Config
+
+
+def _order_key(v: Any) -> tuple[int, Any]:
+    if isinstance(v, bool) or v is None:
+        return (0, str(v))
+    if isinstance(v, (int, float)):
+        return (1, v)
+    return (2, str(v))
+
+
+class Grid:
+    """Grid coordinates of a fixed candidate list over the parameters that vary among them."""
+
+    def __init__(self, candidates: Sequence[Config]) -> None:
+        dicts = [c.as_dict() for c in candidates]
+        names = sorted({k for d in dicts for k in d})
+        self.values: dict[str, list[Any]] = {}
+        for name in names:
+            vals = sorted({d.get(name) for d in dicts}, key=_order_key)
+            if len(vals) > 1:
+                self.values[name] = vals
+        self.names = list(self.values)
+        pos = {n: {v: i for i, v in enumerate(vs)} for n, vs in self.values.items()}
+        self.coords = np.array(
+            [[pos[n][d.get(n)] for n in self.names] for d in dicts], dtype=np.int64
+        ).reshape(len(dicts), len(self.names))
+        self.lookup: dict[tuple[int, ...], int] = {
+            tuple(int(x) for x in row): i for i, row in enumerate(self.coords)
+        }
+        self.sizes = [len(self.values[n]) for n in self.names]
+
+    @property
+    def dims(self) -> int:
+        return len(self.names)
+
+    def step(self, i: int, dim: int, direction: int) -> int | None:
+        """The nearest candidate from ``i`` along one axis in ``direction`` (±1), jumping over gaps."""
+        point = list(self.coords[i])
+        k = int(point[dim]) + direction
+        while 0 <= k < self.sizes[dim]:
+            point[dim] = k
+            j = self.lookup.get(tuple(int(x) for x in point))
+            if j is not None:
+                return j
+            k += direction
+        return None
+
+    def neighbours(self, i: int) -> list[int]:
+        """One step up and down along every axis (the ×2 / ÷2 / ±1 moves), nearest legal point per move."""
+        out: list[int] = []
+        for dim in range(self.dims):
+            for direction in (-1, 1):
+                j = self.step(i, dim, direction)
+                if j is not None and j not in out:
+                    out.append(j)
+        return out
+
+    def features(self) -> np.ndarray:
+        """Model features per candidate: scaled position, its square, one-hot values and pairwise products."""
+        n = len(self.coords)
+        cols: list[np.ndarray] = []
+        scaled = [self.coords[:, d] / max(1, self.sizes[d] - 1) for d in range(self.dims)]
+        for d in range(self.dims):
+            cols.append(scaled[d])
+            if self.sizes[d] > 2:
+                cols.append((scaled[d] - 0.5) ** 2)
+                for k in range(self.sizes[d]):
+                    cols.append((self.coords[:, d] == k).astype(float))
+        for a in range(self.dims):
+            for b in range(a + 1, self.dims):
+                cols.append((scaled[a] - 0.5) * (scaled[b] - 0.5))
+        if not cols:
+            return np.zeros((n, 0))
+        return np.stack(cols, axis=1)

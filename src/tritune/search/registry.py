@@ -1,0 +1,91 @@
+"""Strategies by name: ``get("random", space, seed=0)``; ``register(name, factory)`` adds your own.
+
+A factory is any callable ``factory(space, *, seed, illegal, **options) -> SearchStrategy`` (a Strategy
+subclass is one). Where a name is accepted, an object that already implements the interface is too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from tritune.errors import SearchError
+from tritune.search.base import SearchStrategy
+from tritune.search.exhaustive import ExhaustiveSearch
+from tritune.search.neighbourhood import NeighbourhoodSearch
+from tritune.search.random_search import RandomSearch
+from tritune.search.surrogate import SurrogateSearch
+from tritune.space import Space
+
+Factory = Callable[..., SearchStrategy]
+
+#: The strategy tuning uses when none is named; chosen by benchmarks/search_eval.py (see its report).
+DEFAULT = "surrogate"
+
+
+def _tpe(space: Space, **kwargs: Any) -> SearchStrategy:
+    from tritune.search.tpe import TPESearch  # optuna is imported only when this strategy is built
+
+    return TPESearch(space, **kwargs)
+
+
+_REGISTRY: dict[str, Factory] = {
+    "exhaustive": ExhaustiveSearch,
+    "random": RandomSearch,
+    "neighbourhood": NeighbourhoodSearch,
+    "surrogate": SurrogateSearch,
+    "tpe": _tpe,
+}
+
+
+def register(name: str, factory: Factory, *, replace: bool = False) -> None:
+    """Make ``factory`` available as ``name``; re-registering a name needs ``replace=True``."""
+    if not isinstance(name, str) or not name:
+        raise SearchError(f"a strategy name must be a non-empty string, got {name!r}")
+    if not callable(factory):
+        raise SearchError(f"strategy {name!r}: the factory must be callable, got {type(factory).__name__}")
+    if name in _REGISTRY and not replace:
+        raise SearchError(f"strategy {name!r} is already registered; pass replace=True to override it")
+    _REGISTRY[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Remove a registered strategy (built-in ones included)."""
+    if _REGISTRY.pop(name, None) is None:
+        raise SearchError(f"no strategy named {name!r} is registered")
+
+
+def names() -> list[str]:
+    """Registered strategy names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get(
+    name: str, space: Space, *, seed: int = 0, illegal: Iterable[Any] = (), **options: Any
+) -> SearchStrategy:
+    """A fresh strategy ``name`` over ``space``, minus the ``illegal`` configs screening rejected."""
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        raise SearchError(f"unknown search strategy {name!r}; registered: {', '.join(names())}")
+    strategy = factory(space, seed=seed, illegal=illegal, **options)
+    if not isinstance(strategy, SearchStrategy):
+        raise SearchError(
+            f"strategy factory {name!r} returned {type(strategy).__name__}, which lacks ask/tell"
+        )
+    return strategy
+
+
+def resolve(
+    strategy: str | SearchStrategy | None, space: Space, *, seed: int = 0, illegal: Iterable[Any] = ()
+) -> SearchStrategy:
+    """A name (``None`` for :data:`DEFAULT`) becomes a fresh strategy; a strategy object is returned as is."""
+    if strategy is None:
+        return get(DEFAULT, space, seed=seed, illegal=illegal)
+    if isinstance(strategy, str):
+        return get(strategy, space, seed=seed, illegal=illegal)
+    if isinstance(strategy, SearchStrategy):
+        return strategy
+    raise SearchError(
+        f"{type(strategy).__name__} is not a search strategy: pass a name ({', '.join(names())}) or an "
+        "object with ask(n), tell(config, status, time_ms), best() and done()"
+    )

@@ -1,0 +1,199 @@
+"""Replay a recorded landscape to measure a strategy with no GPU: ``simulate(landscape, "random", 0.25, 20)``.
+
+The space is the landscape's own configs. Configs recorded ``illegal`` are the ones screening rejects
+before any search, so they are handed to the strategy as known-illegal and are not counted in the
+budget's base; every other non-measured status (``compile_failed``, ``launch_failed``, ``incorrect``...)
+is told back as that failure when the strategy proposes it. Optional multiplicative noise
+(``time * exp(noise * z)``, ``z ~ N(0, 1)``, seeded per run) lets strategies meet realistic measurements;
+the best ratio is always judged on the recorded time of the config the strategy reports as best.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tritune.config import Config
+from tritune.errors import SearchError
+from tritune.landscape import Landscape
+from tritune.outcome import Status
+from tritune.search.base import Budget, SearchStrategy
+from tritune.search.driver import run_search
+from tritune.search.registry import get
+from tritune.space import Space
+
+#: Within this ratio of the landscape's best counts as found (``evals_to_2pct``).
+WITHIN = 1.02
+
+
+class ReplayEvaluator:
+    """An evaluator that looks each config up in a landscape, with optional seeded multiplicative noise."""
+
+    def __init__(self, landscape: Landscape, *, noise: float = 0.0, seed: int = 0) -> None:
+        if not (noise >= 0 and math.isfinite(noise)):
+            raise SearchError(f"noise={noise!r} must be a finite relative spread >= 0")
+        self.landscape = landscape
+        self.noise = float(noise)
+        self._rng = np.random.default_rng([int(seed), 0x5EA])
+
+    def __call__(self, config: Config) -> tuple[Status, float | None]:
+        point = self.landscape.lookup(config)
+        if point is None:
+            raise SearchError(
+                f"{config.id} is not in the landscape of {self.landscape.kernel!r}; it cannot be replayed"
+            )
+        if point.status is not Status.MEASURED:
+            return point.status, None
+        if point.time_ms is None:
+            return Status.ERROR, None
+        if self.noise == 0.0:
+            return Status.MEASURED, point.time_ms
+        return Status.MEASURED, point.time_ms * math.exp(self.noise * float(self._rng.standard_normal()))
+
+
+def replay_space(landscape: Landscape) -> tuple[Space, list[Config]]:
+    """The landscape's configs as a Space, and those recorded ``illegal`` (what screening removes)."""
+    if not landscape.measured:
+        raise SearchError(f"landscape of {landscape.kernel!r} has no measured config; nothing to search for")
+    space = Space.from_configs(landscape.configs)
+    illegal = [p.config for p in landscape.points if p.status is Status.ILLEGAL]
+    return space, illegal
+
+
+@dataclass(frozen=True)
+class SimulatedRun:
+    """One seed's outcome: best recorded time found / landscape best, evaluations used, and when it got within 2%."""
+
+    seed: int
+    best_ratio: float | None
+    evaluations: int
+    evals_to_2pct: int | None
+    best_config: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "best_ratio": self.best_ratio,
+            "evaluations": self.evaluations,
+            "evals_to_2pct": self.evals_to_2pct,
+            "best_config": self.best_config,
+        }
+
+
+def quantile(values: Sequence[float | None], q: float) -> float | None:
+    """Linear-interpolated quantile where ``None`` (nothing found) ranks worst; ``None`` if it decides."""
+    if not values:
+        return None
+    ranked = sorted(values, key=lambda v: (v is None, v or 0.0))
+    pos = q * (len(ranked) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    a, b = ranked[lo], ranked[hi]
+    if a is None or b is None:
+        return None
+    return a + (b - a) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Every seed's run of one strategy on one landscape at one budget, with the median and p90 ratios."""
+
+    strategy: str
+    budget: float
+    budget_evaluations: int
+    kernel: str
+    legal_configs: int
+    noise: float
+    runs: tuple[SimulatedRun, ...] = field(default_factory=tuple)
+
+    @property
+    def median_best_ratio(self) -> float | None:
+        return quantile([r.best_ratio for r in self.runs], 0.5)
+
+    @property
+    def p90_best_ratio(self) -> float | None:
+        return quantile([r.best_ratio for r in self.runs], 0.9)
+
+    @property
+    def median_evals_to_2pct(self) -> float | None:
+        return quantile([None if r.evals_to_2pct is None else float(r.evals_to_2pct) for r in self.runs], 0.5)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "budget": self.budget,
+            "runs": [r.to_json() for r in self.runs],
+            "median_best_ratio": self.median_best_ratio,
+            "p90_best_ratio": self.p90_best_ratio,
+            "median_evals_to_2pct": self.median_evals_to_2pct,
+            "budget_evaluations": self.budget_evaluations,
+            "legal_configs": self.legal_configs,
+            "kernel": self.kernel,
+            "noise": self.noise,
+        }
+
+
+StrategyFactory = Callable[..., SearchStrategy]
+
+
+def simulate_one(
+    landscape: Landscape,
+    strategy: str | StrategyFactory,
+    budget: Budget,
+    *,
+    seed: int = 0,
+    noise: float = 0.0,
+) -> SimulatedRun:
+    """One seeded run. ``strategy`` is a registered name or a factory ``(space, *, seed, illegal)``."""
+    space, illegal = replay_space(landscape)
+    if isinstance(strategy, str):
+        search = get(strategy, space, seed=seed, illegal=illegal)
+    else:
+        search = strategy(space, seed=seed, illegal=illegal)
+    result = run_search(search, ReplayEvaluator(landscape, noise=noise, seed=seed), budget)
+    best_ms = landscape.best.time_ms or 0.0
+
+    def true_ratio(config: Config) -> float:
+        point = landscape.lookup(config)
+        assert point is not None and point.time_ms is not None
+        return point.time_ms / best_ms
+
+    evals_to: int | None = None
+    running: tuple[float, Config] | None = None
+    for n, obs in enumerate(result.history, start=1):
+        if obs.ok and obs.time_ms is not None and (running is None or obs.time_ms < running[0]):
+            running = (obs.time_ms, obs.config)
+            if evals_to is None and true_ratio(obs.config) <= WITHIN:
+                evals_to = n
+    best = result.best
+    return SimulatedRun(
+        seed=seed,
+        best_ratio=None if best is None else true_ratio(best.config),
+        evaluations=result.evaluations,
+        evals_to_2pct=evals_to,
+        best_config=None if best is None else best.config.id,
+    )
+
+
+def simulate(
+    landscape: Landscape,
+    strategy: str | StrategyFactory,
+    budget: float,
+    seeds: int | Sequence[int],
+    *,
+    noise: float = 0.0,
+    name: str | None = None,
+) -> Simulation:
+    """Run ``strategy`` once per seed with ``budget`` as a fraction (0, 1] of the legal configs."""
+    space, illegal = replay_space(landscape)
+    legal = len(space.configs()) - len(set(illegal))
+    evals = Budget.fraction(budget, legal)
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    if not seed_list:
+        raise SearchError("simulate needs at least one seed")
+    runs = tuple(simulate_one(landscape, strategy, evals, seed=s, noise=noise) for s in seed_list)
+    label = name or (strategy if isinstance(strategy, str) else str(getattr(strategy, "__name__", "custom")))
+    return Simulation(label, budget, evals.evaluations or 0, landscape.kernel, legal, noise, runs)
