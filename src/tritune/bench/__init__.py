@@ -1,0 +1,56 @@
+"""Timing: the :class:`Measurement` value and its statistics, the Timer interfaces, the GPU event timer,
+the replay timer, and synthetic landscapes for CPU tests.
+
+``tritune.bench`` is also callable: ``tritune.bench(fn, ...)`` is :func:`tritune.bench.event.bench`,
+so the package and the function share one public name without one hiding the other.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from tritune.bench.event import EventTimer, bench, l2_cache_bytes
+from tritune.bench.replay import ReplayTimer
+from tritune.bench.stats import (
+    Measurement,
+    clearly_slower,
+    median_ci,
+    median_ci_ranks,
+    overlaps,
+    relative_halfwidth,
+    within,
+)
+from tritune.bench.synthetic import synthetic_landscape
+from tritune.bench.timer import ConfigMeasure, Failure, Runnable, Timer, TimerMeasure
+
+__all__ = [
+    "ConfigMeasure",
+    "EventTimer",
+    "Failure",
+    "Measurement",
+    "ReplayTimer",
+    "Runnable",
+    "Timer",
+    "TimerMeasure",
+    "bench",
+    "clearly_slower",
+    "l2_cache_bytes",
+    "median_ci",
+    "median_ci_ranks",
+    "overlaps",
+    "relative_halfwidth",
+    "synthetic_landscape",
+    "within",
+]
+
+
+class _CallableModule(types.ModuleType):
+    """This package, made callable as :func:`bench`."""
+
+    def __call__(self, fn: Any, **kwargs: Any) -> Measurement:
+        return bench(fn, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

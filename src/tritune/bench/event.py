@@ -1,0 +1,362 @@
+"""The GPU timer: CUDA events around each run, L2 flushed between runs, repetitions that adapt.
+
+Each sample is ``flush; record(start); fn(); record(end)``. The flush zeroes a buffer of at least twice
+the device's L2 (size read from the device), so ``fn`` starts from a cold cache; being a kernel of its
+own, it is outside the timed region, and while the GPU runs it the CPU queues ``fn``, so launch latency
+stays hidden too. Sampling goes in batches until the median's 95% interval is within ``rel_tol`` of the
+median or the budget is spent.
+
+For kernels so short that launch overhead dominates even so, ``graph=True`` captures ``calls`` launches
+(each preceded by its flush) into one CUDA graph and a second graph of the flushes alone; one sample is
+``(t(graph) - t(flushes)) / calls``. Without the flush it is ``t(graph) / calls``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tritune.bench.stats import Measurement, relative_halfwidth
+from tritune.bench.timer import Runnable
+from tritune.device import gpu_unavailable_reason
+from tritune.errors import TimingUnavailableError
+
+#: Used only when neither torch nor the CUDA driver reports the L2 size (Triton's own flush size).
+DEFAULT_FLUSH_BYTES = 256 * 1024 * 1024
+_CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38
+
+
+def l2_cache_bytes(device_index: int) -> tuple[int, str]:
+    """The device's L2 size in bytes and where it came from (``torch``, ``cuda-driver`` or ``default``)."""
+    import torch
+
+    size = getattr(torch.cuda.get_device_properties(device_index), "L2_cache_size", 0)
+    if size:
+        return int(size), "torch"
+    try:  # torch builds without the field: ask the driver (already initialized by torch).
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        dev, value = ctypes.c_int(), ctypes.c_int()
+        if libcuda.cuDeviceGet(ctypes.byref(dev), device_index) == 0 and (
+            libcuda.cuDeviceGetAttribute(ctypes.byref(value), _CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev) == 0
+        ):
+            if value.value > 0:
+                return int(value.value), "cuda-driver"
+    except OSError:
+        pass
+    return DEFAULT_FLUSH_BYTES // 2, "default"
+
+
+def _fns(fn: Runnable) -> list[Callable[[], object]]:
+    fns = [fn] if callable(fn) else list(fn)
+    if not fns or not all(callable(f) for f in fns):
+        raise TypeError("measure() needs a callable, or a non-empty list of callables (one per input copy)")
+    return fns
+
+
+class EventTimer:
+    """Times GPU work with CUDA events (see the module docstring). Raises TimingUnavailableError without a GPU.
+
+    ``fn`` may be a list of callables, one per copy of the inputs: runs cycle through them, so inputs
+    that fit in L2 are still read cold without a flush (:meth:`copies_needed` says how many copies).
+    """
+
+    name = "event"
+
+    def __init__(
+        self,
+        *,
+        device: int | None = None,
+        flush_l2: bool = True,
+        graph: bool = False,
+        warmup_s: float = 0.025,
+        graph_ms: float = 2.0,
+        batch_ms: float = 10.0,
+        confidence: float = 0.95,
+    ) -> None:
+        reason = gpu_unavailable_reason()
+        if reason is not None:
+            raise TimingUnavailableError(
+                f"tritune cannot time kernels here: {reason}. Run on a machine with a CUDA GPU, or test "
+                "tuning logic on CPU with tritune.bench.ReplayTimer and a recorded landscape."
+            )
+        import torch
+
+        self._torch = torch
+        self.device = torch.cuda.current_device() if device is None else int(device)
+        self.device_name = torch.cuda.get_device_name(self.device)
+        self.l2_bytes, self.l2_source = l2_cache_bytes(self.device)
+        self.flush_l2 = flush_l2
+        self.flush_bytes = max(2 * self.l2_bytes, 1 << 20) if flush_l2 else 0
+        self.graph = graph
+        self.warmup_s = warmup_s
+        self.graph_ms = graph_ms
+        self.batch_ms = batch_ms
+        self.confidence = confidence
+        self._flush_buf = (
+            torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=f"cuda:{self.device}")
+            if flush_l2
+            else None
+        )
+
+    # -- settings ------------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        import triton
+
+        return {
+            "timer": self.name,
+            "device": self.device_name,
+            "l2_bytes": self.l2_bytes,
+            "l2_source": self.l2_source,
+            "flush_l2": self.flush_l2,
+            "flush_bytes": self.flush_bytes,
+            "graph": self.graph,
+            "graph_ms": self.graph_ms,
+            "warmup_s": self.warmup_s,
+            "batch_ms": self.batch_ms,
+            "confidence": self.confidence,
+            "statistic": "median, distribution-free order-statistic interval",
+            "torch": self._torch.__version__,
+            "triton": triton.__version__,
+        }
+
+    def copies_needed(self, input_bytes: int) -> int:
+        """How many copies of inputs of this size a rotation needs so each run reads them cold (> 2x L2)."""
+        if input_bytes <= 0:
+            raise ValueError("input_bytes must be positive")
+        return max(1, math.ceil(2 * self.l2_bytes / input_bytes) + 1)
+
+    # -- pieces --------------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        if self._flush_buf is not None:
+            self._flush_buf.zero_()
+
+    def _event(self) -> Any:
+        return self._torch.cuda.Event(enable_timing=True)
+
+    def _time_loop(self, body: Callable[[], None], reps: int) -> float:
+        """GPU ms of ``reps`` runs of ``body`` between two events (synchronizes)."""
+        start, end = self._event(), self._event()
+        start.record()
+        for _ in range(reps):
+            body()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end))
+
+    def warm_device(self, seconds: float = 0.1) -> None:
+        """Keep the GPU busy with flushes for ``seconds`` so its clocks ramp up before a tuning session."""
+        deadline = time.perf_counter() + seconds
+        buf = (
+            self._flush_buf
+            if self._flush_buf is not None
+            else self._torch.empty(1 << 22, device=f"cuda:{self.device}")
+        )
+        while time.perf_counter() < deadline:
+            for _ in range(10):
+                buf.zero_()
+            self._torch.cuda.synchronize(self.device)
+
+    # -- the measurement -----------------------------------------------------------------------------
+    def measure(
+        self,
+        fn: Runnable,
+        *,
+        budget_s: float = 1.0,
+        rel_tol: float = 0.01,
+        min_samples: int = 10,
+        max_samples: int = 100_000,
+        warmup_s: float | None = None,
+    ) -> Measurement:
+        """Time ``fn`` (see the class docstring); ``budget_s`` bounds sampling, warm-up comes on top."""
+        fns = _fns(fn)
+        if budget_s <= 0 or min_samples < 1 or max_samples < min_samples:
+            raise ValueError("need budget_s > 0 and 1 <= min_samples <= max_samples")
+        t0 = time.perf_counter()
+        with self._torch.cuda.device(self.device):
+            fn_ms, flush_ms = self._warm_up(fns, self.warmup_s if warmup_s is None else warmup_s)
+            per_run_ms = fn_ms + flush_ms
+            if self.graph:
+                samples, calls = self._sample_graph(
+                    fns, per_run_ms, budget_s, rel_tol, min_samples, max_samples
+                )
+            else:
+                samples, calls = self._sample_events(
+                    fns, per_run_ms, budget_s, rel_tol, min_samples, max_samples
+                )
+        return Measurement.from_samples(
+            samples,
+            rel_tol=rel_tol,
+            confidence=self.confidence,
+            min_samples=min_samples,
+            elapsed_s=time.perf_counter() - t0,
+            calls_per_sample=calls,
+            extra={"timer": "event-graph" if self.graph else "event"},
+        )
+
+    def _warm_up(self, fns: Sequence[Callable[[], object]], warmup_s: float) -> tuple[float, float]:
+        """Run every copy once, then flush+fn for ``warmup_s`` of wall time.
+
+        Returns estimates of the GPU ms of one fn and of one flush."""
+        for f in fns:
+            f()
+        self._torch.cuda.synchronize(self.device)
+        k = 0
+
+        def step() -> None:
+            nonlocal k
+            self._flush()
+            fns[k % len(fns)]()
+            k += 1
+
+        deadline = time.perf_counter() + warmup_s
+        reps = 1
+        while True:
+            self._time_loop(step, reps)
+            if time.perf_counter() >= deadline:
+                break
+            reps = min(reps * 2, 1000)
+        flush_ms = self._time_loop(self._flush, 5) / 5 if self._flush_buf is not None else 0.0
+        both_ms = self._time_loop(step, 5) / 5
+        return max(both_ms - flush_ms, 1e-4), flush_ms
+
+    def _sample_events(
+        self, fns: Sequence[Callable[[], object]], est_ms: float, budget_s: float, rel_tol: float,
+        min_samples: int, max_samples: int,
+    ) -> tuple[list[float], int]:  # fmt: skip
+        samples: list[float] = []
+        deadline = time.perf_counter() + budget_s
+        batch = max(min_samples, min(1000, int(self.batch_ms / est_ms)))
+        k = 0
+        while True:
+            batch = max(1, min(batch, max_samples - len(samples)))
+            starts = [self._event() for _ in range(batch)]
+            ends = [self._event() for _ in range(batch)]
+            for i in range(batch):
+                self._flush()
+                starts[i].record()
+                fns[k % len(fns)]()
+                ends[i].record()
+                k += 1
+            ends[-1].synchronize()
+            samples.extend(float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True))
+            if _done(samples, rel_tol, min_samples, max_samples, self.confidence, deadline):
+                return samples, 1
+            batch = _next_batch(samples, rel_tol, self.confidence, batch)
+
+    def _sample_graph(
+        self, fns: Sequence[Callable[[], object]], est_ms: float, budget_s: float, rel_tol: float,
+        min_samples: int, max_samples: int,
+    ) -> tuple[list[float], int]:  # fmt: skip
+        torch = self._torch
+        calls = max(1, min(1000, int(self.graph_ms / est_ms)))
+        work = torch.cuda.CUDAGraph()
+        flushes = torch.cuda.CUDAGraph() if self._flush_buf is not None else None
+        # A Triton kernel finalized by the cyclic GC during capture would invalidate the graph.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with torch.cuda.stream(torch.cuda.Stream()):
+                with torch.cuda.graph(work):
+                    for i in range(calls):
+                        self._flush()
+                        fns[i % len(fns)]()
+                if flushes is not None:
+                    with torch.cuda.graph(flushes):
+                        for _ in range(calls):
+                            self._flush()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        torch.cuda.synchronize(self.device)
+        work.replay()
+        if flushes is not None:
+            flushes.replay()
+        torch.cuda.synchronize(self.device)
+        samples: list[float] = []
+        deadline = time.perf_counter() + budget_s
+        batch = max(1, min(min_samples, 100))
+        while True:
+            batch = max(1, min(batch, max_samples - len(samples)))
+            ev = [(self._event(), self._event(), self._event(), self._event()) for _ in range(batch)]
+            for s1, e1, s0, e0 in ev:
+                s1.record()
+                work.replay()
+                e1.record()
+                if flushes is not None:
+                    s0.record()
+                    flushes.replay()
+                    e0.record()
+            ev[-1][1 if flushes is None else 3].synchronize()
+            for s1, e1, s0, e0 in ev:
+                t = float(s1.elapsed_time(e1))
+                if flushes is not None:
+                    t -= float(s0.elapsed_time(e0))
+                samples.append(t / calls)
+            if _done(samples, rel_tol, min_samples, max_samples, self.confidence, deadline):
+                return samples, calls
+            batch = _next_batch(samples, rel_tol, self.confidence, batch)
+
+
+def _done(
+    samples: list[float],
+    rel_tol: float,
+    min_samples: int,
+    max_samples: int,
+    confidence: float,
+    deadline: float,
+) -> bool:
+    if len(samples) >= max_samples or time.perf_counter() >= deadline:
+        return True
+    return len(samples) >= min_samples and relative_halfwidth(samples, confidence) <= rel_tol
+
+
+def _next_batch(samples: list[float], rel_tol: float, confidence: float, batch: int) -> int:
+    """The interval shrinks like 1/sqrt(n): aim straight for the n that should meet ``rel_tol``, at most doubling."""
+    rel = relative_halfwidth(samples, confidence)
+    n = len(samples)
+    if not math.isfinite(rel):
+        return min(2 * batch, 1000)
+    needed = math.ceil(n * (rel / rel_tol) ** 2) - n
+    return max(min(batch, 10), min(needed + 1, 2 * n, 5000))
+
+
+_TIMERS: dict[tuple[int | None, bool, bool], EventTimer] = {}
+
+
+def bench(
+    fn: Runnable,
+    *,
+    budget_s: float = 1.0,
+    rel_tol: float = 0.01,
+    flush_l2: bool = True,
+    graph: bool = False,
+    warmup_s: float = 0.025,
+    min_samples: int = 10,
+    max_samples: int = 100_000,
+    device: int | None = None,
+) -> Measurement:
+    """Time ``fn`` on the GPU, like ``triton.testing.do_bench`` but returning a :class:`Measurement`.
+
+    >>> m = tritune.bench(lambda: kernel[grid](x, y, n, BLOCK=1024))   # doctest: +SKIP
+    >>> m.median_ms, (m.ci_low_ms, m.ci_high_ms), m.stop                 # doctest: +SKIP
+
+    Sampling stops when the median's 95% interval is within ``rel_tol`` or after ``budget_s`` seconds.
+    ``fn`` may be a list of callables over different input copies (input rotation). Raises
+    TimingUnavailableError, saying why, where there is no GPU.
+    """
+    key = (device, flush_l2, graph)
+    timer = _TIMERS.get(key)
+    if timer is None:
+        timer = _TIMERS[key] = EventTimer(device=device, flush_l2=flush_l2, graph=graph)
+    return timer.measure(
+        fn,
+        budget_s=budget_s,
+        rel_tol=rel_tol,
+        min_samples=min_samples,
+        max_samples=max_samples,
+        warmup_s=warmup_s,
+    )

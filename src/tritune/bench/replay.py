@@ -1,0 +1,121 @@
+"""The replay timer: timings read from a recorded landscape, with seeded noise, so tuning runs on CPU.
+
+It plays the part of a GPU for :mod:`tritune.tune.race`, search strategies and the store's tests: asked
+to time a config for ``budget_s`` seconds, it draws samples ``t * exp(N(0, noise))`` (lognormal, median
+exactly the recorded ``t``) until the median's interval meets ``rel_tol`` or the *simulated* device time,
+``t + overhead_ms`` per sample, reaches the budget. A config the landscape records as failed yields that
+failure, never a time.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from tritune.bench.stats import Measurement, relative_halfwidth
+from tritune.bench.timer import Failure
+from tritune.config import as_config
+from tritune.errors import ConfigError
+from tritune.landscape import Landscape
+from tritune.outcome import Status
+
+
+class ReplayTimer:
+    """Serves a :class:`~tritune.landscape.Landscape` as if it were timed. Deterministic for a seed.
+
+    ``measure_config`` has the :class:`~tritune.bench.timer.ConfigMeasure` shape, so it can be handed
+    to the race as is. ``device_s`` is the simulated device time spent so far and ``calls`` the number
+    of measurements made, which tests compare between strategies.
+    """
+
+    name = "replay"
+
+    def __init__(
+        self,
+        landscape: Landscape,
+        *,
+        noise: float = 0.02,
+        seed: int = 0,
+        overhead_ms: float = 0.03,
+        batch: int = 10,
+        confidence: float = 0.95,
+    ) -> None:
+        if noise < 0:
+            raise ValueError(f"noise is a relative standard deviation and must be >= 0, got {noise}")
+        if overhead_ms < 0 or batch < 1:
+            raise ValueError("overhead_ms must be >= 0 and batch >= 1")
+        self.landscape = landscape
+        self.noise = noise
+        self.seed = seed
+        self.overhead_ms = overhead_ms
+        self.batch = batch
+        self.confidence = confidence
+        self._rng = random.Random(seed)
+        self.device_s = 0.0
+        self.calls = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "timer": self.name,
+            "noise": self.noise,
+            "noise_model": "lognormal, median = recorded time",
+            "seed": self.seed,
+            "overhead_ms": self.overhead_ms,
+            "confidence": self.confidence,
+            "landscape": {
+                "kernel": self.landscape.kernel,
+                "device": self.landscape.device,
+                "key": self.landscape.key,
+            },
+        }
+
+    def measure_config(
+        self,
+        config: Any,
+        budget_s: float = 0.05,
+        *,
+        rel_tol: float = 0.01,
+        min_samples: int = 5,
+        max_samples: int = 100_000,
+    ) -> Measurement | Failure:
+        """Replay ``config``'s recorded time with noise, or its recorded failure."""
+        config = as_config(config)
+        point = self.landscape.lookup(config)
+        if point is None:
+            raise ConfigError(
+                f"config {config.id} is not in the landscape of {self.landscape.kernel!r} at key "
+                f"{self.landscape.key}; replay only configs the landscape records"
+            )
+        self.calls += 1
+        if point.status is not Status.MEASURED or point.time_ms is None:
+            status = point.status if not point.status.ok else Status.NOT_TIMED
+            return Failure(
+                status, point.reason or f"{config.id}: recorded as {point.status.value} in the landscape"
+            )
+        if budget_s <= 0 or min_samples < 1 or max_samples < min_samples:
+            raise ValueError("need budget_s > 0 and 1 <= min_samples <= max_samples")
+        t = point.time_ms
+        cost_s = (t + self.overhead_ms) / 1000.0
+        samples: list[float] = []
+        spent = 0.0
+        while True:
+            # batches grow with n, so checking the interval stays cheap for long measurements
+            k = min(max(self.batch, len(samples) // 4), max_samples - len(samples))
+            samples.extend(t * self._rng.lognormvariate(0.0, self.noise) for _ in range(k))
+            spent += k * cost_s
+            n = len(samples)
+            if n >= min_samples and relative_halfwidth(samples, self.confidence) <= rel_tol:
+                stop = "converged"
+                break
+            if spent >= budget_s or n >= max_samples:
+                stop = "budget"
+                break
+        self.device_s += spent
+        return Measurement.from_samples(
+            samples,
+            rel_tol=rel_tol,
+            confidence=self.confidence,
+            stop=stop,  # type: ignore[arg-type]
+            elapsed_s=spent,
+            extra={"timer": "replay"},
+        )
