@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     ensure_interpreter_without_gpu()
     from tritune.progress import make_progress
-    from tritune.report.text import render_table
+    from tritune.report.tables import render_table
     from tritune.verify import verify
 
     try:

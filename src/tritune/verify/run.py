@@ -99,12 +99,15 @@ def verify_key(
                 f"{len(workload.outputs)} outputs"
             )
     runner = as_interpreted(workload.kernel) if on_cpu else as_jit(workload.kernel)
+    aliased = _aliased_outputs(args, workload.outputs)
     results: list[CandidateResult] = []
     digests: dict[str, list[str]] = {}
     reference: tuple[str, list[Any]] | None = None
     kname = workload.info.name
     for cfg in configs if configs is not None else workload.candidates():
-        res = _verify_one(workload, key, cfg, args, pristine, caller_kw, expected, runner, target, on_cpu, reference)
+        res = _verify_one(
+            workload, key, cfg, args, pristine, caller_kw, expected, runner, target, on_cpu, reference, aliased
+        )
         if res.status is Status.CORRECT:
             outs = [args[i] for i in workload.outputs]
             if expected is None and reference is None:
@@ -134,6 +137,7 @@ def _verify_one(
     target: Any,
     on_cpu: bool,
     reference: tuple[str, list[Any]] | None,
+    aliased: frozenset[int] = frozenset(),
 ) -> CandidateResult:
     import torch
 
@@ -151,7 +155,8 @@ def _verify_one(
         if isinstance(a, torch.Tensor):
             a.copy_(p)
     for i in workload.outputs:
-        poison(args[i])
+        if i not in aliased:
+            poison(args[i])
     grid = workload.grid_for(cfg, key)
     try:
         with _quiet_numpy():
@@ -196,6 +201,21 @@ def _verify_one(
     if reasons:
         return CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id} vs {against}: " + "; ".join(reasons), extra)
     return CandidateResult(cfg, Status.CORRECT, None, extra)
+
+
+def _aliased_outputs(args: Sequence[Any], outputs: Sequence[int]) -> frozenset[int]:
+    """Outputs that share memory with an input: written in place, so they cannot be poisoned."""
+    import torch
+
+    out: set[int] = set()
+    for i in outputs:
+        o = args[i]
+        for j, a in enumerate(args):
+            if j in outputs or not isinstance(a, torch.Tensor) or not isinstance(o, torch.Tensor):
+                continue
+            if a.untyped_storage().data_ptr() == o.untyped_storage().data_ptr():
+                out.add(i)
+    return frozenset(out)
 
 
 def _key_str(key: Mapping[str, Any]) -> str:

@@ -1,0 +1,135 @@
+import json
+
+import pytest
+import torch
+import triton
+from kernels import (
+    asm_kernel,
+    elementwise_workload,
+    half_writer_kernel,
+    rowsum_workload,
+    scale_kernel,
+    wrong_value_kernel,
+)
+
+import tritune
+from tritune import Config, Status
+
+
+def statuses(report):
+    return [c.status for c in report.workloads[0].candidates]
+
+
+def test_all_correct_and_bitwise_identical():
+    r = tritune.verify(elementwise_workload("scale", scale_kernel))
+    assert statuses(r) == [Status.CORRECT] * 3
+    assert r.ok and r.workloads[0].extra["bitwise_identical"] is True
+    assert "no timing" in r.timing and "interpreter" in r.timing
+
+
+def test_unwritten_elements_are_caught_even_after_a_correct_candidate():
+    # BLOCK=256 runs first and writes every element; the buffer is poisoned again before BLOCK=512.
+    r = tritune.verify(elementwise_workload("half", half_writer_kernel))
+    c256, c512, c1024 = r.workloads[0].candidates
+    assert c256.status is Status.CORRECT
+    assert c512.status is Status.INCORRECT and c512.extra["unwritten"] > 0
+    assert "never written" in c512.reason
+    assert not r.ok
+
+
+def test_wrong_value_is_incorrect_with_error_size():
+    r = tritune.verify(elementwise_workload("wrong", wrong_value_kernel))
+    bad = r.workloads[0].candidates[2]
+    assert bad.status is Status.INCORRECT and bad.extra["unwritten"] == 0
+    assert bad.extra["max_abs_error"] > 0.1 and "differ beyond" in bad.reason
+
+
+def test_interpreter_limitation_is_error_not_incorrect():
+    r = tritune.verify(elementwise_workload("asm", asm_kernel, blocks=(256,)))
+    (c,) = r.workloads[0].candidates
+    assert c.status is Status.ERROR
+    assert "interpreter" in c.reason and "says nothing about the kernel on a GPU" in c.reason
+
+
+def test_illegal_candidates_never_run():
+    w = tritune.Workload(
+        name="mixed",
+        kernel=scale_kernel,
+        configs=[Config({"BLOCK": 300}), Config({"BLOCK": 256}, num_warps=3), Config({"BLOCK": 256})],
+        args=lambda key, device: (torch.randn(1000), torch.empty(1000), 1000),
+        grid=lambda meta, key: (triton.cdiv(1000, meta["BLOCK"]),),
+        outputs=[1],
+        oracle=lambda args: [args[0] * 2],
+        keys=[{}],
+    )
+    cands = tritune.verify(w).workloads[0].candidates
+    assert [c.status for c in cands] == [Status.ILLEGAL, Status.ILLEGAL, Status.CORRECT]
+    assert "power of 2" in cands[0].reason and "num_warps=3" in cands[1].reason
+
+
+def test_constraint_violation_is_illegal():
+    space = tritune.Space({"BLOCK": [256, 512]}, constraints=[tritune.Constraint("small", lambda c: c["BLOCK"] < 512)])
+    w = elementwise_workload("c", scale_kernel)
+    w2 = tritune.Workload(name="c", kernel=scale_kernel, configs=space, args=w.args, grid=w.grid,
+                          outputs=[1], oracle=w.oracle, keys=w.keys)
+    cands = tritune.verify(w2).workloads[0].candidates
+    assert [c.status for c in cands] == [Status.CORRECT, Status.ILLEGAL]
+    assert "small" in cands[1].reason
+
+
+def test_correct_but_not_bitwise_identical_groups():
+    r = tritune.verify(rowsum_workload())
+    e = r.workloads[0]
+    assert all(c.status is Status.CORRECT for c in e.candidates)
+    assert e.extra["bitwise_identical"] is False and len(e.extra["groups"]) >= 2
+
+
+def test_oracle_sees_pristine_inputs_for_in_place_kernels():
+    # out == x (in place): the oracle must see x before any kernel ran, and every candidate gets x back.
+    w = tritune.Workload(
+        name="inplace",
+        kernel=scale_kernel,
+        configs=[Config({"BLOCK": 256}), Config({"BLOCK": 512})],
+        args=lambda key, device: (lambda x: (x, x, 1000))(torch.randn(1000)),
+        grid=lambda meta, key: (triton.cdiv(1000, meta["BLOCK"]),),
+        outputs=[1],
+        oracle=lambda args: [args[0] * 2],
+        keys=[{}],
+    )
+    # The output aliases the input, so it is not poisoned (that would destroy the input); the input is
+    # restored before each candidate, so the second one does not double an already-doubled x.
+    assert all(c.status is Status.CORRECT for c in tritune.verify(w).workloads[0].candidates)
+
+
+def test_json_shape():
+    r = tritune.verify(elementwise_workload("scale", scale_kernel))
+    d = json.loads(r.dumps())
+    assert d["tritune"] == tritune.__version__ and d["command"] == "verify" and "no timing" in d["timing"]
+    (entry,) = d["workloads"]
+    assert entry["name"] == "scale" and entry["key"] == {"n": 3000} and entry["bitwise_identical"] is True
+    c = entry["candidates"][0]
+    assert c == {
+        "config": {"kwargs": {"BLOCK": 256}, "num_warps": 4, "num_stages": 3},
+        "status": "correct",
+        "reason": None,
+        "max_abs_error": 0.0,
+        "unwritten": 0,
+    }
+    assert tritune.RunResult.from_json(d).to_json() == d
+
+
+def test_no_oracle_compares_against_first_correct():
+    w = elementwise_workload("noora", wrong_value_kernel)
+    w2 = tritune.Workload(name="noora", kernel=wrong_value_kernel, configs=w.configs, args=w.args, grid=w.grid,
+                          outputs=[1], keys=w.keys)
+    e = tritune.verify(w2).workloads[0]
+    assert [c.status for c in e.candidates] == [Status.CORRECT, Status.CORRECT, Status.INCORRECT]
+    assert e.extra["reference"] == "BLOCK=256,num_warps=4,num_stages=3"
+
+
+def test_workload_validation_messages():
+    with pytest.raises(tritune.WorkloadError, match="not a @triton.jit kernel"):
+        tritune.Workload(name="x", kernel=lambda: 0, configs=[Config()], args=lambda k, d: (), grid=lambda m, k: (1,))
+    with pytest.raises(tritune.WorkloadError, match="outputs"):
+        tritune.Workload(name="x", kernel=scale_kernel, configs=[Config()], args=lambda k, d: (),
+                         grid=lambda m, k: (1,), oracle=lambda a: [])

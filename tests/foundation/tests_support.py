@@ -1,0 +1,7 @@
+from kernels import scale_kernel
+
+from tritune.kernel import KernelInfo
+
+
+def info_of():
+    return KernelInfo.of(scale_kernel)

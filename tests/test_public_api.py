@@ -1,0 +1,15 @@
+import tritune
+
+
+def test_all_is_exactly_the_public_surface():
+    public = {n for n in dir(tritune) if not n.startswith("_") and not isinstance(getattr(tritune, n), type(tritune))}
+    public.discard("annotations")  # from __future__ import annotations
+    assert set(tritune.__all__) == public | {"__version__"}
+    for name in tritune.__all__:
+        assert hasattr(tritune, name), name
+
+
+def test_error_tree():
+    for name in ("ConfigError", "WorkloadError", "TimingUnavailableError", "NoLegalConfigError", "KernelSpecError"):
+        assert issubclass(getattr(tritune, name), tritune.TrituneError)
+    assert issubclass(tritune.TimingUnavailableError, RuntimeError)
