@@ -1,0 +1,304 @@
+"""Racing: time every candidate briefly, drop the clearly slower ones, re-time the rest until one wins.
+
+Round 0 times every candidate for ``brief_budget_s``. Each later round first drops every survivor whose
+median interval (at ``elimination_confidence``, stricter than the 95% of reports, because a race makes
+many comparisons) lies wholly above the smallest upper bound among the survivors; then it re-times the
+survivors one after another, round-robin, so drift in clocks or temperature hits all of them alike.
+Samples accumulate across rounds. The race stops when
+
+* ``decided``: one survivor is left (it is the best with confidence); it is then timed on until its own
+  95% interval is within ``rel_tol`` of its median (or its budget is spent), so its reported time is good;
+* ``tied``: every other survivor is within ``rel_tol`` of the leader with confidence
+  (:func:`~tritune.bench.stats.within`: ``other.ci_high <= leader.ci_low + rel_tol * leader.median``);
+* ``budget``: rounds, the total budget or every survivor's own budget ran out first.
+
+The winner is the survivor with the smallest median; ``ties`` are the other survivors, the configs the
+race could not tell apart from it (within ``rel_tol`` when ``tied``). The race knows no GPU: it calls a
+:class:`~tritune.bench.timer.ConfigMeasure`, a replay timer on CPU or a GPU timer in a session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tritune.bench.stats import Measurement, median_ci, within
+from tritune.bench.timer import ConfigMeasure, Failure
+from tritune.config import Config, as_config
+from tritune.errors import ConfigError, TimingUnavailableError
+from tritune.outcome import Status
+
+RaceStop = Literal["decided", "tied", "budget", "none_measured"]
+
+
+@dataclass(frozen=True)
+class RaceOptions:
+    """How long to look at each candidate, and when to stop. Times are device seconds as measured."""
+
+    brief_budget_s: float = 0.005
+    round_budget_s: float = 0.005
+    rel_tol: float = 0.01
+    max_rounds: int = 40
+    total_budget_s: float | None = None
+    candidate_budget_s: float = 0.5
+    elimination_confidence: float = 0.99
+    polish: bool = True
+
+    def __post_init__(self) -> None:
+        if min(self.brief_budget_s, self.round_budget_s, self.candidate_budget_s, self.rel_tol) <= 0:
+            raise ValueError("race budgets and rel_tol must be positive")
+        if self.max_rounds < 0 or not 0.5 < self.elimination_confidence < 1:
+            raise ValueError("max_rounds must be >= 0 and elimination_confidence in (0.5, 1)")
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CandidateOutcome:
+    """One candidate after the race: ``measured`` with its accumulated Measurement, or a failure status.
+
+    ``eliminated_round`` is the round whose check dropped it as clearly slower (None if it survived);
+    ``timings`` counts the measure calls it got; ``full`` says it was measured to completion (its 95%
+    interval met ``rel_tol``, or it spent ``candidate_budget_s``).
+    """
+
+    config: Config
+    status: Status
+    measurement: Measurement | None = None
+    reason: str | None = None
+    eliminated_round: int | None = None
+    timings: int = 0
+    full: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "config": self.config.to_json(),
+            "status": self.status.value,
+            "reason": self.reason,
+        }
+        if self.measurement is not None:
+            d["measurement"] = self.measurement.to_json()
+        d.update(eliminated_round=self.eliminated_round, timings=self.timings, full=self.full)
+        return d
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    """The race's answer: winner (None when nothing could be measured), ties, and every candidate's outcome."""
+
+    winner: Config | None
+    ties: tuple[Config, ...]
+    outcomes: tuple[CandidateOutcome, ...]
+    stop: RaceStop
+    rounds: int
+    measurements: int
+    full_measurements: int
+    device_s: float
+    options: RaceOptions = field(default_factory=RaceOptions)
+
+    def outcome(self, config: Any) -> CandidateOutcome:
+        c = as_config(config)
+        for o in self.outcomes:
+            if o.config == c:
+                return o
+        raise KeyError(f"{c.id} was not a candidate of this race")
+
+    @property
+    def winner_measurement(self) -> Measurement | None:
+        return None if self.winner is None else self.outcome(self.winner).measurement
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "winner": None if self.winner is None else self.winner.to_json(),
+            "ties": [c.to_json() for c in self.ties],
+            "stop": self.stop,
+            "rounds": self.rounds,
+            "measurements": self.measurements,
+            "full_measurements": self.full_measurements,
+            "device_s": self.device_s,
+            "options": self.options.to_json(),
+            "candidates": [o.to_json() for o in self.outcomes],
+        }
+
+
+class _Race:
+    """The mutable state of one race; ``race()`` is the public entry."""
+
+    def __init__(self, candidates: list[Config], measure: ConfigMeasure, opts: RaceOptions) -> None:
+        self.candidates = candidates
+        self.measure = measure
+        self.opts = opts
+        self.meas: dict[Config, Measurement] = {}
+        self.failed: dict[Config, Failure] = {}
+        self.eliminated: dict[Config, int] = {}
+        self.timings: dict[Config, int] = dict.fromkeys(candidates, 0)
+        self.spent: dict[Config, float] = dict.fromkeys(candidates, 0.0)
+        self.calls = 0
+
+    def time(self, c: Config, budget_s: float) -> None:
+        self.calls += 1
+        self.timings[c] += 1
+        try:
+            r = self.measure(c, budget_s)
+        except TimingUnavailableError:
+            raise
+        except Exception as e:
+            r = Failure(Status.LAUNCH_FAILED, f"{c.id}: {type(e).__name__}: {e}")
+        if isinstance(r, Failure):
+            self.failed[c] = r
+            self.meas.pop(c, None)
+            return
+        if not isinstance(r, Measurement):
+            raise TypeError(f"measure({c.id}) returned {type(r).__name__}; expected Measurement or Failure")
+        self.spent[c] += r.elapsed_s
+        self.meas[c] = r if c not in self.meas else self.meas[c].merged(r)
+
+    @property
+    def device_s(self) -> float:
+        return sum(self.spent.values())
+
+    def survivors(self) -> list[Config]:
+        return [c for c in self.candidates if c in self.meas and c not in self.eliminated]
+
+    def eliminate(self, round_: int) -> None:
+        alive = self.survivors()
+        if len(alive) < 2:
+            return
+        ci = {c: median_ci(self.meas[c].samples, self.opts.elimination_confidence) for c in alive}
+        bound = min(hi for _, hi in ci.values())
+        for c in alive:
+            if ci[c][0] > bound:
+                self.eliminated[c] = round_
+
+    def leader(self, alive: list[Config]) -> Config:
+        return min(alive, key=lambda c: (self.meas[c].median_ms, self.candidates.index(c)))
+
+    def full(self, c: Config) -> bool:
+        m = self.meas.get(c)
+        if m is None:
+            return False
+        return m.converged(self.opts.rel_tol) or self.spent[c] >= self.opts.candidate_budget_s
+
+    def out_of_budget(self) -> bool:
+        return self.opts.total_budget_s is not None and self.device_s >= self.opts.total_budget_s
+
+    def run(self) -> tuple[RaceStop, int]:
+        for c in self.candidates:
+            self.time(c, self.opts.brief_budget_s)
+        rounds = 0
+        while True:
+            self.eliminate(rounds)
+            alive = self.survivors()
+            if not alive:
+                return "none_measured", rounds
+            lead = self.leader(alive)
+            others = [c for c in alive if c != lead]
+            if not others:
+                self.polish(lead)
+                return "decided", rounds
+            if all(within(self.meas[c], self.meas[lead], self.opts.rel_tol) for c in others):
+                return "tied", rounds
+            active = [c for c in alive if self.spent[c] < self.opts.candidate_budget_s]
+            if rounds >= self.opts.max_rounds or self.out_of_budget() or not active:
+                return "budget", rounds
+            rounds += 1
+            for c in active:
+                self.time(c, self.opts.round_budget_s)
+
+    def polish(self, c: Config) -> None:
+        if not self.opts.polish:
+            return
+        while c in self.meas and not self.full(c) and not self.out_of_budget():
+            self.time(c, self.opts.round_budget_s)
+
+    def result(self, stop: RaceStop, rounds: int) -> RaceResult:
+        alive = self.survivors()
+        winner = self.leader(alive) if alive else None
+        if winner is None:
+            stop = "none_measured"
+        outcomes = []
+        for c in self.candidates:
+            if c in self.failed:
+                f = self.failed[c]
+                outcomes.append(CandidateOutcome(c, f.status, None, f.reason, None, self.timings[c], False))
+            else:
+                outcomes.append(
+                    CandidateOutcome(
+                        c,
+                        Status.MEASURED,
+                        self.meas[c],
+                        None,
+                        self.eliminated.get(c),
+                        self.timings[c],
+                        self.full(c),
+                    )
+                )
+        return RaceResult(
+            winner=winner,
+            ties=tuple(c for c in alive if c != winner),
+            outcomes=tuple(outcomes),
+            stop=stop,
+            rounds=rounds,
+            measurements=self.calls,
+            full_measurements=sum(o.full for o in outcomes),
+            device_s=self.device_s,
+            options=self.opts,
+        )
+
+
+def _candidates(configs: Iterable[Any]) -> list[Config]:
+    out: list[Config] = []
+    seen: set[Config] = set()
+    for obj in configs:
+        c = as_config(obj)
+        if c in seen:
+            raise ConfigError(f"candidate {c.id} is listed twice; each config can race only once")
+        seen.add(c)
+        out.append(c)
+    return out
+
+
+def race(configs: Iterable[Any], measure: ConfigMeasure, options: RaceOptions | None = None) -> RaceResult:
+    """Race ``configs`` with ``measure(config, budget_s) -> Measurement | Failure`` (see the module docstring).
+
+    A measure that raises is recorded as ``launch_failed`` with the exception as reason, except
+    TimingUnavailableError, which means no candidate can be timed and propagates. Deterministic when
+    ``measure`` is: the race itself draws no random numbers.
+    """
+    opts = options or RaceOptions()
+    state = _Race(_candidates(configs), measure, opts)
+    stop, rounds = state.run()
+    return state.result(stop, rounds)
+
+
+def sweep(configs: Iterable[Any], measure: ConfigMeasure, options: RaceOptions | None = None) -> RaceResult:
+    """The baseline a race is compared to: every candidate timed to completion, one after another.
+
+    Each candidate gets one measure call of ``candidate_budget_s`` (the timer stops early once its
+    interval meets ``rel_tol``). The winner is the smallest median; ties are those whose 95% interval
+    overlaps the winner's.
+    """
+    opts = options or RaceOptions()
+    state = _Race(_candidates(configs), measure, opts)
+    for c in state.candidates:
+        state.time(c, opts.candidate_budget_s)
+    res = state.result("decided", 0)
+    if res.winner is None:
+        return res
+    best = state.meas[res.winner]
+    ties = tuple(
+        c for c in state.survivors()
+        if c != res.winner and state.meas[c].ci_low_ms <= best.ci_high_ms
+    )  # fmt: skip
+    return RaceResult(res.winner, ties, res.outcomes, "decided", 0, res.measurements, res.full_measurements,
+                      res.device_s, opts)  # fmt: skip
+
+
+def outcomes_by_status(result: RaceResult) -> Mapping[Status, list[Config]]:
+    """The candidates grouped by their final status."""
+    out: dict[Status, list[Config]] = {}
+    for o in result.outcomes:
+        out.setdefault(o.status, []).append(o.config)
+    return out
