@@ -140,7 +140,7 @@ def test_budget_stop_and_none_measured() -> None:
 
 def test_misuse_is_reported() -> None:
     c = Config({"B": 1})
-    with pytest.raises(ConfigError, match="B=1.*twice"):
+    with pytest.raises(ConfigError, match=r"B=1.*twice"):
         race([c, c], lambda cfg, b: Failure(Status.ILLEGAL, "x"))
 
     def no_gpu(cfg: Config, b: float) -> Measurement:
