@@ -1,0 +1,72 @@
+"""``tritune report RESULT.json [--out DIR] [--open]``: an offline HTML page and PNG figures from a result."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import webbrowser
+from pathlib import Path
+
+from tritune.errors import ReportInputError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "report",
+        help="write report.html and PNG figures from a verify/screen/tune result JSON",
+        description=(
+            "Write DIR/report.html (self-contained: figures embedded, readable offline) and each figure as "
+            "a PNG, from any result JSON that tritune verify, screen or tune wrote. Needs matplotlib "
+            "(pip install 'tritune[report]')."
+        ),
+    )
+    p.add_argument(
+        "result", metavar="RESULT.json", help="the JSON written by tritune verify/screen/tune --json"
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default=None, help="output folder (default: RESULT_report next to it)"
+    )
+    p.add_argument("--open", action="store_true", help="open the report in a web browser when it is written")
+
+
+def has_display() -> bool:
+    """Whether a browser window can plausibly be shown (macOS and Windows always; elsewhere X or Wayland)."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def open_in_browser(html: Path) -> str:
+    """Open ``html`` with :mod:`webbrowser`; returns what happened, in a sentence for stderr."""
+    if not has_display():
+        return f"--open: no display here (DISPLAY/WAYLAND_DISPLAY unset); open {html} on a machine with a browser"
+    if webbrowser.open(html.resolve().as_uri()):
+        return f"opened {html} in a browser"
+    return f"--open: no browser found; open {html} yourself"
+
+
+def run(args: argparse.Namespace) -> int:
+    from tritune.report.build import build_report
+    from tritune.report.data import load_result
+
+    src = Path(args.result)
+    out = Path(args.out) if args.out else src.with_name(src.stem + "_report")
+    try:
+        report = build_report(load_result(src), out, source=str(src))
+    except ReportInputError as e:
+        print(f"tritune report: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        if e.name != "matplotlib":
+            raise
+        print(f"tritune report: {e}", file=sys.stderr)
+        return 2
+    print(report.html)
+    for f in report.figures:
+        print(f.path)
+    for s in report.skipped:
+        print(f"not drawn: {s.kind}: {s.reason}", file=sys.stderr)
+    if args.open:
+        print(open_in_browser(report.html), file=sys.stderr)
+    return 0

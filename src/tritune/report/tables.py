@@ -1,0 +1,190 @@
+"""The terminal table printed at the end of ``verify``, ``screen``, ``tune`` (and ``simulate``).
+
+One rich table per workload and key, with the columns that command produces, and the reasons in full:
+long reasons wrap inside their cell, they are never cut off.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable
+from typing import IO, Any
+
+from tritune.outcome import Status
+from tritune.report.data import (
+    bitwise_sentence,
+    gbps_of,
+    group_letters,
+    key_label,
+    tflops_of,
+    tie_ids,
+    timing_of,
+    winner,
+    workload_bytes,
+    workload_flops,
+)
+from tritune.results import CandidateResult, RunResult, WorkloadResult
+
+_STYLE = {
+    Status.MEASURED: "green",
+    Status.CORRECT: "green",
+    Status.FITS: "green",
+    Status.INCORRECT: "bold red",
+    Status.ILLEGAL: "yellow",
+    Status.ERROR: "red",
+    Status.COMPILE_FAILED: "red",
+    Status.COMPILE_TIMEOUT: "red",
+    Status.LAUNCH_FAILED: "red",
+    Status.NOT_TIMED: "dim",
+}
+
+
+def _fmt(x: Any, spec: str = ".3g") -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, (int, float)):
+        return format(x, spec)
+    return str(x)
+
+
+def _status_cell(c: CandidateResult) -> Any:
+    from rich.text import Text
+
+    return Text(c.status.value, style=_STYLE.get(c.status, ""))
+
+
+Column = tuple[str, Callable[[CandidateResult, WorkloadResult], Any], dict[str, Any]]
+
+
+def _columns(command: str, w: WorkloadResult) -> list[Column]:
+    right = {"justify": "right"}
+    if command == "verify":
+        letters = group_letters(w)
+        return [
+            ("max abs error", lambda c, w: _fmt(c.extra.get("max_abs_error"), ".3g"), right),
+            ("unwritten", lambda c, w: _fmt(c.extra.get("unwritten"), "d"), right),
+            ("group", lambda c, w: letters.get(c.config.id, "—"), {"justify": "center"}),
+        ]
+    if command == "screen":
+        return [
+            ("smem B", lambda c, w: _fmt(c.extra.get("shared"), "d"), right),
+            ("regs", lambda c, w: _fmt(c.extra.get("registers"), "d"), right),
+            ("spill B", lambda c, w: _fmt(c.extra.get("spilled_bytes"), "d"), right),
+            ("threads", lambda c, w: _fmt(c.extra.get("threads"), "d"), right),
+            ("blk/SM", lambda c, w: _fmt(c.extra.get("blocks_per_sm"), "d"), right),
+            ("limiter", lambda c, w: _fmt(c.extra.get("limiter")), {}),
+        ]
+    cols: list[Column] = [
+        ("median ms", lambda c, w: _fmt(t.median_ms, ".4g") if (t := timing_of(c)) else "—", right),
+        (
+            "CI ms",
+            lambda c, w: f"[{t.ci_low_ms:.4g}, {t.ci_high_ms:.4g}]" if (t := timing_of(c)) else "—",
+            right,
+        ),
+    ]
+    if workload_bytes(w) is not None or any(c.extra.get("gbps") is not None for c in w.candidates):
+        cols.append(("GB/s", lambda c, w: _fmt(gbps_of(c, w), ".4g"), right))
+    if workload_flops(w) is not None or any(c.extra.get("tflops") is not None for c in w.candidates):
+        cols.append(("TFLOP/s", lambda c, w: _fmt(tflops_of(c, w), ".4g"), right))
+    return cols
+
+
+def _order(command: str, w: WorkloadResult) -> list[CandidateResult]:
+    """Timed candidates fastest first, then the rest in their recorded order."""
+    if command != "tune" and not any(timing_of(c) for c in w.candidates):
+        return list(w.candidates)
+    timed = sorted((c for c in w.candidates if timing_of(c)), key=lambda c: timing_of(c).median_ms)  # type: ignore[union-attr]
+    return timed + [c for c in w.candidates if not timing_of(c)]
+
+
+def _summary(command: str, w: WorkloadResult) -> str:
+    counts = ", ".join(f"{n} {s}" for s, n in w.counts().items())
+    lines = [f"{len(w.candidates)} candidates: {counts}"]
+    if command == "verify":
+        lines.append(bitwise_sentence(w))
+    if any(timing_of(c) for c in w.candidates) or "winner" in w.extra:
+        win = winner(w)
+        t = timing_of(win) if win is not None else None
+        if win is None or t is None:
+            lines.append("winner: none (no candidate was timed)")
+        else:
+            rate = [
+                f"{v:.4g} {u}" for v, u in ((gbps_of(win, w), "GB/s"), (tflops_of(win, w), "TFLOP/s")) if v
+            ]
+            lines.append(
+                f"winner: {win.config.id}  {t.median_ms:.4g} ms [CI {t.ci_low_ms:.4g}, {t.ci_high_ms:.4g}]"
+                + (f"  {', '.join(rate)}" if rate else "")
+            )
+        ties = tie_ids(w)
+        if ties:
+            lines.append(f"tied with the winner (overlapping CI): {', '.join(ties)}")
+    return "\n".join(lines)
+
+
+def workload_table(command: str, w: WorkloadResult) -> Any:
+    """The rich Table of one workload at one key (numbers only; :func:`print_table` adds the reasons)."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=f"{command}: {w.name} {key_label(w.key)}", box=box.SIMPLE_HEAD, pad_edge=False)
+    win = winner(w) if command == "tune" or any(timing_of(c) for c in w.candidates) else None
+    ties = set(tie_ids(w))
+    if win is not None:
+        table.add_column("", no_wrap=True, width=1)
+    table.add_column("config", overflow="fold", min_width=12)
+    table.add_column("status", no_wrap=True)
+    cols = _columns(command, w)
+    for name, _, kw in cols:
+        table.add_column(name, **kw)
+    for c in _order(command, w):
+        row: list[Any] = []
+        if win is not None:
+            row.append("★" if c.config == win.config else ("=" if c.config.id in ties else ""))
+        row += [c.config.id.replace(",", ", "), _status_cell(c)]  # spaces let rich wrap at the commas
+        row += [fn(c, w) for _, fn, _ in cols]
+        table.add_row(*row)
+    return table
+
+
+def reason_lines(w: WorkloadResult) -> list[str]:
+    """Every candidate that has a reason, with the reason in full: "<config id>: <status>: <reason>"."""
+    return [f"{c.config.id}: {c.status.value}: {c.reason}" for c in w.candidates if c.reason]
+
+
+def render_table(result: RunResult, *, width: int = 120, color: bool = False) -> str:
+    """The end-of-command table(s) as text: one table per workload and key, reasons in full."""
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        force_terminal=color,
+        no_color=not color,
+        highlight=False,
+        color_system="standard" if color else None,
+    )
+    print_table(result, console=console)
+    return buf.getvalue()
+
+
+def print_table(result: RunResult, *, file: IO[str] | None = None, console: Any = None) -> None:
+    """Print the end-of-command table(s) to ``console``, or to ``file`` (default stdout) through rich."""
+    if console is None:
+        from rich.console import Console
+
+        console = Console(file=file if file is not None else sys.stdout, highlight=False)
+    if result.timing:
+        console.print(f"timing: {result.timing}", markup=False)
+    for w in result.workloads:
+        console.print(workload_table(result.command, w))
+        console.print(_summary(result.command, w), markup=False)
+        reasons = reason_lines(w)
+        if reasons:
+            console.print("reasons:", markup=False)
+            for line in reasons:
+                console.print("  " + line, markup=False, overflow="fold")
+        console.print()
