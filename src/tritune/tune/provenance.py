@@ -1,0 +1,72 @@
+"""Where a measurement came from: GPU, driver, CUDA, torch, triton, tritune, date, command."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+
+def driver_version() -> str | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    line = out.stdout.strip().splitlines()
+    return line[0].strip() if line else None
+
+
+def provenance(**extra: Any) -> dict[str, Any]:
+    import torch
+    import triton
+
+    from tritune import __version__
+
+    d: dict[str, Any] = {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "tritune": __version__,
+    }
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(torch.cuda.current_device())
+        d.update(gpu=p.name, capability=f"{p.major}.{p.minor}", sm_count=p.multi_processor_count,
+                 cuda=torch.version.cuda, driver=driver_version())
+    d.update(extra)
+    return d
+
+
+def measure_ceilings() -> dict[str, Any]:
+    """Hardware ceilings measured on this device: device-to-device copy bandwidth and an fp16 cuBLAS matmul."""
+    import torch
+
+    from tritune.bench import bench
+
+    n = 1 << 28  # 1 GiB of fp32 each way
+    a = torch.randn(n, device="cuda")
+    b = torch.empty_like(a)
+    copy = bench(lambda: b.copy_(a), budget_s=0.5)
+    copy_gbps = 2 * 4 * n / (copy.median_ms * 1e-3) / 1e9
+    del a, b
+    m = 8192
+    x = torch.randn(m, m, device="cuda", dtype=torch.float16)
+    y = torch.randn(m, m, device="cuda", dtype=torch.float16)
+    mm = bench(lambda: torch.matmul(x, y), budget_s=0.5)
+    tflops = 2 * m**3 / (mm.median_ms * 1e-3) / 1e12
+    return {
+        "device": torch.cuda.get_device_name(),
+        "copy_gbps": round(copy_gbps, 1),
+        "copy_bytes": 2 * 4 * n,
+        "matmul_tflops": round(tflops, 1),
+        "matmul": f"torch.matmul fp16 {m}x{m}x{m}",
+        "copy_ms": copy.to_json(),
+        "matmul_ms": mm.to_json(),
+    }
