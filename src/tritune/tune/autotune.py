@@ -258,6 +258,9 @@ def autotune(
     do_bench: Callable[..., Any] | None = None,
     cache_results: Any = None,
     on_no_gpu: str | None = None,
+    store: Any = None,
+    pretuned: Any = None,
+    distributed: bool = False,
     **tuner_options: Any,
 ) -> Callable[[Any], Autotuned]:
     """Decorate a ``@triton.jit`` kernel: ``@tritune.autotune(configs=[...], key=["n"])``.
@@ -265,16 +268,17 @@ def autotune(
     Takes ``triton.autotune``'s arguments with the same meaning (``warmup``/``rep``/``cache_results`` are
     accepted for compatibility; tritune's timer decides repetitions by confidence interval instead).
     ``key`` may also be a dict mapping names to buckets, e.g. ``{"n": tritune.bucket.pow2}``.
+    ``store``: the SQLite store's path (default ``$TRITUNE_STORE`` or the user cache dir), a Store, or False.
+    ``pretuned``: an exported JSON file consulted first, read-only; a hit needs no timing.
+    ``distributed``: in a torch.distributed job, split the candidates of a miss over the ranks.
     """
     del warmup, rep, cache_results
 
     def decorator(fn: Any) -> Autotuned:
-        unwrap_jit(fn)
-        tuner = None
-        if tuner_options:
-            from tritune.tune.tuner import Tuner
+        from tritune.tune.tuner import Tuner
 
-            tuner = Tuner(**tuner_options)
+        unwrap_jit(fn)
+        tuner = Tuner(store=store, pretuned=pretuned, distributed=distributed, **tuner_options)
         return Autotuned(
             fn,
             configs,

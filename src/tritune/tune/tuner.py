@@ -1,0 +1,162 @@
+"""What ``@tritune.autotune`` does on a miss: look in the pretuned layer and the store, else race and record.
+
+Lookups never time anything: a hit in a pretuned file (shipped by a kernel library) or in the store
+(written by any earlier process) is used directly. Under the interpreter a pretuned entry made on any
+device is used, since nothing can be timed here anyway. A miss on a GPU compiles and load-checks every
+legal candidate, races those the store has no measurement for, records every outcome, and keeps the
+faster of the new race winner and the stored winner: adding a config to the list measures only it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tritune.config import Config
+from tritune.device import gpu_unavailable_reason
+from tritune.errors import NoLegalConfigError
+from tritune.outcome import Status
+from tritune.tune.race import RaceOptions, race
+
+if TYPE_CHECKING:
+    from tritune.tune.autotune import Autotuned, Choice
+
+
+@dataclass
+class Tuner:
+    """Options of the decorator's tuning: ``store`` (path, Store, or False for none), ``pretuned`` (an export
+    file used read-only), ``race`` options, and ``distributed`` (tune across the ranks of a process group)."""
+
+    store: Any = None
+    pretuned: str | Path | None = None
+    race: RaceOptions = field(default_factory=RaceOptions)
+    distributed: bool = False
+    _store: Any = field(default=None, init=False, repr=False)
+    _pretuned: Any = field(default=None, init=False, repr=False)
+
+    def _open_store(self) -> Any:
+        if self.store is False:
+            return None
+        if self._store is None:
+            from tritune.store import Store, open_store
+
+            self._store = self.store if isinstance(self.store, Store) else open_store(self.store)
+        return self._store
+
+    def _open_pretuned(self) -> Any:
+        if self.pretuned is None:
+            return None
+        if self._pretuned is None:
+            from tritune.store import PretunedStore
+
+            self._pretuned = PretunedStore(self.pretuned)
+        return self._pretuned
+
+    def tuning_key(self, tuned: Autotuned, key: tuple[Any, ...], *, interpreter: bool) -> Any:
+        from tritune.store import INTERPRETER, make_key
+
+        spec = tuned.key_spec
+        names = spec.names
+        values = dict(zip(names, key[: len(names)]))
+        buckets = {n: getattr(b, "name", "exact") for n, b in zip(names, spec.buckets)}
+        dev = (INTERPRETER, INTERPRETER) if interpreter else None
+        return make_key(tuned.info, values, buckets=buckets, dtypes=key[len(names):], device=dev)
+
+    def lookup(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Choice | None:
+        from tritune.tune.autotune import Choice
+
+        interp = gpu_unavailable_reason() is not None
+        tkey = self.tuning_key(tuned, key, interpreter=interp)
+        legal = set(tuned.configs)
+        pre = self._open_pretuned()
+        if pre is not None:
+            hit = pre.lookup_winner(tkey)
+            if hit is None and interp:
+                hit = _any_device(pre, tkey)
+            if hit is not None and hit.config in legal:
+                return Choice(hit.config, "pretuned", f"{self.pretuned} ({hit.key.device})")
+        if interp:
+            return None
+        st = self._open_store()
+        if st is not None:
+            hit = st.lookup_winner(tkey)
+            if hit is not None and hit.config in legal and not st.missing(tkey, tuned.configs):
+                return Choice(hit.config, "store", f"{hit.time_ms} ms, stored")
+        return None
+
+    def tune(self, tuned: Autotuned, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
+             args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
+        from tritune.bench import EventTimer, TimerMeasure
+        from tritune.store import CandidateRecord
+        from tritune.tune.autotune import Choice
+        from tritune.tune.simple import candidate_call, compile_rejection
+
+        st = self._open_store()
+        tkey = self.tuning_key(tuned, key, interpreter=False)
+        todo = st.missing(tkey, legal) if st is not None else list(legal)
+        runnable = []
+        for cfg in todo:
+            why = compile_rejection(tuned, cfg, args, kwargs, grid)
+            if why is None:
+                runnable.append(cfg)
+            else:
+                rejected[cfg] = why
+        cleanups = []
+
+        def make_fn(cfg: Config) -> Any:
+            call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
+            cleanups.append(cleanup)
+            return call
+
+        result = None
+        if runnable:
+            if self.distributed:
+                from tritune.dist import distributed_race
+
+                result = distributed_race(runnable, TimerMeasure(EventTimer(), make_fn), options=self.race)
+            else:
+                result = race(runnable, TimerMeasure(EventTimer(), make_fn), self.race)
+        for c in cleanups:
+            c()
+        recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in set(todo)]
+        winner, best_ms = None, None
+        if result is not None:
+            for o in result.outcomes:
+                m = o.measurement
+                ok = o.status is Status.MEASURED and m is not None
+                recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok else None, o.reason,
+                                            m.to_json() if ok and m is not None else None))
+            if result.winner is not None and result.winner_measurement is not None:
+                winner, best_ms = result.winner, result.winner_measurement.median_ms
+        if st is not None:
+            old = st.lookup_winner(tkey)
+            if old is not None and old.time_ms is not None and (best_ms is None or old.time_ms <= best_ms):
+                winner, best_ms = old.config, old.time_ms
+            if not self.distributed or _rank() == 0:
+                st.record(tkey, recs, winner, ties=result.ties if result is not None and winner == result.winner else ())
+        if winner is None:
+            raise NoLegalConfigError(
+                f"{tuned.info.name}: no candidate could be timed for key {tuned.key_spec.as_dict(key)}:\n"
+                + "\n".join(f"  {c.id}: {r}" for c, r in rejected.items())
+            )
+        return Choice(winner, "timed", f"{best_ms:.4f} ms median")
+
+
+def _rank() -> int:
+    try:
+        import torch.distributed as dist
+
+        return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    except Exception:  # pragma: no cover
+        return 0
+
+
+def _any_device(pre: Any, tkey: Any) -> Any:
+    """A pretuned winner for the same kernel source, key and dtypes, measured on any device."""
+    for e in pre.entries(tkey.kernel):
+        k = e.key
+        if (k.source_hash, k.key, k.dtypes) == (tkey.source_hash, tkey.key, tkey.dtypes) and e.winner is not None:
+            return e.winner
+    return None
