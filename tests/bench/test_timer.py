@@ -117,3 +117,52 @@ def test_graph_mode_and_rotation() -> None:
     assert g.calls_per_sample >= 1 and g.median_ms < 0.1
     e = bench(fns, budget_s=1.0, flush_l2=False)
     assert e.median_ms > 0
+
+
+# -- the timer's logic, on a FAKE simulated device (tests/bench/sim_cuda.py) ------------------------------
+@pytest.fixture
+def sim(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from sim_cuda import SimDevice
+
+    import tritune.bench.event as event
+
+    dev = SimDevice(seed=3)
+    monkeypatch.setattr(event, "gpu_unavailable_reason", lambda: None)
+    monkeypatch.setattr(event, "_import_torch", dev.torch)
+    return dev
+
+
+def test_event_timer_on_simulated_device(sim: Any) -> None:
+    timer = EventTimer(warmup_s=0.002)
+    assert timer.l2_bytes == 50 << 20 and timer.flush_bytes == 100 << 20
+    assert timer.to_json()["device"] == "simulated GPU (fake)"
+    m = timer.measure(lambda: sim.run(0.05, 0.05), budget_s=5.0, rel_tol=0.01)
+    assert m.stop == "converged" and m.rel_halfwidth <= 0.01
+    assert m.ci_low_ms <= 0.05 <= m.ci_high_ms  # the flush before each start event is not counted
+    assert 20 <= m.n <= 2000
+    timer.warm_device(0.001)
+    assert sim.launches > 0
+
+
+def test_event_timer_stops_at_max_samples_and_rotates(sim: Any) -> None:
+    ran: list[int] = []
+
+    def make(i: int) -> Callable[[], None]:
+        return lambda: (ran.append(i), sim.run(0.01, 0.5))[1]
+
+    m = EventTimer(warmup_s=0.0).measure(
+        [make(0), make(1), make(2)], budget_s=5.0, min_samples=10, max_samples=30
+    )
+    assert m.n == 30 and m.stop == "budget"
+    assert {0, 1, 2} <= set(ran) and abs(ran.count(0) - ran.count(2)) <= 1
+
+
+def test_graph_mode_subtracts_the_captured_flushes(sim: Any) -> None:
+    timer = EventTimer(graph=True, warmup_s=0.0, graph_ms=0.5)
+    m = timer.measure(lambda: sim.run(0.002, 0.05), budget_s=5.0, rel_tol=0.02)
+    assert sim.graphs_captured == 2  # the work (with flushes) and the flushes alone
+    assert m.calls_per_sample > 1 and m.extra["timer"] == "event-graph"
+    assert m.median_ms == pytest.approx(0.002, rel=0.03)
+    plain = EventTimer(graph=True, flush_l2=False, warmup_s=0.0).measure(lambda: sim.run(0.002), budget_s=1.0)
+    assert plain.median_ms == pytest.approx(0.002) and plain.stop == "converged"
+    assert EventTimer().copies_needed(10 << 20) == 11  # 2 x 50 MiB / 10 MiB, plus one

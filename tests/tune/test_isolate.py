@@ -83,3 +83,24 @@ def test_bad_runner_specs() -> None:
     with pytest.raises(ValueError, match="no function"):
         resolve_runner(f"{Path(__file__).parent / 'isolate_fakes.py'}:missing")
     assert callable(resolve_runner("tritune.tune.isolate:gpu_runner"))
+
+
+def test_gpu_runner_says_why_it_cannot_time_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tritune.tune.isolate import gpu_runner
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    with pytest.raises(TimingUnavailableError, match="cannot time on a GPU"):
+        gpu_runner(_task("ok"))
+
+
+@pytest.mark.gpu
+def test_gpu_runner_times_gelu_in_a_worker() -> None:
+    from tritune.device import gpu_unavailable_reason
+
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    gelu = Path(__file__).resolve().parents[2] / "examples" / "gelu.py"
+    with IsolatedBench(timeout_s=120.0) as iso:
+        r = iso.run(BenchTask.of(gelu, "gelu", {"n": 1 << 20}, Config({"BLOCK": 1024}, num_warps=4), 0.05))
+    assert isinstance(r, Measurement) and r.median_ms > 0

@@ -30,10 +30,16 @@ DEFAULT_FLUSH_BYTES = 256 * 1024 * 1024
 _CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38
 
 
-def l2_cache_bytes(device_index: int) -> tuple[int, str]:
-    """The device's L2 size in bytes and where it came from (``torch``, ``cuda-driver`` or ``default``)."""
+def _import_torch() -> Any:
+    """torch, imported late (tests replace this to drive the timer with a simulated device)."""
     import torch
 
+    return torch
+
+
+def l2_cache_bytes(device_index: int) -> tuple[int, str]:
+    """The device's L2 size in bytes and where it came from (``torch``, ``cuda-driver`` or ``default``)."""
+    torch = _import_torch()
     size = getattr(torch.cuda.get_device_properties(device_index), "L2_cache_size", 0)
     if size:
         return int(size), "torch"
@@ -83,9 +89,7 @@ class EventTimer:
                 f"tritune cannot time kernels here: {reason}. Run on a machine with a CUDA GPU, or test "
                 "tuning logic on CPU with tritune.bench.ReplayTimer and a recorded landscape."
             )
-        import torch
-
-        self._torch = torch
+        torch = self._torch = _import_torch()
         self.device = torch.cuda.current_device() if device is None else int(device)
         self.device_name = torch.cuda.get_device_name(self.device)
         self.l2_bytes, self.l2_source = l2_cache_bytes(self.device)

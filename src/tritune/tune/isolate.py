@@ -269,9 +269,13 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
     from triton.runtime.errors import OutOfResources
 
     from tritune.bench.event import EventTimer
+    from tritune.device import gpu_unavailable_reason
     from tritune.kernel import as_jit
     from tritune.workload import load_workloads
 
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        raise TimingUnavailableError(f"the benchmark worker cannot time on a GPU: {reason}")
     opts = dict(task.options)
     wkey = ("workload", task.workload_path, task.workload_name)
     if wkey not in _CACHE:

@@ -1,0 +1,98 @@
+"""A FAKE, simulated CUDA device standing in for torch.cuda, to test the event timer's logic on CPU.
+
+Work advances a simulated GPU clock (milliseconds, with seeded lognormal noise); events read that
+clock; a CUDA graph records the work captured in it and replays it. It checks the timer's control flow
+and arithmetic (warm-up, batches, stopping, graph-minus-flush), not real GPU behaviour.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+
+class SimDevice:
+    def __init__(self, *, seed: int = 0, l2_bytes: int = 50 << 20, flush_ms_per_mb: float = 0.0003) -> None:
+        self.clock_ms = 0.0
+        self.rng = random.Random(seed)
+        self.l2_bytes = l2_bytes
+        self.flush_ms_per_mb = flush_ms_per_mb
+        self.capturing: list[tuple[float, float]] | None = None
+        self.launches = 0
+        self.graphs_captured = 0
+
+    def run(self, ms: float, noise: float = 0.0) -> None:
+        """One kernel of ``ms`` GPU milliseconds (queued into a graph while capturing)."""
+        if self.capturing is not None:
+            self.capturing.append((ms, noise))
+        else:
+            self._exec(ms, noise)
+
+    def _exec(self, ms: float, noise: float) -> None:
+        self.launches += 1
+        self.clock_ms += ms * (self.rng.lognormvariate(0.0, noise) if noise else 1.0)
+
+    def torch(self) -> Any:
+        dev = self
+
+        class Tensor:
+            def __init__(self, nbytes: int) -> None:
+                self.nbytes = nbytes
+
+            def zero_(self) -> None:
+                dev.run(self.nbytes / 2**20 * dev.flush_ms_per_mb, 0.01)
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                assert enable_timing
+                self.t: float | None = None
+
+            def record(self) -> None:
+                assert dev.capturing is None, "events are not recorded inside a graph"
+                self.t = dev.clock_ms
+
+            def synchronize(self) -> None:
+                pass
+
+            def elapsed_time(self, end: Event) -> float:
+                assert self.t is not None and end.t is not None
+                return end.t - self.t
+
+        class CUDAGraph:
+            def __init__(self) -> None:
+                self.ops: list[tuple[float, float]] = []
+
+            def replay(self) -> None:
+                for op in self.ops:
+                    dev._exec(*op)
+
+        @contextlib.contextmanager
+        def graph(g: CUDAGraph) -> Iterator[None]:
+            dev.capturing = g.ops
+            dev.graphs_captured += 1
+            try:
+                yield
+            finally:
+                dev.capturing = None
+
+        cuda = SimpleNamespace(
+            current_device=lambda: 0,
+            get_device_name=lambda i=0: "simulated GPU (fake)",
+            get_device_properties=lambda i: SimpleNamespace(L2_cache_size=dev.l2_bytes),
+            Event=Event,
+            device=lambda i: contextlib.nullcontext(),
+            synchronize=lambda i=None: None,
+            CUDAGraph=CUDAGraph,
+            graph=graph,
+            stream=lambda s: contextlib.nullcontext(),
+            Stream=lambda: None,
+        )
+        return SimpleNamespace(
+            cuda=cuda,
+            int32="int32",
+            __version__="simulated",
+            empty=lambda n, dtype=None, device=None: Tensor(4 * n),
+        )
