@@ -44,11 +44,21 @@ def compile_rejection(tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs
 
 
 def candidate_call(
-    tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any
+    tuned: Autotuned,
+    cfg: Config,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    grid: Any,
+    saved: Mapping[str, Any] | None = None,
 ) -> tuple[Callable[[], None], Callable[[], None]]:
-    """(call, cleanup): ``call`` runs one timed launch with the hooks; ``cleanup`` restores saved values."""
+    """(call, cleanup): ``call`` runs one timed launch with the hooks; ``cleanup`` restores saved values.
+
+    ``saved`` holds the ``restore_value`` arguments as they were before ANY candidate ran; pass the same
+    snapshot to every candidate of a race, whose candidates interleave.
+    """
     named = tuned._named(args, kwargs)
-    saved = {n: named[n].clone() for n in tuned.restore_value}
+    if saved is None:
+        saved = {n: named[n].clone() for n in tuned.restore_value}
     jit = tuned._launcher()
     opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     if cfg.num_ctas != 1:

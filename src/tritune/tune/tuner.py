@@ -104,9 +104,11 @@ class Tuner:
             else:
                 rejected[cfg] = why
         cleanups = []
+        named = tuned._named(args, kwargs)
+        saved = {n: named[n].clone() for n in tuned.restore_value}  # before any candidate runs
 
         def make_fn(cfg: Config) -> Any:
-            call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
+            call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid, saved)
             cleanups.append(cleanup)
             return call
 
