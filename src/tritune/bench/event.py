@@ -100,6 +100,8 @@ class EventTimer:
         self.graph_ms = graph_ms
         self.batch_ms = batch_ms
         self.confidence = confidence
+        self._cycles_per_us_cache: float | None = None
+        self.pad_us = 0.0
         self._flush_buf = (
             torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=f"cuda:{self.device}")
             if flush_l2
@@ -121,6 +123,7 @@ class EventTimer:
             "graph_ms": self.graph_ms,
             "warmup_s": self.warmup_s,
             "batch_ms": self.batch_ms,
+            "launch_pad_us": round(self.pad_us, 1),
             "confidence": self.confidence,
             "statistic": "median, distribution-free order-statistic interval",
             "torch": self._torch.__version__,
@@ -227,11 +230,42 @@ class EventTimer:
         both_ms = self._time_loop(step, 5) / 5
         return max(both_ms - flush_ms, 1e-4), flush_ms
 
+    def _cycles_per_us(self) -> float:
+        """GPU clock cycles per microsecond, measured once by timing ``torch.cuda._sleep``."""
+        if self._cycles_per_us_cache is None:
+            torch = self._torch
+            cycles = 2_000_000
+            torch.cuda._sleep(cycles)  # warm
+            ms = self._time_loop(lambda: torch.cuda._sleep(cycles), 1)
+            self._cycles_per_us_cache = cycles / max(ms * 1e3, 1.0)
+        return self._cycles_per_us_cache
+
+    def _launch_pad(self, fns: Sequence[Callable[[], object]]) -> Callable[[], None]:
+        """A GPU spin placed after the flush and before the start event, long enough for the CPU to enqueue
+        the start event and the kernel. Without it, a launcher slower than the flush (Triton's Python launch
+        path costs 10-25 us) leaves the GPU idle between the start event and the kernel, and that idle time
+        is counted as kernel time."""
+        torch = self._torch
+        if not hasattr(torch.cuda, "_sleep"):  # no spin primitive (e.g. the simulated device in tests)
+            return lambda: None
+        torch.cuda.synchronize(self.device)
+        t0 = time.perf_counter()
+        reps = 8
+        for i in range(reps):
+            self._event().record()
+            fns[i % len(fns)]()
+        cpu_us = (time.perf_counter() - t0) / reps * 1e6
+        torch.cuda.synchronize(self.device)
+        self.pad_us = max(20.0, 3.0 * cpu_us)
+        cycles = int(self.pad_us * self._cycles_per_us())
+        return lambda: torch.cuda._sleep(cycles)
+
     def _sample_events(
         self, fns: Sequence[Callable[[], object]], est_ms: float, budget_s: float, rel_tol: float,
         min_samples: int, max_samples: int,
     ) -> tuple[list[float], int]:  # fmt: skip
         samples: list[float] = []
+        pad = self._launch_pad(fns)
         deadline = time.perf_counter() + budget_s
         batch = max(min_samples, min(1000, int(self.batch_ms / est_ms)))
         k = 0
@@ -241,6 +275,7 @@ class EventTimer:
             ends = [self._event() for _ in range(batch)]
             for i in range(batch):
                 self._flush()
+                pad()
                 starts[i].record()
                 fns[k % len(fns)]()
                 ends[i].record()
