@@ -94,7 +94,24 @@ class Specialization:
             ir.load_dialects(ctx)
             self.backend.load_dialects(ctx)
             codegen = self.backend.get_codegen_implementation(self.options)
-            return self.source().make_ir(self.target, self.options, codegen, self.backend.get_module_map(), ctx)
+            return self.source().make_ir(
+                self.target, self.options, codegen, self.backend.get_module_map(), ctx
+            )
+
+    def cache_hash(self) -> str:
+        """The hash ``triton.compile`` files this compile under in Triton's cache, computed as it computes it.
+
+        Two Specializations with equal hashes compile to the same binary, so the screen compiles once.
+        """
+        import hashlib
+
+        from triton._C.libtriton import get_cache_invalidating_env_vars
+        from triton.runtime.cache import get_cache_key
+
+        src = self.source()
+        options = self.backend.parse_options(dict(self.options.__dict__, **src.parse_options()))
+        key = get_cache_key(src, self.backend, options, env_vars=get_cache_invalidating_env_vars())
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
     def compile(self) -> Any:
         """Full compile through ``triton.compile`` (fills and reuses Triton's on-disk cache)."""
@@ -119,10 +136,12 @@ def specialize(
     kw = launch_kwargs(jit, config, caller_kwargs)
     try:
         bound, spec, opts = binder(*args, **kw)
-    except TypeError as e:
-        raise KernelSpecError(f"kernel {jit.__name__}: the arguments do not match its signature: {e}") from None
     except Exception as e:
         bad = _first_bad_argument(jit, backend, args)
+        if isinstance(e, TypeError) and bad is None:
+            raise KernelSpecError(
+                f"kernel {jit.__name__}: the arguments do not match its signature: {e}"
+            ) from None
         what = f"argument {bad}" if bad else "an argument"
         raise KernelSpecError(
             f"kernel {jit.__name__}: cannot infer the Triton type of {what} ({type(e).__name__}: {e}); "
@@ -138,7 +157,7 @@ def specialize(
 def _first_bad_argument(jit: Any, backend: Any, args: Sequence[Any]) -> str | None:
     from triton._C.libtriton import native_specialize_impl
 
-    for name, value in zip(jit.arg_names, args):
+    for name, value in zip(jit.arg_names, args, strict=False):
         try:
             native_specialize_impl(type(backend), value, False, True, True)
         except Exception:
