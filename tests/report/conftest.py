@@ -18,3 +18,9 @@ def tune_report(tmp_path_factory: pytest.TempPathFactory) -> Report:
 @pytest.fixture(scope="session")
 def verify_report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     return build_report(FIXTURES / "verify_gelu.json", tmp_path_factory.mktemp("verify_report"))
+
+
+@pytest.fixture(scope="session")
+def screen_report(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    """A report with no figures: the browser test's negative control."""
+    return build_report(FIXTURES / "screen_gelu.json", tmp_path_factory.mktemp("screen_report"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tritune.outcome import Status
 
@@ -34,14 +34,14 @@ MISSING_EXTRA = (
 )
 
 
-def new_figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float, *, layout: Literal["constrained"] | None = "constrained") -> Any:
     """A matplotlib Figure on an Agg canvas; a clear error naming the extra when matplotlib is missing."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(MISSING_EXTRA, name="matplotlib") from e
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    fig = Figure(figsize=(width, height), dpi=100, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 

@@ -60,7 +60,7 @@ Column = tuple[str, Callable[[CandidateResult, WorkloadResult], Any], dict[str, 
 
 
 def _columns(command: str, w: WorkloadResult) -> list[Column]:
-    right = {"justify": "right"}
+    right = {"justify": "right", "overflow": "fold"}
     if command == "verify":
         letters = group_letters(w)
         return [
