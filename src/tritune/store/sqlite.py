@@ -136,11 +136,22 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _state(conn: sqlite3.Connection) -> str:
-        """``"ours"``, ``"fresh"`` (no tables, no id) or ``"foreign"``."""
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        """``"ours"``, ``"fresh"`` (no tables, no id) or ``"foreign"``.
+
+        Both facts are read in one snapshot: read apart, another process creating the store in
+        between would make a fresh file look like a foreign one (id 0 but tables present).
+        """
+        own_txn = not conn.in_transaction
+        if own_txn:
+            conn.execute("BEGIN")
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        finally:
+            if own_txn:
+                conn.execute("COMMIT")
         if app_id == APPLICATION_ID:
             return "ours"
-        n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         return "fresh" if app_id == 0 and n_tables == 0 else "foreign"
 
     def _prepare(self, conn: sqlite3.Connection) -> None:

@@ -1,0 +1,179 @@
+"""``tritune cache ls | show KERNEL | export FILE | import FILE | clear [--kernel NAME] | check``.
+
+Every sub-command takes ``--store PATH`` (default ``$TRITUNE_STORE`` or the user cache dir). Reading
+commands never create a store: a missing one reads as empty. Exit codes: 0 ok, 1 ``check`` found
+problems, 2 usage errors, a corrupt store, or an import file that does not match the schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tritune.cli.common import EXIT_FAILED, EXIT_OK, fail_usage
+from tritune.errors import StoreError
+
+
+def add_parser(sub: Any) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--store", metavar="PATH", default=argparse.SUPPRESS,
+        help="the store file (default: $TRITUNE_STORE, else the user cache dir)",
+    )  # fmt: skip
+    p = sub.add_parser(
+        "cache",
+        help="list, show, export, import, clear and check the tuning store",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    p.add_argument("--store", metavar="PATH", default=None, help=argparse.SUPPRESS)
+    cmds = p.add_subparsers(dest="cache_command", metavar="ACTION")
+    cmds.required = True
+    cmds.add_parser("ls", parents=[common], help="one line per kernel: keys, winners, candidate timings")
+    show = cmds.add_parser("show", parents=[common], help="every key of one kernel: buckets, device, winner")
+    show.add_argument("kernel", metavar="KERNEL")
+    show.add_argument("--candidates", action="store_true", help="also list every candidate's status and time")
+    exp = cmds.add_parser("export", parents=[common], help="write tritune.store/1 JSON ('-' for stdout)")
+    exp.add_argument("file", metavar="FILE")
+    exp.add_argument("--kernel", metavar="NAME", default=None, help="only this kernel's entries")
+    imp = cmds.add_parser("import", parents=[common], help="validate a tritune.store/1 file and add it")
+    imp.add_argument("file", metavar="FILE")
+    clr = cmds.add_parser("clear", parents=[common], help="remove every entry, or one kernel's")
+    clr.add_argument("--kernel", metavar="NAME", default=None, help="only this kernel's entries")
+    cmds.add_parser("check", parents=[common], help="integrity and consistency check (exit 1 on problems)")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _path(args: argparse.Namespace) -> Path:
+    from tritune.store import default_store_path
+
+    return Path(args.store).expanduser() if args.store else default_store_path()
+
+
+def _open(path: Path, *, write: bool) -> Any:
+    """The store at ``path``; for reading, an empty in-memory store when there is no file yet."""
+    from tritune.store import MemoryStore, SQLiteStore
+
+    if not write and not path.exists():
+        return MemoryStore()
+    return SQLiteStore(path, create=write)
+
+
+def _ms(t: float | None) -> str:
+    return "—" if t is None else f"{t:.4f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    path = _path(args)
+    action = args.cache_command
+    if action == "check":
+        return _check(path)
+    try:
+        store = _open(path, write=action in ("import", "clear"))
+    except StoreError as e:
+        return fail_usage(str(e))
+    try:
+        return int(_ACTIONS[action](store, path, args))
+    except StoreError as e:  # includes StoreSchemaError for a bad import file
+        return fail_usage(str(e))
+    finally:
+        store.close()
+
+
+def _ls(store: Any, path: Path, args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    kernels = store.kernels()
+    con = _console()
+    if not kernels:
+        con.print(f"no entries in {path}")
+        return EXIT_OK
+    table = Table(title=f"tuning store {path}")
+    for col in ("kernel", "keys", "winners", "candidates"):
+        table.add_column(col, justify="left" if col == "kernel" else "right", overflow="fold")
+    for k in kernels:
+        table.add_row(k.kernel, str(k.entries), str(k.winners), str(k.candidates))
+    con.print(table)
+    return EXIT_OK
+
+
+def _show(store: Any, path: Path, args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    entries = store.entries(args.kernel)
+    if not entries:
+        known = ", ".join(k.kernel for k in store.kernels()) or "none"
+        return fail_usage(f"no entries for kernel {args.kernel!r} in {path}; kernels there: {known}")
+    con = _console()
+    table = Table(title=f"{args.kernel} in {path}")
+    for col in ("key (bucket: values)", "dtypes", "device", "triton", "winner", "ms", "timed", "ties"):
+        table.add_column(col, justify="right" if col in ("ms", "timed") else "left", overflow="fold")
+    for e in entries:
+        k, w = e.key, e.winner
+        table.add_row(
+            k.describe_key() or "(no key)", ", ".join(d.removeprefix("torch.") for d in k.dtypes),
+            f"{k.device} ({k.capability})", k.triton_version, "—" if w is None else w.config.id,
+            _ms(None if w is None else w.time_ms), f"{e.n_measured}/{e.n_candidates}",
+            "" if w is None else "; ".join(c.id for c in w.ties),
+        )  # fmt: skip
+    con.print(table)
+    if args.candidates:
+        for e in entries:
+            sub = Table(title=f"{args.kernel} at {e.key.describe_key() or '(no key)'} on {e.key.device}")
+            for col in ("config", "status", "ms", "reason"):
+                sub.add_column(col, justify="right" if col == "ms" else "left", overflow="fold")
+            for c in store.candidates(e.key):
+                mark = " *" if e.winner is not None and c.config == e.winner.config else ""
+                sub.add_row(c.config.id + mark, c.status.value, _ms(c.time_ms), c.reason or "")
+            con.print(sub)
+    return EXIT_OK
+
+
+def _export(store: Any, path: Path, args: argparse.Namespace) -> int:
+    if args.file == "-":
+        store.export(sys.stdout, kernel=args.kernel)
+        return EXIT_OK
+    n = store.export(args.file, kernel=args.kernel)
+    _console().print(f"exported {n} entries from {path} to {args.file}")
+    return EXIT_OK
+
+
+def _import(store: Any, path: Path, args: argparse.Namespace) -> int:
+    n = store.import_(args.file)
+    _console().print(f"imported {n} entries from {args.file} into {path}")
+    return EXIT_OK
+
+
+def _clear(store: Any, path: Path, args: argparse.Namespace) -> int:
+    n = store.clear(args.kernel)
+    what = f"kernel {args.kernel!r}" if args.kernel else "all kernels"
+    _console().print(f"removed {n} entries ({what}) from {path}")
+    return EXIT_OK
+
+
+def _check(path: Path) -> int:
+    from tritune.store import check_path
+
+    con = _console()
+    if not path.exists():
+        con.print(f"ok: no store at {path} yet")
+        return EXIT_OK
+    problems = check_path(path)
+    if problems:
+        for p in problems:
+            con.print(f"[red]problem[/red]: {p}", markup=True)
+        con.print(f"{len(problems)} problem(s) in {path}")
+        return EXIT_FAILED
+    with _open(path, write=False) as store:
+        n = len(store.entries())
+    con.print(f"ok: {path} ({n} entries)")
+    return EXIT_OK
+
+
+_ACTIONS = {"ls": _ls, "show": _show, "export": _export, "import": _import, "clear": _clear}
