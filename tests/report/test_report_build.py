@@ -104,3 +104,31 @@ def test_missing_matplotlib_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_mpl)
     with pytest.raises(ModuleNotFoundError, match=r"pip install 'tritune\[report\]'"):
         build_report(FIXTURES / "verify_gelu.json", tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"), [("verify_gelu_interpreter.json", ["verify"]), ("screen_gelu_sm90.json", [])]
+)
+def test_real_cli_outputs_make_reports(tmp_path, name, kinds):
+    """Results written by the real tritune verify/screen commands on this machine (see fixtures/README.md)."""
+    rep = build_report(FIXTURES / name, tmp_path)
+    assert [f.kind for f in rep.figures] == kinds
+    html = rep.html.read_text()
+    assert len(embedded_pngs(html)) == len(kinds)
+    assert "BLOCK=2048,num_warps=8,num_stages=4" in html
+
+
+def test_ceiling_line_is_the_recorded_ceiling_and_low_throughput_goes_log():
+    from tritune.report.data import ceilings_of
+    from tritune.report.fig_sweep import ceiling_figure
+
+    r = parse_result(fixture_json("tune_gelu_space.json"))
+    ax = ceiling_figure("gelu_space", r.workloads, ceilings_of(r)).axes[0]
+    assert [tuple(line.get_ydata()) for line in ax.lines] == [(3600.0, 3600.0)]
+    assert ax.get_yscale() == "linear" and "of ceiling" in " ".join(t.get_text() for t in ax.texts)
+
+    d = fixture_json("tune_gelu_space.json")
+    d["ceilings"]["copy_gbps"] = 1e6  # the data now sits far below the ceiling
+    r = parse_result(d)
+    ax = ceiling_figure("gelu_space", r.workloads, ceilings_of(r)).axes[0]
+    assert ax.get_yscale() == "log" and ax.get_ylabel() == "achieved GB/s (log scale)"

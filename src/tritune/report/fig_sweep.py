@@ -47,6 +47,23 @@ def _ceiling_name(metric: str) -> str:
     return "copy bandwidth" if metric == "gbps" else "large cuBLAS matmul"
 
 
+def _pct(value: float, ceil: float) -> str:
+    pct = 100 * value / ceil
+    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
+
+
+def _scale_y(ax: Any, values: Sequence[float], ceil: float | None) -> str:
+    """Linear from 0, or log when the data sits far below the ceiling (it would be a flat line at 0)."""
+    vals = [v for v in values if v and v > 0]
+    top = max([*vals, ceil or 0.0]) or 1.0
+    if ceil and vals and max(vals) < 0.1 * ceil:
+        ax.set_yscale("log")
+        ax.set_ylim(min(vals) / 2, ceil * 2.5)
+        return " (log scale)"
+    ax.set_ylim(0, top * 1.18)
+    return ""
+
+
 def _draw_ceiling(ax: Any, metric: str, unit: str, ceilings: Ceilings | None) -> None:
     ceil = _ceiling(metric, ceilings)
     if ceil is not None and ceilings is not None:
@@ -79,7 +96,7 @@ def ceiling_figure(name: str, keys: Sequence[WorkloadResult], ceilings: Ceilings
     fig = new_figure(max(7.0, 1.6 * len(keys) + 4), 4.2 * len(metrics))
     axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
     for ax, (metric, unit) in zip(axes, metrics, strict=True):
-        top = 0.0
+        seen: list[float] = []
         for i, w in enumerate(keys):
             vals = [v for c in w.candidates if timing_of(c) is not None and (v := _achieved(metric, c, w))]
             ax.scatter(
@@ -96,14 +113,14 @@ def ceiling_figure(name: str, keys: Sequence[WorkloadResult], ceilings: Ceilings
             if wv is not None:
                 ax.bar(i, wv, width=0.6, color=WINNER_COLOR, alpha=0.8, label="winner" if i == 0 else None)
                 ceil = _ceiling(metric, ceilings)
-                pct = f" ({100 * wv / ceil:.0f}% of ceiling)" if ceil else ""
+                pct = f" ({_pct(wv, ceil)} of ceiling)" if ceil else ""
                 ax.text(i, wv, f"{wv:.4g}{pct}", ha="center", va="bottom", fontsize=8)
-            top = max([top, *vals, wv or 0.0])
+            seen += [*vals, wv or 0.0]
         ceil = _ceiling(metric, ceilings)
-        ax.set_ylim(0, max(top, ceil or 0.0) * 1.18 or 1.0)
+        scale = _scale_y(ax, seen, ceil)
         _draw_ceiling(ax, metric, unit, ceilings)
         ax.set_xticks(range(len(keys)), [key_label(w.key) for w in keys], fontsize=8)
-        ax.set_ylabel(f"achieved {unit}")
+        ax.set_ylabel(f"achieved {unit}{scale}")
         ax.grid(axis="y", alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
         against = "against the measured ceiling" if ceil is not None else "(no ceiling measured)"
@@ -161,10 +178,9 @@ def sweep_figure(name: str, keys: Sequence[WorkloadResult], ceilings: Ceilings |
                 ax2.annotate(
                     f"{v:.4g}", (x, v), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8
                 )
-        top = max([v for v in vals if v] + [_ceiling(metric, ceilings) or 0.0])
-        ax2.set_ylim(0, top * 1.2 or 1.0)
+        scale = _scale_y(ax2, [v for v in vals if v], _ceiling(metric, ceilings))
         _draw_ceiling(ax2, metric, unit, ceilings)
-        ax2.set_ylabel(f"winner {unit}")
+        ax2.set_ylabel(f"winner {unit}{scale}")
         ax2.grid(alpha=0.3)
     for a in axes:
         if logx:
