@@ -67,7 +67,6 @@ def test_issue_matmul_config_needs_262144_bytes_only_with_the_jit_specialization
     plain_spec = screen_spec(plain, BIG, tiny)
     assert jit_spec.extra["shared"] == 262144
     assert plain_spec.extra["shared"] < 262144  # no divisibility: the pipeliner does not fire
-    assert screen_spec(spec, BIG, SM90).status is Status.ILLEGAL
 
 
 class _FakeDriver:
@@ -105,6 +104,7 @@ def test_screen_compiles_under_the_jits_own_cache_key(wl, monkeypatch: pytest.Mo
     assert kernel.hash == screened.extra["hash"] == spec.cache_hash()
 
 
+@pytest.mark.slow
 def test_in_process_timeout_kills_ptxas(wl, fresh_cache: Path) -> None:
     w = wl["mm_slow"]
     slow = w.candidates()[1]

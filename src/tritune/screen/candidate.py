@@ -178,9 +178,13 @@ def _result(config: Config, status: Status, reason: str | None, **fields: Any) -
 
 
 def screen_spec(
-    spec: Specialization, config: Config, target: Target, timeout: float | None = None
+    spec: Specialization, config: Config, target: Target, timeout: float | None = None, gate: bool = True
 ) -> CandidateResult:
-    """Compile one specialized candidate for ``target`` and judge it against the target's limits."""
+    """Compile one specialized candidate for ``target`` and judge it against the target's limits.
+
+    ``gate=False`` runs ptxas even for a block that cannot launch (the verdict is the same; the GPU
+    proof script uses it so that every binary is in Triton's cache before it launches them).
+    """
     from triton.compiler.errors import CompilationError
 
     threads = config.num_warps * target.warp_size
@@ -189,7 +193,8 @@ def screen_spec(
     watchdog = PtxasWatchdog(timeout)
     try:
         # Triton prints a failing ptxas's whole PTX to stdout; the reason below carries the error instead.
-        with quiet_triton(), compiler_language(), launch_gate(target), watchdog:
+        gate_cm = launch_gate(target) if gate else contextlib.nullcontext()
+        with quiet_triton(), compiler_language(), gate_cm, watchdog:
             with contextlib.redirect_stdout(io.StringIO()):
                 kernel = spec.compile()
     except _OverLimit as e:
@@ -293,6 +298,7 @@ def screen_candidate(
     config: Config,
     target: Target,
     timeout: float | None = None,
+    gate: bool = True,
 ) -> CandidateResult:
     """Static rules, then :func:`screen_spec`. ``args`` are ``workload``'s arguments for ``key`` (CPU is fine).
 
@@ -312,4 +318,4 @@ def screen_candidate(
         )
     with quiet_triton():
         spec = specialize(workload.kernel, args, config, target.gpu_target(), caller_kwargs)
-    return screen_spec(spec, config, target, timeout)
+    return screen_spec(spec, config, target, timeout, gate)

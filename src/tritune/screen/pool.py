@@ -43,7 +43,7 @@ class Task:
 class _Worker:
     """One ``python -m tritune.screen.worker`` process: tasks in on stdin, results out on its own pipe."""
 
-    def __init__(self, path: str, name: str, target: Target) -> None:
+    def __init__(self, path: str, name: str, target: Target, gate: bool = True) -> None:
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env.pop("TRITON_INTERPRET", None)  # workers compile for a GPU target; the interpreter cannot
@@ -123,12 +123,14 @@ class _Worker:
 class CompilePool:
     """``jobs`` worker processes screening candidates of one workload file for one target."""
 
-    def __init__(self, path: str, name: str, target: Target, jobs: int) -> None:
+    def __init__(self, path: str, name: str, target: Target, jobs: int, gate: bool = True) -> None:
+        self.gate = gate
         self.path = str(path)
         self.name = name
         self.target = target
         self.jobs = max(1, int(jobs))
         self.restarts = 0
+        self.killed: list[int] = []  #: process-group ids killed for running past the timeout
 
     def run(
         self,
@@ -168,6 +170,7 @@ class CompilePool:
                     for w in list(workers):
                         if w.task is not None and now - w.sent_at > timeout:
                             task = w.task
+                            self.killed.append(w.proc.pid)
                             w.kill()
                             finish(task, _timeout_result(task, timeout))
                             self._replace(w, workers, pending)
@@ -177,7 +180,7 @@ class CompilePool:
         return results
 
     def _spawn(self) -> _Worker:
-        return _Worker(self.path, self.name, self.target)
+        return _Worker(self.path, self.name, self.target, self.gate)
 
     def _replace(self, old: _Worker, workers: list[_Worker], pending: list[Task]) -> None:
         workers.remove(old)

@@ -64,12 +64,16 @@ def screen(
     compile_timeout: float | None = 60.0,
     keys: Sequence[Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
+    gate: bool = True,
+    configs: Sequence[Config] | None = None,
 ) -> RunResult:
     """Screen every candidate of ``workload`` (an object, or a file path and optional ``name``) for ``target``.
 
     ``jobs`` worker processes compile in parallel (default: one per core); ``jobs=1`` compiles in this
     process. ``compile_timeout`` bounds each candidate's compile (None for no bound). ``keys`` replaces
-    the workload's own keys. Returns a ``RunResult`` with command ``screen`` whose candidates have the
+    the workload's own keys. ``configs`` screens only
+    those candidates instead of the whole space. ``gate=False`` runs ptxas even for
+    configs already known not to launch (same verdicts, more time; their binaries land in the cache). Returns a ``RunResult`` with command ``screen`` whose candidates have the
     status fits, illegal, compile_failed or compile_timeout and the resource fields in ``extra``.
     """
     tgt = get_target(target)
@@ -88,7 +92,9 @@ def screen(
         with quiet_triton():
             pairs = [(w, path) for w in load_workloads(path, name)]
     t0 = time.perf_counter()
-    results = [_screen_workload(w, where, tgt, jobs, compile_timeout, keys, progress) for w, where in pairs]
+    results = [
+        _screen_workload(w, where, tgt, jobs, compile_timeout, keys, progress, gate) for w, where in pairs
+    ]
     wall = time.perf_counter() - t0
     flat = [wr for per in results for wr in per]
     compiled = sum(
@@ -115,11 +121,13 @@ def _screen_workload(
     timeout: float | None,
     keys: Sequence[Mapping[str, Any]] | None,
     progress: Progress | None,
+    gate: bool = True,
+    only: Sequence[Config] | None = None,
 ) -> list[WorkloadResult]:
     key_list = [dict(k) for k in (keys if keys is not None else w.keys)]
     if not key_list:
         raise WorkloadError(f"workload {w.name!r} has no keys: give it keys=[...] or pass keys to screen")
-    configs = w.candidates()
+    configs = list(only) if only is not None else w.candidates()
     # Plan: static verdicts now; one compile per distinct Triton cache hash.
     static: dict[tuple[int, int], CandidateResult] = {}
     slot_hash: dict[tuple[int, int], str] = {}
@@ -156,11 +164,11 @@ def _screen_workload(
     if jobs == 1 or path is None:
         for h in hashes:
             _, config, spec = unique[h]
-            by_hash[h] = screen_spec(spec, config, tgt, timeout)
+            by_hash[h] = screen_spec(spec, config, tgt, timeout, gate)
             note(by_hash[h])
     else:
         tasks = [Task(i, key_list[unique[h][0]], unique[h][1]) for i, h in enumerate(hashes)]
-        pool = CompilePool(str(path), w.name, tgt, min(jobs, max(1, len(tasks))))
+        pool = CompilePool(str(path), w.name, tgt, min(jobs, max(1, len(tasks))), gate)
         got = pool.run(tasks, timeout, lambda task, result: note(result))
         by_hash = {hashes[t.id]: got[t.id] for t in tasks}
     wall = time.perf_counter() - t0

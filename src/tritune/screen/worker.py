@@ -1,4 +1,4 @@
-"""A compile worker: ``python -m tritune.screen.worker RESULT_FD PATH NAME TARGET_JSON``.
+"""A compile worker: ``python -m tritune.screen.worker RESULT_FD PATH NAME TARGET_JSON [nogate]``.
 
 Started by :class:`tritune.screen.pool.CompilePool`. It imports the workload file itself (workloads hold
 lambdas, which do not pickle), then reads tasks ``[id, key, config]`` as JSON lines on stdin and writes
@@ -16,6 +16,7 @@ from typing import Any
 
 def main(argv: list[str]) -> int:
     fd, path, name, target_json = int(argv[0]), argv[1], argv[2], argv[3]
+    gate = len(argv) < 5 or argv[4] != "nogate"
     out = os.fdopen(fd, "w", buffering=1)
 
     def send(*msg: Any) -> None:
@@ -48,7 +49,9 @@ def main(argv: list[str]) -> int:
                 args_by_key.clear()  # one key's tensors at a time
                 args_by_key[kid] = workload.make_args(key, "cpu")
             config = Config.from_json(config_json)
-            result = screen_candidate(workload, key, args_by_key[kid], config, target, timeout=None)
+            result = screen_candidate(
+                workload, key, args_by_key[kid], config, target, timeout=None, gate=gate
+            )
             send("done", task_id, result.to_json())
     except errors.TrituneError as e:
         send("fatal", type(e).__name__, str(e))
