@@ -1,0 +1,84 @@
+"""Multi-rank tuning over ``torch.distributed``: split the candidates, gather the timings, one winner.
+
+In a running job (``torchrun``, any backend), every rank that misses calls, in this order::
+
+    cfg = agree_on_cached(label, local_hit_or_None)          # one rank's hit is everyone's hit
+    if cfg is None:
+        result = distributed_race(candidates, measure, label=label)   # identical on every rank
+        record_on_rank0(store, key, result)                  # the store records it once
+        cfg = result.winner
+
+**The rule for a miss (tuning is collective).** Every rank of the tuning group must reach the same
+kernel at the same key, with the same candidates, in the same order as the others; that is what an
+SPMD job does, and what keeps the ranks on one config (the same numerics everywhere). The ranks check
+it: different labels or candidate lists raise :class:`~tritune.errors.DistributedError` on every rank,
+naming the ranks that differ. A rank that does not arrive within ``timeout_s`` (it hit its own cache,
+took another path, hangs) or that crashed makes the others raise DistributedError instead of waiting
+forever; rank 0's message names the ranks that did not arrive. A kernel whose key differs between
+ranks (sharded shapes) must not be tuned with ``distributed=True``: pretune it offline instead.
+
+**The winner rule** (:data:`~tritune.dist.race.WINNER_RULE`): the finalists are each rank's local race
+winner and its ties; the winner is the finalist with the smallest median, equal medians going to the
+smaller config id; ties are the finalists whose 95% interval overlaps the winner's. With
+``retime_finalists=True`` rank 0 re-races the finalists on its own GPU (for mixed GPU types) and
+everyone adopts its answer.
+
+**Collectives** run on a gloo *tuning group* (:class:`~tritune.dist.group.TuningGroup`) beside the
+job's own backend, with ``monitored_barrier`` timeouts; create it at startup with
+``TuningGroup.create(timeout_s)`` on every rank, or let the first tuning create it.
+
+**Offline farm.** :func:`farm_split` deals (workload, key, config) :class:`FarmItem` s over the ranks;
+each rank measures its share and :func:`gather_records` merges every rank's records on rank 0, which
+alone writes them (winners per key by the same rule) to its store in one atomic write.
+
+**Across nodes: one writer, then export/import.** Only global rank 0 writes, to a SQLite store on its
+own local disk; other nodes get the results with ``tritune cache export`` there and ``tritune cache
+import`` on each node (or by shipping the file), and in a later job :func:`agree_on_cached` lets a
+rank whose node has the entry answer for everyone. We recommend this over one store that every node
+opens on a shared filesystem: SQLite relies on POSIX file locks, which NFS and many parallel
+filesystems implement badly or not at all (the SQLite documentation warns that concurrent writers there
+can corrupt the database), and its WAL mode, which tritune's store uses, needs shared memory on one
+host, so it does not work across machines at all.
+"""
+
+from __future__ import annotations
+
+from tritune.dist.group import DEFAULT_TIMEOUT_S, TuningGroup, check_agreement, default_tuning_group
+from tritune.dist.race import (
+    WINNER_RULE,
+    DistributedRaceResult,
+    agree_on_cached,
+    distributed_race,
+    merge_shares,
+    pick_winner,
+)
+from tritune.dist.records import (
+    candidate_records,
+    farm_writes,
+    gather_records,
+    measurement_record,
+    record_on_rank0,
+)
+from tritune.dist.split import FarmItem, farm_items, farm_split, split_configs
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "WINNER_RULE",
+    "DistributedRaceResult",
+    "FarmItem",
+    "TuningGroup",
+    "agree_on_cached",
+    "candidate_records",
+    "check_agreement",
+    "default_tuning_group",
+    "distributed_race",
+    "farm_items",
+    "farm_split",
+    "farm_writes",
+    "gather_records",
+    "measurement_record",
+    "merge_shares",
+    "pick_winner",
+    "record_on_rank0",
+    "split_configs",
+]

@@ -1,0 +1,287 @@
+"""One race spread over the ranks of a tuning group, with one winner every rank adopts.
+
+Every rank calls :func:`distributed_race` with the same candidates and its own ``measure`` (its own
+GPU). The ranks check that they agree on what they tune, split the candidates deterministically
+(:func:`~tritune.dist.split.split_configs`), and each races only its share with
+:func:`tritune.tune.race.race`, so each candidate is measured on exactly one rank. The shares' outcomes
+are gathered and every rank applies the same rule to the same data:
+
+**The winner rule.** The finalists are each rank's local winner and local ties (a config its race
+eliminated was clearly slower than that rank's own winner, so it cannot be the fastest overall). The
+winner is the finalist with the smallest median; equal medians go to the smaller config id. Its ties
+are the other finalists whose 95% interval overlaps the winner's, sorted by (median, id).
+
+With ``retime_finalists=True`` (for clusters whose GPUs differ, where medians from two ranks are not
+comparable) rank 0 races the finalists again on its own device and every rank adopts that race's
+winner and ties. A failure on any rank (an exception from ``measure``) is exchanged too, so every rank
+raises :class:`~tritune.errors.DistributedError` together instead of some waiting forever.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tritune.bench.stats import Measurement
+from tritune.bench.timer import ConfigMeasure
+from tritune.config import Config, as_config
+from tritune.dist.group import TuningGroup, check_agreement, resolve_group
+from tritune.dist.split import split_configs
+from tritune.errors import ConfigError, DistributedError
+from tritune.tune.race import CandidateOutcome, RaceOptions, RaceResult, RaceStop, race, sweep
+
+WINNER_RULE = (
+    "finalists = each rank's local winner and ties; winner = smallest median, then smallest config id; "
+    "ties = other finalists whose 95% interval overlaps the winner's"
+)
+
+
+@dataclass(frozen=True)
+class RankShare:
+    """What one rank reports after timing its share: the race over its configs, or the error it hit."""
+
+    rank: int
+    result: RaceResult | None
+    wall_s: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DistributedRaceResult(RaceResult):
+    """A :class:`RaceResult` over all ranks' candidates, plus where each was measured.
+
+    ``measurements``, ``full_measurements`` and ``device_s`` are summed over the ranks; ``rounds`` is
+    the most any rank ran. ``measured_on`` maps each config id to the group rank that timed it;
+    ``retimed`` is rank 0's race over the ``finalists`` when they were re-timed (None otherwise).
+    """
+
+    world_size: int = 1
+    rank: int = 0
+    measured_on: tuple[tuple[str, int], ...] = ()
+    finalists: tuple[Config, ...] = ()
+    retimed: RaceResult | None = None
+    label: str = ""
+    rank_wall_s: tuple[float, ...] = ()
+    rule: str = WINNER_RULE
+
+    def rank_of(self, config: Any) -> int:
+        """The group rank that measured ``config``."""
+        cid = as_config(config).id
+        for i, r in self.measured_on:
+            if i == cid:
+                return r
+        raise KeyError(f"{cid} was not a candidate of this race")
+
+    def to_json(self) -> dict[str, Any]:
+        d = super().to_json()
+        d["distributed"] = {
+            "label": self.label,
+            "world_size": self.world_size,
+            "rank": self.rank,
+            "rule": self.rule,
+            "measured_on": dict(self.measured_on),
+            "finalists": [c.to_json() for c in self.finalists],
+            "retimed": None if self.retimed is None else self.retimed.to_json(),
+            "rank_wall_s": list(self.rank_wall_s),
+        }
+        return d
+
+
+def pick_winner(finalists: Iterable[tuple[Config, Measurement]]) -> tuple[Config | None, tuple[Config, ...]]:
+    """The winner rule (module docstring) over ``(config, measurement)`` pairs: ``(winner, ties)``."""
+    pairs = sorted(finalists, key=lambda p: (p[1].median_ms, p[0].id))
+    if not pairs:
+        return None, ()
+    win, wm = pairs[0]
+    ties = tuple(c for c, m in pairs[1:] if m.ci_low_ms <= wm.ci_high_ms)
+    return win, ties
+
+
+def local_finalists(share: RaceResult) -> list[Config]:
+    """A rank's finalists: its race's winner and ties."""
+    return [] if share.winner is None else [share.winner, *share.ties]
+
+
+def _cap(finalists: list[tuple[Config, Measurement]], winners: set[Config], cap: int | None) -> list[Config]:
+    """At most ``cap`` finalists (every local winner kept), fastest first, then sorted by id."""
+    ordered = sorted(finalists, key=lambda p: (p[0] not in winners, p[1].median_ms, p[0].id))
+    chosen = ordered if cap is None else ordered[: max(cap, len(winners))]
+    return sorted((c for c, _ in chosen), key=lambda c: c.id)
+
+
+def merge_shares(
+    candidates: Sequence[Config],
+    shares: Sequence[RankShare],
+    options: RaceOptions,
+    *,
+    max_finalists: int | None = None,
+) -> tuple[RaceResult, list[Config], dict[str, int]]:
+    """Combine the ranks' races into one RaceResult (winner rule above), the finalists, and who measured what.
+
+    Pure: every rank calls it on the same gathered shares and gets the same answer.
+    """
+    by_config: dict[Config, CandidateOutcome] = {}
+    measured_on: dict[str, int] = {}
+    finalists: list[tuple[Config, Measurement]] = []
+    winners: set[Config] = set()
+    stops: list[RaceStop] = []
+    for sh in shares:
+        if sh.result is None:
+            continue
+        stops.append(sh.result.stop)
+        for o in sh.result.outcomes:
+            if o.config in by_config:
+                raise DistributedError(
+                    f"{o.config.id} was measured on rank {measured_on[o.config.id]} and on rank {sh.rank}"
+                )
+            by_config[o.config] = o
+            measured_on[o.config.id] = sh.rank
+        for c in local_finalists(sh.result):
+            m = sh.result.outcome(c).measurement
+            if m is not None:
+                finalists.append((c, m))
+        if sh.result.winner is not None:
+            winners.add(sh.result.winner)
+    missing = [c.id for c in candidates if c not in by_config]
+    if missing:
+        raise DistributedError(f"no rank reported a result for {', '.join(missing[:5])}")
+    winner, ties = pick_winner(finalists)
+    stop: RaceStop
+    if winner is None:
+        stop = "none_measured"
+    elif ties:
+        stop = "tied"
+    else:
+        stop = "budget" if "budget" in stops else "decided"
+    results = [sh.result for sh in shares if sh.result is not None]
+    merged = RaceResult(
+        winner=winner,
+        ties=ties,
+        outcomes=tuple(by_config[c] for c in candidates),
+        stop=stop,
+        rounds=max((r.rounds for r in results), default=0),
+        measurements=sum(r.measurements for r in results),
+        full_measurements=sum(r.full_measurements for r in results),
+        device_s=sum(r.device_s for r in results),
+        options=options,
+    )
+    return merged, _cap(finalists, winners, max_finalists), measured_on
+
+
+def _run_local(fn: Callable[[], RaceResult], rank: int, what: str) -> tuple[RankShare, BaseException | None]:
+    t0 = time.perf_counter()
+    try:
+        return RankShare(rank, fn(), time.perf_counter() - t0), None
+    except Exception as e:
+        msg = f"{what} failed on rank {rank}: {type(e).__name__}: {e}"
+        return RankShare(rank, None, time.perf_counter() - t0, msg), e
+
+
+def _raise_errors(label: str, shares: Sequence[RankShare], own: BaseException | None) -> None:
+    errors = [sh for sh in shares if sh.error is not None]
+    if errors:
+        raise DistributedError(
+            f"{label}: "
+            + "; ".join(str(sh.error) for sh in errors)
+            + ". Every rank stops tuning this together."
+        ) from own
+
+
+def distributed_race(
+    configs: Iterable[Any],
+    measure: ConfigMeasure,
+    *,
+    label: str = "",
+    group: TuningGroup | Any | None = None,
+    options: RaceOptions | None = None,
+    timeout_s: float | None = None,
+    retime_finalists: bool = False,
+    max_finalists: int | None = 8,
+    method: str = "race",
+    cost: Callable[[Config], float] | None = None,
+) -> DistributedRaceResult:
+    """Race ``configs`` over every rank of ``group`` (collective; see the module docstring).
+
+    ``label`` names what is tuned (kernel and key) in checks and errors; every rank must pass the same.
+    ``group``: a TuningGroup, a torch process group, or None for the whole job. ``timeout_s`` bounds
+    every wait for the other ranks (default: the group's; set it above the longest time a rank may
+    spend on its share beyond the others). ``method="sweep"`` times each config once to completion
+    instead of racing. ``cost(config)`` balances the split by estimated tuning time. Raises
+    DistributedError on every rank when the ranks disagree, a rank fails, crashes or does not arrive.
+    """
+    if method not in ("race", "sweep"):
+        raise ConfigError(f"method must be 'race' or 'sweep', got {method!r}")
+    opts = options or RaceOptions()
+    cands = [as_config(c) for c in configs]
+    if len(set(cands)) != len(cands):
+        raise ConfigError(f"{label or 'distributed_race'}: a candidate is listed twice")
+    label = label or "distributed tuning"
+    tg = check_agreement(label, [c.id for c in cands], group, timeout_s=timeout_s)
+    share = split_configs(cands, tg.rank, tg.world_size, cost=cost)
+    run = race if method == "race" else sweep
+    mine, err = _run_local(lambda: run(share, measure, opts), tg.rank, f"timing {len(share)} candidates")
+    shares: list[RankShare] = tg.all_gather(mine, label, "gather the timings", timeout_s)
+    _raise_errors(label, shares, err)
+    merged, finalists, measured_on = merge_shares(cands, shares, opts, max_finalists=max_finalists)
+    retimed: RaceResult | None = None
+    winner, ties, stop = merged.winner, merged.ties, merged.stop
+    if retime_finalists and tg.world_size > 1 and len(finalists) > 1:
+        if tg.rank == 0:
+            mine, err = _run_local(lambda: race(finalists, measure, opts), 0, "re-timing the finalists")
+        else:
+            mine, err = RankShare(tg.rank, None, 0.0), None
+        got: list[RankShare] = tg.all_gather(mine, label, "share the re-timed finalists", timeout_s)
+        _raise_errors(label, got, err)
+        retimed = got[0].result
+        if retimed is not None and retimed.winner is not None:
+            winner, ties, stop = retimed.winner, retimed.ties, retimed.stop
+    return DistributedRaceResult(
+        winner=winner,
+        ties=ties,
+        outcomes=merged.outcomes,
+        stop=stop,
+        rounds=merged.rounds,
+        measurements=merged.measurements + (retimed.measurements if retimed else 0),
+        full_measurements=merged.full_measurements,
+        device_s=merged.device_s + (retimed.device_s if retimed else 0.0),
+        options=opts,
+        world_size=tg.world_size,
+        rank=tg.rank,
+        measured_on=tuple(sorted(measured_on.items())),
+        finalists=tuple(finalists),
+        retimed=retimed,
+        label=label,
+        rank_wall_s=tuple(sh.wall_s for sh in shares),
+    )
+
+
+def agree_on_cached(
+    label: str,
+    local: Config | None,
+    *,
+    group: TuningGroup | Any | None = None,
+    timeout_s: float | None = None,
+) -> Config | None:
+    """Collective lookup: every rank passes the config its own cache/store has for ``label`` (or None).
+
+    Returns the config of the lowest rank that has one, on every rank, so that one rank's hit is
+    everyone's hit and no rank tunes alone (nodes with different stores still agree). None means every
+    rank missed: call :func:`distributed_race` next, on every rank. Ranks passing different labels (a
+    different kernel or key) raise DistributedError naming them.
+    """
+    tg = resolve_group(group, timeout_s)
+    mine = (label, None if local is None else as_config(local).to_json())
+    everyone = tg.all_gather(mine, label, "look up the cached winner", timeout_s)
+    bad = [r for r, (lab, _) in enumerate(everyone) if lab != everyone[0][0]]
+    if bad:
+        raise DistributedError(
+            f"{label}: the ranks are not at the same tuning: "
+            + "; ".join(f"{tg.describe(r)} is at {everyone[r][0]!r}" for r in [0, *bad])
+            + ". Tuning is collective: every rank must reach the same kernel and key, in the same order."
+        )
+    for _, cfg in everyone:
+        if cfg is not None:
+            return Config.from_json(cfg)
+    return None

@@ -1,0 +1,198 @@
+"""Rank processes for the distributed tests: gloo on CPU, the replay timer over synthetic landscapes.
+
+Each rank writes what it saw to ``<dir>/rank<r>.json`` and leaves with ``os._exit`` (a crashed peer
+leaves gloo's teardown nothing good to do). Nothing here is measured: timings are made up
+(``synthetic_landscape``) and replayed with per-rank seeded noise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from tritune.bench import ReplayTimer, synthetic_landscape
+from tritune.config import Config
+from tritune.landscape import Landscape
+from tritune.outcome import Status
+from tritune.store import SQLiteStore
+from tritune.testing.store_contract import make_test_key
+from tritune.tune.race import RaceOptions
+
+OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
+NOISE = 0.05
+
+
+def landscape(n_key: int = 4096) -> Landscape:
+    """SYNTHETIC: 40 configs with a 3%-clear best, two illegal; a different landscape per key."""
+    return synthetic_landscape(40, seed=n_key % 97, near=(0.03, 0.05), failures={Status.ILLEGAL: 2})
+
+
+class CountingStore(SQLiteStore):
+    """A SQLite store that counts its writes in this process, to show which rank wrote."""
+
+    writes = 0
+
+    def record_many(self, writes: Any) -> None:
+        type(self).writes += 1
+        super().record_many(writes)
+
+
+class CountingMeasure:
+    """The replay timer's ConfigMeasure, counting calls per config; optionally dies at call ``die_at``."""
+
+    def __init__(self, land: Landscape, seed: int, die_at: int | None = None) -> None:
+        self.timer = ReplayTimer(land, noise=NOISE, seed=seed)
+        self.calls: Counter[str] = Counter()
+        self.die_at = die_at
+
+    def __call__(self, config: Config, budget_s: float) -> Any:
+        self.calls[config.id] += 1
+        if self.die_at is not None and sum(self.calls.values()) >= self.die_at:
+            os._exit(7)  # a rank crashing mid-tune
+        return self.timer.measure_config(config, budget_s)
+
+
+def _init(rank: int, world: int, init_file: str) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world, timeout=timedelta(seconds=60)
+    )
+
+
+def _finish(out: Path, rank: int, data: dict[str, Any]) -> None:
+    (out / f"rank{rank}.json").write_text(json.dumps(data))
+    os._exit(0)
+
+
+def tune_all(rank: int, world: int, init_file: str, out_dir: str, store_path: str) -> None:
+    """Every scenario that should succeed, in one process group: race, sweep, re-time, lookup, farm, checks."""
+    from tritune import dist as td
+    from tritune.errors import DistributedError
+
+    out = Path(out_dir)
+    data: dict[str, Any] = {"rank": rank}
+    try:
+        _init(rank, world, init_file)
+        tg = td.TuningGroup.create(30.0)
+        land = landscape()
+        store = CountingStore(store_path)
+        key = make_test_key("synthetic", 4096)
+
+        m = CountingMeasure(land, seed=1000 + rank)
+        res = td.distributed_race(land.configs, m, label="synthetic n=4096", group=tg, options=OPTS)
+        data["race"] = {"winner": res.winner.id if res.winner else None, "ties": [c.id for c in res.ties],
+                        "calls": dict(m.calls), "measured_on": dict(res.measured_on), "stop": res.stop,
+                        "statuses": {o.config.id: o.status.value for o in res.outcomes}}  # fmt: skip
+        td.record_on_rank0(store, key, res)
+
+        m = CountingMeasure(land, seed=2000 + rank)
+        res = td.distributed_race(land.configs, m, label="sweep", group=tg, options=OPTS, method="sweep")
+        data["sweep"] = {"winner": res.winner.id if res.winner else None, "calls": dict(m.calls)}
+
+        m = CountingMeasure(land, seed=3000 + rank)
+        res = td.distributed_race(
+            land.configs, m, label="retime", group=tg, options=OPTS, retime_finalists=True
+        )
+        data["retime"] = {"winner": res.winner.id if res.winner else None, "calls": dict(m.calls),
+                          "finalists": [c.id for c in res.finalists],
+                          "retimed_winner": res.retimed.winner.id if res.retimed and res.retimed.winner else None}  # fmt: skip
+
+        local = land.configs[5] if rank == world - 1 else None
+        got = td.agree_on_cached("synthetic n=4096", local, group=tg)
+        data["cached"] = None if got is None else got.id
+
+        data["farm"] = _farm(td, tg, rank, world, store_path + ".farm")
+
+        errors = {}
+        try:
+            td.agree_on_cached(f"gelu n={4096 if rank == 0 else 4000}", None, group=tg)
+        except DistributedError as e:
+            errors["label"] = str(e)
+        cands = land.configs if rank != world - 1 else land.configs[1:]
+        try:
+            td.distributed_race(cands, CountingMeasure(land, seed=rank), label="mismatch", group=tg)
+        except DistributedError as e:
+            errors["candidates"] = str(e)
+        data["errors"] = errors
+        data["store_writes"] = CountingStore.writes
+    except BaseException:
+        data["exception"] = traceback.format_exc()
+    _finish(out, rank, data)
+
+
+def _farm(td: Any, tg: Any, rank: int, world: int, store_path: str) -> dict[str, Any]:
+    keys = [{"n": 4096}, {"n": 8192}]
+    lands = {k["n"]: landscape(k["n"]) for k in keys}
+    configs = lands[4096].configs  # both landscapes hold the same 40 configs
+    items = td.farm_items("synthetic", keys, configs)
+    mine = td.farm_split(items, rank, world)
+    timers = {n: ReplayTimer(land, noise=NOISE, seed=rank) for n, land in lands.items()}
+    records = []
+    for it in mine:
+        n = it.key_dict["n"]
+        measured = timers[n].measure_config(it.config, 0.01)
+        records.append(
+            (make_test_key("synthetic", n), td.measurement_record(it.config, measured, {"rank": rank}))
+        )
+    before = CountingStore.writes
+    store = CountingStore(store_path)
+    writes = td.gather_records(records, group=tg, store=store)
+    return {"items": [it.id for it in mine], "writes": CountingStore.writes - before,
+            "returned": None if writes is None else len(writes)}  # fmt: skip
+
+
+def crash_one(rank: int, world: int, init_file: str, out_dir: str, timeout_s: float) -> None:
+    """Rank 1 dies at its 3rd measurement; the others must raise DistributedError, not hang."""
+    from tritune import dist as td
+
+    out = Path(out_dir)
+    data: dict[str, Any] = {"rank": rank}
+    try:
+        _init(rank, world, init_file)
+        tg = td.TuningGroup.create(timeout_s)
+        land = landscape()
+        m = CountingMeasure(land, seed=rank, die_at=3 if rank == 1 else None)
+        t0 = time.monotonic()
+        try:
+            td.distributed_race(land.configs, m, label="gelu at n=4096", group=tg, options=OPTS)
+            data["outcome"] = "returned"
+        except Exception as e:
+            data.update(outcome=type(e).__name__, message=str(e))
+        data["elapsed_s"] = time.monotonic() - t0
+    except BaseException:
+        data["exception"] = traceback.format_exc()
+    _finish(out, rank, data)
+
+
+def miss_alone(rank: int, world: int, init_file: str, out_dir: str, timeout_s: float) -> None:
+    """Rank 0 misses and tunes; rank 1 hit its own cache and never arrives (it carries on with other work)."""
+    from tritune import dist as td
+
+    out = Path(out_dir)
+    data: dict[str, Any] = {"rank": rank}
+    try:
+        _init(rank, world, init_file)
+        tg = td.TuningGroup.create(timeout_s)
+        land = landscape()
+        t0 = time.monotonic()
+        if rank == 0:
+            try:
+                td.distributed_race(land.configs, CountingMeasure(land, 0), label="gelu at n=4096", group=tg)
+                data["outcome"] = "returned"
+            except Exception as e:
+                data.update(outcome=type(e).__name__, message=str(e))
+        else:
+            while not (out / "rank0.json").exists() and time.monotonic() - t0 < 4 * timeout_s:
+                time.sleep(0.05)
+            data["outcome"] = "carried on"
+        data["elapsed_s"] = time.monotonic() - t0
+    except BaseException:
+        data["exception"] = traceback.format_exc()
+    _finish(out, rank, data)
