@@ -4,26 +4,32 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from tritune import bucket
+from tritune.bench import Measurement
 from tritune.config import Config
 from tritune.errors import (
     ConfigError,
     IllegalConfigError,
     KernelSpecError,
     NoLegalConfigError,
+    StoreCorruptError,
+    StoreError,
+    StoreSchemaError,
     TimingUnavailableError,
     TrituneError,
     WorkloadError,
 )
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
+from tritune.screen.langguard import snapshot as _snapshot_language
 from tritune.space import Constraint, Space, constraint, pow2, values
 from tritune.tune.autotune import Autotuned, Choice, UntunedWarning, autotune
 from tritune.verify import VerifyReport, verify
 from tritune.workload import Workload, load_workloads
 
-from tritune.screen.langguard import snapshot as _snapshot_language
-
 _snapshot_language()  # before any interpreter run patches triton.language
+
+from tritune import bench  # noqa: E402  (a callable module: tritune.bench(fn, ...))
 
 __all__ = [
     "Autotuned",
@@ -34,10 +40,14 @@ __all__ = [
     "Constraint",
     "IllegalConfigError",
     "KernelSpecError",
+    "Measurement",
     "NoLegalConfigError",
     "RunResult",
     "Space",
     "Status",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreSchemaError",
     "TimingUnavailableError",
     "TrituneError",
     "UntunedWarning",
@@ -47,6 +57,8 @@ __all__ = [
     "WorkloadResult",
     "__version__",
     "autotune",
+    "bench",
+    "bucket",
     "constraint",
     "load_workloads",
     "pow2",

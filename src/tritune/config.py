@@ -48,6 +48,7 @@ class Config:
     __slots__ = ("_hash", "_items", "maxnreg", "num_ctas", "num_stages", "num_warps", "pre_hook")
 
     _items: tuple[tuple[str, Any], ...]
+    _hash: int
     num_warps: int
     num_stages: int
     num_ctas: int

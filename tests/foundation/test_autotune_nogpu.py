@@ -3,9 +3,9 @@ import warnings
 import pytest
 import torch
 import triton
-from kernels import scale_kernel
 
 import tritune
+from kernels import scale_kernel
 from tritune import Config
 
 

@@ -33,7 +33,7 @@ def test_verify_json_to_stdout_is_pure_json(capsys):
 def test_verify_exit_1_when_a_candidate_is_not_correct(tmp_path):
     f = tmp_path / "w.py"
     f.write_text(
-        "import sys; sys.path.insert(0, %r)\n" % str(ROOT / "tests")
+        f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
         + "from kernels import elementwise_workload, half_writer_kernel\n"
         "w = elementwise_workload('half', half_writer_kernel)\n"
     )

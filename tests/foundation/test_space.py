@@ -1,9 +1,9 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests_support import info_of
 
 import tritune
-from tests_support import info_of
 from tritune import Config, ConfigError, Constraint, Space, pow2
 from tritune.space import check_static
 

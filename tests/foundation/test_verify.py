@@ -3,6 +3,8 @@ import json
 import pytest
 import torch
 import triton
+
+import tritune
 from kernels import (
     asm_kernel,
     elementwise_workload,
@@ -11,8 +13,6 @@ from kernels import (
     scale_kernel,
     wrong_value_kernel,
 )
-
-import tritune
 from tritune import Config, Status
 
 
@@ -30,7 +30,7 @@ def test_all_correct_and_bitwise_identical():
 def test_unwritten_elements_are_caught_even_after_a_correct_candidate():
     # BLOCK=256 runs first and writes every element; the buffer is poisoned again before BLOCK=512.
     r = tritune.verify(elementwise_workload("half", half_writer_kernel))
-    c256, c512, c1024 = r.workloads[0].candidates
+    c256, c512, _c1024 = r.workloads[0].candidates
     assert c256.status is Status.CORRECT
     assert c512.status is Status.INCORRECT and c512.extra["unwritten"] > 0
     assert "never written" in c512.reason
@@ -128,7 +128,7 @@ def test_no_oracle_compares_against_first_correct():
 
 
 def test_workload_validation_messages():
-    with pytest.raises(tritune.WorkloadError, match="not a @triton.jit kernel"):
+    with pytest.raises(tritune.WorkloadError, match=r"not a @triton\.jit kernel"):
         tritune.Workload(name="x", kernel=lambda: 0, configs=[Config()], args=lambda k, d: (), grid=lambda m, k: (1,))
     with pytest.raises(tritune.WorkloadError, match="outputs"):
         tritune.Workload(name="x", kernel=scale_kernel, configs=[Config()], args=lambda k, d: (),

@@ -1,5 +1,4 @@
 from kernels import scale_kernel
-
 from tritune.kernel import KernelInfo
 
 

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tritune {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, modname in COMMANDS.items():
+    for modname in COMMANDS.values():
         try:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError as e:

@@ -55,7 +55,7 @@ def measure_ceilings() -> dict[str, Any]:
     b = torch.empty_like(a)
     copy = bench(lambda: b.copy_(a), budget_s=0.5)
     copy_gbps = 2 * 4 * n / (copy.median_ms * 1e-3) / 1e9
-    del a, b
+
     m = 8192
     x = torch.randn(m, m, device="cuda", dtype=torch.float16)
     y = torch.randn(m, m, device="cuda", dtype=torch.float16)

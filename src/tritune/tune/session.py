@@ -193,7 +193,7 @@ def record(store: Any, workload: Workload, key: Mapping[str, Any], args: Sequenc
     for c in wr.candidates:
         m = c.extra.get("measurement")
         measured = c.status is Status.MEASURED and m is not None
-        recs.append(CandidateRecord(c.config, c.status, m["median_ms"] if measured else None, c.reason,
+        recs.append(CandidateRecord(c.config, c.status, m["median_ms"] if measured and m else None, c.reason,
                                     m if measured else None))
     winner = result.winner if result else None
     store.record(tkey, recs, winner, ties=result.ties if result else ())

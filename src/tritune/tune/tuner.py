@@ -112,7 +112,7 @@ class Tuner:
             cleanups.append(cleanup)
             return call
 
-        result = None
+        result: Any = None
         if runnable:
             if self.distributed:
                 from tritune.dist import distributed_race
