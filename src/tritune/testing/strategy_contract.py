@@ -51,7 +51,9 @@ def _hash01(config: Config) -> float:
 def fake_time_ms(config: Config) -> float:
     """FAKE timing: a smooth bowl over log2 sizes with per-config roughness; fastest near BLOCK=128, 4 warps."""
     b, w, s = math.log2(config["BLOCK"]), math.log2(config.num_warps), config.num_stages
-    return round(1.0 + 0.3 * (b - 7) ** 2 + 0.2 * (w - 2) ** 2 + 0.1 * (s - 2) ** 2 + 0.05 * _hash01(config), 6)
+    return round(
+        1.0 + 0.3 * (b - 7) ** 2 + 0.2 * (w - 2) ** 2 + 0.1 * (s - 2) ** 2 + 0.05 * _hash01(config), 6
+    )
 
 
 def fake_evaluate(config: Config) -> tuple[Status, float | None]:
@@ -87,13 +89,18 @@ def check_no_duplicates(factory: Factory) -> None:
     space = contract_space()
     strategy = factory(space, seed=0, illegal=SCREENED_OUT)
     asked: list[Config] = []
-    while not strategy.done():
+    for _ in range(len(legal(space)) + 2):  # bounded, so a strategy that never stops fails instead of hanging
+        if strategy.done():
+            break
         batch = strategy.ask(3)
         if not batch:
             break
+        assert len(batch) <= 3, f"ask(3) returned {len(batch)} configs"
         asked.extend(batch)
         for c in batch:
             strategy.tell(c, *fake_evaluate(c))
+    else:
+        raise AssertionError("the strategy was not done after every legal config was asked")
     ids = [c.id for c in asked]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     assert not dupes, f"configs asked twice: {dupes}"

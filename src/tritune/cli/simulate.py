@@ -1,0 +1,89 @@
+"""``tritune simulate LANDSCAPE``: replay a recorded landscape to measure a search strategy, with no GPU."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from tritune.cli.common import EXIT_OK, emit_json, fail_usage, out_stream
+from tritune.errors import TrituneError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "simulate",
+        help="measure a search strategy against a recorded landscape (no GPU)",
+        description="Run a search strategy against a recorded landscape (format tritune.landscape/1) once per "
+        "seed, looking up each proposed config's recorded status and time. Configs recorded 'illegal' are "
+        "screened out before the search; other failures are told to the strategy as failures. Prints each "
+        "seed's best ratio (best recorded time found / landscape best), evaluations used and evaluations to "
+        "get within 2%, then the median and 90th percentile. Exit 0, or 2 for usage errors and landscape "
+        "files that cannot be loaded.",
+    )
+    p.add_argument("landscape", help="a landscape JSON file (tritune tune --record FILE writes one)")
+    p.add_argument("--strategy", default=None, help="registered strategy name (default: tritune's default)")
+    p.add_argument(
+        "--budget", type=float, default=0.25, help="fraction of the legal configs to evaluate (default 0.25)"
+    )
+    p.add_argument("--seeds", type=int, default=20, help="number of seeded runs, seeds 0..N-1 (default 20)")
+    p.add_argument("--noise", type=float, default=0.0, help="relative multiplicative noise on replayed times")
+    p.add_argument("--json", metavar="FILE|-", help="write the result as JSON to FILE, or to stdout with -")
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from tritune.landscape import Landscape
+    from tritune.search import registry
+    from tritune.search.simulate import simulate
+
+    name = args.strategy or registry.DEFAULT
+    if name not in registry.names():
+        return fail_usage(f"unknown strategy {name!r}; registered: {', '.join(registry.names())}")
+    if not 0 < args.budget <= 1:
+        return fail_usage(
+            f"--budget {args.budget} must be a fraction in (0, 1], e.g. 0.25 for 25% of legal configs"
+        )
+    if args.seeds < 1:
+        return fail_usage(f"--seeds {args.seeds} must be at least 1")
+    if not args.noise >= 0:
+        return fail_usage(f"--noise {args.noise} must be >= 0 (a relative spread such as 0.02)")
+    try:
+        landscape = Landscape.load(args.landscape)
+    except FileNotFoundError:
+        return fail_usage(f"{args.landscape}: no such landscape file")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError, TypeError) as e:
+        return fail_usage(f"{args.landscape}: not a readable landscape JSON file ({e})")
+    except TrituneError as e:
+        return fail_usage(str(e))
+    try:
+        sim = simulate(landscape, name, args.budget, args.seeds, noise=args.noise)
+    except TrituneError as e:
+        return fail_usage(f"{args.landscape}: {e}")
+    payload = sim.to_json()
+    payload["landscape"] = str(args.landscape)
+    emit_json(args, json.dumps(payload, indent=1))
+    stream = out_stream(args)
+    print(
+        f"{name} on {landscape.kernel or args.landscape}: budget {args.budget:g} = {sim.budget_evaluations} of "
+        f"{sim.legal_configs} legal configs, {len(sim.runs)} seeds, noise {args.noise:g}",
+        file=stream,
+    )
+    print(
+        f"{'seed':>5} {'best_ratio':>11} {'evaluations':>12} {'evals_to_2pct':>14}  best config", file=stream
+    )
+    for r in sim.runs:
+        print(
+            f"{r.seed:>5} {_fmt(r.best_ratio):>11} {r.evaluations:>12} "
+            f"{'-' if r.evals_to_2pct is None else r.evals_to_2pct:>14}  {r.best_config or '-'}",
+            file=stream,
+        )
+    print(
+        f"median best ratio {_fmt(sim.median_best_ratio)}, p90 best ratio {_fmt(sim.p90_best_ratio)}, "
+        f"median evals to 2% {_fmt(sim.median_evals_to_2pct, 1)}",
+        file=stream,
+    )
+    return EXIT_OK
