@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -116,7 +117,7 @@ def test_farm_writes_pick_winners_per_key_and_keep_failures() -> None:
 
 # -- world size 1, in this process --------------------------------------------------------------------
 @pytest.fixture
-def world1(tmp_path: object) -> Iterator[None]:
+def world1(tmp_path: Path) -> Iterator[None]:
     import torch.distributed as dist
 
     assert not dist.is_initialized()
@@ -167,3 +168,21 @@ def test_a_failing_measure_raises_distributed_error_naming_the_rank(world1: None
         DistributedError, match=r"g: timing 3 candidates failed on rank 0: TimingUnavailableError"
     ):
         td.distributed_race(CONFIGS[:3], no_gpu, label="g", options=OPTS)
+
+
+def test_benchmark_script_runs_on_cpu_replay_with_one_rank(tmp_path: Path) -> None:
+    import importlib.util
+    import json
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "dist_tune.py"
+    spec = importlib.util.spec_from_file_location("dist_tune_bench", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (
+        mod.main(["--replay", "synthetic:30", "--out", str(tmp_path), "--repeat", "1", "--timeout", "30"])
+        == 0
+    )
+    doc = json.loads((tmp_path / "dist_tune.json").read_text())
+    assert doc["world_size"] == 1 and doc["all_identical"] and doc["store_candidates_per_key"] == [30]
+    assert doc["rows"][0]["winner"] == synthetic_landscape(30, seed=0, near=(0.02, 0.04)).best.config.id
