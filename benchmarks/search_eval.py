@@ -27,7 +27,7 @@ from tritune.search.simulate import Simulation, simulate
 TARGET_MEDIAN, TARGET_P90 = 1.02, 1.05
 
 
-def load_landscapes(folder: Path | None, synthetic: bool) -> list[tuple[str, Landscape]]:
+def load_landscapes(folder: Path | None, synthetic: bool, seed: int = 0) -> list[tuple[str, Landscape]]:
     out: list[tuple[str, Landscape]] = []
     if folder is not None:
         for path in sorted(folder.glob("*.json")):
@@ -36,7 +36,7 @@ def load_landscapes(folder: Path | None, synthetic: bool) -> list[tuple[str, Lan
         sys.path.insert(0, str(Path(__file__).parent / "landscapes"))
         from synthetic import generate_all  # type: ignore[import-not-found]
 
-        out.extend((f"{land.kernel} (SYNTHETIC)", land) for land in generate_all(0))
+        out.extend((f"{land.kernel}/{seed} (SYNTHETIC)", land) for land in generate_all(seed))
     return out
 
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     names = (
         args.strategies.split(",") if args.strategies else [n for n in registry.names() if n != "exhaustive"]
     )
-    lands = load_landscapes(args.folder, args.synthetic)
+    lands = load_landscapes(args.folder, args.synthetic, args.synthetic_seed)
     if not lands:
         ap.error(f"no *.json landscapes in {args.folder}")
     results: list[dict[str, Any]] = []
