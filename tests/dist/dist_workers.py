@@ -104,6 +104,8 @@ def tune_all(rank: int, world: int, init_file: str, out_dir: str, store_path: st
                           "finalists": [c.id for c in res.finalists],
                           "retimed_winner": res.retimed.winner.id if res.retimed and res.retimed.winner else None}  # fmt: skip
 
+        data["interp"] = _interpreted(td, tg, rank)
+
         local = land.configs[5] if rank == world - 1 else None
         got = td.agree_on_cached("synthetic n=4096", local, group=tg)
         data["cached"] = None if got is None else got.id
@@ -125,6 +127,53 @@ def tune_all(rank: int, world: int, init_file: str, out_dir: str, store_path: st
     except BaseException:
         data["exception"] = traceback.format_exc()
     _finish(out, rank, data)
+
+
+class InterpretedGelu:
+    """Launches the chapter's GELU kernel for real, in Triton's interpreter, and checks it against torch;
+    the time it returns is replayed from a made-up landscape (the interpreter's speed means nothing)."""
+
+    def __init__(self, rank: int) -> None:
+        import torch
+
+        from tritune.kernel import as_interpreted
+        from tritune.landscape import LandscapePoint
+        from tritune.workload import load_workloads
+
+        (self.wl,) = load_workloads(Path(__file__).resolve().parents[2] / "examples" / "gelu.py", "gelu")
+        self.key = {"n": 4096}
+        self.kernel = as_interpreted(self.wl.kernel)
+        torch.manual_seed(rank)
+        self.args = self.wl.make_args(self.key, "cpu")
+        self.expected = self.wl.oracle(self.args)[0]  # type: ignore[misc]
+        times = [0.010, 0.008, 0.006, 0.007]  # SYNTHETIC: BLOCK=1024 is made the fastest
+        land = Landscape.from_points(
+            "gelu",
+            "synthetic",
+            self.key,
+            [LandscapePoint(c, Status.MEASURED, t) for c, t in zip(self.wl.candidates(), times, strict=True)],
+        )
+        self.timer = ReplayTimer(land, noise=NOISE, seed=rank)
+        self.launches: Counter[str] = Counter()
+
+    def __call__(self, config: Config, budget_s: float) -> Any:
+        import torch
+
+        if config.id not in self.launches:
+            out = self.args[1]
+            out.fill_(float("nan"))
+            self.kernel[self.wl.grid_for(config, self.key)](
+                *self.args, **config.kwargs, num_warps=config.num_warps
+            )
+            torch.testing.assert_close(out, self.expected, atol=self.wl.atol, rtol=self.wl.rtol)
+        self.launches[config.id] += 1
+        return self.timer.measure_config(config, budget_s)
+
+
+def _interpreted(td: Any, tg: Any, rank: int) -> dict[str, Any]:
+    m = InterpretedGelu(rank)
+    res = td.distributed_race(m.wl.candidates(), m, label="gelu n=4096 (interpreter)", group=tg, options=OPTS)
+    return {"winner": res.winner.id if res.winner else None, "launched": sorted(m.launches)}
 
 
 def _farm(td: Any, tg: Any, rank: int, world: int, store_path: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def _run(
 ) -> list[dict[str, Any]]:
     # forkserver: torch.distributed (~5 s to import on 2 cores) is imported once, by the server, not per rank
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch.distributed", "dist_workers", "tritune.dist"])
+    ctx.set_forkserver_preload(["torch.distributed", "triton", "dist_workers", "tritune.dist"])
     out = tmp / "out"
     out.mkdir()
     init = tmp / "rendezvous"
@@ -105,6 +105,11 @@ def test_ranks_agree_measure_each_config_once_and_store_the_union_once(world: in
         assert {c.provenance["rank"] for c in recs.values()} == set(range(world))
         win = store.lookup_winner(key)
         assert win is not None and win.config.id == res[0]["race"]["winner"]
+
+    # real launches in the interpreter: each GELU config ran on exactly one rank, correctly
+    launched = [c for r in res for c in r["interp"]["launched"]]
+    assert sorted(launched) == sorted(set(launched)) and len(launched) == 4
+    assert {r["interp"]["winner"] for r in res} == {"BLOCK=1024,num_warps=8,num_stages=3"}
 
     # the cached lookup: the one rank with a hit answers for all
     assert {r["cached"] for r in res} == {land.configs[5].id}
