@@ -106,6 +106,14 @@ def tune_all(rank: int, world: int, init_file: str, out_dir: str, store_path: st
 
         data["interp"] = _interpreted(td, tg, rank)
 
+        if world == 4:  # two tuning groups of two ranks, made by their members only
+            pair = [0, 1] if rank < 2 else [2, 3]
+            sub = td.TuningGroup.create(30.0, ranks=pair)
+            m = CountingMeasure(land, seed=4000 + rank)
+            res = td.distributed_race(land.configs, m, label="pairs", group=sub, options=OPTS)
+            data["pairs"] = {"winner": res.winner.id if res.winner else None, "calls": len(m.calls),
+                             "group": list(sub.global_ranks), "rank": sub.rank}  # fmt: skip
+
         local = land.configs[5] if rank == world - 1 else None
         got = td.agree_on_cached("synthetic n=4096", local, group=tg)
         data["cached"] = None if got is None else got.id

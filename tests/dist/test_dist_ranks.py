@@ -111,6 +111,12 @@ def test_ranks_agree_measure_each_config_once_and_store_the_union_once(world: in
     assert sorted(launched) == sorted(set(launched)) and len(launched) == 4
     assert {r["interp"]["winner"] for r in res} == {"BLOCK=1024,num_warps=8,num_stages=3"}
 
+    if world == 4:  # subgroups: each pair splits the 40 configs between its two ranks
+        assert [r["pairs"]["group"] for r in res] == [[0, 1], [0, 1], [2, 3], [2, 3]]
+        assert [r["pairs"]["rank"] for r in res] == [0, 1, 0, 1]
+        assert [r["pairs"]["calls"] for r in res] == [20, 20, 20, 20]
+        assert {r["pairs"]["winner"] for r in res} == {land.best.config.id}
+
     # the cached lookup: the one rank with a hit answers for all
     assert {r["cached"] for r in res} == {land.configs[5].id}
 
