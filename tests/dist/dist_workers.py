@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from tritune.bench import ReplayTimer, synthetic_landscape
+from tritune.bench import Failure, ReplayTimer, synthetic_landscape
 from tritune.config import Config
 from tritune.landscape import Landscape
 from tritune.outcome import Status
@@ -105,6 +105,18 @@ def tune_all(rank: int, world: int, init_file: str, out_dir: str, store_path: st
                           "retimed_winner": res.retimed.winner.id if res.retimed and res.retimed.winner else None}  # fmt: skip
 
         data["interp"] = _interpreted(td, tg, rank)
+
+        prepared: Counter[str] = Counter()
+        best = land.best.config
+
+        def prepare(c: Config) -> Failure | None:  # the true best is made to fail verification
+            prepared[c.id] += 1
+            return Failure(Status.INCORRECT, f"{c.id}: wrong output") if c == best else None
+
+        m = CountingMeasure(land, seed=5000 + rank)
+        res = td.distributed_race(land.configs, m, label="prepared", group=tg, options=OPTS, prepare=prepare)
+        data["prepared"] = {"winner": res.winner.id if res.winner else None, "prepared": dict(prepared),
+                            "calls": dict(m.calls), "best_status": res.outcome(best).status.value}  # fmt: skip
 
         if world == 4:  # two tuning groups of two ranks, made by their members only
             pair = [0, 1] if rank < 2 else [2, 3]

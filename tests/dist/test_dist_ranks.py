@@ -117,6 +117,17 @@ def test_ranks_agree_measure_each_config_once_and_store_the_union_once(world: in
         assert [r["pairs"]["calls"] for r in res] == [20, 20, 20, 20]
         assert {r["pairs"]["winner"] for r in res} == {land.best.config.id}
 
+    # prepare (compile/verify) runs once per config, on its owner; a config it fails is never timed
+    prepared = [c for r in res for c in r["prepared"]["prepared"]]
+    assert sorted(prepared) == sorted(ids) and all(
+        n == 1 for r in res for n in r["prepared"]["prepared"].values()
+    )
+    best = land.best.config.id
+    assert all(best not in r["prepared"]["calls"] for r in res)
+    assert {r["prepared"]["best_status"] for r in res} == {"incorrect"}
+    runner_up = min((p for p in land.measured if p.config.id != best), key=lambda p: p.time_ms or 0.0)
+    assert {r["prepared"]["winner"] for r in res} == {runner_up.config.id}
+
     # the cached lookup: the one rank with a hit answers for all
     assert {r["cached"] for r in res} == {land.configs[5].id}
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tritune.bench.stats import Measurement
-from tritune.bench.timer import ConfigMeasure
+from tritune.bench.timer import ConfigMeasure, Failure
 from tritune.config import Config, as_config
 from tritune.dist.group import TuningGroup, check_agreement, resolve_group
 from tritune.dist.split import split_configs
@@ -201,6 +201,7 @@ def distributed_race(
     max_finalists: int | None = 8,
     method: str = "race",
     cost: Callable[[Config], float] | None = None,
+    prepare: Callable[[Config], Failure | None] | None = None,
 ) -> DistributedRaceResult:
     """Race ``configs`` over every rank of ``group`` (collective; see the module docstring).
 
@@ -208,7 +209,9 @@ def distributed_race(
     ``group``: a TuningGroup, a torch process group, or None for the whole job. ``timeout_s`` bounds
     every wait for the other ranks (default: the group's; set it above the longest time a rank may
     spend on its share beyond the others). ``method="sweep"`` times each config once to completion
-    instead of racing. ``cost(config)`` balances the split by estimated tuning time. Raises
+    instead of racing. ``cost(config)`` balances the split by estimated tuning time. ``prepare(config)``
+    runs on the rank that owns the config, before any timing (compile, load, verify: work that is split
+    too): it returns None for a config to time, or the Failure to record for it. Raises
     DistributedError on every rank when the ranks disagree, a rank fails, crashes or does not arrive.
     """
     if method not in ("race", "sweep"):
@@ -221,7 +224,14 @@ def distributed_race(
     tg = check_agreement(label, [c.id for c in cands], group, timeout_s=timeout_s)
     share = split_configs(cands, tg.rank, tg.world_size, cost=cost)
     run = race if method == "race" else sweep
-    mine, err = _run_local(lambda: run(share, measure, opts), tg.rank, f"timing {len(share)} candidates")
+
+    def local() -> RaceResult:
+        failed = {c: f for c in share if prepare is not None and (f := prepare(c)) is not None}
+        res = run([c for c in share if c not in failed], measure, opts)
+        extra = tuple(CandidateOutcome(c, f.status, None, f.reason) for c, f in failed.items())
+        return replace(res, outcomes=res.outcomes + extra)
+
+    mine, err = _run_local(local, tg.rank, f"timing {len(share)} candidates")
     shares: list[RankShare] = tg.all_gather(mine, label, "gather the timings", timeout_s)
     _raise_errors(label, shares, err)
     merged, finalists, measured_on = merge_shares(cands, shares, opts, max_finalists=max_finalists)
