@@ -49,7 +49,9 @@ def _rough(rng: np.random.Generator, sigma: float) -> float:
     return float(np.exp(rng.normal(0.0, sigma)))
 
 
-def matmul(seed: int = 0, size: int = 4096, name: str = "synthetic_matmul") -> Landscape:
+def matmul(
+    seed: int = 0, size: int = 4096, name: str = "synthetic_matmul", grid: dict[str, list[int]] | None = None
+) -> Landscape:
     """fp16 GEMM: roofline over tile intensity, warp fit, pipelining, wave quantization, smem and spill cliffs."""
     rng = np.random.default_rng(seed)
     m = n = k = size
@@ -57,8 +59,16 @@ def matmul(seed: int = 0, size: int = 4096, name: str = "synthetic_matmul") -> L
     # Unmodelled per-(tile, warps) effects, shared by all stages and GROUP_M of that shape.
     shape_noise: dict[tuple[int, int, int, int], float] = {}
     points = []
+    g = grid or {
+        "BM": [32, 64, 128, 256],
+        "BN": [32, 64, 128, 256],
+        "BK": [32, 64, 128],
+        "num_warps": [2, 4, 8],
+        "num_stages": [2, 3, 4, 5],
+        "GROUP_M": [1, 8],
+    }
     for bm, bn, bk, warps, stages, group in itertools.product(
-        [32, 64, 128, 256], [32, 64, 128, 256], [32, 64, 128], [2, 4, 8], [2, 3, 4, 5], [1, 8]
+        g["BM"], g["BN"], g["BK"], g["num_warps"], g["num_stages"], g["GROUP_M"]
     ):
         cfg = Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": group}, num_warps=warps, num_stages=stages)
         smem = (bm * bk + bk * bn) * 2 * stages
@@ -177,6 +187,20 @@ def attention(seed: int = 0) -> Landscape:
 GENERATORS: dict[str, Callable[[int], Landscape]] = {
     "synthetic_matmul": matmul,
     "synthetic_matmul_small": lambda seed: matmul(seed, size=1024, name="synthetic_matmul_small"),
+    # 216 configs, the size of the fp16 matmul space issue 8 quotes.
+    "synthetic_matmul_216": lambda seed: matmul(
+        seed,
+        size=8192,
+        name="synthetic_matmul_216",
+        grid={
+            "BM": [64, 128, 256],
+            "BN": [64, 128, 256],
+            "BK": [32, 64, 128],
+            "num_warps": [4, 8],
+            "num_stages": [2, 3, 4, 5],
+            "GROUP_M": [8],
+        },
+    ),
     "synthetic_softmax": softmax,
     "synthetic_near_ties": near_ties,
     "synthetic_attention": attention,
