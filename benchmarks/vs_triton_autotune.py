@@ -22,20 +22,14 @@ from pathlib import Path
 
 import torch
 import triton
-import triton.language as tl
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 
 
-def gelu_body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offsets = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-    SQRT_2_INV: tl.constexpr = 0.7071067811865476
-    cdf = 0.5 * (1.0 + tl.math.erf(x * SQRT_2_INV))
-    tl.store(out_ptr + offsets, x * cdf, mask=mask)
+from gelu import gelu_forward_kernel  # noqa: E402  (importable, so tritune's compile workers can rebuild it)
+
+gelu_body = gelu_forward_kernel.fn  # each engine jits its own copy: no shared in-memory caches
 
 
 def space() -> list[triton.Config]:
@@ -59,7 +53,7 @@ def run_decorator(make, sizes):
         y = torch.empty_like(x)
         torch.cuda.synchronize()
         t = time.perf_counter()
-        k[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, y, n)
+        k[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, y, n)  # noqa: B023
         torch.cuda.synchronize()
         wall = time.perf_counter() - t
         cfg = k.best_config
@@ -69,23 +63,19 @@ def run_decorator(make, sizes):
 
 
 def run_session(sizes, jobs):
+    """What `tritune tune` runs: one parallel screen for all sizes, then a race per size."""
     import tritune
-    from tritune.tune.session import TuneOptions, tune_key
+    from tritune.tune.session import TuneOptions, tune
 
     fresh_cache()
     (w,) = tritune.load_workloads(ROOT / "examples" / "gelu_space.py")
-    from tritune.screen import screen
-
+    res = tune([w], keys=[{"n": 1 << e} for e in sizes], options=TuneOptions(jobs=jobs, verify=False, ceilings=False))
     out = []
-    for e in sizes:
-        key = {"n": 1 << e}
-        t = time.perf_counter()
-        s = screen(w, "auto", jobs=jobs, keys=[key])
-        wr, res = tune_key(w, key, options=TuneOptions(jobs=jobs, verify=False), screened=s.workloads[0])
-        wall = time.perf_counter() - t
-        win = res.winner
-        out.append({"n_log2": e, "wall_s": wall, "winner": win.to_json() if win else None,
-                    "measurements": res.measurements, "full_measurements": res.full_measurements})
+    for i, (e, wr) in enumerate(zip(sizes, res.workloads)):
+        wall = wr.extra["wall_s"] + (res.extra["compile_s"] if i == 0 else 0.0)
+        race = wr.extra["race"] or {}
+        out.append({"n_log2": e, "wall_s": wall, "winner": wr.extra["winner"],
+                    "measurements": race.get("measurements"), "full_measurements": race.get("full_measurements")})
     return out
 
 
@@ -104,8 +94,8 @@ def best_by_long_remeasure(sizes):
         cfgs = [Config.from_triton(c) for c in space()]
 
         def fn(c):
-            g = (triton.cdiv(n, c.kwargs["BLOCK"]),)
-            return lambda: jit[g](x, y, n, BLOCK=c.kwargs["BLOCK"], num_warps=c.num_warps, num_stages=c.num_stages)
+            g = (triton.cdiv(n, c.kwargs["BLOCK"]),)  # noqa: B023
+            return lambda: jit[g](x, y, n, BLOCK=c.kwargs["BLOCK"], num_warps=c.num_warps, num_stages=c.num_stages)  # noqa: B023
 
         sweep = {c: timer.measure(fn(c), budget_s=0.2).median_ms for c in cfgs}
         top = sorted(cfgs, key=lambda c: sweep[c])[:10]
@@ -122,7 +112,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--sizes", type=int, nargs="+", default=[20, 24, 28])
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="repeats of each tritune engine (stability)")
+    ap.add_argument("--triton-repeats", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     a = ap.parse_args()
     import tritune
@@ -135,8 +126,9 @@ def main() -> None:
         return tritune.autotune(configs=space(), key=["n"], store=False)(triton.jit(gelu_body))
 
     runs = {"triton.autotune": [], "tritune.autotune": [], "tritune session": []}
-    for _ in range(a.repeats):
+    for _ in range(a.triton_repeats):
         runs["triton.autotune"].append(run_decorator(triton_engine, a.sizes))
+    for _ in range(a.repeats):
         runs["tritune.autotune"].append(run_decorator(tritune_engine, a.sizes))
         runs["tritune session"].append(run_session(a.sizes, a.jobs))
     best = best_by_long_remeasure(a.sizes)
@@ -145,7 +137,8 @@ def main() -> None:
         for i, e in enumerate(a.sizes):
             walls = [r[i]["wall_s"] for r in reps]
             med_wall = sorted(walls)[len(walls) // 2]
-            ref = sorted(r[i]["wall_s"] for r in runs["triton.autotune"])[len(walls) // 2]
+            tw = sorted(r[i]["wall_s"] for r in runs["triton.autotune"])
+            ref = tw[len(tw) // 2]
             top = best[e]["top10_ms"]
             best_ms = min(top.values())
             qual = []
@@ -155,9 +148,11 @@ def main() -> None:
                 t = top.get(wid) or best[e]["sweep_ms"].get(wid)
                 qual.append(t / best_ms if t else None)
                 r[i]["quality"] = qual[-1]
-            wid0 = tritune.Config.from_json(reps[0][i]["winner"]).id
+            ids = [tritune.Config.from_json(r[i]["winner"]).id for r in reps]
             q = max(x for x in qual if x is not None)
-            print(f"{eng:18s} 2^{e:<3d} {med_wall:8.2f} {med_wall / ref:6.2f} {wid0:40s} {q:8.3f}")
+            same = "same" if len(set(ids)) == 1 else f"{len(set(ids))} different"
+            print(f"{eng:18s} 2^{e:<3d} {med_wall:8.2f} {med_wall / ref:6.2f} {ids[0]:40s} {q:8.3f}  "
+                  f"winners over {len(reps)} repeats: {same}")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "vs_triton_autotune.json").write_text(json.dumps(

@@ -84,3 +84,53 @@ def test_tune_session_on_gpu(tmp_path):
     e = res.workloads[0]
     assert e.extra["winner"] is not None
     assert all(c.status is tritune.Status.MEASURED for c in e.candidates)
+
+
+@pytest.mark.gpu
+def test_fast_dispatch_matches_and_falls_back_on_misaligned_pointers():
+    need_gpu()
+    from tritune.tune.dispatch import FastLauncher
+
+    k = tritune.autotune(configs=CONFIGS[:-1], key=["n"], store=False)(_gelu)
+    n = 4096
+    base = torch.randn(n + 1, device="cuda")
+    x, out = base[:n], torch.empty(n, device="cuda")
+    grid = lambda m: (triton.cdiv(n, m["BLOCK"]),)  # noqa: E731
+    k[grid](x, out, n)
+    k[grid](x, out, n)
+    (by_spec,) = k._fast.values()
+    assert all(isinstance(v, FastLauncher) for v in by_spec.values())
+    torch.testing.assert_close(out, torch.nn.functional.gelu(x), atol=1e-5, rtol=1e-5)
+    xm, outm = base[1:], torch.empty(n + 1, device="cuda")[1:]  # 4-byte offset: not 16-byte aligned
+    k[grid](xm, outm, n)
+    torch.testing.assert_close(outm, torch.nn.functional.gelu(xm), atol=1e-5, rtol=1e-5)
+    assert len(k._fast[next(iter(k._fast))]) == 2  # a second launcher for the other specialization
+
+
+@pytest.mark.gpu
+def test_graph_capture_hit_works_and_miss_raises():
+    need_gpu()
+    k = tritune.autotune(configs=CONFIGS[:-1], key=["n"], store=False)(_gelu)
+    n = 1 << 16
+    x = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    grid = lambda m: (triton.cdiv(n, m["BLOCK"]),)  # noqa: E731
+    k[grid](x, out, n)  # warm up: tuned before capture
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        k[grid](x, out, n)
+        torch.cuda.current_stream().synchronize()
+        with torch.cuda.graph(g):
+            k[grid](x, out, n)
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, torch.nn.functional.gelu(x), atol=1e-5, rtol=1e-5)
+    m = 1 << 15
+    y = torch.randn(m, device="cuda")
+    g2 = torch.cuda.CUDAGraph()
+    with pytest.raises(tritune.TrituneError, match="warm up"):
+        with torch.cuda.graph(g2):
+            k[lambda meta: (triton.cdiv(m, meta["BLOCK"]),)](y, torch.empty_like(y), m)

@@ -18,9 +18,16 @@ from typing import Any
 
 from tritune.config import Config, as_config
 from tritune.device import gpu_unavailable_reason
-from tritune.errors import ConfigError, KernelSpecError, NoLegalConfigError, TimingUnavailableError
+from tritune.errors import (
+    CaptureMissError,
+    ConfigError,
+    KernelSpecError,
+    NoLegalConfigError,
+    TimingUnavailableError,
+)
 from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
 from tritune.space import Space, check_static
+from tritune.tune.dispatch import make_fast, specialization
 from tritune.tune.keys import KeySpec
 
 ON_NO_GPU = ("warn", "error")
@@ -95,6 +102,8 @@ class Autotuned:
         self._warned = False
         self._last: Choice | None = None
         self._runner: Any = None
+        self._fast: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}
+        self._fast_ok = not self.reset_to_zero and gpu_unavailable_reason() is None
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -132,10 +141,34 @@ class Autotuned:
             with self._lock:
                 choice = self._cache.get(key)
                 if choice is None:
+                    self._refuse_during_capture(key)
                     choice = self._choose(key, args, kwargs, grid)
                     self._cache[key] = choice
         self._last = choice
+        if self._fast_ok and not kwargs:
+            by_spec = self._fast.get(key)
+            spec = specialization(args)
+            if by_spec is not None:
+                fl = by_spec.get(spec)
+                if fl is not None:
+                    return fl(args, grid)
+            fl = make_fast(self._launcher(), choice.config, args, dict(self.info.defaults))
+            if fl is not None:
+                self._fast.setdefault(key, {})[spec] = fl
+                return fl(args, grid)
         return self._launch(choice.config, args, kwargs, grid)
+
+    def _refuse_during_capture(self, key: tuple[Any, ...]) -> None:
+        if gpu_unavailable_reason() is not None:
+            return
+        import torch
+
+        if torch.cuda.is_current_stream_capturing():
+            raise CaptureMissError(
+                f"{self.info.name}: no tuned config for key {self.key_spec.as_dict(key)} while a CUDA graph is "
+                "being captured; tuning launches and synchronizes, which would break the capture. Call the kernel "
+                "once with these arguments before capturing (warm up), or ship a pretuned file."
+            )
 
     def _launch(self, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
         if self.reset_to_zero:

@@ -145,7 +145,8 @@ def tune_key(
         return call
 
     timer = timer or EventTimer(graph=options.graph)
-    measure = TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol)
+    timer.warm_device(0.05)
+    measure = TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol, warmup_s=0.002)
     result: RaceResult | None = None
     if runnable:
         if progress is not None:
@@ -218,15 +219,19 @@ def tune(
     compile_s = 0.0
     t0 = time.perf_counter()
     for w in workloads:
-        for key in list(keys) if keys is not None else list(w.keys):
-            t1 = time.perf_counter()
-            if progress is not None:
-                progress.stage(f"compiling {w.name} {key}", len(w.candidates()))
-            sres = screen(w, "auto", jobs=options.jobs, compile_timeout=options.compile_timeout, keys=[key])
-            compile_s += time.perf_counter() - t1
-            wr, _ = tune_key(w, key, options=options, screened=sres.workloads[0], store=store, progress=progress,
-                             timer=timer)
-            wr.extra["wall_s"] = round(time.perf_counter() - t1, 3)
+        wkeys = list(keys) if keys is not None else list(w.keys)
+        t1 = time.perf_counter()
+        if progress is not None:
+            progress.stage(f"compiling {w.name}", len(w.candidates()) * len(wkeys))
+        # One screen for all keys: keys that specialize alike share their binaries, compiled once.
+        sres = screen(w, "auto", jobs=options.jobs, compile_timeout=options.compile_timeout, keys=wkeys)
+        compile_s += time.perf_counter() - t1
+        by_key = {repr(sorted(r.key.items())): r for r in sres.workloads}
+        for key in wkeys:
+            t2 = time.perf_counter()
+            wr, _ = tune_key(w, key, options=options, screened=by_key.get(repr(sorted(dict(key).items()))),
+                             store=store, progress=progress, timer=timer)
+            wr.extra["wall_s"] = round(time.perf_counter() - t2, 3)
             entries.append(wr)
     wall = time.perf_counter() - t0
     extra: dict[str, Any] = {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3)}

@@ -33,6 +33,8 @@ class Tuner:
     pretuned: str | Path | None = None
     race: RaceOptions = field(default_factory=RaceOptions)
     distributed: bool = False
+    precompile: bool = True
+    jobs: int | None = None
     _store: Any = field(default=None, init=False, repr=False)
     _pretuned: Any = field(default=None, init=False, repr=False)
 
@@ -95,7 +97,13 @@ class Tuner:
 
         st = self._open_store()
         tkey = self.tuning_key(tuned, key, interpreter=False)
-        todo = st.missing(tkey, legal) if st is not None else list(legal)
+        todo = list(legal) if self.distributed or st is None else st.missing(tkey, legal)
+        if self.precompile and todo:
+            from tritune.device import current_target
+            from tritune.tune.precompile import precompile
+
+            rejected.update(precompile(tuned._launcher(), todo, args, kwargs, current_target(), self.jobs))
+            todo = [c for c in todo if c not in rejected]
         runnable = []
         for cfg in todo:
             why = compile_rejection(tuned, cfg, args, kwargs, grid)
@@ -114,12 +122,16 @@ class Tuner:
 
         result: Any = None
         if runnable:
+            timer = EventTimer()
+            timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
+            measure = TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
             if self.distributed:
                 from tritune.dist import distributed_race
 
-                result = distributed_race(runnable, TimerMeasure(EventTimer(), make_fn), options=self.race)
+                label = f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
+                result = distributed_race(runnable, measure, label=label, options=self.race)
             else:
-                result = race(runnable, TimerMeasure(EventTimer(), make_fn), self.race)
+                result = race(runnable, measure, self.race)
         for c in cleanups:
             c()
         recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in set(todo)]
