@@ -82,11 +82,17 @@ class Tuner:
         if interp:
             return None
         st = self._open_store()
+        found: Config | None = None
         if st is not None:
             hit = st.lookup_winner(tkey)
             if hit is not None and hit.config in legal and not st.missing(tkey, tuned.configs):
-                return Choice(hit.config, "store", f"{hit.time_ms} ms, stored")
-        return None
+                found = hit.config
+        if self.distributed and _world() > 1:
+            from tritune.dist import agree_on_cached
+
+            # One rank's hit is every rank's hit: no rank tunes alone while the others wait.
+            found = agree_on_cached(_label(tuned, key), found)
+        return Choice(found, "store", "stored winner") if found is not None else None
 
     def tune(self, tuned: Autotuned, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
              args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
@@ -128,8 +134,7 @@ class Tuner:
             if self.distributed:
                 from tritune.dist import distributed_race
 
-                label = f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
-                result = distributed_race(runnable, measure, label=label, options=self.race)
+                result = distributed_race(runnable, measure, label=_label(tuned, key), options=self.race)
             else:
                 result = race(runnable, measure, self.race)
         for c in cleanups:
@@ -144,18 +149,31 @@ class Tuner:
                                             m.to_json() if ok and m is not None else None))
             if result.winner is not None and result.winner_measurement is not None:
                 winner, best_ms = result.winner, result.winner_measurement.median_ms
-        if st is not None:
+        if st is not None and not self.distributed:
             old = st.lookup_winner(tkey)
             if old is not None and old.time_ms is not None and (best_ms is None or old.time_ms <= best_ms):
                 winner, best_ms = old.config, old.time_ms
-            if not self.distributed or _rank() == 0:
-                st.record(tkey, recs, winner, ties=result.ties if result is not None and winner == result.winner else ())
+        if st is not None and (not self.distributed or _rank() == 0):
+            st.record(tkey, recs, winner, ties=result.ties if result is not None and winner == result.winner else ())
         if winner is None:
             raise NoLegalConfigError(
                 f"{tuned.info.name}: no candidate could be timed for key {tuned.key_spec.as_dict(key)}:\n"
                 + "\n".join(f"  {c.id}: {r}" for c, r in rejected.items())
             )
         return Choice(winner, "timed", f"{best_ms:.4f} ms median")
+
+
+def _label(tuned: Autotuned, key: tuple[Any, ...]) -> str:
+    return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
+
+
+def _world() -> int:
+    try:
+        import torch.distributed as dist
+
+        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    except Exception:  # pragma: no cover
+        return 1
 
 
 def _rank() -> int:
