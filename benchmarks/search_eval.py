@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--strategies", default=None, help="comma-separated names (default: every registered one)"
     )
+    ap.add_argument(
+        "--synthetic-seed", type=int, default=0, help="seed of the synthetic landscapes (default 0)"
+    )
     ap.add_argument("--budget", type=float, default=0.25, help="fraction of the legal configs (default 0.25)")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--noise", type=float, default=0.0, help="relative multiplicative replay noise")
