@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tritune.errors import SearchError
 from tritune.landscape import Landscape
 from tritune.search import registry
 from tritune.search.simulate import Simulation, simulate
@@ -83,7 +84,10 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             try:
                 sim: Simulation = simulate(land, name, args.budget, args.seeds, noise=args.noise)
-            except ImportError as e:  # an optional extra is missing for this strategy
+            except SearchError as e:
+                if "tritune[search]" not in str(e):
+                    raise
+                # an optional extra (optuna, for 'tpe') is not installed here
                 print(f"{label:34} {'':>5} {'':>5} {name:14} skipped: {e}")
                 continue
             secs = time.perf_counter() - t0
