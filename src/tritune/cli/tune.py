@@ -2,11 +2,19 @@
 
 Without a GPU nothing can be timed, and the command says so: it still checks every candidate for
 correctness (as ``verify`` does) and reports the correct ones as ``not_timed``, never as a winner.
+
+Under ``torchrun --nproc-per-node=N -m tritune tune PATH ...`` (WORLD_SIZE > 1) the command is an
+offline farm: it initializes the process group (NCCL with CUDA, else gloo; each rank on GPU
+LOCAL_RANK), each rank compiles and times its share of the candidates, and only rank 0 writes the
+store, the JSON, the landscape files and the table; the other ranks print only errors. Each rank's
+compile workers default to its share of the cores (cores / LOCAL_WORLD_SIZE).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +58,66 @@ def _record_paths(base: str, n: int) -> list[Path]:
     return [p.with_name(f"{p.stem}-{i}{p.suffix or '.json'}") for i in range(n)]
 
 
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def _start_distributed() -> tuple[int, int, bool]:
+    """(rank, local world size, whether this call initialized the process group) under torchrun."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), _env_int("LOCAL_WORLD_SIZE", 1), False
+    if _env_int("WORLD_SIZE", 1) <= 1 or not dist.is_available():
+        return 0, 1, False
+    if torch.cuda.is_available():
+        torch.cuda.set_device(_env_int("LOCAL_RANK", 0))
+        dist.init_process_group("nccl", device_id=torch.device("cuda", _env_int("LOCAL_RANK", 0)))
+    else:
+        dist.init_process_group("gloo")
+    return dist.get_rank(), _env_int("LOCAL_WORLD_SIZE", _env_int("WORLD_SIZE", 1)), True
+
+
 def run(args: argparse.Namespace) -> int:
+    if _env_int("WORLD_SIZE", 1) > 1 or _dist_initialized():
+        return _run_farmed(args)
+    return _run(args, 0)
+
+
+def _dist_initialized() -> bool:
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover
+        return False
+    return bool(dist.is_available() and dist.is_initialized())
+
+
+def _run_farmed(args: argparse.Namespace) -> int:
+    """One rank of a torchrun farm: start the group, tune collectively, leave the group."""
+    from tritune.device import gpu_unavailable_reason
+
+    # No GPU, nothing to farm: rank 0 verifies, the other ranks have nothing to do.
+    if gpu_unavailable_reason() is not None:
+        return _run(args, _env_int("RANK", 0))
+    rank, local_world, started = _start_distributed()
+    if args.jobs is None and local_world > 1:
+        from tritune.screen.run import default_jobs
+
+        args.jobs = max(1, default_jobs() // local_world)
+    try:
+        return _run(args, rank)
+    finally:
+        if started:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+
+
+def _run(args: argparse.Namespace, rank: int) -> int:
     why = ensure_interpreter_without_gpu()
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
@@ -61,22 +128,27 @@ def run(args: argparse.Namespace) -> int:
     except TrituneError as e:
         return fail_usage(str(e))
     if why is not None:
-        return _untimed(args, workloads, keys, why)
+        return _untimed(args, workloads, keys, why) if rank == 0 else EXIT_OK
     from tritune.tune.race import RaceOptions
     from tritune.tune.session import TuneOptions, landscapes, tune
 
     store = None
-    if not args.no_store:
+    if not args.no_store and rank == 0:
         from tritune.store import open_store
 
         store = open_store(args.store)
     opts = TuneOptions(jobs=args.jobs, compile_timeout=args.compile_timeout, verify=not args.no_verify,
                        exhaustive=args.exhaustive, race=RaceOptions(), graph=args.graph)
-    with make_progress(quiet=args.quiet) as progress:
+    with make_progress(quiet=args.quiet or rank != 0) as progress:
         try:
             result = tune(workloads, keys=keys, options=opts, store=store, progress=progress)
         except TrituneError as e:
-            return fail_usage(str(e))
+            return fail_usage(f"rank {rank}: {e}" if _dist_initialized() else str(e))
+    ok = all(w.extra.get("winner") for w in result.workloads)
+    if rank != 0:
+        if result.extra.get("winners_identical_across_ranks") is False:
+            print(f"tritune tune: rank {rank}: the ranks ended with different winners", file=sys.stderr)
+        return EXIT_OK if ok else EXIT_FAILED
     emit_json(args, result.dumps())
     if args.record:
         lss = landscapes(result)
@@ -84,13 +156,11 @@ def run(args: argparse.Namespace) -> int:
             ls.write(path)
     if not (args.quiet and args.json == "-"):
         print(render_table(result), file=out_stream(args))
-    ok = all(w.extra.get("winner") for w in result.workloads)
     return EXIT_OK if ok else EXIT_FAILED
 
 
 def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str) -> int:
     """No GPU: verify instead, and say plainly that nothing was timed."""
-    import sys
 
     from tritune.outcome import Status
     from tritune.progress import make_progress

@@ -5,6 +5,13 @@ limits, or a binary the GPU refuses to load), ``compile_failed``/``compile_timeo
 (wrong against the oracle, checked before any timing), ``launch_failed``, or ``measured``.
 Compiling happens first, in parallel worker processes (the screen's pool), so the timing loop only
 loads binaries from Triton's cache. Timing is a race (:mod:`tritune.tune.race`) on CUDA events.
+
+**Farmed over ranks** (``torchrun ... -m tritune tune``, or any initialized process group of 2+ ranks):
+each rank compiles only its share of the candidates, the screen verdicts are gathered so every rank
+builds the same candidate list, and :func:`tritune.dist.distributed_race` loads, verifies and times
+each runnable candidate on exactly one rank (``prepare=``). Every rank ends with the same winner and
+the same result of every candidate; only the caller's rank 0 should write (``tune`` writes the store
+on rank 0 only).
 """
 
 from __future__ import annotations
@@ -43,6 +50,9 @@ def _opts(cfg: Config) -> dict[str, Any]:
     return o
 
 
+_PREPARE_FAILURES = (Status.ILLEGAL, Status.LAUNCH_FAILED, Status.INCORRECT)
+
+
 def load_check(jit: Any, cfg: Config, args: Sequence[Any], kw: Mapping[str, Any], grid: Any) -> str | None:
     """Compile (from Triton's cache after the screen) and load ``cfg``; the reason if the GPU refuses it."""
     from triton.compiler.errors import CompilationError
@@ -72,19 +82,26 @@ def tune_key(
     store: Any = None,
     progress: Any = None,
     timer: Any = None,
+    group: Any = None,
+    device: str = "cuda",
 ) -> tuple[WorkloadResult, RaceResult | None]:
-    """Tune one key on the GPU. ``screened`` carries the screen's verdicts (fits/illegal/...) per candidate."""
+    """Tune one key on the GPU. ``screened`` carries the screen's verdicts (fits/illegal/...) per candidate.
+
+    ``group`` (a :class:`tritune.dist.TuningGroup`) farms the load/verify/timing over its ranks
+    (collective: every rank calls this with the same workload, key and screen verdicts).
+    ``device="cpu"`` launches through Triton's interpreter: for tests only (its timings mean nothing).
+    """
     import torch
 
-    from tritune.bench import EventTimer, TimerMeasure
-    from tritune.kernel import as_jit
+    from tritune.bench import EventTimer, Failure, TimerMeasure
+    from tritune.kernel import as_interpreted, as_jit
     from tritune.space import check_static
     from tritune.verify.compare import compare, poison
 
-    jit = as_jit(workload.kernel)
+    jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     kname = workload.info.name
     torch.manual_seed(0)
-    args = workload.make_args(key, "cuda")
+    args = workload.make_args(key, device)
     kw = workload.caller_kwargs(key)
     pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     expected = None
@@ -97,19 +114,12 @@ def tune_key(
             screen_extra[c.config] = {k: v for k, v in c.extra.items() if k in ("shared", "registers", "spilled_bytes")}
             if c.status is not Status.FITS:
                 verdict[c.config] = CandidateResult(c.config, c.status, c.reason, dict(screen_extra[c.config]))
-    runnable: list[Config] = []
-    for cfg in workload.candidates():
-        if cfg in verdict:
-            continue
-        rej = check_static(cfg, workload.info, kw, workload.space)
-        if rej is not None:
-            verdict[cfg] = CandidateResult(cfg, Status.ILLEGAL, rej.reason)
-            continue
+    def prepare(cfg: Config) -> Failure | None:
+        """Load ``cfg`` and check it against the oracle; the Failure to record, or None to time it."""
         grid = workload.grid_for(cfg, key)
-        why = load_check(jit, cfg, args, kw, grid)
+        why = None if device == "cpu" else load_check(jit, cfg, args, kw, grid)
         if why is not None:
-            verdict[cfg] = CandidateResult(cfg, Status.ILLEGAL, why, screen_extra.get(cfg, {}))
-            continue
+            return Failure(Status.ILLEGAL, why)
         if expected is not None:
             for a, p in zip(args, pristine):
                 if isinstance(a, torch.Tensor):
@@ -118,21 +128,36 @@ def tune_key(
                 poison(args[i])
             try:
                 jit[grid](*args, **kw, **cfg.kwargs, **_opts(cfg))
-                torch.cuda.synchronize()
+                if device != "cpu":
+                    torch.cuda.synchronize()
             except Exception as e:
-                verdict[cfg] = CandidateResult(cfg, Status.LAUNCH_FAILED, f"{kname} {cfg.id}: {type(e).__name__}: {e}")
-                continue
+                return Failure(Status.LAUNCH_FAILED, f"{kname} {cfg.id}: {type(e).__name__}: {e}")
             bad = []
             for pos, i in enumerate(workload.outputs):
                 cmp = compare(args[i], expected[pos], atol=workload.atol, rtol=workload.rtol, name=f"args[{i}]")
                 if not cmp.ok:
                     bad.append(cmp.detail)
             if bad:
-                verdict[cfg] = CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id}: " + "; ".join(bad))
-                continue
-        runnable.append(cfg)
+                return Failure(Status.INCORRECT, f"{kname} {cfg.id}: " + "; ".join(bad))
         if progress is not None:
             progress.step(f"{kname} {cfg.id}", "fits")
+        return None
+
+    runnable: list[Config] = []
+    for cfg in workload.candidates():
+        if cfg in verdict:
+            continue
+        rej = check_static(cfg, workload.info, kw, workload.space)
+        if rej is not None:
+            verdict[cfg] = CandidateResult(cfg, Status.ILLEGAL, rej.reason)
+            continue
+        if group is None:
+            failed = prepare(cfg)
+            if failed is not None:
+                fx = screen_extra.get(cfg, {}) if failed.status is Status.ILLEGAL else {}
+                verdict[cfg] = CandidateResult(cfg, failed.status, failed.reason, fx)
+                continue
+        runnable.append(cfg)
 
     def make_fn(cfg: Config) -> Any:
         grid = workload.grid_for(cfg, key)
@@ -145,13 +170,25 @@ def tune_key(
         return call
 
     timer = timer or EventTimer(graph=options.graph)
-    timer.warm_device(0.05)
-    measure = TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol, warmup_s=0.002)
+    measure: Any
+    if hasattr(timer, "measure_config"):  # the replay timer (tests): timings replayed, nothing launched
+        measure = timer.measure_config
+    else:
+        timer.warm_device(0.05)
+        measure = TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol, warmup_s=0.002)
     result: RaceResult | None = None
-    if runnable:
+    if runnable:  # the same list on every rank: static rules and the gathered screen verdicts only
         if progress is not None:
             progress.stage(f"timing {workload.name} {key}", len(runnable))
-        result = (sweep if options.exhaustive else race)(runnable, measure, options.race)
+        if group is not None:
+            from tritune.dist import distributed_race
+
+            result = distributed_race(
+                runnable, measure, label=f"{workload.name} {dict(key)}", group=group, options=options.race,
+                method="sweep" if options.exhaustive else "race", prepare=prepare,
+            )  # fmt: skip
+        else:
+            result = (sweep if options.exhaustive else race)(runnable, measure, options.race)
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
     for cfg in workload.candidates():
@@ -162,6 +199,11 @@ def tune_key(
         assert result is not None
         o = result.outcome(cfg)
         extra: dict[str, Any] = dict(screen_extra.get(cfg, {}))
+        if o.measurement is None and not o.timings and o.status in _PREPARE_FAILURES:  # failed on its rank
+            if o.status is not Status.ILLEGAL:
+                extra = {}
+            cands.append(CandidateResult(cfg, o.status, o.reason, {**extra, "measurement": None}))
+            continue
         m = o.measurement
         extra["measurement"] = m.to_json() if m is not None else None
         if m is not None and o.status is Status.MEASURED:
@@ -207,42 +249,81 @@ def tune(
     options: TuneOptions | None = None,
     store: Any = None,
     progress: Any = None,
+    group: Any = "auto",
+    timer: Any = None,
+    target: str = "auto",
+    device: str = "cuda",
 ) -> RunResult:
-    """Tune every key of every workload on this machine's GPU and return the ``tune`` RunResult."""
+    """Tune every key of every workload on this machine's GPU and return the ``tune`` RunResult.
+
+    ``group="auto"`` farms the work over the job's ranks when torch.distributed is initialized with
+    2+ ranks (a :class:`tritune.dist.TuningGroup` or torch group picks other ranks; None never farms).
+    Farmed, every rank must call this with the same arguments; only rank 0 writes ``store`` and every
+    rank returns the same candidates and winners, with ``world_size`` and per-rank timings in the
+    provenance. ``timer``/``target``/``device="cpu"`` exist for tests on machines without a GPU.
+    """
     from tritune.bench import EventTimer
+    from tritune.dist.farm import job_group, merge_screens, rank_info
+    from tritune.dist.split import split_configs
     from tritune.screen import screen
     from tritune.tune.provenance import measure_ceilings, provenance
 
     options = options or TuneOptions()
-    timer = EventTimer(graph=options.graph)
+    tg = job_group(group)
+    rank, world = (tg.rank, tg.world_size) if tg is not None else (0, 1)
+    timer = timer or EventTimer(graph=options.graph)
     entries: list[WorkloadResult] = []
     compile_s = 0.0
+    compiled = 0
     t0 = time.perf_counter()
     for w in workloads:
         wkeys = list(keys) if keys is not None else list(w.keys)
+        cands = w.candidates()
+        share = split_configs(cands, rank, world) if tg is not None else None
         t1 = time.perf_counter()
         if progress is not None:
-            progress.stage(f"compiling {w.name}", len(w.candidates()) * len(wkeys))
+            progress.stage(f"compiling {w.name}", len(share if share is not None else cands) * len(wkeys))
         # One screen for all keys: keys that specialize alike share their binaries, compiled once.
-        sres = screen(w, "auto", jobs=options.jobs, compile_timeout=options.compile_timeout, keys=wkeys)
+        # Farmed, each rank compiles its own share only and the verdicts are gathered.
+        sres = screen(w, target, jobs=options.jobs, compile_timeout=options.compile_timeout, keys=wkeys,
+                      configs=share)  # fmt: skip
+        compiled += sum(len(r.candidates) for r in sres.workloads)
+        if tg is not None and share is not None:
+            by_key = merge_screens(tg, f"{w.name} screen", cands, share, sres.workloads)
+        else:
+            by_key = {repr(sorted(r.key.items())): r for r in sres.workloads}
         compile_s += time.perf_counter() - t1
-        by_key = {repr(sorted(r.key.items())): r for r in sres.workloads}
         for key in wkeys:
             t2 = time.perf_counter()
             wr, _ = tune_key(w, key, options=options, screened=by_key.get(repr(sorted(dict(key).items()))),
-                             store=store, progress=progress, timer=timer)
+                             store=store if rank == 0 else None, progress=progress, timer=timer, group=tg,
+                             device=device)  # fmt: skip
             wr.extra["wall_s"] = round(time.perf_counter() - t2, 3)
             entries.append(wr)
     wall = time.perf_counter() - t0
     extra: dict[str, Any] = {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3)}
-    if options.ceilings and any(w.bytes or w.flops for w in workloads):
+    prov_extra: dict[str, Any] = {}
+    if tg is not None:
+        from tritune.dist import WINNER_RULE
+
+        winners = [[w.name, w.key, w.extra.get("winner")] for w in entries]
+        ranks = rank_info(tg, "tune summary", {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3),
+                                              "screened": compiled, "winners": winners})  # fmt: skip
+        extra["winners_identical_across_ranks"] = all(r["winners"] == ranks[0]["winners"] for r in ranks)
+        extra["ranks"] = [{k: v for k, v in r.items() if k != "winners"} for r in ranks]
+        prov_extra = {"world_size": world, "rank": rank, "winner_rule": WINNER_RULE,
+                      "rank_wall_s": [r["wall_s"] for r in ranks],
+                      "rank_compile_s": [r["compile_s"] for r in ranks]}  # fmt: skip
+    if options.ceilings and rank == 0 and device != "cpu" and any(w.bytes or w.flops for w in workloads):
         extra["ceilings"] = measure_ceilings()
     timing = (
-        f"timed on {timer.device_name} with CUDA events, L2 flushed between runs "
-        f"({timer.flush_bytes >> 20} MiB), medians with 95% order-statistic intervals; "
+        f"timed on {getattr(timer, 'device_name', '?')} with CUDA events, L2 flushed between runs "
+        f"({getattr(timer, 'flush_bytes', 0) >> 20} MiB), medians with 95% order-statistic intervals; "
         + ("every legal candidate timed to completion" if options.exhaustive else "racing (slow candidates dropped early)")
+        + (f"; farmed over {world} ranks, each candidate timed on one rank's GPU" if tg is not None else "")
     )
     prov = provenance(timer=timer.to_json(), race=options.race.to_json(), jobs=options.jobs)
+    prov.update(prov_extra)
     return RunResult("tune", timing, entries, provenance=prov, extra=extra)
 
 

@@ -1,0 +1,70 @@
+"""``tune()`` farmed over 2 gloo ranks on CPU equals the single-process run, structurally.
+
+Real screen (sm90 compile) and real interpreter launches checked against the oracle; SYNTHETIC
+timings (see session_workers.py).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from pathlib import Path
+
+import pytest
+import session_workers as sw
+
+from tritune.config import Config
+from tritune.store import SQLiteStore
+
+pytestmark = pytest.mark.slow
+
+
+def test_farmed_tune_matches_single_process_and_rank0_alone_writes(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch.distributed", "triton", "session_workers", "tritune.tune.session"])
+    out = tmp_path / "out"
+    out.mkdir()
+    store_path = tmp_path / "store.sqlite"
+    args = (str(tmp_path / "rdv"), str(out), str(store_path))
+    procs = [ctx.Process(target=sw.farm, args=(r, 2, *args)) for r in range(2)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + 120
+    for p in procs:
+        p.join(max(0.1, deadline - time.monotonic()))
+    alive = [p for p in procs if p.is_alive()]
+    for p in alive:
+        p.kill()
+    assert not alive, "a rank hung"
+    res = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    for r in res:
+        assert "exception" not in r, r["exception"]
+
+    wl = sw.gelu()
+    single = sw.tune_gelu(wl, None, 100, None).to_json()
+    ids = {c.id for c in wl.candidates()}
+    for scenario in ("race", "sweep"):
+        runs = [r[scenario] for r in res]
+        for run in runs:
+            (w,) = run["workloads"]
+            (sw1,) = single["workloads"]
+            assert [Config.from_json(c["config"]).id for c in w["candidates"]] == [
+                c.id for c in wl.candidates()
+            ]
+            assert [c["status"] for c in w["candidates"]] == [c["status"] for c in sw1["candidates"]]
+            assert w["winner"] == sw1["winner"] and w["winner"]["kwargs"]["BLOCK"] == 1024
+            assert run["winners_identical_across_ranks"] is True
+            assert run["provenance"]["world_size"] == 2 and len(run["provenance"]["rank_wall_s"]) == 2
+            assert [x["rank"] for x in run["ranks"]] == [0, 1]
+            measured_on = w["race"]["distributed"]["measured_on"]
+            assert set(measured_on) == ids and set(measured_on.values()) == {0, 1}
+        assert runs[0]["workloads"][0]["candidates"] == runs[1]["workloads"][0]["candidates"]
+    assert "distributed" not in single["workloads"][0]["race"] and "world_size" not in single["provenance"]
+
+    assert [r["writes"] for r in res] == [1, 0]  # the store is written once, by rank 0
+    with SQLiteStore(store_path) as store:
+        (entry,) = store.entries()
+        assert len(store.candidates(entry.key)) == len(ids)
+        win = store.lookup_winner(entry.key)
+        assert win is not None and win.config.kwargs["BLOCK"] == 1024
