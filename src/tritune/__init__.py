@@ -8,6 +8,7 @@ from tritune import bucket
 from tritune.bench import Measurement
 from tritune.config import Config
 from tritune.errors import (
+    CaptureMissError,
     ConfigError,
     IllegalConfigError,
     KernelSpecError,
@@ -34,6 +35,7 @@ from tritune import bench  # noqa: E402  (a callable module: tritune.bench(fn, .
 __all__ = [
     "Autotuned",
     "CandidateResult",
+    "CaptureMissError",
     "Choice",
     "Config",
     "ConfigError",

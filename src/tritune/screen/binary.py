@@ -56,7 +56,9 @@ def parse_resource_usage(text: str, kernel_name: str) -> BinaryResources:
         )
     return BinaryResources(
         registers=fields.get("REG", 0),
-        local_bytes=fields.get("LOCAL", 0),
+        # The driver's CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (Triton's n_spills * 4) is the stack frame, where
+        # spills live; cuobjdump reports it as STACK with LOCAL often 0 (seen on the H200: STACK 720, LOCAL 0).
+        local_bytes=max(fields.get("LOCAL", 0), fields.get("STACK", 0)),
         static_shared=fields.get("SHARED", 0),
         stack=fields.get("STACK", 0),
     )

@@ -263,7 +263,9 @@ def judge_kernel(kernel: Any, config: Config, target: Target, compile_s: float) 
     res = Resources(
         threads=threads,
         shared=int(meta.shared),
-        static_shared=binres.static_shared,
+        # cuobjdump's SHARED counts the 1 KB the driver reserves per block on sm_80+; the loaded function's
+        # static shared memory (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) does not (H200: 1024 vs 0).
+        static_shared=max(0, binres.static_shared - target.shared_reserved_per_block),
         registers=binres.registers,
         spilled_bytes=binres.local_bytes,
         tensor_memory=int(tmem) if tmem else None,

@@ -31,7 +31,7 @@ class Resources:
     registers: int | None = None  #: registers per thread, from the binary; None before ptxas ran
     spilled_bytes: int | None = None  #: local memory per thread in bytes (spills), from the binary
     tensor_memory: int | None = None  #: tensor-memory columns (sm_100), None where not used
-    static_shared: int = 0  #: bytes of static shared memory the binary declares (ptxas adds 1 KB on sm_90)
+    static_shared: int = 0  #: bytes of static shared memory of the loaded function (without the reserved 1 KB)
 
     @property
     def shared_total(self) -> int:
@@ -130,7 +130,9 @@ def occupancy(res: Resources, target: Target) -> Occupancy:
     by_registers: int | None = None
     if res.registers is not None and res.registers > 0:
         per_warp = round_up(res.registers * target.warp_size, target.register_unit)
-        warps_alloc = round_up(warps, target.warp_partitions)
+        # Registers are allocated per warp; a block's warps need not fill every sub-partition
+        # (H200: a 1-warp block of 48 registers/thread runs 32 blocks per SM, not 10).
+        warps_alloc = warps
         if per_warp * warps_alloc > target.registers_per_block:
             by_registers = 0
         else:

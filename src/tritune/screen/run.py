@@ -93,7 +93,7 @@ def screen(
             pairs = [(w, path) for w in load_workloads(path, name)]
     t0 = time.perf_counter()
     results = [
-        _screen_workload(w, where, tgt, jobs, compile_timeout, keys, progress, gate) for w, where in pairs
+        _screen_workload(w, where, tgt, jobs, compile_timeout, keys, progress, gate, configs) for w, where in pairs
     ]
     wall = time.perf_counter() - t0
     flat = [wr for per in results for wr in per]

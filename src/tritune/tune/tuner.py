@@ -104,6 +104,7 @@ class Tuner:
         st = self._open_store()
         tkey = self.tuning_key(tuned, key, interpreter=False)
         todo = list(legal) if self.distributed or st is None else st.missing(tkey, legal)
+        asked = set(todo)  # every one of these gets a record, failures included
         if self.precompile and todo:
             from tritune.device import current_target
             from tritune.tune.precompile import precompile
@@ -139,7 +140,7 @@ class Tuner:
                 result = race(runnable, measure, self.race)
         for c in cleanups:
             c()
-        recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in set(todo)]
+        recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in asked]
         winner, best_ms = None, None
         if result is not None:
             for o in result.outcomes:
