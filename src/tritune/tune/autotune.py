@@ -119,11 +119,11 @@ class Autotuned:
     @property
     def cache(self) -> dict[tuple[Any, ...], Config]:
         """Key tuple -> chosen config, like ``triton.autotune``'s ``cache``."""
-        return {k: c.config for k, c in self._cache.items()}
+        return {self.key_spec.public(k): c.config for k, c in self._cache.items()}
 
     def choices(self) -> dict[tuple[Any, ...], Choice]:
         """Key tuple -> :class:`Choice` (config and how it was chosen, e.g. ``untuned``)."""
-        return dict(self._cache)
+        return {self.key_spec.public(k): c for k, c in self._cache.items()}
 
     @property
     def arg_names(self) -> list[str]:

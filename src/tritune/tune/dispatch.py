@@ -44,7 +44,8 @@ def launch_options(cfg: Config) -> dict[str, Any]:
 class FastLauncher:
     """One compiled (kernel, config, specialization), launchable with positional runtime arguments."""
 
-    __slots__ = ("_driver", "_knobs", "arg_names", "function", "kernel", "meta", "n_pos", "packed", "run", "tail")
+    __slots__ = ("_device", "_knobs", "_stream", "arg_names", "function", "kernel", "meta", "n_pos", "packed", "run",
+                 "tail")
 
     def __init__(self, jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any]) -> None:
         from triton import knobs
@@ -71,20 +72,28 @@ class FastLauncher:
         self.function = kernel.function
         self.packed = kernel.packed_metadata
         self.meta = cfg.kwargs
-        self._driver = driver.active
+        self._device = driver.active.get_current_device
+        self._stream = driver.active.get_current_stream
         self._knobs = knobs.runtime
 
     def __call__(self, args: Sequence[Any], grid: Any) -> Any:
-        full = (*args, *self.tail)
+        full = (*args, *self.tail) if self.tail else tuple(args)
         if callable(grid):
             grid = grid(dict(zip(self.arg_names, full)))
         n = len(grid)
-        drv = self._driver
-        stream = drv.get_current_stream(drv.get_current_device())
+        stream = self._stream(self._device())
         enter = self._knobs.launch_enter_hook
-        lm = self.kernel.launch_metadata(grid, stream, *full) if enter is not None else None
+        leave = self._knobs.launch_exit_hook
+        # Triton >= 3.5 keeps hooks in a HookChain that is never None; an empty chain is no hook at all,
+        # and skipping it also skips building the launch metadata that only hooks read.
+        if enter is not None and getattr(enter, "calls", True):
+            lm = self.kernel.launch_metadata(grid, stream, *full)
+        else:
+            enter, lm = None, None
+        if leave is not None and not getattr(leave, "calls", True):
+            leave = None
         self.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, stream, self.function, self.packed, lm,
-                 enter, self._knobs.launch_exit_hook, *full)
+                 enter, leave, *full)
         return self.kernel
 
 

@@ -57,8 +57,13 @@ class KeySpec:
         for a in args:
             dt = getattr(a, "dtype", None)
             if dt is not None:
-                out.append(str(dt))
+                out.append(dt)  # the dtype object: hashing it is cheaper than formatting it on every call
         return tuple(out)
+
+    @staticmethod
+    def public(key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The key as Triton's autotuner shows it: dtypes as text."""
+        return tuple(str(v) if type(v).__name__ == "dtype" else v for v in key)
 
     def as_dict(self, key: tuple[Any, ...]) -> dict[str, Any]:
         return dict(zip(self.names, key[: len(self.names)]))

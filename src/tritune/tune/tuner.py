@@ -64,7 +64,8 @@ class Tuner:
         values = dict(zip(names, key[: len(names)]))
         buckets = {n: getattr(b, "name", "exact") for n, b in zip(names, spec.buckets)}
         dev = (INTERPRETER, INTERPRETER) if interpreter else None
-        return make_key(tuned.info, values, buckets=buckets, dtypes=key[len(names):], device=dev)
+        dtypes = tuple(str(d) for d in key[len(names):])
+        return make_key(tuned.info, values, buckets=buckets, dtypes=dtypes, device=dev)
 
     def lookup(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Choice | None:
         from tritune.tune.autotune import Choice
