@@ -252,5 +252,5 @@ def heatmap_figure(w: WorkloadResult) -> Any:
     ax.set_xlabel(f"{cp}  (spread ×{cspread:.2f})")
     ax.set_ylabel(f"{rp}  (spread ×{rspread:.2f})")
     over = f"best over {', '.join(others)}" if others else "one config per cell"
-    ax.set_title(f"{w.name} {key_label(w.key)}: median ms, {over}; red box = winner", fontsize=10)
+    ax.set_title(f"{w.name} {key_label(w.key)}: median ms,\n{over}; red box = winner", fontsize=10)
     return fig
