@@ -29,6 +29,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seeds", type=int, default=20, help="number of seeded runs, seeds 0..N-1 (default 20)")
     p.add_argument("--noise", type=float, default=0.0, help="relative multiplicative noise on replayed times")
     p.add_argument("--json", metavar="FILE|-", help="write the result as JSON to FILE, or to stdout with -")
+    p.add_argument("--quiet", action="store_true", help="print only the final result")
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -59,10 +60,18 @@ def run(args: argparse.Namespace) -> int:
         return fail_usage(f"{args.landscape}: not a readable landscape JSON file ({e})")
     except TrituneError as e:
         return fail_usage(str(e))
-    try:
-        sim = simulate(landscape, name, args.budget, args.seeds, noise=args.noise)
-    except TrituneError as e:
-        return fail_usage(f"{args.landscape}: {e}")
+    from tritune.progress import make_progress
+
+    with make_progress(quiet=args.quiet) as progress:
+        progress.stage(f"simulating {name} on {args.landscape}", args.seeds)
+
+        def on_run(r: Any) -> None:
+            progress.step(f"seed {r.seed}", "measured", f"best ratio {r.best_ratio:.4f}, {r.evaluations} evaluations")
+
+        try:
+            sim = simulate(landscape, name, args.budget, args.seeds, noise=args.noise, on_run=on_run)
+        except TrituneError as e:
+            return fail_usage(f"{args.landscape}: {e}")
     payload = sim.to_json()
     payload["landscape"] = str(args.landscape)
     emit_json(args, json.dumps(payload, indent=1))

@@ -186,14 +186,22 @@ def simulate(
     *,
     noise: float = 0.0,
     name: str | None = None,
+    on_run: Callable[[Any], None] | None = None,
 ) -> Simulation:
-    """Run ``strategy`` once per seed with ``budget`` as a fraction (0, 1] of the legal configs."""
+    """Run ``strategy`` once per seed with ``budget`` as a fraction (0, 1] of the legal configs.
+
+    ``on_run`` is called with each seed's run as it finishes (progress reporting)."""
     space, illegal = replay_space(landscape)
     legal = len(space.configs()) - len(set(illegal))
     evals = Budget.fraction(budget, legal)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seed_list:
         raise SearchError("simulate needs at least one seed")
-    runs = tuple(simulate_one(landscape, strategy, evals, seed=s, noise=noise) for s in seed_list)
+    done = []
+    for s in seed_list:
+        done.append(simulate_one(landscape, strategy, evals, seed=s, noise=noise))
+        if on_run is not None:
+            on_run(done[-1])
+    runs = tuple(done)
     label = name or (strategy if isinstance(strategy, str) else str(getattr(strategy, "__name__", "custom")))
     return Simulation(label, budget, evals.evaluations or 0, landscape.kernel, legal, noise, runs)
