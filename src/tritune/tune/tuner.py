@@ -75,9 +75,7 @@ class Tuner:
         legal = set(tuned.configs)
         pre = self._open_pretuned()
         if pre is not None:
-            hit = pre.lookup_winner(tkey)
-            if hit is None and interp:
-                hit = _any_device(pre, tkey)
+            hit = pre.resolve(tkey)  # exact key, else the same source/key/dtypes on a compatible device
             if hit is not None and hit.config in legal:
                 return Choice(hit.config, "pretuned", f"{self.pretuned} ({hit.key.device})")
         if interp:
@@ -130,9 +128,13 @@ class Tuner:
 
         result: Any = None
         if runnable:
-            timer = EventTimer()
-            timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
-            measure = TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
+            measure: Any
+            if tuned.do_bench is not None:
+                measure = _UserBench(tuned.do_bench, make_fn)
+            else:
+                timer = EventTimer()
+                timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
+                measure = TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
             if self.distributed:
                 from tritune.dist import distributed_race
 
@@ -165,6 +167,27 @@ class Tuner:
         return Choice(winner, "timed", f"{best_ms:.4f} ms median")
 
 
+@dataclass
+class _UserBench:
+    """The race's measure from a user's ``do_bench(fn) -> ms`` (triton.autotune's hook): one sample per call."""
+
+    do_bench: Any
+    make_fn: Any
+    _fns: dict[Config, Any] = field(default_factory=dict)
+
+    def __call__(self, config: Config, budget_s: float) -> Any:
+        from tritune.bench import Failure, Measurement
+
+        if config not in self._fns:
+            self._fns[config] = self.make_fn(config)
+        try:
+            t = self.do_bench(self._fns[config])
+        except Exception as e:
+            return Failure(Status.LAUNCH_FAILED, f"{config.id}: {type(e).__name__}: {e}")
+        ms = float(t[0] if isinstance(t, (list, tuple)) else t)
+        return Measurement.from_samples([ms], stop="budget")
+
+
 def _label(tuned: Autotuned, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
 
@@ -185,12 +208,3 @@ def _rank() -> int:
         return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
     except Exception:  # pragma: no cover
         return 0
-
-
-def _any_device(pre: Any, tkey: Any) -> Any:
-    """A pretuned winner for the same kernel source, key and dtypes, measured on any device."""
-    for e in pre.entries(tkey.kernel):
-        k = e.key
-        if (k.source_hash, k.key, k.dtypes) == (tkey.source_hash, tkey.key, tkey.dtypes) and e.winner is not None:
-            return e.winner
-    return None
