@@ -138,6 +138,15 @@ class Config:
             d["maxnreg"] = self.maxnreg
         return d
 
+    def launch_options(self) -> dict[str, Any]:
+        """The launch keyword arguments a JIT launch of this config takes (num_ctas/maxnreg only when set)."""
+        opts: dict[str, Any] = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.num_ctas != 1:
+            opts["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            opts["maxnreg"] = self.maxnreg
+        return opts
+
     @property
     def id(self) -> str:
         """Stable readable id: ``BLOCK=1024,num_warps=8,num_stages=3`` (num_ctas/maxnreg when set)."""

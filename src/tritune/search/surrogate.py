@@ -57,12 +57,16 @@ ALPHAS = (0.03, 0.1, 0.3, 1.0, 3.0)
 
 
 class SurrogateSearch(Strategy):
-    """Model-guided neighbourhood search with a ridge surrogate of log(time).
+    """Model-guided search with a ridge surrogate of log(time), refined around the best few configs.
 
-    ``initial``: random configs before the model is trusted (default ``max(8, 2 * dims)``);
-    ``explore``: share of later asks drawn at random; ``top``: how many best configs' neighbourhoods
-    the model ranks; ``alpha``: ridge penalty, or ``None`` to choose it at each fit by leave-one-out
-    error among :data:`ALPHAS`.
+    ``initial``: configs of the space-filling start before the model is trusted (default
+    ``max(8, 2 * dims, 4% of the candidates)``); ``explore``: share of later asks drawn at random;
+    ``top``: how many of the best configs the local step refines around; ``global_every``: every
+    that many model-guided asks, take the model's optimum over the whole space instead of the local
+    one; ``clip``: quantile of the measured log times above which they are capped before fitting, so
+    that cliffs (spills, 10x slow configs) do not bend the model where the fast configs are;
+    ``alpha``: ridge penalty, or ``None`` to choose it at each fit by leave-one-out error among
+    :data:`ALPHAS`.
     """
 
     name = "surrogate"
@@ -75,7 +79,10 @@ class SurrogateSearch(Strategy):
         illegal: Iterable[Any] = (),
         initial: int | None = None,
         explore: float = 0.1,
-        top: int = 1,
+        top: int = 3,
+        global_every: int = 3,
+        clip: float | None = 0.5,
+        spread: bool = True,
         alpha: float | None = None,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
@@ -84,12 +91,21 @@ class SurrogateSearch(Strategy):
         std = feats.std(axis=0)
         keep = std > 1e-12
         self._x = (feats[:, keep] - feats[:, keep].mean(axis=0)) / std[keep]
-        self.initial = initial if initial is not None else max(8, 2 * self.grid.dims)
+        n = len(self.candidates)
+        self.initial = (
+            initial if initial is not None else max(8, 2 * self.grid.dims, math.ceil(0.04 * n))
+        )
         self.explore = float(explore)
         self.top = max(1, int(top))
+        self.global_every = max(0, int(global_every))
+        self.clip = clip
+        self.spread = bool(spread)
         self.alpha = None if alpha is None else float(alpha)
+        scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
+        self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
         self._measured: dict[int, float] = {}
         self._failed: set[int] = set()
+        self._guided = 0
 
     def _observe(self, index: int, obs: Observation) -> None:
         if obs.ok and obs.time_ms is not None:
@@ -101,6 +117,8 @@ class SurrogateSearch(Strategy):
         """Predicted log time of every candidate, plus a penalty where failures are predicted."""
         idx = np.fromiter(self._measured, dtype=np.int64)
         y = np.fromiter(self._measured.values(), dtype=float)
+        if self.clip is not None:
+            y = np.minimum(y, np.quantile(y, self.clip))
         x = self._x[idx]
         alpha = self.alpha
         if alpha is None:
@@ -115,25 +133,50 @@ class SurrogateSearch(Strategy):
             score = score + 2.0 * p_fail * max(float(y.std()), 0.1)
         return score
 
-    def _propose(self, n: int) -> Sequence[Config]:
+    def _space_filling(self, n: int) -> list[int]:
+        """``n`` unasked configs, each the farthest (in unit grid coordinates) from all asked so far."""
         out: list[int] = []
-        if len(self._measured) < max(2, self.initial):
-            out = self.random_unasked(n)
-            return [self.candidates[i] for i in out]
+        asked = list(np.flatnonzero(self._asked))
+        for _ in range(n):
+            free = np.flatnonzero(~self._asked)
+            free = free[~np.isin(free, out)]
+            if len(free) == 0:
+                break
+            chosen = asked + out
+            if not chosen or not self.spread:
+                out.append(int(self.rng.choice(free)))
+                continue
+            d = np.abs(self._unit[free, None, :] - self._unit[None, chosen, :]).sum(axis=2).min(axis=1)
+            far = free[d >= d.max() - 1e-9]
+            out.append(int(self.rng.choice(far)))
+        return out
+
+    def _local(self, best_first: list[int]) -> np.ndarray:
+        """Unasked candidates within one grid step on every axis at once (diagonals too) of ``best_first``."""
+        near = np.zeros(len(self.candidates), dtype=bool)
+        for i in best_first:
+            near |= np.abs(self.grid.coords - self.grid.coords[i]).max(axis=1) <= 1
+            near[self.grid.neighbours(i)] = True  # the axis moves that jump over illegal gaps
+        return near & ~self._asked
+
+    def _propose(self, n: int) -> Sequence[Config]:
+        if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 2:
+            return [self.candidates[i] for i in self._space_filling(n)]
         score = self._scores()
         best_first = sorted(self._measured, key=self._measured.__getitem__)[: self.top]
-        local = {j for i in best_first for j in self.grid.neighbours(i) if not self.is_asked(j)}
-        free = self.unasked()
-        order = sorted(free, key=lambda j: (j not in local, score[j]))
-        for j in order:
-            if len(out) == n:
+        local = self._local(best_first)
+        out: list[int] = []
+        while len(out) < n:
+            free = ~self._asked
+            free[out] = False
+            if not free.any():
                 break
             if self.rng.random() < self.explore:
-                choice = self.random_unasked(len(out) + 1)
-                extra = [c for c in choice if c not in out]
-                if extra:
-                    out.append(extra[0])
-                    continue
-            if j not in out:
-                out.append(j)
-        return [self.candidates[i] for i in out[:n]]
+                out.append(int(self.rng.choice(np.flatnonzero(free))))
+                continue
+            self._guided += 1
+            go_global = self.global_every > 0 and self._guided % self.global_every == 0
+            pool = free if go_global or not (local & free).any() else local & free
+            cand = np.flatnonzero(pool)
+            out.append(int(cand[np.argmin(score[cand])]))
+        return [self.candidates[i] for i in out]

@@ -177,11 +177,7 @@ class Autotuned:
                 named[n].zero_()
         if cfg.pre_hook is not None:
             cfg.pre_hook({**self._named(args, kwargs), **cfg.kwargs})
-        opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-        if cfg.num_ctas != 1:
-            opts["num_ctas"] = cfg.num_ctas
-        if cfg.maxnreg is not None:
-            opts["maxnreg"] = cfg.maxnreg
+        opts = cfg.launch_options()
         return self._launcher()[grid](*args, **kwargs, **cfg.kwargs, **opts)
 
     def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:

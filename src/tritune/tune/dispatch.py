@@ -32,13 +32,6 @@ def specialization(args: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def launch_options(cfg: Config) -> dict[str, Any]:
-    o: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-    if cfg.num_ctas != 1:
-        o["num_ctas"] = cfg.num_ctas
-    if cfg.maxnreg is not None:
-        o["maxnreg"] = cfg.maxnreg
-    return o
 
 
 class FastLauncher:
@@ -63,7 +56,7 @@ class FastLauncher:
                 raise TypeError(f"{jit.__name__}: parameter {name} is neither passed, in the config, nor defaulted")
         self.tail = tuple(tail)
         self.arg_names = names
-        kernel = jit.run(*args, grid=(1,), warmup=True, **cfg.kwargs, **launch_options(cfg))
+        kernel = jit.run(*args, grid=(1,), warmup=True, **cfg.kwargs, **cfg.launch_options())
         if hasattr(kernel, "result"):
             kernel = kernel.result()
         kernel._init_handles()

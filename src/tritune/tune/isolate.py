@@ -248,13 +248,6 @@ class IsolatedBench:
 _CACHE: dict[Any, Any] = {}
 
 
-def _launch_options(cfg: Config) -> dict[str, Any]:
-    opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-    if cfg.num_ctas != 1:
-        opts["num_ctas"] = cfg.num_ctas
-    if cfg.maxnreg is not None:
-        opts["maxnreg"] = cfg.maxnreg
-    return opts
 
 
 def gpu_runner(task: BenchTask) -> Measurement | Failure:
@@ -293,7 +286,7 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
     if first:
         kernel = as_jit(w.kernel)
         grid = w.grid_for(cfg, key)
-        kw = {**w.caller_kwargs(key), **cfg.kwargs, **_launch_options(cfg)}
+        kw = {**w.caller_kwargs(key), **cfg.kwargs, **cfg.launch_options()}
 
         def launch() -> None:
             kernel[grid](*args, **kw)

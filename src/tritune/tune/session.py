@@ -41,13 +41,6 @@ class TuneOptions:
     ceilings: bool = True
 
 
-def _opts(cfg: Config) -> dict[str, Any]:
-    o: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-    if cfg.num_ctas != 1:
-        o["num_ctas"] = cfg.num_ctas
-    if cfg.maxnreg is not None:
-        o["maxnreg"] = cfg.maxnreg
-    return o
 
 
 _PREPARE_FAILURES = (Status.ILLEGAL, Status.LAUNCH_FAILED, Status.INCORRECT)
@@ -62,7 +55,7 @@ def load_check(jit: Any, cfg: Config, args: Sequence[Any], kw: Mapping[str, Any]
     except ImportError:  # pragma: no cover
         OutOfResources = RuntimeError  # type: ignore[assignment,misc]
     try:
-        k = jit.run(*args, grid=grid, warmup=True, **kw, **cfg.kwargs, **_opts(cfg))
+        k = jit.run(*args, grid=grid, warmup=True, **kw, **cfg.kwargs, **cfg.launch_options())
         init = getattr(k, "_init_handles", None)
         if callable(init):
             init()
@@ -127,7 +120,7 @@ def tune_key(
             for i in workload.outputs:
                 poison(args[i])
             try:
-                jit[grid](*args, **kw, **cfg.kwargs, **_opts(cfg))
+                jit[grid](*args, **kw, **cfg.kwargs, **cfg.launch_options())
                 if device != "cpu":
                     torch.cuda.synchronize()
             except Exception as e:
@@ -161,7 +154,7 @@ def tune_key(
 
     def make_fn(cfg: Config) -> Any:
         grid = workload.grid_for(cfg, key)
-        opts = {**kw, **cfg.kwargs, **_opts(cfg)}
+        opts = {**kw, **cfg.kwargs, **cfg.launch_options()}
         launcher = jit[grid]
 
         def call() -> None:

@@ -26,11 +26,7 @@ def compile_rejection(tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs
     except ImportError:  # pragma: no cover
         OutOfResources = RuntimeError  # type: ignore[assignment,misc]
     jit = tuned._launcher()
-    opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-    if cfg.num_ctas != 1:
-        opts["num_ctas"] = cfg.num_ctas
-    if cfg.maxnreg is not None:
-        opts["maxnreg"] = cfg.maxnreg
+    opts = cfg.launch_options()
     try:
         compiled = jit.run(*args, grid=grid, warmup=True, **kwargs, **cfg.kwargs, **opts)
         init = getattr(compiled, "_init_handles", None)
@@ -60,11 +56,7 @@ def candidate_call(
     if saved is None:
         saved = {n: named[n].clone() for n in tuned.restore_value}
     jit = tuned._launcher()
-    opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-    if cfg.num_ctas != 1:
-        opts["num_ctas"] = cfg.num_ctas
-    if cfg.maxnreg is not None:
-        opts["maxnreg"] = cfg.maxnreg
+    opts = cfg.launch_options()
     full = {**named, **cfg.kwargs}
 
     def call() -> None:

@@ -48,13 +48,6 @@ class VerifyReport(RunResult):
         return "\n".join(lines) if lines else "every candidate is correct"
 
 
-def _launch_options(cfg: Config) -> dict[str, Any]:
-    opts: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-    if cfg.num_ctas != 1:
-        opts["num_ctas"] = cfg.num_ctas
-    if cfg.maxnreg is not None:
-        opts["maxnreg"] = cfg.maxnreg
-    return opts
 
 
 @contextlib.contextmanager
@@ -160,7 +153,7 @@ def _verify_one(
     grid = workload.grid_for(cfg, key)
     try:
         with _quiet_numpy():
-            runner[grid](*args, **caller_kw, **cfg.kwargs, **_launch_options(cfg))
+            runner[grid](*args, **caller_kw, **cfg.kwargs, **cfg.launch_options())
         if not on_cpu:
             torch.cuda.synchronize()
     except Exception as e:
