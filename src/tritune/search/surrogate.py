@@ -2,11 +2,13 @@
 
 The model is ridge regression on grid features (each parameter's position, its square, its one-hot
 value, and pairwise products), fitted to the log of every measured time: a multiplicative model of the
-kind GPU landscapes follow (tile size × warps × stages). A second ridge model of the failures seen so
-far steers away from regions that fail to compile or launch. After a small random design, each ask
-takes the unmeasured candidate the model ranks fastest among the neighbours of the best config
-found (a model-guided neighbourhood search), or the global model optimum when that neighbourhood is
-spent; a seeded share of asks stays random so that a wrong model cannot trap the search.
+kind GPU landscapes follow (tile size × warps × stages). Times above the median are capped before the
+fit: on the recorded H200 matmul, 5-10x register-spill cliffs otherwise bent the quadratic model away
+from the fast big-tile corner. A second ridge model of the failures seen so far steers away from
+regions that fail to compile or launch. After a maximin space-filling design, each ask takes the
+unmeasured candidate the model ranks fastest among the moves (one or two axes at once, diagonals
+included) around the best three configs found, every third ask the global model optimum instead, and
+a seeded share of asks stays random so that a wrong model cannot trap the search.
 Needs only numpy, so it runs where optuna is absent.
 
 >>> from tritune.space import Space, pow2
@@ -63,8 +65,11 @@ class SurrogateSearch(Strategy):
     ``max(8, 2 * dims, 4% of the candidates)``); ``explore``: share of later asks drawn at random;
     ``top``: how many of the best configs the local step refines around; ``global_every``: every
     that many model-guided asks, take the model's optimum over the whole space instead of the local
-    one; ``clip``: quantile of the measured log times above which they are capped before fitting, so
-    that cliffs (spills, 10x slow configs) do not bend the model where the fast configs are;
+    one; ``reach``: how many axes one local move may change at once (2 adds the diagonal moves such as
+    BLOCK_M/2 with BLOCK_N*2, or BLOCK_K*2 with one stage less); ``spread``: start with a maximin
+    space-filling design rather than uniform random; ``clip``: a quantile (<= 1) of the measured log
+    times, or a factor (> 1) over the best time, above which times are capped before fitting, so that
+    cliffs (register spills, 10x slow configs) do not bend the model where the fast configs are;
     ``alpha``: ridge penalty, or ``None`` to choose it at each fit by leave-one-out error among
     :data:`ALPHAS`.
     """
@@ -83,6 +88,7 @@ class SurrogateSearch(Strategy):
         global_every: int = 3,
         clip: float | None = 0.5,
         spread: bool = True,
+        reach: int = 2,
         alpha: float | None = None,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
@@ -92,14 +98,13 @@ class SurrogateSearch(Strategy):
         keep = std > 1e-12
         self._x = (feats[:, keep] - feats[:, keep].mean(axis=0)) / std[keep]
         n = len(self.candidates)
-        self.initial = (
-            initial if initial is not None else max(8, 2 * self.grid.dims, math.ceil(0.04 * n))
-        )
+        self.initial = initial if initial is not None else max(8, 2 * self.grid.dims, math.ceil(0.04 * n))
         self.explore = float(explore)
         self.top = max(1, int(top))
         self.global_every = max(0, int(global_every))
         self.clip = clip
         self.spread = bool(spread)
+        self.reach = max(1, int(reach))
         self.alpha = None if alpha is None else float(alpha)
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
         self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
@@ -118,7 +123,8 @@ class SurrogateSearch(Strategy):
         idx = np.fromiter(self._measured, dtype=np.int64)
         y = np.fromiter(self._measured.values(), dtype=float)
         if self.clip is not None:
-            y = np.minimum(y, np.quantile(y, self.clip))
+            cap = np.quantile(y, self.clip) if self.clip <= 1 else y.min() + math.log(self.clip)
+            y = np.minimum(y, cap)
         x = self._x[idx]
         alpha = self.alpha
         if alpha is None:
@@ -146,7 +152,11 @@ class SurrogateSearch(Strategy):
             if not chosen or not self.spread:
                 out.append(int(self.rng.choice(free)))
                 continue
-            d = np.abs(self._unit[free, None, :] - self._unit[None, chosen, :]).sum(axis=2).min(axis=1)
+            d = (
+                np.abs(self._unit[free, None, :] - self._unit[None, np.array(chosen, dtype=np.int64), :])
+                .sum(axis=2)
+                .min(axis=1)
+            )
             far = free[d >= d.max() - 1e-9]
             out.append(int(self.rng.choice(far)))
         return out
@@ -155,7 +165,8 @@ class SurrogateSearch(Strategy):
         """Unasked candidates within one grid step on every axis at once (diagonals too) of ``best_first``."""
         near = np.zeros(len(self.candidates), dtype=bool)
         for i in best_first:
-            near |= np.abs(self.grid.coords - self.grid.coords[i]).max(axis=1) <= 1
+            step = np.abs(self.grid.coords - self.grid.coords[i])
+            near |= (step.max(axis=1) <= 1) & (step.sum(axis=1) <= self.reach)
             near[self.grid.neighbours(i)] = True  # the axis moves that jump over illegal gaps
         return near & ~self._asked
 
