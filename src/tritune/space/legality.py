@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from tritune.config import Config
@@ -18,6 +18,11 @@ class Rejection:
 
     def __str__(self) -> str:
         return self.reason
+
+
+def format_rejections(rejected: Mapping[Config, str]) -> str:
+    """One indented line per rejected config with its reason, for error messages."""
+    return "\n".join(f"  {c.id}: {r}" for c, r in rejected.items())
 
 
 def check_static(

@@ -27,6 +27,7 @@ from tritune.errors import (
 )
 from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
 from tritune.space import Space, check_static
+from tritune.space.legality import format_rejections
 from tritune.tune.dispatch import make_fast, specialization
 from tritune.tune.keys import KeySpec
 
@@ -269,7 +270,7 @@ class Autotuned:
             rejected[cfg] = reason
         raise NoLegalConfigError(
             f"{name}: every candidate was rejected before launch for key {self.key_spec.as_dict(key)}:\n"
-            + "\n".join(f"  {c.id}: {r}" for c, r in rejected.items())
+            + format_rejections(rejected)
         )
 
 

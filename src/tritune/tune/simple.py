@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritune.config import Config
 from tritune.errors import NoLegalConfigError
+from tritune.space.legality import format_rejections
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned, Choice
@@ -115,7 +116,7 @@ def time_candidates(
     if not times:
         raise NoLegalConfigError(
             f"{tuned.info.name}: no candidate could run for key {tuned.key_spec.as_dict(key)}:\n"
-            + "\n".join(f"  {c.id}: {r}" for c, r in rejected.items())
+            + format_rejections(rejected)
         )
     best = min(times, key=lambda c: times[c])
     return Choice(best, "timed", f"{times[best]:.4f} ms median of {len(times)} timed candidates")

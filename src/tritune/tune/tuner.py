@@ -18,6 +18,7 @@ from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import NoLegalConfigError
 from tritune.outcome import Status
+from tritune.space.legality import format_rejections
 from tritune.tune.race import RaceOptions, race
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ class Tuner:
         if winner is None:
             raise NoLegalConfigError(
                 f"{tuned.info.name}: no candidate could be timed for key {tuned.key_spec.as_dict(key)}:\n"
-                + "\n".join(f"  {c.id}: {r}" for c, r in rejected.items())
+                + format_rejections(rejected)
             )
         return Choice(winner, "timed", f"{best_ms:.4f} ms median")
 
