@@ -40,7 +40,8 @@ class UntunedWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Choice:
-    """The config a key dispatches to, and how it was chosen: ``timed``, ``store``, ``pretuned`` or ``untuned``."""
+    """The config a key dispatches to, and how it was chosen: ``timed``, ``store``, ``pretuned``, ``untuned``
+    (no GPU, nothing measured) or ``replayed`` (recorded timings replayed by a test timer, not a measurement)."""
 
     config: Config
     source: str
@@ -48,7 +49,7 @@ class Choice:
 
     @property
     def tuned(self) -> bool:
-        return self.source != "untuned"
+        return self.source in ("timed", "store", "pretuned")
 
 
 def _resolve_on_no_gpu(value: str | None) -> str:
@@ -225,7 +226,8 @@ class Autotuned:
                 return hit
         legal, rejected = self.legal_configs(args, kwargs)
         why = gpu_unavailable_reason()
-        if why is not None:
+        replay = self.tuner is not None and getattr(self.tuner, "timer", None) is not None
+        if why is not None and not replay:
             return self._untuned(key, legal, rejected, args, kwargs, why)
         if self.tuner is not None:
             return self.tuner.tune(self, key, legal, rejected, args, kwargs, grid)

@@ -34,8 +34,14 @@ class Tuner:
     pretuned: str | Path | None = None
     race: RaceOptions = field(default_factory=RaceOptions)
     distributed: bool = False
+    #: With ``distributed``: rank 0 re-times the finalists (the winner and its ties) on its own GPU and every
+    #: rank adopts that answer, for clusters whose GPUs differ.
+    retime_finalists: bool = False
     precompile: bool = True
     jobs: int | None = None
+    #: For tests of the tuning logic without a GPU: a replay timer (``tritune.bench.ReplayTimer``) whose
+    #: ``measure_config`` replaces GPU timing. Choices it makes are labelled ``replayed``, never ``timed``.
+    timer: Any = None
     _store: Any = field(default=None, init=False, repr=False)
     _pretuned: Any = field(default=None, init=False, repr=False)
 
@@ -79,7 +85,7 @@ class Tuner:
             hit = pre.resolve(tkey)  # exact key, else the same source/key/dtypes on a compatible device
             if hit is not None and hit.config in legal:
                 return Choice(hit.config, "pretuned", f"{self.pretuned} ({hit.key.device})")
-        if interp:
+        if interp and self.timer is None:
             return None
         st = self._open_store()
         found: Config | None = None
@@ -102,17 +108,26 @@ class Tuner:
         from tritune.tune.simple import candidate_call, compile_rejection
 
         st = self._open_store()
-        tkey = self.tuning_key(tuned, key, interpreter=False)
+        gpu = gpu_unavailable_reason() is None
+        tkey = self.tuning_key(tuned, key, interpreter=not gpu)
         todo = list(legal) if self.distributed or st is None else st.missing(tkey, legal)
         asked = set(todo)  # every one of these gets a record, failures included
-        if self.precompile and todo:
+        if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
+            from tritune.screen.specialize import cuda_target, frontend_rejection
+
+            for cfg in todo:
+                why_not = frontend_rejection(tuned.fn, args, cfg, cuda_target(90), kwargs)
+                if why_not is not None:
+                    rejected[cfg] = why_not
+            todo = [c for c in todo if c not in rejected]
+        elif self.precompile and todo:
             from tritune.device import current_target
             from tritune.tune.precompile import precompile
 
             rejected.update(precompile(tuned._launcher(), todo, args, kwargs, current_target(), self.jobs))
             todo = [c for c in todo if c not in rejected]
-        runnable = []
-        for cfg in todo:
+        runnable = [] if gpu else list(todo)
+        for cfg in todo if gpu else ():
             why = compile_rejection(tuned, cfg, args, kwargs, grid)
             if why is None:
                 runnable.append(cfg)
@@ -130,7 +145,9 @@ class Tuner:
         result: Any = None
         if runnable:
             measure: Any
-            if tuned.do_bench is not None:
+            if self.timer is not None:
+                measure = self.timer.measure_config
+            elif tuned.do_bench is not None:
                 measure = _UserBench(tuned.do_bench, make_fn)
             else:
                 timer = EventTimer()
@@ -139,7 +156,8 @@ class Tuner:
             if self.distributed:
                 from tritune.dist import distributed_race
 
-                result = distributed_race(runnable, measure, label=_label(tuned, key), options=self.race)
+                result = distributed_race(runnable, measure, label=_label(tuned, key), options=self.race,
+                                          retime_finalists=self.retime_finalists)
             else:
                 result = race(runnable, measure, self.race)
         for c in cleanups:
@@ -165,7 +183,8 @@ class Tuner:
                 f"{tuned.info.name}: no candidate could be timed for key {tuned.key_spec.as_dict(key)}:\n"
                 + format_rejections(rejected)
             )
-        return Choice(winner, "timed", f"{best_ms:.4f} ms median")
+        source = "timed" if self.timer is None else "replayed"
+        return Choice(winner, source, f"{best_ms:.4f} ms median")
 
 
 @dataclass
