@@ -28,7 +28,7 @@ from tritune.errors import (
 from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
 from tritune.space import Space, check_static
 from tritune.space.legality import format_rejections
-from tritune.tune.dispatch import make_fast, specialization
+from tritune.tune.dispatch import make_fast
 from tritune.tune.keys import KeySpec
 
 ON_NO_GPU = ("warn", "error")
@@ -104,7 +104,8 @@ class Autotuned:
         self._warned = False
         self._last: Choice | None = None
         self._runner: Any = None
-        self._fast: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}
+        #: call key (key values, dtypes and the specialization facts of every argument) -> (Choice, FastLauncher)
+        self._hot: dict[tuple[Any, ...], tuple[Choice, Any]] = {}
         self._fast_ok = not self.reset_to_zero and gpu_unavailable_reason() is None
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -137,6 +138,12 @@ class Autotuned:
         return self._runner
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        if self._fast_ok and not kwargs:
+            # Hot path: one pass over the arguments gives the key and the binary's specialization.
+            hot = self._hot.get(self.key_spec.call_key(args))
+            if hot is not None:
+                self._last = hot[0]
+                return hot[1](args, grid)
         key = self.key_spec.of(args, kwargs)
         choice = self._cache.get(key)
         if choice is None:
@@ -148,15 +155,9 @@ class Autotuned:
                     self._cache[key] = choice
         self._last = choice
         if self._fast_ok and not kwargs:
-            by_spec = self._fast.get(key)
-            spec = specialization(args)
-            if by_spec is not None:
-                fl = by_spec.get(spec)
-                if fl is not None:
-                    return fl(args, grid)
             fl = make_fast(self._launcher(), choice.config, args, dict(self.info.defaults))
             if fl is not None:
-                self._fast.setdefault(key, {})[spec] = fl
+                self._hot[self.key_spec.call_key(args)] = (choice, fl)
                 return fl(args, grid)
         return self._launch(choice.config, args, kwargs, grid)
 

@@ -60,6 +60,24 @@ class KeySpec:
                 out.append(dt)  # the dtype object: hashing it is cheaper than formatting it on every call
         return tuple(out)
 
+    def call_key(self, args: Sequence[Any]) -> tuple[Any, ...]:
+        """For positional calls: the bucketed key values plus, per argument, what selects Triton's binary
+        (dtype and 16-byte alignment of a tensor; for an int: == 1, divisible by 16, fits in 32 bits)."""
+        out: list[Any] = []
+        n = len(args)
+        for pos, default, bucket in zip(self.positions, self.defaults, self.buckets):
+            out.append(bucket(args[pos] if pos < n else default))
+        for a in args:
+            dp = getattr(a, "data_ptr", None)
+            if dp is not None:
+                out.append(a.dtype)
+                out.append(dp() % 16 == 0)
+            elif type(a) is int:
+                out.append((a == 1, a % 16 == 0, -(2**31) <= a < 2**31))
+            else:
+                out.append(type(a))
+        return tuple(out)
+
     @staticmethod
     def public(key: tuple[Any, ...]) -> tuple[Any, ...]:
         """The key as Triton's autotuner shows it: dtypes as text."""
