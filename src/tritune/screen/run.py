@@ -113,6 +113,16 @@ def screen(
     )
 
 
+def compile_cost(config: Config) -> float:
+    """A rough, relative compile-time estimate: code size grows with the tile (the product of the integer
+    meta-parameters) and the pipeline depth, and each thread's share grows as the warps shrink."""
+    tile = 1.0
+    for v in config.kwargs.values():
+        if isinstance(v, int) and not isinstance(v, bool) and v > 1:
+            tile *= v
+    return tile * max(1, config.num_stages) / max(1, config.num_warps)
+
+
 def _screen_workload(
     w: Workload,
     path: Path | None,
@@ -167,6 +177,9 @@ def _screen_workload(
             by_hash[h] = screen_spec(spec, config, tgt, timeout, gate)
             note(by_hash[h])
     else:
+        # Longest first: the pool's wall time is bounded by its slowest compiles (ptxas on big tiles with
+        # few warps), so start those first instead of finding them last with the other workers idle.
+        hashes.sort(key=lambda h: -compile_cost(unique[h][1]))
         tasks = [Task(i, key_list[unique[h][0]], unique[h][1]) for i, h in enumerate(hashes)]
         pool = CompilePool(str(path), w.name, tgt, min(jobs, max(1, len(tasks))), gate)
         got = pool.run(tasks, timeout, lambda task, result: note(result))

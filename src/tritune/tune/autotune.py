@@ -105,7 +105,7 @@ class Autotuned:
         self._last: Choice | None = None
         self._runner: Any = None
         #: call key (key values, dtypes and the specialization facts of every argument) -> (Choice, FastLauncher)
-        self._hot: dict[tuple[Any, ...], tuple[Choice, Any]] = {}
+        self._hot: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
         self._fast_ok = not self.reset_to_zero and gpu_unavailable_reason() is None
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -138,12 +138,16 @@ class Autotuned:
         return self._runner
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
-        if self._fast_ok and not kwargs:
+        fast = self._fast_ok and not kwargs
+        if fast:
             # Hot path: one pass over the arguments gives the key and the binary's specialization.
-            hot = self._hot.get(self.key_spec.call_key(args))
+            ck = self.key_spec.call_key(args)
+            hot = self._hot.get(ck)
             if hot is not None:
                 self._last = hot[0]
-                return hot[1](args, grid)
+                if hot[1] is not None:
+                    return hot[1](args, grid)
+                return self._launch(hot[0].config, args, kwargs, grid)  # a config that needs Triton's path
         key = self.key_spec.of(args, kwargs)
         choice = self._cache.get(key)
         if choice is None:
@@ -154,10 +158,10 @@ class Autotuned:
                     choice = self._choose(key, args, kwargs, grid)
                     self._cache[key] = choice
         self._last = choice
-        if self._fast_ok and not kwargs:
+        if fast:
             fl = make_fast(self._launcher(), choice.config, args, dict(self.info.defaults))
+            self._hot[ck] = (choice, fl)
             if fl is not None:
-                self._hot[self.key_spec.call_key(args)] = (choice, fl)
                 return fl(args, grid)
         return self._launch(choice.config, args, kwargs, grid)
 
