@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import multiprocessing
 import os
-import time
 from pathlib import Path
 
 import decorator_workers as dw
 import pytest
+from ranks import run_ranks
 
 from tritune.store import SQLiteStore
 
@@ -18,24 +16,11 @@ pytestmark = pytest.mark.slow
 
 def test_ranks_split_agree_record_once_and_a_partial_miss_does_not_hang(tmp_path: Path) -> None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch.distributed", "triton", "tritune"])
     out = tmp_path / "out"
     out.mkdir()
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
-    procs = [ctx.Process(target=dw.run, args=(r, 2, str(tmp_path / "rdv"), str(out), str(a), str(b))) for r in range(2)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + 120
-    for p in procs:
-        p.join(max(0.1, deadline - time.monotonic()))
-    alive = [p for p in procs if p.is_alive()]
-    for p in alive:
-        p.kill()
-    assert not alive, "a rank hung"
-    res = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
-    for r in res:
-        assert "exception" not in r, r["exception"]
+    res = run_ranks(dw.run, 2, out, (str(tmp_path / "rdv"), str(out), str(a), str(b)),
+                    ["torch.distributed", "triton", "tritune"])
     # every rank adopts the same winner, the true best of the synthetic landscape, labelled replayed
     assert res[0]["first"] == res[1]["first"] == {"config": "BLOCK=512,num_warps=4,num_stages=3", "source": "replayed"}
     # the ranks split the legal candidates: each measured on exactly one rank; BLOCK=300 on none

@@ -6,13 +6,11 @@ timings (see session_workers.py).
 
 from __future__ import annotations
 
-import json
-import multiprocessing
-import time
 from pathlib import Path
 
 import pytest
 import session_workers as sw
+from ranks import run_ranks
 
 from tritune.config import Config
 from tritune.store import SQLiteStore
@@ -21,25 +19,11 @@ pytestmark = pytest.mark.slow
 
 
 def test_farmed_tune_matches_single_process_and_rank0_alone_writes(tmp_path: Path) -> None:
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch.distributed", "triton", "session_workers", "tritune.tune.session"])
     out = tmp_path / "out"
     out.mkdir()
     store_path = tmp_path / "store.sqlite"
-    args = (str(tmp_path / "rdv"), str(out), str(store_path))
-    procs = [ctx.Process(target=sw.farm, args=(r, 2, *args)) for r in range(2)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + 120
-    for p in procs:
-        p.join(max(0.1, deadline - time.monotonic()))
-    alive = [p for p in procs if p.is_alive()]
-    for p in alive:
-        p.kill()
-    assert not alive, "a rank hung"
-    res = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
-    for r in res:
-        assert "exception" not in r, r["exception"]
+    res = run_ranks(sw.farm, 2, out, (str(tmp_path / "rdv"), str(out), str(store_path)),
+                    ["torch.distributed", "triton", "session_workers", "tritune.tune.session"])
 
     wl = sw.gelu()
     single = sw.tune_gelu(wl, None, 100, None).to_json()

@@ -98,6 +98,10 @@ class Autotuned:
         self.post_hook = post_hook
         self.do_bench = do_bench
         self.on_no_gpu = _resolve_on_no_gpu(on_no_gpu)
+        if tuner is None:
+            from tritune.tune.tuner import Tuner
+
+            tuner = Tuner(store=False)
         self.tuner = tuner
         self._cache: dict[tuple[Any, ...], Choice] = {}
         self._lock = threading.Lock()
@@ -225,20 +229,14 @@ class Autotuned:
         return configs
 
     def _choose(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
-        if self.tuner is not None:
-            hit = self.tuner.lookup(self, key, args, kwargs)
-            if hit is not None:
-                return hit
+        hit = self.tuner.lookup(self, key, args, kwargs)
+        if hit is not None:
+            return hit
         legal, rejected = self.legal_configs(args, kwargs)
         why = gpu_unavailable_reason()
-        replay = self.tuner is not None and getattr(self.tuner, "timer", None) is not None
-        if why is not None and not replay:
+        if why is not None and getattr(self.tuner, "timer", None) is None:
             return self._untuned(key, legal, rejected, args, kwargs, why)
-        if self.tuner is not None:
-            return self.tuner.tune(self, key, legal, rejected, args, kwargs, grid)
-        from tritune.tune.simple import time_candidates
-
-        return time_candidates(self, key, legal, rejected, args, kwargs, grid)
+        return self.tuner.tune(self, key, legal, rejected, args, kwargs, grid)
 
     def _untuned(
         self,

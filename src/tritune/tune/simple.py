@@ -1,4 +1,4 @@
-"""Timing candidates of a decorated kernel on the GPU: the call each timing run makes, and a plain sweep.
+"""What one timing run of a decorated kernel does: the compile-and-load check, and the timed call.
 
 ``candidate_call`` builds the zero-argument function a timer runs for one config, honouring
 ``reset_to_zero``, ``restore_value``, ``pre_hook`` and ``post_hook`` with triton.autotune's meaning, so
@@ -11,11 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tritune.config import Config
-from tritune.errors import NoLegalConfigError
-from tritune.space.legality import format_rejections
 
 if TYPE_CHECKING:
-    from tritune.tune.autotune import Autotuned, Choice
+    from tritune.tune.autotune import Autotuned
 
 
 def compile_rejection(tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> str | None:
@@ -83,40 +81,3 @@ def candidate_call(
             named[n].copy_(v)
 
     return call, cleanup
-
-
-def time_candidates(
-    tuned: Autotuned,
-    key: tuple[Any, ...],
-    legal: list[Config],
-    rejected: dict[Config, str],
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    grid: Any,
-) -> Choice:
-    """Compile every legal candidate, drop those the GPU cannot run, time the rest, keep the fastest."""
-    from tritune.bench import bench
-    from tritune.tune.autotune import Choice
-
-    times: dict[Config, float] = {}
-    for cfg in legal:
-        reason = compile_rejection(tuned, cfg, args, kwargs, grid)
-        if reason is not None:
-            rejected[cfg] = reason
-            continue
-        call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
-        try:
-            if tuned.do_bench is not None:
-                t = tuned.do_bench(call)
-                times[cfg] = float(t[0] if isinstance(t, (list, tuple)) else t)
-            else:
-                times[cfg] = bench(call).median_ms
-        finally:
-            cleanup()
-    if not times:
-        raise NoLegalConfigError(
-            f"{tuned.info.name}: no candidate could run for key {tuned.key_spec.as_dict(key)}:\n"
-            + format_rejections(rejected)
-        )
-    best = min(times, key=lambda c: times[c])
-    return Choice(best, "timed", f"{times[best]:.4f} ms median of {len(times)} timed candidates")
