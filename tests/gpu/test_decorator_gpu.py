@@ -90,8 +90,6 @@ def test_tune_session_on_gpu(tmp_path):
 @pytest.mark.gpu
 def test_fast_dispatch_matches_and_falls_back_on_misaligned_pointers():
     need_gpu()
-    from tritune.tune.dispatch import FastLauncher
-
     k = tritune.autotune(configs=CONFIGS[:-1], key=["n"], store=False)(_gelu)
     n = 4096
     base = torch.randn(n + 1, device="cuda")
@@ -99,7 +97,7 @@ def test_fast_dispatch_matches_and_falls_back_on_misaligned_pointers():
     grid = lambda m: (triton.cdiv(n, m["BLOCK"]),)  # noqa: E731
     k[grid](x, out, n)
     k[grid](x, out, n)
-    assert len(k._hot) == 1 and all(isinstance(fl, FastLauncher) for _, fl in k._hot.values())
+    assert len(k._hot) == 1 and all(getattr(fl, "__name__", "") == "launch" for _, fl in k._hot.values())
     torch.testing.assert_close(out, torch.nn.functional.gelu(x), atol=1e-5, rtol=1e-5)
     xm, outm = base[1:], torch.empty(n + 1, device="cuda")[1:]  # 4-byte offset: not 16-byte aligned
     k[grid](xm, outm, n)

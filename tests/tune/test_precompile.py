@@ -30,3 +30,51 @@ def test_nothing_to_do_when_cached(tmp_path, monkeypatch):
     cfg = Config({"BLOCK": 64})
     specialize(scale_kernel, args, cfg, cuda_target(90)).compile()
     assert precompile(scale_kernel, [cfg], args, {}, cuda_target(90), jobs=2) == {}
+
+
+_FORKED_SCRIPT = r"""
+import json, sys
+import torch, triton, triton.language as tl
+from tritune import Config
+from tritune.screen.specialize import cuda_target, specialize
+from tritune.tune import precompile as pc
+
+
+def build():
+    @triton.jit
+    def local_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # defined in a function: not importable
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+    return local_kernel
+
+
+k = build()
+assert pc._locate(k) is None and pc._fork_ok()
+x = torch.randn(4096)
+args = (x, torch.empty_like(x), 4096)
+cfgs = [Config({"BLOCK": b}, num_warps=w) for b in (128, 1024) for w in (1, 4)] + [Config({"BLOCK": 96})]
+failed = pc.precompile(k, cfgs, args, {}, cuda_target(90), jobs=2)
+print(json.dumps({"failed": [c.id for c in failed],
+                  "cached": [pc._cached(specialize(k, args, c, cuda_target(90))) for c in cfgs[:4]],
+                  "left": len(pc._FORKED)}))
+"""
+
+
+def test_forked_workers_compile_a_kernel_defined_in_a_function(tmp_path):
+    """Without the interpreter (as on a GPU machine) workers are forked and compile the inherited kernel
+    object itself: a kernel no worker could import still compiles in parallel."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    script = tmp_path / "script.py"  # Triton reads a kernel's source from its file
+    script.write_text(_FORKED_SCRIPT)
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(res["failed"]) == 1 and "BLOCK=96" in res["failed"][0]  # not a power of 2
+    assert res["cached"] == [True, True, True, True]  # exactly the binaries the JIT will look for
+    assert res["left"] == 0  # the kernel is not kept alive after the pool

@@ -123,9 +123,11 @@ def test_budget_stop_and_none_measured() -> None:
     res = race(land.configs, ReplayTimer(land, noise=0.2, seed=0).measure_config, RaceOptions(max_rounds=0))
     assert res.stop == "budget" and res.rounds == 0 and res.measurements == 20
     assert res.winner is not None and land.best.config in {res.winner, *res.ties}
+    same = [LandscapePoint(Config({"B": b}), Status.MEASURED, 0.1) for b in range(20)]  # 20 exact ties
+    flat = Landscape.from_points("k", "synthetic", {}, same)
     capped = race(
-        land.configs,
-        ReplayTimer(land, noise=0.2, seed=0).measure_config,
+        flat.configs,
+        ReplayTimer(flat, noise=0.2, seed=0).measure_config,
         RaceOptions(brief_budget_s=0.001, round_budget_s=0.001, total_budget_s=0.01),
     )
     assert capped.stop == "budget" and capped.device_s < 0.01 + 20 * 0.0011

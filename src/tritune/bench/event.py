@@ -266,10 +266,16 @@ class EventTimer:
     ) -> tuple[list[float], int]:  # fmt: skip
         samples: list[float] = []
         pad = self._launch_pad(fns)
+        # One sample costs the flush, the pad and the run on the GPU: size batches so that even the first
+        # one stays within the budget (a brief look in a race is a few ms, not a 10 ms batch).
+        sample_ms = est_ms + self.pad_us / 1000.0
         deadline = time.perf_counter() + budget_s
-        batch = max(min_samples, min(1000, int(self.batch_ms / est_ms)))
+        batch = max(min_samples, min(1000, int(self.batch_ms / sample_ms), int(budget_s * 1000 / sample_ms)))
         k = 0
         while True:
+            left_ms = max(0.0, (deadline - time.perf_counter()) * 1000)
+            if samples:  # never plan past the deadline (at least one sample, so the loop ends)
+                batch = min(batch, max(1, int(left_ms / sample_ms)))
             batch = max(1, min(batch, max_samples - len(samples)))
             starts = [self._event() for _ in range(batch)]
             ends = [self._event() for _ in range(batch)]

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -98,17 +99,6 @@ class _Worker:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         self._close()
 
-    def stop(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return
-        self._close()
-
     def _close(self) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
@@ -118,6 +108,28 @@ class _Worker:
         with contextlib.suppress(OSError):
             os.close(self.fd)
         self.fd = -1
+
+
+def _stop_all(workers: Sequence[_Worker], grace_s: float = 10.0) -> None:
+    """Stop every worker at once, without waiting for them: close all their inputs (each then exits), and
+    reap them on a background thread, killing any still alive after ``grace_s``. A Python interpreter's
+    exit takes about 0.8 s; stopping 16 workers one after another cost 13 s before the session could go on."""
+    for w in workers:
+        with contextlib.suppress(OSError, ValueError):
+            assert w.proc.stdin is not None
+            w.proc.stdin.close()
+
+    def reap() -> None:
+        deadline = time.monotonic() + grace_s
+        for w in workers:
+            try:
+                w.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                w.kill()
+                continue
+            w._close()
+
+    threading.Thread(target=reap, name="tritune-reap-compile-workers", daemon=True).start()
 
 
 class CompilePool:
@@ -175,8 +187,7 @@ class CompilePool:
                             finish(task, _timeout_result(task, timeout))
                             self._replace(w, workers, pending)
         finally:
-            for w in workers:
-                w.stop()
+            _stop_all(workers)
         return results
 
     def _spawn(self) -> _Worker:

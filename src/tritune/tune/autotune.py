@@ -13,7 +13,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tritune.config import Config, as_config
@@ -46,6 +46,9 @@ class Choice:
     config: Config
     source: str
     detail: str = ""
+    #: How the choice was made, when it was timed: seconds spent per phase (precompile, load, race) and
+    #: the race's summary (stop, rounds, measurements, device seconds). Not part of equality.
+    stats: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def tuned(self) -> bool:
@@ -110,6 +113,7 @@ class Autotuned:
         self._runner: Any = None
         #: call key (key values, dtypes and the specialization facts of every argument) -> (Choice, FastLauncher)
         self._hot: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
+        self._call_key: Callable[[Sequence[Any]], tuple[Any, ...]] = self.key_spec.call_key
         self._fast_ok = not self.reset_to_zero and gpu_unavailable_reason() is None
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -144,8 +148,8 @@ class Autotuned:
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
         fast = self._fast_ok and not kwargs
         if fast:
-            # Hot path: one pass over the arguments gives the key and the binary's specialization.
-            ck = self.key_spec.call_key(args)
+            # Hot path: one generated expression gives the key and the binary's specialization.
+            ck = self._call_key(args)
             hot = self._hot.get(ck)
             if hot is not None:
                 self._last = hot[0]
@@ -163,10 +167,12 @@ class Autotuned:
                     self._cache[key] = choice
         self._last = choice
         if fast:
+            if self._call_key == self.key_spec.call_key:  # the first call shows the argument kinds
+                self._call_key = self.key_spec.compiled_call_key(args)
             fl = make_fast(self._launcher(), choice.config, args, dict(self.info.defaults))
-            self._hot[ck] = (choice, fl)
+            self._hot[ck] = (choice, fl.launch if fl is not None else None)
             if fl is not None:
-                return fl(args, grid)
+                return fl.launch(args, grid)
         return self._launch(choice.config, args, kwargs, grid)
 
     def _refuse_during_capture(self, key: tuple[Any, ...]) -> None:

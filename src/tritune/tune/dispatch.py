@@ -15,30 +15,24 @@ from typing import Any
 
 from tritune.config import Config
 
-_I32 = (-(2**31), 2**31)
 
+def _current_device(triton_default: Callable[[], int]) -> Callable[[], int]:
+    """torch's raw current-device query: ``torch.cuda.current_device`` (Triton's) also re-checks lazy CUDA
+    initialization on every call, which a launcher built from a loaded binary no longer needs."""
+    try:
+        import torch
 
-def specialization(args: Sequence[Any]) -> tuple[Any, ...]:
-    """The facts about ``args`` that select a Triton binary (beyond dtypes, which are part of the key)."""
-    out: list[Any] = []
-    for a in args:
-        dp = getattr(a, "data_ptr", None)
-        if dp is not None:
-            out.append(dp() % 16 == 0)
-        elif type(a) is int:
-            out.append((a == 1, a % 16 == 0, _I32[0] <= a < _I32[1]))
-        else:
-            out.append(type(a))
-    return tuple(out)
-
-
+        raw = torch._C._cuda_getDevice
+        return raw if callable(raw) else triton_default
+    except (ImportError, AttributeError):  # pragma: no cover
+        return triton_default
 
 
 class FastLauncher:
     """One compiled (kernel, config, specialization), launchable with positional runtime arguments."""
 
-    __slots__ = ("_device", "_knobs", "_stream", "arg_names", "function", "kernel", "meta", "n_pos", "packed", "run",
-                 "tail")
+    __slots__ = ("_device", "_knobs", "_stream", "arg_names", "function", "kernel", "launch", "meta", "n_pos", "packed",
+                 "run", "tail")
 
     def __init__(self, jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any]) -> None:
         from triton import knobs
@@ -65,29 +59,46 @@ class FastLauncher:
         self.function = kernel.function
         self.packed = kernel.packed_metadata
         self.meta = cfg.kwargs
-        self._device = driver.active.get_current_device
+        self._device = _current_device(driver.active.get_current_device)
         self._stream = driver.active.get_current_stream
         self._knobs = knobs.runtime
+        self.launch = self._generate()
 
     def __call__(self, args: Sequence[Any], grid: Any) -> Any:
-        full = (*args, *self.tail) if self.tail else tuple(args)
-        if callable(grid):
-            grid = grid(dict(zip(self.arg_names, full)))
-        n = len(grid)
-        stream = self._stream(self._device())
-        enter = self._knobs.launch_enter_hook
-        leave = self._knobs.launch_exit_hook
-        # Triton >= 3.5 keeps hooks in a HookChain that is never None; an empty chain is no hook at all,
-        # and skipping it also skips building the launch metadata that only hooks read.
-        if enter is not None and getattr(enter, "calls", True):
-            lm = self.kernel.launch_metadata(grid, stream, *full)
-        else:
-            enter, lm = None, None
-        if leave is not None and not getattr(leave, "calls", True):
-            leave = None
-        self.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, stream, self.function, self.packed, lm,
-                 enter, leave, *full)
-        return self.kernel
+        return self.launch(args, grid)
+
+    def _generate(self) -> Callable[[Sequence[Any], Any], Any]:
+        """The per-call code, generated for this kernel's arity (as Triton generates its binder): the grid's
+        meta dict as one literal, the launch's arguments spelled out, no loops or tuple building."""
+        n = self.n_pos
+        pos = [f"a{i}" for i in range(n)]
+        tail = [f"t{i}" for i in range(len(self.tail))]
+        full = ", ".join(pos + tail)
+        meta = ", ".join(f"{name!r}: {v}" for name, v in zip(self.arg_names, pos + tail))
+        env: dict[str, Any] = {f"t{i}": v for i, v in enumerate(self.tail)}
+        env.update(kernel=self.kernel, run=self.run, function=self.function, packed=self.packed,
+                   knobs=self._knobs, device=self._device, stream_of=self._stream)
+        src = (
+            "def launch(args, grid):\n"
+            + (f"    {''.join(p + ', ' for p in pos)}= args\n" if n else "")
+            + f"    if callable(grid):\n        grid = grid({{{meta}}})\n"
+            "    n = len(grid)\n"
+            "    stream = stream_of(device())\n"
+            # Triton >= 3.5 keeps hooks in a HookChain that is never None; an empty chain is no hook at all,
+            # and skipping it also skips building the launch metadata that only hooks read.
+            "    enter = knobs.launch_enter_hook\n"
+            "    if enter is not None and getattr(enter, 'calls', True):\n"
+            f"        lm = kernel.launch_metadata(grid, stream, {full})\n"
+            "    else:\n        enter = lm = None\n"
+            "    leave = knobs.launch_exit_hook\n"
+            "    if leave is not None and not getattr(leave, 'calls', True):\n        leave = None\n"
+            "    run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, stream, function, packed, lm, "
+            f"enter, leave, {full})\n"
+            "    return kernel\n"
+        )
+        exec(compile(src, f"<tritune launch {self.kernel.name if hasattr(self.kernel, 'name') else ''}>", "exec"), env)
+        fn: Callable[[Sequence[Any], Any], Any] = env["launch"]
+        return fn
 
 
 def make_fast(jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any]) -> FastLauncher | None:

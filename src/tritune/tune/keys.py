@@ -13,6 +13,17 @@ def _identity(v: Any) -> Any:
     return v
 
 
+def _miss() -> Any:
+    raise AttributeError("argument kind changed: use the generic call key")
+
+
+def _other(a: Any) -> Any:
+    """call_key's item for an argument that is neither a tensor nor an int (its type); else a miss."""
+    if type(a) is int or getattr(a, "data_ptr", None) is not None:
+        _miss()
+    return type(a)
+
+
 @dataclass(frozen=True)
 class KeySpec:
     """Which arguments form the key, where they sit in the call, and how each value is bucketed."""
@@ -77,6 +88,42 @@ class KeySpec:
             else:
                 out.append(type(a))
         return tuple(out)
+
+    def compiled_call_key(self, args: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+        """:meth:`call_key`, as generated code specialized to the argument kinds of ``args`` (as Triton builds
+        its own binder): one tuple expression, no loop. It returns exactly what ``call_key`` returns for
+        any call; a call of another arity or argument kind falls back to ``call_key`` itself."""
+        n = len(args)
+        env: dict[str, Any] = {"generic": self.call_key, "other": _other, "miss": _miss}
+        items: list[str] = []
+        for j, (pos, default, bucket) in enumerate(zip(self.positions, self.defaults, self.buckets)):
+            if pos >= n:
+                env[f"c{j}"] = bucket(default)
+                items.append(f"c{j}")
+            elif bucket is _identity:
+                items.append(f"a{pos}")
+            else:
+                env[f"b{j}"] = bucket
+                items.append(f"b{j}(a{pos})")
+        for i, a in enumerate(args):
+            if getattr(a, "data_ptr", None) is not None:
+                items += [f"a{i}.dtype", f"a{i}.data_ptr() % 16 == 0"]
+            elif type(a) is int:
+                items.append(f"((a{i} == 1, a{i} % 16 == 0, -2147483648 <= a{i} < 2147483648) "
+                             f"if type(a{i}) is int else miss())")
+            else:
+                items.append(f"other(a{i})")
+        names = "".join(f"a{i}, " for i in range(n))
+        src = (
+            "def call_key(args):\n"
+            f"    if len(args) != {n}:\n        return generic(args)\n"
+            + (f"    {names}= args\n" if n else "")
+            + f"    try:\n        return ({''.join(x + ', ' for x in items)})\n"
+            "    except AttributeError:\n        return generic(args)\n"
+        )
+        exec(compile(src, f"<tritune call_key {'/'.join(self.names)}>", "exec"), env)
+        fn: Callable[[Sequence[Any]], tuple[Any, ...]] = env["call_key"]
+        return fn
 
     @staticmethod
     def public(key: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -2,17 +2,29 @@
 
 Compiling is most of a cold tuning (Triton compiles one config at a time). Each candidate's exact JIT
 specialization is built here from the real arguments (:func:`tritune.screen.specialize`), candidates
-whose binary is already in Triton's on-disk cache are skipped, and the rest go to spawned workers that
-re-import the kernel's module by name and run ``triton.compile`` into that same cache. The JIT's first
-launch then only loads the binary. Kernels defined in ``__main__`` (a script) cannot be re-imported
-without re-running the script, so they compile in this process, one at a time.
+whose binary is already in Triton's on-disk cache are skipped, and the rest go to worker processes that
+run ``triton.compile`` into that same cache. The JIT's first launch then only loads the binary.
+
+Workers are **forked** where the platform allows and this process does not run Triton's interpreter:
+they start at once with everything already imported (a spawned worker spends seconds importing torch
+and Triton), and they compile the very kernel object of this process, so kernels defined in a script or
+inside a function work too. The garbage collector is frozen across the fork so that no worker ever
+finalizes an object (a CUDA tensor, say) it inherited; workers never touch the GPU. Elsewhere workers
+are spawned and re-import the kernel's module by name; a kernel that cannot be found that way
+(defined in ``__main__`` or a function) then compiles in this process, one config at a time.
+Candidates go longest compile first (big tiles on few warps), so the slowest compile starts at once
+instead of last, and the pool is not waited on to exit.
 """
 
 from __future__ import annotations
 
+import gc
+import itertools
 import multiprocessing as mp
 import os
 import sys
+import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -51,6 +63,31 @@ def _compile_task(module: str, qualname: str, path: list[str], sig: dict[str, st
     except Exception as e:
         return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
     return None
+
+
+#: Kernels handed to forked workers by token: a forked worker inherits this dict as it was at the fork.
+_FORKED: dict[int, Any] = {}
+_FORK_LOCK = threading.Lock()
+_TOKENS = itertools.count()
+
+
+def _compile_forked(token: int, sig: dict[str, str], constexprs: dict[Any, Any], attrs: dict[Any, Any],
+                    options: dict[str, Any], target: tuple[str, Any, int]) -> str | None:
+    """Worker side, forked: compile one specialization of the inherited kernel into Triton's cache."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    try:
+        triton.compile(ASTSource(_FORKED[token], sig, constexprs, attrs), target=GPUTarget(*target), options=options)
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
+    return None
+
+
+def _fork_ok() -> bool:
+    interp = os.environ.get("TRITON_INTERPRET", "0").strip().lower() not in ("", "0", "false", "off")
+    return not interp and "fork" in mp.get_all_start_methods()
 
 
 def _locate(jit: Any) -> tuple[str, str] | None:
@@ -95,32 +132,53 @@ def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs:
             continue
         if not _cached(spec):
             todo.append((cfg, spec))
-    where = _locate(jit)
-    if len(todo) < 2 or jobs < 2 or where is None:
+    if len(todo) < 2 or jobs < 2:
         return failed  # the JIT compiles what is left on first use, in this process
-    module, qualname = where
+    from tritune.screen.run import compile_cost
+
+    todo.sort(key=lambda item: -compile_cost(item[0]))  # the slowest compile starts first, not last
     tgt = (target.backend, target.arch, target.warp_size)
-    ctx = mp.get_context("spawn")
-    # Workers must import triton with the interpreter off (its jitted helpers are built at import time),
-    # and spawned processes take the environment they start with.
-    saved = os.environ.pop("TRITON_INTERPRET", None)
+    workers = min(jobs, len(todo))
+    token = None
+    if _fork_ok():
+        with _FORK_LOCK:
+            token = next(_TOKENS)
+            _FORKED[token] = jit
+            gc.freeze()  # inherited objects stay out of the workers' collections
+            try:
+                with warnings.catch_warnings():  # 3.12 warns on fork() in a process with threads
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
+                    futs = {cfg: pool.submit(_compile_forked, token, spec.signature, spec.constexprs, spec.attrs,
+                                             dict(spec.options.__dict__), tgt) for cfg, spec in todo}
+            finally:
+                gc.unfreeze()
+    else:
+        where = _locate(jit)
+        if where is None:
+            return failed
+        module, qualname = where
+        # Spawned workers must import triton with the interpreter off (its jitted helpers are built at
+        # import time), and they take the environment they start with.
+        saved = os.environ.pop("TRITON_INTERPRET", None)
+        try:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+            futs = {cfg: pool.submit(_compile_task, module, qualname, list(sys.path), spec.signature, spec.constexprs,
+                                     spec.attrs, dict(spec.options.__dict__), tgt) for cfg, spec in todo}
+        finally:
+            if saved is not None:
+                os.environ["TRITON_INTERPRET"] = saved
     try:
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx)
-        futs = {
-            cfg: pool.submit(_compile_task, module, qualname, list(sys.path), spec.signature, spec.constexprs,
-                             spec.attrs, dict(spec.options.__dict__), tgt)
-            for cfg, spec in todo
-        }
-    finally:
-        if saved is not None:
-            os.environ["TRITON_INTERPRET"] = saved
-    with pool:
         for cfg, fut in futs.items():
             try:
                 why = fut.result()
-            except Exception as e:  # a worker died: let the in-process compile report it
+            except Exception:  # a worker died: the in-process compile at first launch reports it
                 why = None
-                del e
             if why is not None:
                 failed[cfg] = f"{jit.__name__} does not compile with {cfg.id}: {why}"
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # results are in; workers exit on their own
+        if token is not None:
+            with _FORK_LOCK:
+                _FORKED.pop(token, None)
     return failed

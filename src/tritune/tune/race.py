@@ -6,11 +6,16 @@ many comparisons) lies wholly above the smallest upper bound among the survivors
 survivors one after another, round-robin, so drift in clocks or temperature hits all of them alike.
 Samples accumulate across rounds. The race stops when
 
-* ``decided``: one survivor is left (it is the best with confidence); it is then timed on until its own
-  95% interval is within ``rel_tol`` of its median (or its budget is spent), so its reported time is good;
-* ``tied``: every other survivor is within ``rel_tol`` of the leader with confidence
-  (:func:`~tritune.bench.stats.within`: ``other.ci_high <= leader.ci_low + rel_tol * leader.median``);
-* ``budget``: rounds, the total budget or every survivor's own budget ran out first.
+* ``decided``: one survivor is left (it is the best with confidence);
+* ``tied``: no other survivor can be more than ``rel_tol`` faster than the leader, with confidence
+  (:func:`~tritune.bench.stats.within`: ``leader.ci_high <= other.ci_low + rel_tol * other.median`` for
+  every other survivor). Whichever of them is truly best, the leader is within ``rel_tol`` of it.
+  After either, the winner is timed on until its own 95% interval is within ``rel_tol`` of its median
+  (or its budget is spent), so its reported time is good;
+* ``budget``: rounds, the total budget or every survivor's own budget ran out first. The total budget is
+  ``total_budget_s`` if given, else ``budget_per_candidate_s`` times the number of candidates: a race
+  never spends more device time than that, however many near-ties it meets (``triton.autotune`` spends
+  about 125 ms per candidate).
 
 The winner is the survivor with the smallest median; ``ties`` are the other survivors, the configs the
 race could not tell apart from it (within ``rel_tol`` when ``tied``). The race knows no GPU: it calls a
@@ -41,6 +46,7 @@ class RaceOptions:
     rel_tol: float = 0.01
     max_rounds: int = 40
     total_budget_s: float | None = None
+    budget_per_candidate_s: float | None = 0.025
     candidate_budget_s: float = 0.5
     elimination_confidence: float = 0.99
     polish: bool = True
@@ -48,6 +54,10 @@ class RaceOptions:
     def __post_init__(self) -> None:
         if min(self.brief_budget_s, self.round_budget_s, self.candidate_budget_s, self.rel_tol) <= 0:
             raise ValueError("race budgets and rel_tol must be positive")
+        if (self.total_budget_s is not None and self.total_budget_s <= 0) or (
+            self.budget_per_candidate_s is not None and self.budget_per_candidate_s <= 0
+        ):
+            raise ValueError("total_budget_s and budget_per_candidate_s must be positive (or None)")
         if self.max_rounds < 0 or not 0.5 < self.elimination_confidence < 1:
             raise ValueError("max_rounds must be >= 0 and elimination_confidence in (0.5, 1)")
 
@@ -181,8 +191,16 @@ class _Race:
             return False
         return m.converged(self.opts.rel_tol) or self.spent[c] >= self.opts.candidate_budget_s
 
+    @property
+    def total_budget_s(self) -> float | None:
+        if self.opts.total_budget_s is not None:
+            return self.opts.total_budget_s
+        per = self.opts.budget_per_candidate_s
+        return None if per is None else per * len(self.candidates)
+
     def out_of_budget(self) -> bool:
-        return self.opts.total_budget_s is not None and self.device_s >= self.opts.total_budget_s
+        total = self.total_budget_s
+        return total is not None and self.device_s >= total
 
     def run(self) -> tuple[RaceStop, int]:
         for c in self.candidates:
@@ -198,7 +216,10 @@ class _Race:
             if not others:
                 self.polish(lead)
                 return "decided", rounds
-            if all(within(self.meas[c], self.meas[lead], self.opts.rel_tol) for c in others):
+            if all(within(self.meas[lead], self.meas[c], self.opts.rel_tol) for c in others):
+                # The leader is within rel_tol of whichever survivor is truly best; the others could not
+                # be told apart from it at the elimination confidence: they are its ties.
+                self.polish(lead)
                 return "tied", rounds
             active = [c for c in alive if self.spent[c] < self.opts.candidate_budget_s]
             if rounds >= self.opts.max_rounds or self.out_of_budget() or not active:

@@ -9,6 +9,7 @@ faster of the new race winner and the stored winner: adding a config to the list
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,8 @@ class Tuner:
         st = self._open_store()
         gpu = gpu_unavailable_reason() is None
         tkey = self.tuning_key(tuned, key, interpreter=not gpu)
+        clock = time.perf_counter()
+        stats: dict[str, Any] = {"candidates": len(legal)}
         todo = list(legal) if self.distributed or st is None else st.missing(tkey, legal)
         asked = set(todo)  # every one of these gets a record, failures included
         if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
@@ -126,6 +129,8 @@ class Tuner:
 
             rejected.update(precompile(tuned._launcher(), todo, args, kwargs, current_target(), self.jobs))
             todo = [c for c in todo if c not in rejected]
+        stats["precompile_s"] = round(time.perf_counter() - clock, 3)
+        clock = time.perf_counter()
         runnable = [] if gpu else list(todo)
         for cfg in todo if gpu else ():
             why = compile_rejection(tuned, cfg, args, kwargs, grid)
@@ -142,6 +147,8 @@ class Tuner:
             cleanups.append(cleanup)
             return call
 
+        stats["load_s"] = round(time.perf_counter() - clock, 3)
+        clock = time.perf_counter()
         result: Any = None
         if runnable:
             measure: Any
@@ -162,6 +169,10 @@ class Tuner:
                 result = race(runnable, measure, self.race)
         for c in cleanups:
             c()
+        stats["race_s"] = round(time.perf_counter() - clock, 3)
+        if result is not None:
+            stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
+                             "device_s": round(result.device_s, 3)}
         recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in asked]
         winner, best_ms = None, None
         if result is not None:
@@ -184,7 +195,7 @@ class Tuner:
                 + format_rejections(rejected)
             )
         source = "timed" if self.timer is None else "replayed"
-        return Choice(winner, source, f"{best_ms:.4f} ms median")
+        return Choice(winner, source, f"{best_ms:.4f} ms median", stats=stats)
 
 
 @dataclass
