@@ -126,6 +126,10 @@ def run_decorator(part: Part, make: Callable[[], Any], what: str) -> list[dict[s
         torch.cuda.synchronize()
         out.append({**part.tag(key), "wall_s": time.perf_counter() - t,
                     "winner": winner_json(k.best_config, part.kwargs)})  # fmt: skip
+        choice = getattr(k, "_last", None)  # tritune's Choice: how the pick was made (phases, race, ties)
+        if choice is not None and getattr(choice, "stats", None):
+            out[-1]["stats"] = choice.stats
+            out[-1]["tie_ids"] = choice.stats.get("race", {}).get("ties", [])
         log(f"[{part.name}] {what} {part.label(key)}: {out[-1]['wall_s']:.2f} s -> "
             f"{cid(out[-1]['winner'])}")  # fmt: skip
     return out
@@ -209,8 +213,9 @@ def stability(eng: str, entries: list[dict[str, Any]]) -> tuple[str, bool | None
         ok = all(a == b or a in tb or b in ta for a, ta in zip(ids, ties) for b, tb in zip(ids, ties))
         return text + f"; same or in another repeat's race ties: {'yes' if ok else 'NO'}", ok
     if eng == DECORATOR:
-        ok = len(set(ids)) == 1 or all(e["quality"] is not None and e["quality"] <= 1.01 for e in entries)
-        return text + f"; same or within 1% of the best in the top-10 re-measurement: {'yes' if ok else 'NO'}", ok
+        ties = [set(e.get("tie_ids") or []) for e in entries]
+        ok = all(a == b or a in tb or b in ta for a, ta in zip(ids, ties) for b, tb in zip(ids, ties))
+        return text + f"; same or in another repeat's race ties: {'yes' if ok else 'NO'}", ok
     return text, None
 
 
@@ -291,6 +296,7 @@ def main() -> None:
     ap.add_argument("--mm-repeats", type=int, default=None, help="tritune repeats for matmul (default --repeats)")
     ap.add_argument("--triton-repeats", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--engines", nargs="+", choices=[TRITON, DECORATOR, SESSION], default=[TRITON, DECORATOR, SESSION])
     a = ap.parse_args()
     if len(a.mm_size) not in (1, 3):
         ap.error("--mm-size takes one value (M=N=K) or three (M N K)")
@@ -320,8 +326,8 @@ def main() -> None:
 
         runs: dict[str, list[Any]] = {TRITON: [], DECORATOR: [], SESSION: []}
         doc["runs"] = runs
-        plan = [(TRITON, i) for i in range(a.triton_repeats)]
-        plan += [(eng, i) for i in range(repeats) for eng in (DECORATOR, SESSION)]
+        plan = [(TRITON, i) for i in range(a.triton_repeats) if TRITON in a.engines]
+        plan += [(eng, i) for i in range(repeats) for eng in (DECORATOR, SESSION) if eng in a.engines]
         for eng, i in plan:
             what = f"{eng} #{i + 1}"
             log(f"[{part.name}] {what}: start")

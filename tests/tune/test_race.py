@@ -154,3 +154,41 @@ def test_misuse_is_reported() -> None:
         race([c], lambda cfg, b: 1.0)  # type: ignore[arg-type, return-value]
     with pytest.raises(ValueError):
         RaceOptions(rel_tol=0)
+
+
+def test_continuation_race_joins_late_candidates_and_keeps_every_outcome() -> None:
+    """The decorator races the configs compiled first while the slowest compiles finish, then continues
+    with the latecomers: the true best among the latecomers still wins, every candidate has one outcome,
+    and the counts add up."""
+    land = synthetic_landscape(60, seed=7, near=(0.04, 0.06))
+    best = land.best.config
+    late = [best, *[p.config for p in land.points[-5:] if p.config != best]]
+    early = [c for c in land.configs if c not in late]
+    replay = ReplayTimer(land, noise=0.02, seed=3)
+    first = race(early, replay.measure_config, OPTS)
+    assert first.winner != best
+    both = race(late, replay.measure_config, OPTS, prior=first)
+    assert both.winner == best
+    assert sorted(o.config.id for o in both.outcomes) == sorted(c.id for c in land.configs)
+    assert both.measurements == sum(o.timings for o in both.outcomes)
+    assert abs(both.device_s - sum(o.spent_s for o in both.outcomes)) < 1e-9
+    for c in early:  # what the first race eliminated stays eliminated, with its samples
+        o1, o2 = first.outcome(c), both.outcome(c)
+        if o1.eliminated_round is not None:
+            assert o2 == o1
+    carried = {first.winner, *first.ties}
+    for c in carried:
+        assert both.outcome(c).timings >= first.outcome(c).timings  # went on from its samples
+    per = OPTS.budget_per_candidate_s or 0.0
+    assert both.device_s <= per * len(land.configs) + 0.05  # one budget for the whole field
+
+
+def test_continuation_with_nothing_late_and_all_late() -> None:
+    land = synthetic_landscape(20, seed=2, near=(0.05,))
+    replay = ReplayTimer(land, noise=0.02, seed=1)
+    first = race(land.configs, replay.measure_config, OPTS)
+    again = race([], replay.measure_config, OPTS, prior=first)
+    assert again.winner == first.winner and len(again.outcomes) == 20
+    empty = race([], replay.measure_config, OPTS)
+    fresh = race(land.configs, ReplayTimer(land, noise=0.02, seed=1).measure_config, OPTS, prior=empty)
+    assert fresh.winner == land.best.config and len(fresh.outcomes) == 20

@@ -26,7 +26,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
 from tritune.config import Config
@@ -115,9 +115,60 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any], target: Any,
-               jobs: int | None = None) -> dict[Config, str]:
-    """Fill Triton's cache with every config's binary; returns the configs that failed, with the reason."""
+class Compiling:
+    """Compiles in flight (from :func:`start_precompile`): ``failed`` so far, ``pending`` futures, longest first.
+
+    :meth:`wait` collects finished compiles until at most ``max_pending`` remain, so a caller can load and
+    race the configs compiled first while the slowest ones finish; :meth:`close` ends the pool without
+    waiting for its workers to exit.
+    """
+
+    def __init__(self, name: str, failed: dict[Config, str], pending: dict[Config, Future[str | None]],
+                 pool: ProcessPoolExecutor | None = None, token: int | None = None) -> None:  # fmt: skip
+        self.name = name
+        self.failed = failed
+        self.pending = pending
+        self._pool = pool
+        self._token = token
+
+    def wait(self, max_pending: int = 0) -> list[Config]:
+        """Block until at most ``max_pending`` compiles are left; the configs that finished without failing."""
+        done: list[Config] = []
+        while len(self.pending) > max_pending:
+            finished, _ = wait(list(self.pending.values()), return_when=FIRST_COMPLETED)
+            for cfg, fut in list(self.pending.items()):
+                if fut not in finished:
+                    continue
+                del self.pending[cfg]
+                try:
+                    why = fut.result()
+                except Exception:  # a worker died: the in-process compile at first launch reports it
+                    why = None
+                if why is None:
+                    done.append(cfg)
+                else:
+                    self.failed[cfg] = f"{self.name} does not compile with {cfg.id}: {why}"
+        if not self.pending:
+            self.close()
+        return done
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)  # results are in; workers exit on their own
+            self._pool = None
+        if self._token is not None:
+            with _FORK_LOCK:
+                _FORKED.pop(self._token, None)
+            self._token = None
+
+
+def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+                     target: Any, jobs: int | None = None) -> Compiling:  # fmt: skip
+    """Start compiling every config's binary into Triton's cache in worker processes; returns at once.
+
+    Configs already in the cache, and (where no worker can take it) everything, are left to the JIT's
+    first launch in this process: they are neither pending nor failed.
+    """
     from tritune.errors import KernelSpecError
     from tritune.screen.specialize import specialize
 
@@ -133,13 +184,12 @@ def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs:
         if not _cached(spec):
             todo.append((cfg, spec))
     if len(todo) < 2 or jobs < 2:
-        return failed  # the JIT compiles what is left on first use, in this process
+        return Compiling(jit.__name__, failed, {})  # the JIT compiles what is left on first use, here
     from tritune.screen.run import compile_cost
 
     todo.sort(key=lambda item: -compile_cost(item[0]))  # the slowest compile starts first, not last
     tgt = (target.backend, target.arch, target.warp_size)
     workers = min(jobs, len(todo))
-    token = None
     if _fork_ok():
         with _FORK_LOCK:
             token = next(_TOKENS)
@@ -153,32 +203,30 @@ def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs:
                                              dict(spec.options.__dict__), tgt) for cfg, spec in todo}
             finally:
                 gc.unfreeze()
-    else:
-        where = _locate(jit)
-        if where is None:
-            return failed
-        module, qualname = where
-        # Spawned workers must import triton with the interpreter off (its jitted helpers are built at
-        # import time), and they take the environment they start with.
-        saved = os.environ.pop("TRITON_INTERPRET", None)
-        try:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
-            futs = {cfg: pool.submit(_compile_task, module, qualname, list(sys.path), spec.signature, spec.constexprs,
-                                     spec.attrs, dict(spec.options.__dict__), tgt) for cfg, spec in todo}
-        finally:
-            if saved is not None:
-                os.environ["TRITON_INTERPRET"] = saved
+        return Compiling(jit.__name__, failed, futs, pool, token)
+    where = _locate(jit)
+    if where is None:
+        return Compiling(jit.__name__, failed, {})
+    module, qualname = where
+    # Spawned workers must import triton with the interpreter off (its jitted helpers are built at
+    # import time), and they take the environment they start with.
+    saved = os.environ.pop("TRITON_INTERPRET", None)
     try:
-        for cfg, fut in futs.items():
-            try:
-                why = fut.result()
-            except Exception:  # a worker died: the in-process compile at first launch reports it
-                why = None
-            if why is not None:
-                failed[cfg] = f"{jit.__name__} does not compile with {cfg.id}: {why}"
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+        futs = {cfg: pool.submit(_compile_task, module, qualname, list(sys.path), spec.signature, spec.constexprs,
+                                 spec.attrs, dict(spec.options.__dict__), tgt) for cfg, spec in todo}
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)  # results are in; workers exit on their own
-        if token is not None:
-            with _FORK_LOCK:
-                _FORKED.pop(token, None)
-    return failed
+        if saved is not None:
+            os.environ["TRITON_INTERPRET"] = saved
+    return Compiling(jit.__name__, failed, futs, pool)
+
+
+def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any], target: Any,
+               jobs: int | None = None) -> dict[Config, str]:
+    """Fill Triton's cache with every config's binary; returns the configs that failed, with the reason."""
+    c = start_precompile(jit, configs, args, kwargs, target, jobs)
+    try:
+        c.wait(0)
+    finally:
+        c.close()
+    return c.failed

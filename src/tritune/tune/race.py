@@ -81,6 +81,7 @@ class CandidateOutcome:
     eliminated_round: int | None = None
     timings: int = 0
     full: bool = False
+    spent_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -136,7 +137,8 @@ class RaceResult:
 class _Race:
     """The mutable state of one race; ``race()`` is the public entry."""
 
-    def __init__(self, candidates: list[Config], measure: ConfigMeasure, opts: RaceOptions) -> None:
+    def __init__(self, candidates: list[Config], measure: ConfigMeasure, opts: RaceOptions,
+                 prior: RaceResult | None = None) -> None:  # fmt: skip
         self.candidates = candidates
         self.measure = measure
         self.opts = opts
@@ -146,6 +148,15 @@ class _Race:
         self.timings: dict[Config, int] = dict.fromkeys(candidates, 0)
         self.spent: dict[Config, float] = dict.fromkeys(candidates, 0.0)
         self.calls = 0
+        self.prior = prior
+        self.carried_s = 0.0
+        if prior is not None:  # the survivors of an earlier race go on with the samples they have
+            for o in prior.outcomes:
+                if o.config in self.timings and o.measurement is not None:
+                    self.meas[o.config] = o.measurement
+                    self.timings[o.config] = o.timings
+                    self.spent[o.config] = o.spent_s
+                    self.carried_s += o.spent_s
 
     def time(self, c: Config, budget_s: float) -> None:
         self.calls += 1
@@ -196,7 +207,13 @@ class _Race:
         if self.opts.total_budget_s is not None:
             return self.opts.total_budget_s
         per = self.opts.budget_per_candidate_s
-        return None if per is None else per * len(self.candidates)
+        if per is None:
+            return None
+        n = len(self.candidates)
+        if self.prior is not None:  # a continuation: the whole field, minus what the first race spent
+            n = len({*self.candidates, *(o.config for o in self.prior.outcomes)})
+            return per * n - self.prior.device_s + self.carried_s
+        return per * n
 
     def out_of_budget(self) -> bool:
         total = self.total_budget_s
@@ -204,7 +221,8 @@ class _Race:
 
     def run(self) -> tuple[RaceStop, int]:
         for c in self.candidates:
-            self.time(c, self.opts.brief_budget_s)
+            if c not in self.meas:
+                self.time(c, self.opts.brief_budget_s)
         rounds = 0
         while True:
             self.eliminate(rounds)
@@ -243,7 +261,8 @@ class _Race:
         for c in self.candidates:
             if c in self.failed:
                 f = self.failed[c]
-                outcomes.append(CandidateOutcome(c, f.status, None, f.reason, None, self.timings[c], False))
+                outcomes.append(CandidateOutcome(c, f.status, None, f.reason, None, self.timings[c], False,
+                                                 self.spent[c]))  # fmt: skip
             else:
                 outcomes.append(
                     CandidateOutcome(
@@ -254,6 +273,7 @@ class _Race:
                         self.eliminated.get(c),
                         self.timings[c],
                         self.full(c),
+                        self.spent[c],
                     )
                 )
         return RaceResult(
@@ -281,17 +301,47 @@ def _candidates(configs: Iterable[Any]) -> list[Config]:
     return out
 
 
-def race(configs: Iterable[Any], measure: ConfigMeasure, options: RaceOptions | None = None) -> RaceResult:
+def race(configs: Iterable[Any], measure: ConfigMeasure, options: RaceOptions | None = None, *,
+         prior: RaceResult | None = None) -> RaceResult:  # fmt: skip
     """Race ``configs`` with ``measure(config, budget_s) -> Measurement | Failure`` (see the module docstring).
 
     A measure that raises is recorded as ``launch_failed`` with the exception as reason, except
     TimingUnavailableError, which means no candidate can be timed and propagates. Deterministic when
     ``measure`` is: the race itself draws no random numbers.
+
+    ``prior``: an earlier race over other candidates (say, those compiled first, raced while the slowest
+    compiles finished). Its survivors (winner and ties) join ``configs`` with the samples they have and
+    skip the brief first look; its eliminated and failed candidates keep their outcome; the budget is
+    that of the whole field, less what the earlier race spent. The result covers every candidate of both.
     """
     opts = options or RaceOptions()
-    state = _Race(_candidates(configs), measure, opts)
+    cands = _candidates(configs)
+    if prior is None:
+        state = _Race(cands, measure, opts)
+        stop, rounds = state.run()
+        return state.result(stop, rounds)
+    carried = [c for c in (prior.winner, *prior.ties) if c is not None and c not in cands]
+    state = _Race(carried + cands, measure, opts, prior)
     stop, rounds = state.run()
-    return state.result(stop, rounds)
+    return _merge(prior, state.result(stop, rounds), carried)
+
+
+def _merge(first: RaceResult, second: RaceResult, carried: list[Config]) -> RaceResult:
+    """One result from a race and its continuation: the continuation's outcome where it has one."""
+    later = {o.config: o for o in second.outcomes}
+    outcomes = [later.pop(o.config, o) for o in first.outcomes]
+    outcomes += [o for c, o in later.items()]
+    return RaceResult(
+        winner=second.winner,
+        ties=second.ties,
+        outcomes=tuple(outcomes),
+        stop=second.stop,
+        rounds=first.rounds + second.rounds,
+        measurements=first.measurements + second.measurements,  # the second counts its own calls only
+        full_measurements=sum(o.full for o in outcomes),
+        device_s=first.device_s + second.device_s - sum(o.spent_s for o in first.outcomes if o.config in carried),
+        options=second.options,
+    )
 
 
 def sweep(configs: Iterable[Any], measure: ConfigMeasure, options: RaceOptions | None = None) -> RaceResult:

@@ -123,21 +123,12 @@ class Tuner:
                 if why_not is not None:
                     rejected[cfg] = why_not
             todo = [c for c in todo if c not in rejected]
-        elif self.precompile and todo:
+        compiling = None
+        if gpu and self.precompile and todo:
             from tritune.device import current_target
-            from tritune.tune.precompile import precompile
+            from tritune.tune.precompile import start_precompile
 
-            rejected.update(precompile(tuned._launcher(), todo, args, kwargs, current_target(), self.jobs))
-            todo = [c for c in todo if c not in rejected]
-        stats["precompile_s"] = round(time.perf_counter() - clock, 3)
-        clock = time.perf_counter()
-        runnable = [] if gpu else list(todo)
-        for cfg in todo if gpu else ():
-            why = compile_rejection(tuned, cfg, args, kwargs, grid)
-            if why is None:
-                runnable.append(cfg)
-            else:
-                rejected[cfg] = why
+            compiling = start_precompile(tuned._launcher(), todo, args, kwargs, current_target(), self.jobs)
         cleanups = []
         named = tuned._named(args, kwargs)
         saved = {n: named[n].clone() for n in tuned.restore_value}  # before any candidate runs
@@ -147,19 +138,61 @@ class Tuner:
             cleanups.append(cleanup)
             return call
 
-        stats["load_s"] = round(time.perf_counter() - clock, 3)
-        clock = time.perf_counter()
-        result: Any = None
-        if runnable:
-            measure: Any
+        def loaded(cfgs: list[Config]) -> list[Config]:
+            """Those of ``cfgs`` that compiled and load here (from Triton's cache after the precompile)."""
+            ok = []
+            for cfg in cfgs:
+                if compiling is not None and cfg in compiling.failed:
+                    rejected[cfg] = compiling.failed[cfg]
+                    continue
+                why = compile_rejection(tuned, cfg, args, kwargs, grid) if gpu else None
+                if why is None:
+                    ok.append(cfg)
+                else:
+                    rejected[cfg] = why
+            return ok
+
+        def make_measure() -> Any:
             if self.timer is not None:
-                measure = self.timer.measure_config
-            elif tuned.do_bench is not None:
-                measure = _UserBench(tuned.do_bench, make_fn)
+                return self.timer.measure_config
+            if tuned.do_bench is not None:
+                return _UserBench(tuned.do_bench, make_fn)
+            timer = EventTimer()
+            timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
+            return TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
+
+        result: Any = None
+        measure: Any = None
+        first: Any = None
+        try:
+            if compiling is not None and compiling.pending and not self.distributed:
+                # Race what compiled first while the slowest compiles finish (they go longest first, so
+                # once half the workers are idle only the stragglers are left), then go on with those.
+                from tritune.tune.precompile import default_jobs
+
+                tail = max(1, (self.jobs or default_jobs()) // 2)
+                in_order = {c: i for i, c in enumerate(todo)}
+                done = [c for c in todo if c not in compiling.pending] + compiling.wait(tail)
+                early = loaded(sorted(done, key=in_order.__getitem__))
+                if compiling.pending and len(early) >= 2:
+                    measure = make_measure()
+                    first = race(early, measure, self.race)
+                    stats["first_race"] = {"candidates": len(early), "s": round(time.perf_counter() - clock, 3),
+                                           "left_compiling": len(compiling.pending)}  # fmt: skip
+                    early = []
+                runnable = early + loaded(sorted(compiling.wait(0), key=in_order.__getitem__))
             else:
-                timer = EventTimer()
-                timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
-                measure = TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
+                if compiling is not None:
+                    compiling.wait(0)
+                runnable = loaded(todo)
+        finally:
+            if compiling is not None:
+                compiling.close()
+        stats["compiled_s"] = round(time.perf_counter() - clock, 3)
+        if first is not None:
+            result = race(runnable, measure, self.race, prior=first)
+        elif runnable:
+            measure = make_measure()
             if self.distributed:
                 from tritune.dist import distributed_race
 
@@ -169,10 +202,10 @@ class Tuner:
                 result = race(runnable, measure, self.race)
         for c in cleanups:
             c()
-        stats["race_s"] = round(time.perf_counter() - clock, 3)
+        stats["total_s"] = round(time.perf_counter() - clock, 3)
         if result is not None:
             stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
-                             "device_s": round(result.device_s, 3)}
+                             "device_s": round(result.device_s, 3), "ties": [c.id for c in result.ties]}
         recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in asked]
         winner, best_ms = None, None
         if result is not None:

@@ -1,0 +1,91 @@
+"""The decorator races the configs compiled first while the slowest compiles finish, then goes on.
+
+FAKES, to test the orchestration logic on CPU: the GPU check is patched to say "a GPU is here", the
+compile workers are replaced by futures this test resolves (two stragglers finish 0.3 s late, one of
+them failing to compile), the compile-and-load check always passes, and the TIMINGS ARE SYNTHETIC (a
+made-up landscape replayed through ``Tuner(timer=...)``). The kernel itself really runs, in Triton's
+interpreter.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+
+import torch
+import triton
+
+import tritune
+from kernels import scale_kernel
+from tritune.bench import ReplayTimer
+from tritune.landscape import Landscape, LandscapePoint
+from tritune.outcome import Status
+from tritune.tune import precompile as pc
+from tritune.tune.race import RaceOptions
+
+N = 3000
+CONFIGS = [tritune.Config({"BLOCK": b}, num_warps=w) for b in (64, 128, 256, 512, 1024) for w in (1, 2, 4, 8)]
+BEST = tritune.Config({"BLOCK": 1024}, num_warps=1)  # a straggler: big tile, few warps
+BROKEN = tritune.Config({"BLOCK": 1024}, num_warps=2)  # the other straggler: its compile fails
+
+
+def _times() -> dict[tritune.Config, float]:
+    return {c: (0.005 if c == BEST else 0.010 + 0.0004 * i) for i, c in enumerate(CONFIGS)}  # SYNTHETIC
+
+
+def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(monkeypatch):
+    from tritune.store import keys as store_keys
+    from tritune.tune import simple, tuner
+
+    monkeypatch.setattr(tuner, "gpu_unavailable_reason", lambda: None)  # FAKE: "a GPU is here"
+    monkeypatch.setattr(store_keys, "current_device", lambda: ("FAKE GPU", "9.0"))
+    monkeypatch.setattr("tritune.device.current_target", lambda: None)
+    monkeypatch.setattr(simple, "compile_rejection", lambda *a, **k: None)  # FAKE: every binary loads
+    timed_while_pending: list[int] = []
+    late: dict[tritune.Config, Future] = {}
+
+    def fake_start(jit, todo, args, kwargs, target, jobs):  # FAKE compile workers
+        futs: dict[tritune.Config, Future] = {}
+        for c in todo:
+            f: Future = Future()
+            futs[c] = f
+            if c in (BEST, BROKEN):
+                late[c] = f
+            else:
+                f.set_result(None)
+        compiling = pc.Compiling("scale_kernel", {}, futs)
+
+        def finish() -> None:
+            late[BEST].set_result(None)
+            late[BROKEN].set_result("ptxas fatal: out of memory")
+
+        threading.Timer(0.3, finish).start()
+        return compiling
+
+    monkeypatch.setattr(pc, "start_precompile", fake_start)
+    pts = [LandscapePoint(c, Status.MEASURED, t) for c, t in _times().items()]
+    replay = ReplayTimer(Landscape.from_points("scale_kernel", "synthetic", {"n": N}, pts), noise=0.01, seed=0)
+
+    def measure_config(config, budget_s):
+        timed_while_pending.append(sum(not f.done() for f in late.values()))
+        return replay.measure_config(config, budget_s)
+
+    class Timer:
+        pass
+
+    timer = Timer()
+    timer.measure_config = measure_config  # type: ignore[attr-defined]
+    k = tritune.autotune(configs=CONFIGS, key=["n"], store=False, timer=timer, jobs=4,
+                         race=RaceOptions(brief_budget_s=0.001, round_budget_s=0.002))(scale_kernel)  # fmt: skip
+    x = torch.randn(N)
+    out = torch.empty_like(x)
+    k[lambda m: (triton.cdiv(N, m["BLOCK"]),)](x, out, N)
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    assert choice.config == BEST and choice.source == "replayed"
+    stats = choice.stats or {}
+    first = stats["first_race"]
+    assert first["candidates"] == len(CONFIGS) - 2 and first["left_compiling"] == 2
+    assert timed_while_pending[0] == 2  # the first race timed while both stragglers were compiling
+    assert timed_while_pending[-1] == 0
+    assert stats["race"]["measurements"] == len(timed_while_pending)
