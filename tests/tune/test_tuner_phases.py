@@ -33,7 +33,7 @@ def _times() -> dict[tritune.Config, float]:
     return {c: (0.005 if c == BEST else 0.010 + 0.0004 * i) for i, c in enumerate(CONFIGS)}  # SYNTHETIC
 
 
-def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(monkeypatch):
+def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(monkeypatch, tmp_path):
     from tritune.store import keys as store_keys
     from tritune.tune import simple, tuner
 
@@ -45,6 +45,7 @@ def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(m
     late: dict[tritune.Config, Future] = {}
 
     def fake_start(jit, todo, args, kwargs, target, jobs):  # FAKE compile workers
+        assert not late, f"a second tuning asked to compile {[c.id for c in todo]}"
         futs: dict[tritune.Config, Future] = {}
         for c in todo:
             f: Future = Future()
@@ -75,7 +76,7 @@ def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(m
 
     timer = Timer()
     timer.measure_config = measure_config  # type: ignore[attr-defined]
-    k = tritune.autotune(configs=CONFIGS, key=["n"], store=False, timer=timer, jobs=4,
+    k = tritune.autotune(configs=CONFIGS, key=["n"], store=str(tmp_path / "s.db"), timer=timer, jobs=4,
                          race=RaceOptions(brief_budget_s=0.001, round_budget_s=0.002))(scale_kernel)  # fmt: skip
     x = torch.randn(N)
     out = torch.empty_like(x)
@@ -89,3 +90,15 @@ def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(m
     assert timed_while_pending[0] == 2  # the first race timed while both stragglers were compiling
     assert timed_while_pending[-1] == 0
     assert stats["race"]["measurements"] == len(timed_while_pending)
+    # Every candidate was recorded, the failed compile too (with its reason): a second decorator over the
+    # same store finds the winner without compiling or timing anything.
+    k2 = tritune.autotune(configs=CONFIGS, key=["n"], store=str(tmp_path / "s.db"), timer=timer)(scale_kernel)
+    k2[lambda m: (triton.cdiv(N, m["BLOCK"]),)](x, out, N)
+    (again,) = k2.choices().values()
+    assert again.source == "store" and again.config == BEST
+    from tritune.store import open_store
+
+    st = open_store(str(tmp_path / "s.db"))
+    (entry,) = st.entries()
+    broken = st.candidates(entry.key, [BROKEN])
+    assert len(broken) == 1 and broken[0].status is Status.ILLEGAL and "ptxas fatal" in (broken[0].reason or "")

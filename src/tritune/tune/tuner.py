@@ -188,6 +188,7 @@ class Tuner:
         finally:
             if compiling is not None:
                 compiling.close()
+                rejected.update(compiling.failed)  # every compile failure is recorded, with its reason
         stats["compiled_s"] = round(time.perf_counter() - clock, 3)
         if first is not None:
             result = race(runnable, measure, self.race, prior=first)
