@@ -78,3 +78,47 @@ def test_forked_workers_compile_a_kernel_defined_in_a_function(tmp_path):
     assert len(res["failed"]) == 1 and "BLOCK=96" in res["failed"][0]  # not a power of 2
     assert res["cached"] == [True, True, True, True]  # exactly the binaries the JIT will look for
     assert res["left"] == 0  # the kernel is not kept alive after the pool
+
+
+def test_a_compile_past_the_timeout_is_given_up_and_the_rest_go_on():
+    """FAKE futures stand in for the workers: one compile finishes, one is still running past the timeout."""
+    import time
+    from concurrent.futures import Future
+
+    from tritune.tune.precompile import Compiling
+
+    quick, stuck = Config({"BLOCK": 64}), Config({"BLOCK": 16384}, num_warps=1)
+    f_quick: Future = Future()
+    f_stuck: Future = Future()
+    f_stuck.set_running_or_notify_cancel()  # a worker took it, and ptxas never returns
+    f_quick.set_result(None)
+    c = Compiling("k", {}, {stuck: f_stuck, quick: f_quick}, timeout=0.3)
+    t = time.monotonic()
+    assert c.wait(0) == [quick]
+    assert 0.3 <= time.monotonic() - t < 3
+    assert c.timed_out == {stuck} and "compile_timeout" in c.failed[stuck] and "16384" in c.failed[stuck]
+    assert not c.pending
+
+
+def test_kill_tree_stops_a_worker_and_its_children():
+    import subprocess
+    import time
+    from pathlib import Path
+
+    from tritune.tune.precompile import _kill_tree
+
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"])
+    time.sleep(0.3)
+    kids = []
+    for f in Path(f"/proc/{proc.pid}/task").glob("*/children"):
+        kids += [int(x) for x in f.read_text().split()]
+    assert len(kids) == 2
+    _kill_tree(proc.pid)
+    assert proc.wait(5) != 0
+    time.sleep(0.2)
+    for k in kids:  # the grandchildren are gone too (or zombies reaped by init)
+        try:
+            state = Path(f"/proc/{k}/stat").read_text().split()[2]
+        except FileNotFoundError:
+            continue
+        assert state == "Z"

@@ -44,7 +44,7 @@ def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(m
     timed_while_pending: list[int] = []
     late: dict[tritune.Config, Future] = {}
 
-    def fake_start(jit, todo, args, kwargs, target, jobs):  # FAKE compile workers
+    def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # FAKE compile workers
         assert not late, f"a second tuning asked to compile {[c.id for c in todo]}"
         futs: dict[tritune.Config, Future] = {}
         for c in todo:

@@ -24,6 +24,7 @@ import multiprocessing as mp
 import os
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -119,25 +120,40 @@ class Compiling:
     """Compiles in flight (from :func:`start_precompile`): ``failed`` so far, ``pending`` futures, longest first.
 
     :meth:`wait` collects finished compiles until at most ``max_pending`` remain, so a caller can load and
-    race the configs compiled first while the slowest ones finish; :meth:`close` ends the pool without
-    waiting for its workers to exit.
+    race the configs compiled first while the slowest ones finish. A compile still running ``timeout``
+    seconds after a worker took it (some configs keep ptxas busy for minutes) is given up: it lands in
+    ``failed`` and ``timed_out``, and :meth:`close` kills its worker and the worker's ptxas. :meth:`close`
+    otherwise ends the pool without waiting for its workers to exit.
     """
 
     def __init__(self, name: str, failed: dict[Config, str], pending: dict[Config, Future[str | None]],
-                 pool: ProcessPoolExecutor | None = None, token: int | None = None) -> None:  # fmt: skip
+                 pool: ProcessPoolExecutor | None = None, token: int | None = None,
+                 timeout: float | None = None) -> None:  # fmt: skip
         self.name = name
         self.failed = failed
         self.pending = pending
+        self.timed_out: set[Config] = set()
+        self.timeout = timeout
         self._pool = pool
         self._token = token
+        self._started: dict[Config, float] = {}
 
     def wait(self, max_pending: int = 0) -> list[Config]:
         """Block until at most ``max_pending`` compiles are left; the configs that finished without failing."""
         done: list[Config] = []
         while len(self.pending) > max_pending:
-            finished, _ = wait(list(self.pending.values()), return_when=FIRST_COMPLETED)
+            poll = None if self.timeout is None else 0.25
+            finished, _ = wait(list(self.pending.values()), timeout=poll, return_when=FIRST_COMPLETED)
+            now = time.monotonic()
             for cfg, fut in list(self.pending.items()):
                 if fut not in finished:
+                    if self.timeout is not None and fut.running():
+                        started = self._started.setdefault(cfg, now)
+                        if now - started > self.timeout:
+                            del self.pending[cfg]
+                            self.timed_out.add(cfg)
+                            self.failed[cfg] = (f"{self.name} {cfg.id}: compile_timeout: still compiling after "
+                                                f"{self.timeout:g} s (raise the tuner's compile_timeout to wait longer)")
                     continue
                 del self.pending[cfg]
                 try:
@@ -154,7 +170,10 @@ class Compiling:
 
     def close(self) -> None:
         if self._pool is not None:
+            procs = list(getattr(self._pool, "_processes", {}).values()) if self.timed_out else []
             self._pool.shutdown(wait=False, cancel_futures=True)  # results are in; workers exit on their own
+            for proc in procs:  # a worker still in a given-up compile: stop it and its ptxas
+                _kill_tree(proc.pid)
             self._pool = None
         if self._token is not None:
             with _FORK_LOCK:
@@ -162,8 +181,26 @@ class Compiling:
             self._token = None
 
 
+def _kill_tree(pid: int) -> None:
+    """SIGKILL a worker and the processes it started (Linux lists them in /proc), children first."""
+    import signal
+    from pathlib import Path
+
+    kids: list[int] = []
+    for f in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            kids += [int(x) for x in f.read_text().split()]
+        except (OSError, ValueError):
+            pass
+    for p in (*kids, pid):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-                     target: Any, jobs: int | None = None) -> Compiling:  # fmt: skip
+                     target: Any, jobs: int | None = None, timeout: float | None = None) -> Compiling:  # fmt: skip
     """Start compiling every config's binary into Triton's cache in worker processes; returns at once.
 
     Configs already in the cache, and (where no worker can take it) everything, are left to the JIT's
@@ -203,7 +240,7 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
                                              dict(spec.options.__dict__), tgt) for cfg, spec in todo}
             finally:
                 gc.unfreeze()
-        return Compiling(jit.__name__, failed, futs, pool, token)
+        return Compiling(jit.__name__, failed, futs, pool, token, timeout)
     where = _locate(jit)
     if where is None:
         return Compiling(jit.__name__, failed, {})
@@ -218,13 +255,13 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
     finally:
         if saved is not None:
             os.environ["TRITON_INTERPRET"] = saved
-    return Compiling(jit.__name__, failed, futs, pool)
+    return Compiling(jit.__name__, failed, futs, pool, None, timeout)
 
 
 def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any], target: Any,
-               jobs: int | None = None) -> dict[Config, str]:
+               jobs: int | None = None, timeout: float | None = None) -> dict[Config, str]:
     """Fill Triton's cache with every config's binary; returns the configs that failed, with the reason."""
-    c = start_precompile(jit, configs, args, kwargs, target, jobs)
+    c = start_precompile(jit, configs, args, kwargs, target, jobs, timeout)
     try:
         c.wait(0)
     finally:

@@ -40,6 +40,8 @@ class Tuner:
     retime_finalists: bool = False
     precompile: bool = True
     jobs: int | None = None
+    #: Seconds a worker may spend compiling one config before it is given up as ``compile_timeout``.
+    compile_timeout: float | None = 60.0
     #: For tests of the tuning logic without a GPU: a replay timer (``tritune.bench.ReplayTimer``) whose
     #: ``measure_config`` replaces GPU timing. Choices it makes are labelled ``replayed``, never ``timed``.
     timer: Any = None
@@ -128,7 +130,8 @@ class Tuner:
             from tritune.device import current_target
             from tritune.tune.precompile import start_precompile
 
-            compiling = start_precompile(tuned._launcher(), todo, args, kwargs, current_target(), self.jobs)
+            compiling = start_precompile(tuned._launcher(), todo, args, kwargs, current_target(), self.jobs,
+                                         self.compile_timeout)  # fmt: skip
         cleanups = []
         named = tuned._named(args, kwargs)
         saved = {n: named[n].clone() for n in tuned.restore_value}  # before any candidate runs
@@ -207,7 +210,9 @@ class Tuner:
         if result is not None:
             stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
                              "device_s": round(result.device_s, 3), "ties": [c.id for c in result.ties]}
-        recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in asked]
+        timed_out = compiling.timed_out if compiling is not None else set()
+        recs = [CandidateRecord(c, Status.COMPILE_TIMEOUT if c in timed_out else Status.ILLEGAL, None, r)
+                for c, r in rejected.items() if c in asked]  # fmt: skip
         winner, best_ms = None, None
         if result is not None:
             for o in result.outcomes:
