@@ -20,6 +20,6 @@ space = tritune.Space(
                                     "BLOCK must give every warp at least 64 elements")],
 )
 print(f"space: {space.size} combinations, {len(space)} allowed")
-for c, why in space.enumerate():
+for _config, why in space.enumerate():
     if why:
         print("  rejected:", why)
