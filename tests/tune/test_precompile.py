@@ -124,3 +124,34 @@ def test_kill_tree_stops_a_worker_and_its_children():
         except FileNotFoundError:
             continue
         assert state == "Z"
+
+
+def test_a_queued_compile_gets_its_own_clock_once_a_worker_is_free():
+    """FAKE futures, one worker: A is stuck; B is queued behind it (the pool already marks it running).
+    A is given up after the timeout; B's clock starts only when A's worker frees up, and B then finishes."""
+    import threading
+    import time
+    from concurrent.futures import Future
+
+    from tritune.tune.precompile import Compiling
+
+    a, b = Config({"BLOCK": 16384}, num_warps=1), Config({"BLOCK": 64})
+    fa: Future = Future()
+    fb: Future = Future()
+    fa.set_running_or_notify_cancel()
+    fb.set_running_or_notify_cancel()
+
+    class OneWorker:
+        _max_workers = 1
+        _processes: dict = {}
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            pass
+
+    c = Compiling("k", {}, {a: fa, b: fb}, pool=OneWorker(), timeout=0.4)  # type: ignore[arg-type]
+    threading.Timer(0.9, lambda: fa.set_result(None)).start()  # A's ptxas ends late; B then runs
+    threading.Timer(1.1, lambda: fb.set_result(None)).start()  # B compiles in 0.2 s: within its timeout
+    t = time.monotonic()
+    assert c.wait(0) == [b]
+    assert c.timed_out == {a} and b not in c.failed
+    assert time.monotonic() - t >= 1.0

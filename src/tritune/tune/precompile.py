@@ -136,7 +136,9 @@ class Compiling:
         self.timeout = timeout
         self._pool = pool
         self._token = token
-        self._started: dict[Config, float] = {}
+        self._started: dict[Config, float] = {}  # when a worker (probably) took it
+        self._seen: dict[Config, float] = {}  # when the pool first marked it running (queued)
+        self._stuck: list[Future[str | None]] = []  # given-up compiles whose workers are still busy
 
     def wait(self, max_pending: int = 0) -> list[Config]:
         """Block until at most ``max_pending`` compiles are left; the configs that finished without failing."""
@@ -145,15 +147,10 @@ class Compiling:
             poll = None if self.timeout is None else 0.25
             finished, _ = wait(list(self.pending.values()), timeout=poll, return_when=FIRST_COMPLETED)
             now = time.monotonic()
+            if self.timeout is not None:
+                self._expire(finished, now)
             for cfg, fut in list(self.pending.items()):
                 if fut not in finished:
-                    if self.timeout is not None and fut.running():
-                        started = self._started.setdefault(cfg, now)
-                        if now - started > self.timeout:
-                            del self.pending[cfg]
-                            self.timed_out.add(cfg)
-                            self.failed[cfg] = (f"{self.name} {cfg.id}: compile_timeout: still compiling after "
-                                                f"{self.timeout:g} s (raise the tuner's compile_timeout to wait longer)")
                     continue
                 del self.pending[cfg]
                 try:
@@ -167,6 +164,28 @@ class Compiling:
         if not self.pending:
             self.close()
         return done
+
+    def _expire(self, finished: set[Future[str | None]], now: float) -> None:
+        """Give up the compiles running past the timeout.
+
+        The pool marks a task running when it queues it for a worker, one task ahead of the workers, and a
+        given-up compile keeps its worker busy until :meth:`close` kills it. So the clock of a task starts
+        only once it is among the earliest queued that fit the workers not stuck in a given-up compile.
+        """
+        assert self.timeout is not None
+        for cfg, fut in self.pending.items():
+            if fut not in finished and fut.running():
+                self._seen.setdefault(cfg, now)
+        workers = getattr(self._pool, "_max_workers", None) or len(self.pending)
+        free = workers - sum(1 for f in self._stuck if not f.done())
+        queued = sorted((t, i, c) for i, (c, t) in enumerate(self._seen.items()) if c in self.pending)
+        for _, _, cfg in queued[: max(0, free)]:
+            started = self._started.setdefault(cfg, now)
+            if self.pending[cfg] not in finished and now - started > self.timeout:
+                self._stuck.append(self.pending.pop(cfg))
+                self.timed_out.add(cfg)
+                self.failed[cfg] = (f"{self.name} {cfg.id}: compile_timeout: still compiling after "
+                                    f"{self.timeout:g} s (raise the tuner's compile_timeout to wait longer)")
 
     def close(self) -> None:
         if self._pool is not None:
