@@ -143,7 +143,6 @@ def test_a_queued_compile_gets_its_own_clock_once_a_worker_is_free():
 
     class OneWorker:
         _max_workers = 1
-        _processes: dict = {}
 
         def shutdown(self, wait=True, cancel_futures=False):
             pass
