@@ -1,6 +1,6 @@
 """``tune()`` farmed over 2 gloo ranks on CPU equals the single-process run, structurally.
 
-Real screen (sm90 compile) and real interpreter launches checked against the oracle; SYNTHETIC
+Real static screen and real interpreter launches checked against the oracle; SYNTHETIC
 timings (see session_workers.py).
 """
 

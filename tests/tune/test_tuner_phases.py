@@ -35,12 +35,12 @@ def _times() -> dict[tritune.Config, float]:
 
 def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(monkeypatch, tmp_path):
     from tritune.store import keys as store_keys
-    from tritune.tune import simple, tuner
+    from tritune.tune import pipeline, tuner
 
     monkeypatch.setattr(tuner, "gpu_unavailable_reason", lambda: None)  # FAKE: "a GPU is here"
     monkeypatch.setattr(store_keys, "current_device", lambda: ("FAKE GPU", "9.0"))
     monkeypatch.setattr("tritune.device.current_target", lambda: None)
-    monkeypatch.setattr(simple, "compile_rejection", lambda *a, **k: None)  # FAKE: every binary loads
+    monkeypatch.setattr(pipeline, "load_binary", lambda *a, **k: {})  # FAKE: every binary loads
     timed_while_pending: list[int] = []
     late: dict[tritune.Config, Future] = {}
 
@@ -101,4 +101,4 @@ def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(m
     st = open_store(str(tmp_path / "s.db"))
     (entry,) = st.entries()
     broken = st.candidates(entry.key, [BROKEN])
-    assert len(broken) == 1 and broken[0].status is Status.ILLEGAL and "ptxas fatal" in (broken[0].reason or "")
+    assert len(broken) == 1 and broken[0].status is Status.COMPILE_FAILED and "ptxas fatal" in (broken[0].reason or "")

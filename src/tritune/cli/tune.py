@@ -36,8 +36,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "tune",
         help="time every legal candidate on the GPU and keep the fastest (racing, stored)",
-        description="Screen, compile in parallel, verify against the oracle, then race the candidates on "
-        "CUDA events and store every measurement. Without a GPU, nothing is timed: the candidates are "
+        description="Compile the legal candidates in parallel workers, verify each against the oracle, and "
+        "race them on CUDA events as the compiles finish; store every measurement. Without a GPU, nothing is timed: the candidates are "
         "verified and reported as not_timed. Exit 0 when every key has a winner, 1 otherwise, 2 for usage errors.",
     )
     add_workload_args(p)
@@ -103,11 +103,7 @@ def _run_farmed(args: argparse.Namespace) -> int:
     # No GPU, nothing to farm: rank 0 verifies, the other ranks have nothing to do.
     if gpu_unavailable_reason() is not None:
         return _run(args, _env_int("RANK", 0))
-    rank, local_world, started = _start_distributed()
-    if args.jobs is None and local_world > 1:
-        from tritune.screen.run import default_jobs
-
-        args.jobs = max(1, default_jobs() // local_world)
+    rank, _, started = _start_distributed()  # compile workers default to cores / LOCAL_WORLD_SIZE
     try:
         return _run(args, rank)
     finally:

@@ -202,6 +202,7 @@ def distributed_race(
     method: str = "race",
     cost: Callable[[Config], float] | None = None,
     prepare: Callable[[Config], Failure | None] | None = None,
+    run_share: Callable[[list[Config]], RaceResult] | None = None,
 ) -> DistributedRaceResult:
     """Race ``configs`` over every rank of ``group`` (collective; see the module docstring).
 
@@ -211,7 +212,10 @@ def distributed_race(
     spend on its share beyond the others). ``method="sweep"`` times each config once to completion
     instead of racing. ``cost(config)`` balances the split by estimated tuning time. ``prepare(config)``
     runs on the rank that owns the config, before any timing (compile, load, verify: work that is split
-    too): it returns None for a config to time, or the Failure to record for it. Raises
+    too): it returns None for a config to time, or the Failure to record for it. ``run_share(share)``
+    replaces the rank's whole local part (prepare and race): it must return an outcome for every config
+    of ``share`` (:func:`tritune.tune.pipeline.compile_and_race` compiles the share and races it as the
+    compiles finish). Raises
     DistributedError on every rank when the ranks disagree, a rank fails, crashes or does not arrive.
     """
     if method not in ("race", "sweep"):
@@ -226,6 +230,8 @@ def distributed_race(
     run = race if method == "race" else sweep
 
     def local() -> RaceResult:
+        if run_share is not None:
+            return run_share(list(share))
         failed = {c: f for c in share if prepare is not None and (f := prepare(c)) is not None}
         res = run([c for c in share if c not in failed], measure, opts)
         extra = tuple(CandidateOutcome(c, f.status, None, f.reason) for c, f in failed.items())

@@ -110,10 +110,16 @@ def _locate(jit: Any) -> tuple[str, str] | None:
 
 
 def default_jobs() -> int:
+    """Compile workers: this process's cores, shared with the other ranks of a torchrun job on this node."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        local_world = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        local_world = 1
+    return max(1, cores // local_world)
 
 
 class Compiling:

@@ -82,6 +82,8 @@ class CandidateOutcome:
     timings: int = 0
     full: bool = False
     spent_s: float = 0.0
+    #: What loading its binary told (registers, spilled_bytes, shared), when it was loaded.
+    facts: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -92,6 +94,8 @@ class CandidateOutcome:
         if self.measurement is not None:
             d["measurement"] = self.measurement.to_json()
         d.update(eliminated_round=self.eliminated_round, timings=self.timings, full=self.full)
+        if self.facts:
+            d["facts"] = dict(self.facts)
         return d
 
 

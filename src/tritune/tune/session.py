@@ -1,17 +1,19 @@
-"""The tuning session: screen -> compile -> verify -> race -> store, for every key of a workload.
+"""The tuning session: compile -> load -> verify -> race -> store, for every key of a workload.
 
-Stage by stage, each candidate ends with an explicit outcome: ``illegal`` (static rules, compile-time
-limits, or a binary the GPU refuses to load), ``compile_failed``/``compile_timeout``, ``incorrect``
-(wrong against the oracle, checked before any timing), ``launch_failed``, or ``measured``.
-Compiling happens first, in parallel worker processes (the screen's pool), so the timing loop only
-loads binaries from Triton's cache. Timing is a race (:mod:`tritune.tune.race`) on CUDA events.
+Stage by stage, each candidate ends with an explicit outcome: ``illegal`` (static rules, or a binary
+the GPU refuses to load for its shared memory or registers), ``compile_failed``/``compile_timeout``,
+``incorrect`` (wrong against the oracle, checked before any timing), ``launch_failed``, or ``measured``.
+Compiling happens in forked worker processes, longest compile first, and the timing overlaps it: the
+configs compiled first are loaded, verified and raced while the last ones compile, and the race goes on
+with those (:func:`tritune.tune.pipeline.compile_and_race`, the decorator's path too). Timing is a race
+(:mod:`tritune.tune.race`) on CUDA events. Registers, spills and shared memory come from the loaded
+binaries, as the driver reports them.
 
 **Farmed over ranks** (``torchrun ... -m tritune tune``, or any initialized process group of 2+ ranks):
-each rank compiles only its share of the candidates, the screen verdicts are gathered so every rank
-builds the same candidate list, and :func:`tritune.dist.distributed_race` loads, verifies and times
-each runnable candidate on exactly one rank (``prepare=``). Every rank ends with the same winner and
-the same result of every candidate; only the caller's rank 0 should write (``tune`` writes the store
-on rank 0 only).
+every rank builds the same candidate list (static rules only), and :func:`tritune.dist.distributed_race`
+gives each rank its share to compile, load, verify and race on its own GPU; the shares' outcomes are
+merged with one winner rule. Every rank ends with the same winner and the same result of every
+candidate; only the caller's rank 0 should write (``tune`` writes the store on rank 0 only).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from tritune.config import Config
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
-from tritune.tune.race import RaceOptions, RaceResult, race, sweep
+from tritune.tune.race import RaceOptions, RaceResult
 from tritune.workload import Workload
 
 
@@ -43,27 +45,8 @@ class TuneOptions:
 
 
 
-_PREPARE_FAILURES = (Status.ILLEGAL, Status.LAUNCH_FAILED, Status.INCORRECT)
-
-
-def load_check(jit: Any, cfg: Config, args: Sequence[Any], kw: Mapping[str, Any], grid: Any) -> str | None:
-    """Compile (from Triton's cache after the screen) and load ``cfg``; the reason if the GPU refuses it."""
-    from triton.compiler.errors import CompilationError
-
-    try:
-        from triton.runtime.errors import OutOfResources
-    except ImportError:  # pragma: no cover
-        OutOfResources = RuntimeError  # type: ignore[assignment,misc]
-    try:
-        k = jit.run(*args, grid=grid, warmup=True, **kw, **cfg.kwargs, **cfg.launch_options())
-        init = getattr(k, "_init_handles", None)
-        if callable(init):
-            init()
-    except OutOfResources as e:
-        return f"{jit.__name__} {cfg.id}: the GPU refused to load it: {e}"
-    except CompilationError as e:
-        return f"{jit.__name__} does not compile with {cfg.id}: {str(e).strip().splitlines()[-1]}"
-    return None
+_PREPARE_FAILURES = (Status.ILLEGAL, Status.LAUNCH_FAILED, Status.INCORRECT, Status.COMPILE_FAILED,
+                     Status.COMPILE_TIMEOUT)
 
 
 def tune_key(
@@ -71,27 +54,32 @@ def tune_key(
     key: Mapping[str, Any],
     *,
     options: TuneOptions,
-    screened: WorkloadResult | None = None,
     store: Any = None,
     progress: Any = None,
     timer: Any = None,
     group: Any = None,
     device: str = "cuda",
+    target: Any = "auto",
 ) -> tuple[WorkloadResult, RaceResult | None]:
-    """Tune one key on the GPU. ``screened`` carries the screen's verdicts (fits/illegal/...) per candidate.
+    """Tune one key on the GPU: compile the legal candidates in workers, load, verify and race them.
 
-    ``group`` (a :class:`tritune.dist.TuningGroup`) farms the load/verify/timing over its ranks
-    (collective: every rank calls this with the same workload, key and screen verdicts).
-    ``device="cpu"`` launches through Triton's interpreter: for tests only (its timings mean nothing).
+    ``group`` (a :class:`tritune.dist.TuningGroup`) farms the work over its ranks (collective: every rank
+    calls this with the same workload and key): each rank compiles, loads, verifies and races only its
+    share. ``target``: what the workers compile for ("auto": this GPU; a name such as "sm90" or a
+    GPUTarget; None: nothing is compiled ahead, the JIT compiles at first load). ``device="cpu"``
+    launches through Triton's interpreter: for tests only (its timings mean nothing).
     """
     import torch
 
     from tritune.bench import EventTimer, Failure, TimerMeasure
     from tritune.kernel import as_interpreted, as_jit
     from tritune.space import check_static
+    from tritune.tune.pipeline import LazyMeasure, Prepared, compile_and_race, load_binary
+    from tritune.tune.precompile import default_jobs, start_precompile
     from tritune.verify.compare import compare, poison
 
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
+    compile_jit = as_jit(workload.kernel)
     kname = workload.info.name
     torch.manual_seed(0)
     args = workload.make_args(key, device)
@@ -101,18 +89,23 @@ def tune_key(
     if options.verify and workload.oracle is not None:
         expected = list(workload.oracle([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine]))
     verdict: dict[Config, CandidateResult] = {}
-    screen_extra: dict[Config, dict[str, Any]] = {}
-    if screened is not None:
-        for c in screened.candidates:
-            screen_extra[c.config] = {k: v for k, v in c.extra.items() if k in ("shared", "registers", "spilled_bytes")}
-            if c.status is not Status.FITS:
-                verdict[c.config] = CandidateResult(c.config, c.status, c.reason, dict(screen_extra[c.config]))
-    def prepare(cfg: Config) -> Failure | None:
-        """Load ``cfg`` and check it against the oracle; the Failure to record, or None to time it."""
+    legal: list[Config] = []
+    for cfg in workload.candidates():
+        rej = check_static(cfg, workload.info, kw, workload.space)
+        if rej is not None:
+            verdict[cfg] = CandidateResult(cfg, Status.ILLEGAL, rej.reason)
+        else:
+            legal.append(cfg)
+
+    def prepare(cfg: Config) -> Prepared:
+        """Load ``cfg`` and check it against the oracle: the Failure to record, or the binary's facts."""
         grid = workload.grid_for(cfg, key)
-        why = None if device == "cpu" else load_check(jit, cfg, args, kw, grid)
-        if why is not None:
-            return Failure(Status.ILLEGAL, why)
+        facts: dict[str, Any] = {}
+        if device != "cpu":
+            got = load_binary(jit, kname, cfg, args, kw, grid)
+            if isinstance(got, Failure):
+                return got
+            facts = got
         if expected is not None:
             for a, p in zip(args, pristine):
                 if isinstance(a, torch.Tensor):
@@ -134,23 +127,7 @@ def tune_key(
                 return Failure(Status.INCORRECT, f"{kname} {cfg.id}: " + "; ".join(bad))
         if progress is not None:
             progress.step(f"{kname} {cfg.id}", "fits")
-        return None
-
-    runnable: list[Config] = []
-    for cfg in workload.candidates():
-        if cfg in verdict:
-            continue
-        rej = check_static(cfg, workload.info, kw, workload.space)
-        if rej is not None:
-            verdict[cfg] = CandidateResult(cfg, Status.ILLEGAL, rej.reason)
-            continue
-        if group is None:
-            failed = prepare(cfg)
-            if failed is not None:
-                fx = screen_extra.get(cfg, {}) if failed.status is Status.ILLEGAL else {}
-                verdict[cfg] = CandidateResult(cfg, failed.status, failed.reason, fx)
-                continue
-        runnable.append(cfg)
+        return facts
 
     def make_fn(cfg: Config) -> Any:
         grid = workload.grid_for(cfg, key)
@@ -163,25 +140,37 @@ def tune_key(
         return call
 
     timer = timer or EventTimer(graph=options.graph)
-    measure: Any
-    if hasattr(timer, "measure_config"):  # the replay timer (tests): timings replayed, nothing launched
-        measure = timer.measure_config
-    else:
+
+    def make_measure() -> Any:
+        if hasattr(timer, "measure_config"):  # the replay timer (tests): timings replayed, nothing launched
+            return timer.measure_config
         timer.warm_device(0.05)
-        measure = TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol, warmup_s=0.002)
+        return TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol, warmup_s=0.002)
+
+    measure = LazyMeasure(make_measure)
+    jobs = options.jobs or default_jobs()
+    gpu_target = _gpu_target(target)
+    method = "sweep" if options.exhaustive else "race"
+    stats: dict[str, Any] = {}
+
+    def run(share: list[Config]) -> RaceResult:
+        compiling = None
+        if gpu_target is not None and share:
+            compiling = start_precompile(compile_jit, share, args, kw, gpu_target, jobs, options.compile_timeout)
+        return compile_and_race(share, prepare=prepare, measure=measure, options=options.race,
+                                compiling=compiling, method=method, tail=max(1, jobs // 2), stats=stats)  # fmt: skip
+
     result: RaceResult | None = None
-    if runnable:  # the same list on every rank: static rules and the gathered screen verdicts only
+    if legal:  # the same list on every rank: static rules only
         if progress is not None:
-            progress.stage(f"timing {workload.name} {key}", len(runnable))
+            progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
         if group is not None:
             from tritune.dist import distributed_race
 
-            result = distributed_race(
-                runnable, measure, label=f"{workload.name} {dict(key)}", group=group, options=options.race,
-                method="sweep" if options.exhaustive else "race", prepare=prepare,
-            )  # fmt: skip
+            result = distributed_race(legal, measure, label=f"{workload.name} {dict(key)}", group=group,
+                                      options=options.race, method=method, run_share=run)  # fmt: skip
         else:
-            result = (sweep if options.exhaustive else race)(runnable, measure, options.race)
+            result = run(legal)
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
     for cfg in workload.candidates():
@@ -191,10 +180,8 @@ def tune_key(
             continue
         assert result is not None
         o = result.outcome(cfg)
-        extra: dict[str, Any] = dict(screen_extra.get(cfg, {}))
-        if o.measurement is None and not o.timings and o.status in _PREPARE_FAILURES:  # failed on its rank
-            if o.status is not Status.ILLEGAL:
-                extra = {}
+        extra: dict[str, Any] = dict(o.facts or {})
+        if o.measurement is None and not o.timings and o.status in _PREPARE_FAILURES:  # failed before timing
             cands.append(CandidateResult(cfg, o.status, o.reason, {**extra, "measurement": None}))
             continue
         m = o.measurement
@@ -212,11 +199,27 @@ def tune_key(
         "bytes": nbytes,
         "flops": nflops,
         "race": {k: v for k, v in result.to_json().items() if k != "candidates"} if result else None,
+        "phases": stats,
     }
     wr = WorkloadResult(workload.name, dict(key), cands, wextra)
     if store is not None:
         record(store, workload, key, args, wr, result)
     return wr, result
+
+
+def _gpu_target(target: Any) -> Any:
+    """The GPUTarget compile workers build for: "auto" is this GPU's (None without one), names resolve."""
+    if target is None:
+        return None
+    if target == "auto":
+        from tritune.device import current_target, gpu_unavailable_reason
+
+        return current_target() if gpu_unavailable_reason() is None else None
+    if isinstance(target, str):
+        from tritune.screen.targets import get_target
+
+        return get_target(target).gpu_target()
+    return target
 
 
 def record(store: Any, workload: Workload, key: Mapping[str, Any], args: Sequence[Any], wr: WorkloadResult,
@@ -256,9 +259,7 @@ def tune(
     provenance. ``timer``/``target``/``device="cpu"`` exist for tests on machines without a GPU.
     """
     from tritune.bench import EventTimer
-    from tritune.dist.farm import job_group, merge_screens, rank_info
-    from tritune.dist.split import split_configs
-    from tritune.screen import screen
+    from tritune.dist.farm import job_group, rank_info
     from tritune.tune.provenance import measure_ceilings, provenance
 
     options = options or TuneOptions()
@@ -267,31 +268,14 @@ def tune(
     timer = timer or EventTimer(graph=options.graph)
     entries: list[WorkloadResult] = []
     compile_s = 0.0
-    compiled = 0
     t0 = time.perf_counter()
     for w in workloads:
-        wkeys = list(keys) if keys is not None else list(w.keys)
-        cands = w.candidates()
-        share = split_configs(cands, rank, world) if tg is not None else None
-        t1 = time.perf_counter()
-        if progress is not None:
-            progress.stage(f"compiling {w.name}", len(share if share is not None else cands) * len(wkeys))
-        # One screen for all keys: keys that specialize alike share their binaries, compiled once.
-        # Farmed, each rank compiles its own share only and the verdicts are gathered.
-        sres = screen(w, target, jobs=options.jobs, compile_timeout=options.compile_timeout, keys=wkeys,
-                      configs=share)  # fmt: skip
-        compiled += sum(len(r.candidates) for r in sres.workloads)
-        if tg is not None and share is not None:
-            by_key = merge_screens(tg, f"{w.name} screen", cands, share, sres.workloads)
-        else:
-            by_key = {repr(sorted(r.key.items())): r for r in sres.workloads}
-        compile_s += time.perf_counter() - t1
-        for key in wkeys:
+        for key in list(keys) if keys is not None else list(w.keys):
             t2 = time.perf_counter()
-            wr, _ = tune_key(w, key, options=options, screened=by_key.get(repr(sorted(dict(key).items()))),
-                             store=store if rank == 0 else None, progress=progress, timer=timer, group=tg,
-                             device=device)  # fmt: skip
+            wr, _ = tune_key(w, key, options=options, store=store if rank == 0 else None, progress=progress,
+                             timer=timer, group=tg, device=device, target=target)  # fmt: skip
             wr.extra["wall_s"] = round(time.perf_counter() - t2, 3)
+            compile_s += float(wr.extra["phases"].get("compiled_s", 0.0))
             entries.append(wr)
     wall = time.perf_counter() - t0
     extra: dict[str, Any] = {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3)}
@@ -301,7 +285,7 @@ def tune(
 
         winners = [[w.name, w.key, w.extra.get("winner")] for w in entries]
         ranks = rank_info(tg, "tune summary", {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3),
-                                              "screened": compiled, "winners": winners})  # fmt: skip
+                                              "winners": winners})  # fmt: skip
         extra["winners_identical_across_ranks"] = all(r["winners"] == ranks[0]["winners"] for r in ranks)
         extra["ranks"] = [{k: v for k, v in r.items() if k != "winners"} for r in ranks]
         prov_extra = {"world_size": world, "rank": rank, "winner_rule": WINNER_RULE,

@@ -20,7 +20,7 @@ from tritune.device import gpu_unavailable_reason
 from tritune.errors import NoLegalConfigError
 from tritune.outcome import Status
 from tritune.space.legality import format_rejections
-from tritune.tune.race import RaceOptions, race
+from tritune.tune.race import RaceOptions
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned, Choice
@@ -107,8 +107,10 @@ class Tuner:
              args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
         from tritune.bench import EventTimer, TimerMeasure
         from tritune.store import CandidateRecord
+        from tritune.tune import pipeline
         from tritune.tune.autotune import Choice
-        from tritune.tune.simple import candidate_call, compile_rejection
+        from tritune.tune.precompile import default_jobs
+        from tritune.tune.simple import candidate_call
 
         st = self._open_store()
         gpu = gpu_unavailable_reason() is None
@@ -125,13 +127,6 @@ class Tuner:
                 if why_not is not None:
                     rejected[cfg] = why_not
             todo = [c for c in todo if c not in rejected]
-        compiling = None
-        if gpu and self.precompile and todo:
-            from tritune.device import current_target
-            from tritune.tune.precompile import start_precompile
-
-            compiling = start_precompile(tuned._launcher(), todo, args, kwargs, current_target(), self.jobs,
-                                         self.compile_timeout)  # fmt: skip
         cleanups = []
         named = tuned._named(args, kwargs)
         saved = {n: named[n].clone() for n in tuned.restore_value}  # before any candidate runs
@@ -141,19 +136,8 @@ class Tuner:
             cleanups.append(cleanup)
             return call
 
-        def loaded(cfgs: list[Config]) -> list[Config]:
-            """Those of ``cfgs`` that compiled and load here (from Triton's cache after the precompile)."""
-            ok = []
-            for cfg in cfgs:
-                if compiling is not None and cfg in compiling.failed:
-                    rejected[cfg] = compiling.failed[cfg]
-                    continue
-                why = compile_rejection(tuned, cfg, args, kwargs, grid) if gpu else None
-                if why is None:
-                    ok.append(cfg)
-                else:
-                    rejected[cfg] = why
-            return ok
+        def prepare(cfg: Config) -> Any:
+            return pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid) if gpu else None
 
         def make_measure() -> Any:
             if self.timer is not None:
@@ -164,60 +148,44 @@ class Tuner:
             timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
             return TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
 
+        measure = pipeline.LazyMeasure(make_measure)
+        jobs = self.jobs or default_jobs()
+
+        def run(share: list[Config]) -> Any:
+            """Compile ``share`` in workers and race it as the compiles finish (one rank's share, or all)."""
+            compiling = None
+            if gpu and self.precompile and share:
+                from tritune.device import current_target
+                from tritune.tune.precompile import start_precompile
+
+                compiling = start_precompile(tuned._launcher(), share, args, kwargs, current_target(), jobs,
+                                             self.compile_timeout)  # fmt: skip
+            # Race what compiled first once half the workers are idle (only stragglers are left).
+            return pipeline.compile_and_race(share, prepare=prepare, measure=measure, options=self.race,
+                                             compiling=compiling, tail=max(1, jobs // 2), stats=stats)  # fmt: skip
+
         result: Any = None
-        measure: Any = None
-        first: Any = None
-        try:
-            if compiling is not None and compiling.pending and not self.distributed:
-                # Race what compiled first while the slowest compiles finish (they go longest first, so
-                # once half the workers are idle only the stragglers are left), then go on with those.
-                from tritune.tune.precompile import default_jobs
+        if todo and self.distributed:
+            from tritune.dist import distributed_race
 
-                tail = max(1, (self.jobs or default_jobs()) // 2)
-                in_order = {c: i for i, c in enumerate(todo)}
-                done = [c for c in todo if c not in compiling.pending] + compiling.wait(tail)
-                early = loaded(sorted(done, key=in_order.__getitem__))
-                if compiling.pending and len(early) >= 2:
-                    measure = make_measure()
-                    first = race(early, measure, self.race)
-                    stats["first_race"] = {"candidates": len(early), "s": round(time.perf_counter() - clock, 3),
-                                           "left_compiling": len(compiling.pending)}  # fmt: skip
-                    early = []
-                runnable = early + loaded(sorted(compiling.wait(0), key=in_order.__getitem__))
-            else:
-                if compiling is not None:
-                    compiling.wait(0)
-                runnable = loaded(todo)
-        finally:
-            if compiling is not None:
-                compiling.close()
-                rejected.update(compiling.failed)  # every compile failure is recorded, with its reason
-        stats["compiled_s"] = round(time.perf_counter() - clock, 3)
-        if first is not None:
-            result = race(runnable, measure, self.race, prior=first)
-        elif runnable:
-            measure = make_measure()
-            if self.distributed:
-                from tritune.dist import distributed_race
-
-                result = distributed_race(runnable, measure, label=_label(tuned, key), options=self.race,
-                                          retime_finalists=self.retime_finalists)
-            else:
-                result = race(runnable, measure, self.race)
+            # Each rank compiles and races its own share; the shares' outcomes are merged on every rank.
+            result = distributed_race(todo, measure, label=_label(tuned, key), options=self.race,
+                                      retime_finalists=self.retime_finalists, run_share=run)  # fmt: skip
+        elif todo:
+            result = run(todo)
         for c in cleanups:
             c()
         stats["total_s"] = round(time.perf_counter() - clock, 3)
+        recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in asked]
+        winner, best_ms = None, None
         if result is not None:
             stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
                              "device_s": round(result.device_s, 3), "ties": [c.id for c in result.ties]}
-        timed_out = compiling.timed_out if compiling is not None else set()
-        recs = [CandidateRecord(c, Status.COMPILE_TIMEOUT if c in timed_out else Status.ILLEGAL, None, r)
-                for c, r in rejected.items() if c in asked]  # fmt: skip
-        winner, best_ms = None, None
-        if result is not None:
             for o in result.outcomes:
                 m = o.measurement
                 ok = o.status is Status.MEASURED and m is not None
+                if not ok:
+                    rejected[o.config] = o.reason or o.status.value
                 recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok else None, o.reason,
                                             m.to_json() if ok and m is not None else None))
             if result.winner is not None and result.winner_measurement is not None:

@@ -1,0 +1,167 @@
+"""Compile, load and race one list of candidates, the timing overlapping the last compiles.
+
+The decorator and ``tritune tune`` (one process, or each rank of a farm for its share) all tune through
+:func:`compile_and_race`:
+
+1. the compiles were started in forked workers (:func:`tritune.tune.precompile.start_precompile`),
+   longest compile first;
+2. once at most ``tail`` compiles are left (half the workers idle: only stragglers remain), the configs
+   compiled so far are loaded in this process (``prepare``: the GPU's own resource check, then the
+   oracle check when there is one) and raced;
+3. the stragglers are loaded as they finish and the race goes on with them (``race(..., prior=)``), so
+   a late config still wins when it is the fastest.
+
+Every config ends with an outcome in the returned race: compile failures (``compile_failed``,
+``compile_timeout``) and the ``prepare`` failures (``illegal``, ``launch_failed``, ``incorrect``) too, with
+their reasons. Binary facts from loading (registers, spills, shared memory) ride on the outcomes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from tritune.bench.timer import ConfigMeasure, Failure
+from tritune.config import Config
+from tritune.outcome import Status
+from tritune.tune.race import CandidateOutcome, RaceOptions, RaceResult, race, sweep
+
+#: What ``prepare`` returns for one config: a Failure to record, or the loaded binary's facts (or None).
+Prepared = Failure | Mapping[str, Any] | None
+
+
+def load_binary(jit: Any, name: str, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
+                grid: Any) -> Failure | dict[str, Any]:  # fmt: skip
+    """Compile ``cfg`` (from Triton's cache after a precompile) and load it on the current GPU.
+
+    Returns the Failure (``illegal``: the GPU refuses it, for shared memory or threads x registers;
+    ``compile_failed``) or the binary's facts: ``registers`` per thread, ``spilled_bytes`` per thread and
+    ``shared`` memory per block, as the driver reports them.
+    """
+    from triton.compiler.errors import CompilationError
+
+    try:
+        from triton.runtime.errors import OutOfResources
+    except ImportError:  # pragma: no cover
+        OutOfResources = RuntimeError  # type: ignore[assignment,misc]
+    try:
+        k = jit.run(*args, grid=grid, warmup=True, **kwargs, **cfg.kwargs, **cfg.launch_options())
+        init = getattr(k, "_init_handles", None)
+        if callable(init):
+            init()  # loads the binary: raises OutOfResources for too much shared memory or registers
+    except OutOfResources as e:
+        return Failure(Status.ILLEGAL, f"{name} {cfg.id}: the GPU refused to load it: {e}")
+    except CompilationError as e:
+        return Failure(Status.COMPILE_FAILED, f"{name} does not compile with {cfg.id}: {_last_line(e)}")
+    facts: dict[str, Any] = {}
+    regs, spills = getattr(k, "n_regs", None), getattr(k, "n_spills", None)
+    shared = getattr(getattr(k, "metadata", None), "shared", None)
+    if isinstance(regs, int):
+        facts["registers"] = regs
+    if isinstance(spills, int):
+        facts["spilled_bytes"] = 4 * spills  # Triton's n_spills is the local memory size / 4
+    if isinstance(shared, int):
+        facts["shared"] = shared
+    return facts
+
+
+class LazyMeasure:
+    """A ConfigMeasure built by ``make()`` at its first call: no timer is set up (nor the GPU warmed)
+    for a tuning in which every candidate fails before timing."""
+
+    def __init__(self, make: Callable[[], ConfigMeasure]) -> None:
+        self._make = make
+        self._measure: ConfigMeasure | None = None
+
+    def __call__(self, config: Config, budget_s: float) -> Any:
+        if self._measure is None:
+            self._measure = self._make()
+        return self._measure(config, budget_s)
+
+
+def _last_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[-1] if lines else type(e).__name__
+
+
+def compile_and_race(
+    configs: Sequence[Config],
+    *,
+    prepare: Callable[[Config], Prepared],
+    measure: ConfigMeasure,
+    options: RaceOptions,
+    compiling: Any = None,
+    method: str = "race",
+    tail: int = 1,
+    stats: dict[str, Any] | None = None,
+) -> RaceResult:
+    """Race ``configs`` as their compiles finish (module docstring); every config gets an outcome.
+
+    ``compiling``: the :class:`~tritune.tune.precompile.Compiling` started on ``configs`` (None: the JIT
+    compiles each at its first load, here). ``prepare(config)`` loads one compiled config and checks it:
+    a Failure to record, or None/a mapping of facts to keep on its outcome. ``measure`` times a config
+    (wrap it in :class:`LazyMeasure` to set the timer up only once something is timed). ``method="sweep"`` times every config to completion, after
+    all compiles. ``tail``: race the compiled ones once at most this many compiles are left. ``stats``,
+    when given, receives the first race's size and time and the compile phase's end.
+    """
+    clock = time.perf_counter()
+    order = {c: i for i, c in enumerate(configs)}
+    failures: dict[Config, Failure] = {}
+    facts: dict[Config, Mapping[str, Any]] = {}
+    def compile_failure(c: Config) -> Failure:
+        timed_out = c in getattr(compiling, "timed_out", ())
+        return Failure(Status.COMPILE_TIMEOUT if timed_out else Status.COMPILE_FAILED, compiling.failed[c])
+
+    def load(cfgs: Sequence[Config]) -> list[Config]:
+        ok = []
+        for c in sorted(cfgs, key=order.__getitem__):
+            if compiling is not None and c in compiling.failed:
+                failures[c] = compile_failure(c)
+                continue
+            got = prepare(c)
+            if isinstance(got, Failure):
+                failures[c] = got
+                continue
+            if got:
+                facts[c] = got
+            ok.append(c)
+        return ok
+
+    first: RaceResult | None = None
+    try:
+        if compiling is not None and compiling.pending and method == "race":
+            done = [c for c in configs if c not in compiling.pending] + compiling.wait(tail)
+            early = load(done)
+            if compiling.pending and len(early) >= 2:
+                first = race(early, measure, options)
+                if stats is not None:
+                    stats["first_race"] = {"candidates": len(early), "s": round(time.perf_counter() - clock, 3),
+                                           "left_compiling": len(compiling.pending)}  # fmt: skip
+                early = []
+            runnable = early + load(compiling.wait(0))
+        else:
+            if compiling is not None:
+                compiling.wait(0)
+            runnable = load(configs)
+    finally:
+        if compiling is not None:
+            compiling.close()
+    if compiling is not None:  # a compile that failed in a worker is recorded even if never loaded
+        for c in configs:
+            if c in compiling.failed and c not in failures:
+                failures[c] = compile_failure(c)
+        runnable = [c for c in runnable if c not in failures]
+    if stats is not None:
+        stats["compiled_s"] = round(time.perf_counter() - clock, 3)
+    if first is not None:
+        result = race(runnable, measure, options, prior=first)
+    elif runnable:
+        result = (race if method == "race" else sweep)(runnable, measure, options)
+    else:
+        result = RaceResult(None, (), (), "none_measured", 0, 0, 0, 0.0, options)
+    outcomes = [replace(o, facts=facts[o.config]) if o.config in facts else o for o in result.outcomes]
+    outcomes += [CandidateOutcome(c, f.status, None, f.reason) for c, f in failures.items()]
+    outcomes.sort(key=lambda o: order.get(o.config, len(order)))
+    return replace(result, outcomes=tuple(outcomes))

@@ -1,0 +1,141 @@
+"""compile_and_race: every config ends with an outcome, the race starts while stragglers compile, the late
+best still wins, and the session records compile failures.
+
+FAKES, to test the orchestration on CPU: compile workers are futures this test resolves, loading is a
+function of the test's choosing, and the TIMINGS ARE SYNTHETIC (a made-up landscape, replayed).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+
+import pytest
+
+from tritune.bench import Failure, ReplayTimer, synthetic_landscape
+from tritune.config import Config
+from tritune.outcome import Status
+from tritune.tune import precompile as pc
+from tritune.tune.pipeline import LazyMeasure, compile_and_race
+from tritune.tune.race import RaceOptions
+
+OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
+
+
+def _fake_compiling(configs: list[Config], late: dict[Config, str | None], failed: dict[Config, str],
+                    delay: float = 0.2) -> pc.Compiling:  # fmt: skip
+    """FAKE workers: configs not in ``late`` are compiled at once; ``late`` ones finish after ``delay``
+    with the given error (None: success); ``failed`` failed before any worker took them."""
+    futs: dict[Config, Future] = {}
+    for c in configs:
+        if c in failed:
+            continue
+        f: Future = Future()
+        futs[c] = f
+        if c not in late:
+            f.set_result(None)
+
+    def finish() -> None:
+        for c, why in late.items():
+            futs[c].set_result(why)
+
+    threading.Timer(delay, finish).start()
+    return pc.Compiling("k", dict(failed), futs)
+
+
+def test_every_config_gets_an_outcome_and_the_late_best_wins() -> None:
+    land = synthetic_landscape(30, seed=3)
+    cfgs = land.configs
+    best = land.best.config
+    others = [c for c in cfgs if c != best]
+    broken, spec_bad, too_big, wrong = others[0], others[1], others[2], others[3]
+    compiling = _fake_compiling(cfgs, {best: None, broken: "ptxas fatal"}, {spec_bad: "k: bad signature"})
+    pending_when_timed: list[int] = []
+    replay = ReplayTimer(land, noise=0.02, seed=0)
+
+    def measure(c: Config, budget_s: float):  # type: ignore[no-untyped-def]
+        pending_when_timed.append(len(compiling.pending))
+        return replay.measure_config(c, budget_s)
+
+    def prepare(c: Config):  # type: ignore[no-untyped-def]
+        if c == too_big:
+            return Failure(Status.ILLEGAL, "the GPU refused to load it")
+        if c == wrong:
+            return Failure(Status.INCORRECT, "args[1] differs")
+        return {"registers": 32, "shared": 0}
+
+    stats: dict = {}
+    res = compile_and_race(cfgs, prepare=prepare, measure=measure, options=OPTS, compiling=compiling, tail=2,
+                           stats=stats)  # fmt: skip
+    assert [o.config for o in res.outcomes] == cfgs  # one outcome each, in the given order
+    status = {o.config: o.status for o in res.outcomes}
+    assert status[broken] is Status.COMPILE_FAILED and "ptxas fatal" in (res.outcome(broken).reason or "")
+    assert status[spec_bad] is Status.COMPILE_FAILED
+    assert status[too_big] is Status.ILLEGAL and status[wrong] is Status.INCORRECT
+    assert res.winner == best  # compiled last, still raced and still the winner
+    assert pending_when_timed[0] == 2 and pending_when_timed[-1] == 0
+    assert stats["first_race"]["left_compiling"] == 2 and stats["first_race"]["candidates"] == len(cfgs) - 5
+    assert res.outcome(best).facts == {"registers": 32, "shared": 0}
+    assert res.outcome(broken).facts is None and res.outcome(broken).measurement is None
+
+
+def test_compile_timeout_is_its_own_outcome_and_sweep_times_everything() -> None:
+    land = synthetic_landscape(12, seed=4)
+    cfgs = land.configs
+    slow = cfgs[5]
+    compiling = _fake_compiling(cfgs, {}, {})
+    compiling.failed[slow] = "k slow: compile_timeout: still compiling after 60 s"
+    compiling.timed_out.add(slow)
+    compiling.pending.pop(slow)
+    res = compile_and_race(cfgs, prepare=lambda c: None, measure=ReplayTimer(land, seed=1).measure_config,
+                           options=OPTS, compiling=compiling, method="sweep")  # fmt: skip
+    assert res.outcome(slow).status is Status.COMPILE_TIMEOUT
+    measured = [o for o in res.outcomes if o.status is Status.MEASURED]
+    assert len(measured) == len(cfgs) - 1 and all(o.full for o in measured)
+    assert res.winner == land.best.config
+
+
+def test_nothing_runnable_times_nothing_and_never_builds_the_timer() -> None:
+    land = synthetic_landscape(6, seed=5)
+    built = []
+
+    def make():  # type: ignore[no-untyped-def]
+        built.append(1)
+        return ReplayTimer(land).measure_config
+
+    res = compile_and_race(land.configs, prepare=lambda c: Failure(Status.ILLEGAL, "no"),
+                           measure=LazyMeasure(make), options=OPTS)  # fmt: skip
+    assert res.winner is None and res.stop == "none_measured" and not built
+    assert all(o.status is Status.ILLEGAL and o.reason == "no" for o in res.outcomes)
+
+
+@pytest.mark.slow
+def test_session_records_a_failed_compile_with_its_reason(monkeypatch, tmp_path) -> None:
+    """tune_key through the FAKE workers: the failed compile is in the result and in the store."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    import session_workers as sw
+
+    from tritune.store import open_store
+    from tritune.tune.session import TuneOptions, tune
+
+    wl = sw.gelu()
+    broken = wl.candidates()[1]
+
+    def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # type: ignore[no-untyped-def]
+        return _fake_compiling(list(todo), {broken: "ptxas fatal: out of registers"}, {}, delay=0.05)
+
+    monkeypatch.setattr(pc, "start_precompile", fake_start)
+    store = open_store(str(tmp_path / "s.db"))
+    res = tune([wl], keys=[sw.KEY], options=TuneOptions(jobs=4, race=sw.OPTS, ceilings=False), store=store,
+               timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
+    (w,) = res.workloads
+    by = {c.config: c for c in w.candidates}
+    assert by[broken].status is Status.COMPILE_FAILED and "out of registers" in (by[broken].reason or "")
+    assert sum(c.status is Status.MEASURED for c in w.candidates) == len(w.candidates) - 1
+    assert w.extra["phases"]["compiled_s"] >= 0.0
+    (entry,) = store.entries()
+    (rec,) = store.candidates(entry.key, [broken])
+    assert rec.status is Status.COMPILE_FAILED and "out of registers" in (rec.reason or "")
