@@ -1,12 +1,20 @@
-"""SurrogateSearch internals: diagonal local moves, the space-filling start, capped cliffs."""
+"""SurrogateSearch internals: diagonal local moves, the balanced start, capped cliffs, the GP model."""
 
 from __future__ import annotations
 
-import numpy as np
+import functools
+import itertools
+import math
+from typing import Any
 
+import numpy as np
+import pytest
+
+from tritune.errors import SearchError
 from tritune.outcome import Status
-from tritune.search.surrogate import SurrogateSearch
+from tritune.search.surrogate import GaussianProcess, SurrogateSearch
 from tritune.space import Space, pow2
+from tritune.testing.strategy_contract import CHECKS
 
 
 def _space() -> Space:
@@ -36,11 +44,110 @@ def test_space_filling_start_spreads_out() -> None:
     assert d == all_d.max()  # the second point is as far from the first as any candidate is
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_balanced_start_covers_every_value(seed: int) -> None:
+    """The start samples middle values too, not only the corners a pure maximin design picks."""
+    s = SurrogateSearch(_space(), seed=seed)
+    start = s.ask(s.initial)
+    for name in ("BM", "BN", "num_warps"):
+        assert {c.as_dict()[name] for c in start} == {c.as_dict()[name] for c in s.candidates}
+
+
 def test_cliff_is_capped_before_the_fit() -> None:
     """A 100x slow config does not move the prediction of the fast ones more than the cap allows."""
-    capped = SurrogateSearch(_space(), seed=0, clip=0.5)
-    for c in capped.ask(10):
-        capped.tell(c, Status.MEASURED, 100.0 if c.as_dict()["num_warps"] == 2 else 1.0)
-    score = capped._scores()
-    measured = list(capped._measured)
-    assert float(score[measured].max()) < np.log(100.0)
+    for model in ("gp", "ridge"):
+        capped = SurrogateSearch(_space(), seed=0, clip=0.5, model=model)
+        for c in capped.ask(10):
+            capped.tell(c, Status.MEASURED, 100.0 if c.as_dict()["num_warps"] == 2 else 1.0)
+        score = capped._scores()
+        measured = list(capped._measured)
+        assert float(score[measured].max()) < np.log(100.0)
+
+
+def _bowl(c: Any) -> float:
+    """FAKE separable landscape in log2 sizes, fastest at BM=128, BN=64, 4 warps."""
+    d = c.as_dict()
+    lm, ln, lw = math.log2(d["BM"]), math.log2(d["BN"]), math.log2(d["num_warps"])
+    return math.exp(0.2 * (lm - 7) ** 2 + 0.15 * (ln - 6) ** 2 + 0.1 * (lw - 2) ** 2)
+
+
+@pytest.mark.parametrize("model", ["gp", "ridge"])
+@pytest.mark.parametrize("seed", range(5))
+def test_model_predicts_the_optimum_it_has_not_measured(model: str, seed: int) -> None:
+    s = SurrogateSearch(_space(), seed=seed, model=model)
+    best = _at(s, BM=128, BN=64, num_warps=4)
+    others = [i for i in range(len(s.candidates)) if i != best]
+    for i in np.random.default_rng(seed).choice(others, size=20, replace=False):
+        s._asked[i] = True
+        s._measured[int(i)] = math.log(_bowl(s.candidates[i]))
+    score = s._scores()
+    free = np.flatnonzero(~s._asked)
+    assert int(free[np.argmin(score[free])]) == best
+
+
+def _grid2() -> np.ndarray:
+    """Unit coordinates of a 9 x 9 grid (81 candidates)."""
+    g = np.linspace(0.0, 1.0, 9)
+    return np.array(list(itertools.product(g, g)))
+
+
+def _fitted(values: Any, seed: int, noise: float = 0.0) -> tuple[GaussianProcess, np.ndarray, np.ndarray]:
+    """A GP on the 9 x 9 grid told ``values`` (plus relative ``noise``) at 30 random points, and its mean."""
+    unit = _grid2()
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(unit), size=30, replace=False)
+    y = values(unit[idx])
+    y = y + noise * y.std() * rng.standard_normal(len(y))
+    gp = GaussianProcess(unit, (unit - unit.mean(axis=0)) / unit.std(axis=0))
+    return gp, y, gp.predict(idx, y)[idx]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gp_interpolates_noiseless_data_and_smooths_noisy_data(seed: int) -> None:
+    """Noiseless values get a small nugget and are reproduced; noisy ones a larger nugget that filters noise.
+
+    With noise the mean at the told points is closer to the noiseless values than the told values are.
+    """
+
+    def values(u: np.ndarray) -> np.ndarray:
+        return np.asarray(np.sin(3.0 * u[:, 0]) + u[:, 1] ** 2)
+
+    gp, y, mean = _fitted(values, seed)
+    assert gp.nugget <= 1e-3
+    assert np.abs(mean - y).max() <= 0.02 * y.std()
+    gp, noisy, mean = _fitted(values, seed, noise=0.3)
+    assert gp.nugget >= 0.01
+    assert np.linalg.norm(mean - y) < 0.95 * np.linalg.norm(noisy - y)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gp_length_scale_is_short_on_a_rugged_axis_and_long_on_a_smooth_one(seed: int) -> None:
+    """Marginal likelihood picks one length scale per axis: short where the values wiggle, long where they do not."""
+    gp, _, _ = _fitted(lambda u: np.sin(12.0 * u[:, 0]) + 0.2 * u[:, 1], seed)
+    rugged, smooth = gp.length_scales
+    assert rugged <= 0.25 and smooth >= 1.0
+    gp, _, _ = _fitted(lambda u: 0.3 * u[:, 0] + 0.2 * u[:, 1], seed)  # the linear kernel explains it all
+    assert min(gp.length_scales) >= 1.0
+
+
+def test_gp_keeps_its_matrices_small_on_a_long_search() -> None:
+    """Past max_points measurements the model uses a bounded subset and still predicts every candidate."""
+    rng = np.random.default_rng(0)
+    unit = np.array(list(itertools.product(np.linspace(0, 1, 8), repeat=3)))  # 512 candidates
+    gp = GaussianProcess(unit, unit - unit.mean(axis=0), max_points=40)
+    idx = rng.choice(len(unit), size=200, replace=False)
+    y = (unit[idx] ** 2).sum(axis=1)
+    pred = gp.predict(idx, y)
+    assert pred.shape == (len(unit),) and np.isfinite(pred).all()
+    assert len(gp._cols) <= 40
+    assert int(np.argmin(pred)) == int(np.argmin((unit**2).sum(axis=1)))
+
+
+def test_unknown_model_is_refused() -> None:
+    with pytest.raises(SearchError, match="surrogate model 'forest' is not one of gp, ridge"):
+        SurrogateSearch(_space(), model="forest")
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_ridge_model_passes_the_contract(check: Any) -> None:
+    check(functools.partial(SurrogateSearch, model="ridge"))
