@@ -20,8 +20,9 @@ ranks (sharded shapes) must not be tuned with ``distributed=True``: pretune it o
 **The winner rule** (:data:`~tritune.dist.race.WINNER_RULE`): the finalists are each rank's local race
 winner and its ties; the winner is the finalist with the smallest median, equal medians going to the
 smaller config id; ties are the finalists whose 95% interval overlaps the winner's. With
-``retime_finalists=True`` rank 0 re-races the finalists on its own GPU (for mixed GPU types) and
-everyone adopts its answer.
+``retime_finalists=True`` (the default of the decorator and of ``tritune tune``) rank 0 re-races the
+finalists on its own GPU and everyone adopts its answer: even two H200s of one host timed the same
+matmul 5% apart, so medians from different GPUs decide nothing.
 
 **Collectives** run on a gloo *tuning group* (:class:`~tritune.dist.group.TuningGroup`) beside the
 job's own backend, with ``monitored_barrier`` timeouts; create it at startup with

@@ -12,7 +12,8 @@ binaries, as the driver reports them.
 **Farmed over ranks** (``torchrun ... -m tritune tune``, or any initialized process group of 2+ ranks):
 every rank builds the same candidate list (static rules only), and :func:`tritune.dist.distributed_race`
 gives each rank its share to compile, load, verify and race on its own GPU; the shares' outcomes are
-merged with one winner rule. Every rank ends with the same winner and the same result of every
+merged, and rank 0 re-races the finalists on its own GPU (medians from two GPUs are not comparable:
+two H200s of one host ran the same matmul 5% apart). Every rank ends with the same winner and the same result of every
 candidate; only the caller's rank 0 should write (``tune`` writes the store on rank 0 only).
 """
 
@@ -41,6 +42,9 @@ class TuneOptions:
     race: RaceOptions = field(default_factory=RaceOptions)
     graph: bool = False
     ceilings: bool = True
+    #: Farmed: rank 0 re-races the ranks' finalists (local winners and ties) on its own GPU, so the winner
+    #: never rests on medians from two GPUs. Two H200s of one host ran the same matmul 5% apart (run 11).
+    retime_finalists: bool = True
 
 
 
@@ -168,7 +172,8 @@ def tune_key(
             from tritune.dist import distributed_race
 
             result = distributed_race(legal, measure, label=f"{workload.name} {dict(key)}", group=group,
-                                      options=options.race, method=method, run_share=run)  # fmt: skip
+                                      options=options.race, method=method, run_share=run,
+                                      retime_finalists=options.retime_finalists)  # fmt: skip
         else:
             result = run(legal)
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)

@@ -35,9 +35,10 @@ class Tuner:
     pretuned: str | Path | None = None
     race: RaceOptions = field(default_factory=RaceOptions)
     distributed: bool = False
-    #: With ``distributed``: rank 0 re-times the finalists (the winner and its ties) on its own GPU and every
-    #: rank adopts that answer, for clusters whose GPUs differ.
-    retime_finalists: bool = False
+    #: With ``distributed``: rank 0 re-times the finalists (each rank's winner and ties) on its own GPU and
+    #: every rank adopts that answer. Even GPUs of one model differ: two H200s of one host ran the same
+    #: matmul 5% apart (run 11), which decided a farmed winner on the slower GPU's medians.
+    retime_finalists: bool = True
     precompile: bool = True
     jobs: int | None = None
     #: Seconds a worker may spend compiling one config before it is given up as ``compile_timeout``.
