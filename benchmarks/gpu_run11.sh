@@ -4,12 +4,7 @@
 # consensus (the decorator, same keys) on N=1 with all 32 cores, N=1 pinned to 16 cores (one GPU's
 # share of this host), and N=2; the fixed cost of an empty torchrun job for N=1 and 2.
 set -u
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .whl/*.whl 2>/dev/null && export PYTHONPATH=$PYTHONPATH:/tmp/site
-LOG=$OUT/run.log
-t() { date +%s.%N; }
-el() { python3 -c "print(round($2 - $1, 2))"; }
-{ date -u; nproc; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv,noheader; } 2>&1 | tee $LOG
+. benchmarks/gpu_env.sh  # PYTHONPATH, wheels, $LOG with the machine's facts, t and el
 for N in 1 2; do
   s=$(t); timeout 60 torchrun --nproc-per-node=$N benchmarks/empty_job.py > /dev/null 2>&1; rc=$?; e=$(t)
   echo "empty job N=$N rc=$rc wall_s=$(el $s $e)" | tee -a $LOG

@@ -4,12 +4,7 @@
 # winner >= 0.98 of cuBLAS, and stable? (2) The offline farm in exhaustive mode (every legal config timed
 # to completion, 3 keys), N=1 and N=2, cold cache each: the farm where timing, not compiling, dominates.
 set -u
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .whl/*.whl 2>/dev/null && export PYTHONPATH=$PYTHONPATH:/tmp/site
-LOG=$OUT/run.log
-t() { date +%s.%N; }
-el() { python3 -c "print(round($2 - $1, 2))"; }
-{ date -u; nproc; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv,noheader; } 2>&1 | tee $LOG
+. benchmarks/gpu_env.sh  # PYTHONPATH, wheels, $LOG with the machine's facts, t and el
 export TC=$(mktemp -d)
 for R in 1 2 3; do
   CUDA_VISIBLE_DEVICES=0 TRITON_CACHE_DIR=$TC timeout 90 python3 benchmarks/matmul_tma_tune.py --out $OUT/matmul_tma_r$R.json --rounds 24 2>&1 | grep -v "^round\|^#[0-9] .*tune" | tail -9 | tee -a $LOG
