@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -67,17 +68,19 @@ class KernelInfo:
         return tuple(a for a in self.arg_names if a not in self.constexprs)
 
 
-_JIT_MEMO: dict[int, Any] = {}
-_INTERP_MEMO: dict[int, Any] = {}
+# Keyed by id() and holding the original too, so that a freed function's id, once reused, cannot hit.
+_JIT_MEMO: dict[int, tuple[Any, Any]] = {}
+_INTERP_MEMO: dict[int, tuple[Any, Any]] = {}
+_WRAP_MEMO: dict[int, tuple[Any, Any]] = {}
 
 
-def _rebind(fn: Any, convert: Any, memo: dict[int, Any], make: Any) -> Any:
+def _rebind(fn: Any, convert: Any, memo: dict[int, tuple[Any, Any]], make: Any) -> Any:
     """A copy of the Python function ``fn`` whose referenced jitted globals are converted by ``convert``."""
     import types
 
-    key = id(fn)
-    if key in memo:
-        return memo[key]
+    hit = memo.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
     new_globals = dict(fn.__globals__)
     for name in fn.__code__.co_names:
         val = new_globals.get(name)
@@ -93,7 +96,7 @@ def _rebind(fn: Any, convert: Any, memo: dict[int, Any], make: Any) -> Any:
     clone.__doc__ = fn.__doc__
     clone.__dict__.update(fn.__dict__)
     out = make(clone)
-    memo[key] = out
+    memo[id(fn)] = (fn, out)
     return out
 
 
@@ -124,26 +127,60 @@ def as_jit(kernel: Any) -> Any:
     return as_jit(unwrap_jit(kernel))
 
 
+@functools.cache
+def interpreted_kernel_class() -> type:
+    """``InterpretedFunction`` whose launches run with triton.language's own helpers interpreted too.
+
+    Triton picks JITFunction or InterpretedFunction when ``@triton.jit`` runs, so when ``TRITON_INTERPRET``
+    is set after triton is imported (as the CLI does), ``tl.cdiv``, ``tl.sum``... stay JITFunctions,
+    which refuse to be called from an interpreted kernel. ``run`` (what ``kernel[grid](...)`` calls)
+    launches inside :func:`tritune.screen.langguard.interpreter_language`, which swaps them for
+    interpreted copies for the launch only; device calls (``__call__``) are left as Triton made them.
+    """
+    from triton.runtime.interpreter import InterpretedFunction
+
+    class InterpretedKernel(InterpretedFunction):
+        def run(self, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
+            from tritune.screen.langguard import interpreter_language
+
+            with interpreter_language():
+                return super().run(*args, grid=grid, warmup=warmup, **kwargs)
+
+    InterpretedKernel.__qualname__ = "InterpretedKernel"
+    return InterpretedKernel
+
+
 def as_interpreted(kernel: Any) -> Any:
-    """An ``InterpretedFunction`` for ``kernel`` (the inverse of :func:`as_jit`), to run on the CPU."""
+    """An ``InterpretedFunction`` for ``kernel`` (the inverse of :func:`as_jit`), to run on the CPU.
+
+    It is an :func:`interpreted_kernel_class`, so it runs whether or not triton was imported under
+    ``TRITON_INTERPRET=1``.
+    """
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    if isinstance(kernel, InterpretedFunction):
-        return kernel
-    if not isinstance(kernel, JITFunction):
+    cls = interpreted_kernel_class()
+    if not isinstance(kernel, (JITFunction, InterpretedFunction)):
         kernel = unwrap_jit(kernel)
-        if isinstance(kernel, InterpretedFunction):
-            return kernel
+    if isinstance(kernel, cls):
+        return kernel
+    if isinstance(kernel, InterpretedFunction):
+        hit = _WRAP_MEMO.get(id(kernel))
+        if hit is not None and hit[0] is kernel:
+            return hit[1]
+        wrapped = cls(kernel.fn, **kernel.kwargs)
+        wrapped.pre_run_hooks = kernel.pre_run_hooks  # shared: hooks added to either one apply to both
+        _WRAP_MEMO[id(kernel)] = (kernel, wrapped)
+        return wrapped
 
     def convert(v: Any) -> Any:
-        if isinstance(v, (InterpretedFunction, JITFunction)):
+        if isinstance(v, JITFunction):
             return as_interpreted(v)
-        return None
+        return None  # an InterpretedFunction callee is already what the interpreter calls
 
     opts: dict[str, Any] = {}
     for name in ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"):
         val = getattr(kernel, name, None)
         if val:
             opts[name] = val
-    return _rebind(kernel.fn, convert, _INTERP_MEMO, lambda f: InterpretedFunction(f, **opts))
+    return _rebind(kernel.fn, convert, _INTERP_MEMO, lambda f: cls(f, **opts))

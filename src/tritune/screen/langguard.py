@@ -1,10 +1,18 @@
-"""Compile real Triton code in a process that also runs Triton's CPU interpreter.
+"""Keep ``triton.language`` right for whichever of Triton's compiler and CPU interpreter runs now.
 
-Under ``TRITON_INTERPRET=1`` two things break ``triton.compile`` in the same process:
-``triton.language``'s own jitted helpers (``tl.sum``, ``tl.cdiv``...) are built as interpreter
-functions, and the interpreter patches ``triton.language`` while it runs (calls of jitted helpers
-leave their patches behind). :func:`compiler_language` puts the pristine language back, with
-real JIT helpers, for the duration of a compile, and restores the interpreter's state after.
+One process may both interpret kernels and compile them for a GPU target, and ``triton.language``
+holds state for only one of the two:
+
+- Its own jitted helpers (``tl.cdiv``, ``tl.sum``...) are made when triton is imported: interpreter
+  functions under ``TRITON_INTERPRET=1``, JITFunctions otherwise.
+- The interpreter patches the language while it runs, and calls of jitted helpers leave their patches
+  behind.
+
+:func:`compiler_language` puts the pristine language back, with real JIT helpers, for the duration
+of a compile. :func:`interpreter_language` swaps in interpreted helpers for the duration of an
+interpreted launch when triton was imported before ``TRITON_INTERPRET`` was set (the CLI sets it
+after ``import tritune``). Each restores the state it found on exit; they share one lock, so a
+compile in another thread waits for an interpreted launch instead of pulling its helpers away.
 """
 
 from __future__ import annotations
@@ -22,11 +30,14 @@ _PRISTINE: dict[int, tuple[Any, dict[str, Any]]] = {}
 def _targets() -> list[Any]:
     import triton.language as tl
 
-    objs: list[Any] = [m for n, m in sys.modules.items() if n.startswith("triton.language") and m is not None]
-    objs += [tl.tensor, tl.core.tensor]
-    base = getattr(tl.core, "tensor_descriptor_base", None)
-    if base is not None:
-        objs.append(base)
+    modules = sys.modules.copy()  # another thread may be importing
+    objs: list[Any] = [m for n, m in modules.items() if n.startswith("triton.language") and m is not None]
+    objs += [tl.tensor, tl.core.tensor, tl.dtype]
+    # the interpreter patches these classes too (dtype.to_ir, condition.__bool__)
+    for name in ("tensor_descriptor_base", "condition"):
+        cls = getattr(tl.core, name, None)
+        if cls is not None:
+            objs.append(cls)
     seen: dict[int, Any] = {}
     for o in objs:
         seen.setdefault(id(o), o)
@@ -55,7 +66,8 @@ def compiler_language() -> Iterator[None]:
     from tritune.device import interpreter_on
 
     if not interpreter_on() and not _any_patched():
-        yield
+        with _LOCK:  # an interpreted launch in another thread waits rather than swap helpers in mid-compile
+            yield
         return
     from tritune.kernel import as_jit
 
@@ -96,6 +108,86 @@ def compiler_language() -> Iterator[None]:
 
 
 def _any_patched() -> bool:
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover
+        InterpretedFunction = ()  # type: ignore[assignment,misc]
     return any(
-        _is_interpreter_patch(v) for obj, _ in _PRISTINE.values() for v in list(vars(obj).values())
+        _is_interpreter_patch(v) or isinstance(v, InterpretedFunction)
+        for obj, _ in list(_PRISTINE.values())
+        for v in list(vars(obj).values())
     )
+
+
+@contextlib.contextmanager
+def interpreter_language() -> Iterator[None]:
+    """Within this block ``triton.language``'s jitted helpers are interpreter functions.
+
+    A no-op, lock released, when they already are (triton imported under ``TRITON_INTERPRET=1``).
+    Otherwise it holds the lock throughout (Triton's interpreter keeps global state, so interpreted
+    launches cannot overlap anyway), and on exit puts back every attribute the block changed: the
+    helpers, and the patches the interpreter leaves behind when a kernel calls a jitted helper.
+    """
+    _LOCK.acquire()
+    try:
+        helpers = _jit_helpers()
+    except BaseException:
+        _LOCK.release()
+        raise
+    if not helpers:
+        _LOCK.release()
+        yield
+        return
+    from tritune.kernel import as_interpreted
+
+    found: list[tuple[Any, dict[str, Any]]] = []
+    try:
+        snapshot()  # the pristine language, for compiler_language, before anything is swapped
+        # every copy is made before the first swap, so none copies a module half swapped
+        swaps = [(obj, name, as_interpreted(fn)) for obj, name, fn in helpers]
+        found = [(obj, dict(vars(obj))) for obj in _targets()]
+        for obj, name, interp in swaps:
+            setattr(obj, name, _method(interp) if isinstance(obj, type) else interp)
+        yield
+    finally:
+        try:
+            _put_back(found)
+        finally:
+            _LOCK.release()
+
+
+def _jit_helpers() -> list[tuple[Any, str, Any]]:
+    from triton.runtime.jit import JITFunction
+
+    return [
+        (obj, name, value)
+        for obj in _targets()
+        for name, value in list(vars(obj).items())
+        if isinstance(value, JITFunction)
+    ]
+
+
+def _method(fn: Any) -> Any:
+    """A plain function calling ``fn``, so that ``x.sum()`` binds ``x`` (an InterpretedFunction is no descriptor)."""
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = fn.__name__
+    return method
+
+
+def _put_back(saved: Any) -> None:
+    """Give every object in ``saved`` (``(obj, vars)`` pairs) back the attributes it had then."""
+    import types
+
+    missing = object()
+    for obj, before in saved:
+        now = dict(vars(obj))
+        for name, value in before.items():
+            if now.get(name, missing) is not value:
+                setattr(obj, name, value)
+        for name, value in now.items():
+            # a submodule imported meanwhile stays: its parent's attribute is how it is reached
+            if name not in before and not isinstance(value, types.ModuleType):
+                delattr(obj, name)
