@@ -13,6 +13,10 @@ epilogue with the next tile's loads. Two options on top:
   (12 warps) splitting the tile's rows, the producer running ahead into the next tile while the
   consumers store this one. The Hopper pass takes only ``num_warps=4`` and skips a function with
   if/else blocks, which flattening the loop makes, so the loop is flattened only without it.
+  On an H200 with triton 3.6 the three warp-specialized configs with 128x128x64 tiles and
+  ``num_stages=5`` compute WRONG results (up to 786k of 16.8M outputs never written, run 12 in
+  benchmarks/results/); they stay in the space, and ``tritune tune`` reports them ``incorrect``
+  before timing anything.
 
 Descriptors are made on the device because a host ``TensorDescriptor`` carries the block shape,
 which depends on the config, and a Workload's ``args(key, device)`` does not see the config.
