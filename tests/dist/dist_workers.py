@@ -102,7 +102,10 @@ def tune_all(rank: int, world: int, init_file: str, out_dir: str, store_path: st
         )
         data["retime"] = {"winner": res.winner.id if res.winner else None, "calls": dict(m.calls),
                           "finalists": [c.id for c in res.finalists],
-                          "retimed_winner": res.retimed.winner.id if res.retimed and res.retimed.winner else None}  # fmt: skip
+                          "retimed_winner": res.retimed.winner.id if res.retimed and res.retimed.winner else None,
+                          "recorded_same_as_retimed": all(
+                              res.outcome(c).measurement == res.retimed.outcome(c).measurement
+                              for c in res.finalists) if res.retimed else False}  # fmt: skip
 
         data["interp"] = _interpreted(td, tg, rank)
 

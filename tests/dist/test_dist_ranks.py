@@ -85,6 +85,7 @@ def test_ranks_agree_measure_each_config_once_and_store_the_union_once(world: in
     finalists = res[0]["retime"]["finalists"]
     assert len(finalists) >= 2 and all(r["retime"]["finalists"] == finalists for r in res)
     assert res[0]["retime"]["retimed_winner"] == land.best.config.id
+    assert all(r["retime"]["recorded_same_as_retimed"] for r in res)  # the finalists carry rank 0's times
     share = {
         r["rank"]: {c for c, rk in res[0]["race"]["measured_on"].items() if rk == r["rank"]} for r in res
     }

@@ -65,7 +65,8 @@ def test_every_config_gets_an_outcome_and_the_late_best_wins() -> None:
         return {"registers": 32, "shared": 0}
 
     stats: dict = {}
-    res = compile_and_race(cfgs, prepare=prepare, measure=measure, options=OPTS, compiling=compiling, tail=2,
+    compiling.workers = 4  # FAKE: as if 4 workers ran these; the race starts when at most half are busy
+    res = compile_and_race(cfgs, prepare=prepare, measure=measure, options=OPTS, compiling=compiling,
                            stats=stats)  # fmt: skip
     assert [o.config for o in res.outcomes] == cfgs  # one outcome each, in the given order
     status = {o.config: o.status for o in res.outcomes}
@@ -77,6 +78,35 @@ def test_every_config_gets_an_outcome_and_the_late_best_wins() -> None:
     assert stats["first_race"]["left_compiling"] == 2 and stats["first_race"]["candidates"] == len(cfgs) - 5
     assert res.outcome(best).facts == {"registers": 32, "shared": 0}
     assert res.outcome(broken).facts is None and res.outcome(broken).measurement is None
+    assert stats["compiled_s"] <= stats["loaded_s"]
+
+
+def test_load_binary_records_any_backend_error_as_compile_failed() -> None:
+    """FAKE JIT objects: the backend's own errors (an MLIR pass failure, ptxas) are compile_failed with the
+    reason, never an exception that would lose every other candidate of the key."""
+    from tritune.tune.pipeline import load_binary
+
+    class Jit:
+        def __init__(self, exc: Exception | None) -> None:
+            self.exc = exc
+
+        def run(self, *a, **k):  # type: ignore[no-untyped-def]
+            if self.exc is not None:
+                raise self.exc
+
+            class K:
+                n_regs, n_spills = 40, 2
+
+                class metadata:
+                    shared = 1024
+
+            return K()
+
+    cfg = Config({"BLOCK": 64})
+    got = load_binary(Jit(RuntimeError("PassManager::run failed")), "k", cfg, (), {}, (1,))
+    assert isinstance(got, Failure) and got.status is Status.COMPILE_FAILED
+    assert "PassManager::run failed" in got.reason and "RuntimeError" in got.reason and "BLOCK=64" in got.reason
+    assert load_binary(Jit(None), "k", cfg, (), {}, (1,)) == {"registers": 40, "spilled_bytes": 8, "shared": 1024}
 
 
 def test_compile_timeout_is_its_own_outcome_and_sweep_times_everything() -> None:

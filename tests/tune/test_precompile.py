@@ -154,3 +154,58 @@ def test_a_queued_compile_gets_its_own_clock_once_a_worker_is_free():
     assert c.wait(0) == [b]
     assert c.timed_out == {a} and b not in c.failed
     assert time.monotonic() - t >= 1.0
+
+
+_CRASH_SCRIPT = r"""
+import json, os
+import torch, triton, triton.language as tl
+from tritune import Config
+from tritune.screen.specialize import cuda_target, specialize
+from tritune.tune import precompile as pc
+
+
+@triton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3.0, mask=offs < n)
+
+
+real = pc._compile_forked
+def crashing(token, sig, constexprs, attrs, options, target):  # FAKE compiler crash for BLOCK=1024
+    if 1024 in constexprs.values():
+        os.abort()
+    return real(token, sig, constexprs, attrs, options, target)
+pc._compile_forked = crashing  # forked workers inherit it
+
+x = torch.randn(4096)
+args = (x, torch.empty_like(x), 4096)
+cfgs = [Config({"BLOCK": b}, num_warps=w) for b in (128, 256, 1024) for w in (1, 4)]
+c = pc.start_precompile(k, cfgs, args, {}, cuda_target(90), jobs=2)
+ok = c.wait(0)
+one = pc.start_precompile(k, [Config({"BLOCK": 512})], args, {}, cuda_target(90), jobs=1)
+print(json.dumps({"failed": {cfg.id: why for cfg, why in c.failed.items()}, "ok": [cfg.id for cfg in ok],
+                  "cached": [pc._cached(specialize(k, args, cfg, cuda_target(90))) for cfg in cfgs[:4]],
+                  "one_workers": one.workers, "one_ok": [cfg.id for cfg in one.wait(0)]}))
+"""
+
+
+def test_a_compiler_crash_fails_only_its_config_and_one_config_still_compiles_in_a_worker(tmp_path):
+    """A compile that kills its worker (FAKE: os.abort() for BLOCK=1024) breaks the pool; each config the
+    pool had is compiled again in a worker of its own, so only the crashing ones are compile_failed. Even a
+    single uncached config compiles in a worker (where it has a timeout), not in this process."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    script = tmp_path / "script.py"
+    script.write_text(_CRASH_SCRIPT)
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert sorted(res["failed"]) == ["BLOCK=1024,num_warps=1,num_stages=3", "BLOCK=1024,num_warps=4,num_stages=3"]
+    assert all("worker died" in why for why in res["failed"].values())
+    assert len(res["ok"]) == 4 and res["cached"] == [True, True, True, True]
+    assert res["one_workers"] == 1 and res["one_ok"] == ["BLOCK=512,num_warps=4,num_stages=3"]

@@ -11,9 +11,10 @@ eliminated was clearly slower than that rank's own winner, so it cannot be the f
 winner is the finalist with the smallest median; equal medians go to the smaller config id. Its ties
 are the other finalists whose 95% interval overlaps the winner's, sorted by (median, id).
 
-With ``retime_finalists=True`` (for clusters whose GPUs differ, where medians from two ranks are not
-comparable) rank 0 races the finalists again on its own device and every rank adopts that race's
-winner and ties. A failure on any rank (an exception from ``measure``) is exchanged too, so every rank
+With ``retime_finalists=True`` (medians from two GPUs are not comparable, even of one model) rank 0 races
+the finalists again on its own device and every rank adopts that race's winner and ties; the
+finalists' outcomes then carry rank 0's measurements, so the winner is recorded with the time it won
+with. A failure on any rank (an exception from ``measure``) is exchanged too, so every rank
 raises :class:`~tritune.errors.DistributedError` together instead of some waiting forever.
 """
 
@@ -253,10 +254,14 @@ def distributed_race(
         retimed = got[0].result
         if retimed is not None and retimed.winner is not None:
             winner, ties, stop = retimed.winner, retimed.ties, retimed.stop
+    outcomes = merged.outcomes
+    if retimed is not None:  # the finalists' times come from rank 0's GPU, like the choice made on them
+        again = {o.config: o.measurement for o in retimed.outcomes if o.measurement is not None}
+        outcomes = tuple(replace(o, measurement=again[o.config]) if o.config in again else o for o in outcomes)
     return DistributedRaceResult(
         winner=winner,
         ties=ties,
-        outcomes=merged.outcomes,
+        outcomes=outcomes,
         stop=stop,
         rounds=merged.rounds,
         measurements=merged.measurements + (retimed.measurements if retimed else 0),

@@ -55,6 +55,9 @@ def load_binary(jit: Any, name: str, cfg: Config, args: Sequence[Any], kwargs: M
         return Failure(Status.ILLEGAL, f"{name} {cfg.id}: the GPU refused to load it: {e}")
     except CompilationError as e:
         return Failure(Status.COMPILE_FAILED, f"{name} does not compile with {cfg.id}: {_last_line(e)}")
+    except Exception as e:  # the backend's own errors: MLIR pass failures, PTXASError, ...
+        return Failure(Status.COMPILE_FAILED,
+                       f"{name} does not compile with {cfg.id}: {type(e).__name__}: {_last_line(e)}")  # fmt: skip
     facts: dict[str, Any] = {}
     regs, spills = getattr(k, "n_regs", None), getattr(k, "n_spills", None)
     shared = getattr(getattr(k, "metadata", None), "shared", None)
@@ -94,7 +97,7 @@ def compile_and_race(
     options: RaceOptions,
     compiling: Any = None,
     method: str = "race",
-    tail: int = 1,
+    tail: int | None = None,
     stats: dict[str, Any] | None = None,
 ) -> RaceResult:
     """Race ``configs`` as their compiles finish (module docstring); every config gets an outcome.
@@ -102,9 +105,11 @@ def compile_and_race(
     ``compiling``: the :class:`~tritune.tune.precompile.Compiling` started on ``configs`` (None: the JIT
     compiles each at its first load, here). ``prepare(config)`` loads one compiled config and checks it:
     a Failure to record, or None/a mapping of facts to keep on its outcome. ``measure`` times a config
-    (wrap it in :class:`LazyMeasure` to set the timer up only once something is timed). ``method="sweep"`` times every config to completion, after
-    all compiles. ``tail``: race the compiled ones once at most this many compiles are left. ``stats``,
-    when given, receives the first race's size and time and the compile phase's end.
+    (wrap it in :class:`LazyMeasure` to set the timer up only once something is timed).
+    ``method="sweep"`` times every config to completion, after all compiles. ``tail``: race the compiled
+    ones once at most this many compiles are left (default: half the workers ``compiling`` started).
+    ``stats``, when given, receives the first race's size and time, when the last compile ended
+    (``compiled_s``) and when the last config was loaded and checked (``loaded_s``).
     """
     clock = time.perf_counter()
     order = {c: i for i, c in enumerate(configs)}
@@ -130,6 +135,9 @@ def compile_and_race(
         return ok
 
     first: RaceResult | None = None
+    if tail is None:
+        tail = max(1, getattr(compiling, "workers", 0) // 2)
+    compiled_at: float | None = None
     try:
         if compiling is not None and compiling.pending and method == "race":
             done = [c for c in configs if c not in compiling.pending] + compiling.wait(tail)
@@ -140,10 +148,13 @@ def compile_and_race(
                     stats["first_race"] = {"candidates": len(early), "s": round(time.perf_counter() - clock, 3),
                                            "left_compiling": len(compiling.pending)}  # fmt: skip
                 early = []
-            runnable = early + load(compiling.wait(0))
+            late = compiling.wait(0)
+            compiled_at = time.perf_counter()
+            runnable = early + load(late)
         else:
             if compiling is not None:
                 compiling.wait(0)
+            compiled_at = time.perf_counter()
             runnable = load(configs)
     finally:
         if compiling is not None:
@@ -154,7 +165,8 @@ def compile_and_race(
                 failures[c] = compile_failure(c)
         runnable = [c for c in runnable if c not in failures]
     if stats is not None:
-        stats["compiled_s"] = round(time.perf_counter() - clock, 3)
+        stats["compiled_s"] = round((compiled_at or time.perf_counter()) - clock, 3)
+        stats["loaded_s"] = round(time.perf_counter() - clock, 3)
     if first is not None:
         result = race(runnable, measure, options, prior=first)
     elif runnable:

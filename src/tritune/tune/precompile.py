@@ -28,6 +28,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from tritune.config import Config
@@ -134,14 +135,21 @@ class Compiling:
 
     def __init__(self, name: str, failed: dict[Config, str], pending: dict[Config, Future[str | None]],
                  pool: ProcessPoolExecutor | None = None, token: int | None = None,
-                 timeout: float | None = None) -> None:  # fmt: skip
+                 timeout: float | None = None, tasks: dict[Config, tuple[Any, ...]] | None = None,
+                 new_pool: Any = None) -> None:  # fmt: skip
         self.name = name
         self.failed = failed
         self.pending = pending
         self.timed_out: set[Config] = set()
         self.timeout = timeout
+        #: Worker processes compiling (0: none started; every compile is left to the JIT here).
+        self.workers = int(getattr(pool, "_max_workers", 0) or 0)
         self._pool = pool
         self._token = token
+        self._tasks = tasks or {}  # cfg -> (fn, *args), to compile again after a worker died
+        self._new_pool = new_pool  # workers -> a fresh pool like the first one
+        self._retry: list[Config] = []  # configs whose pool broke under them, to compile one per worker
+        self._isolated: dict[Config, ProcessPoolExecutor] = {}  # a one-worker pool per retried config
         self._started: dict[Config, float] = {}  # when a worker (probably) took it
         self._seen: dict[Config, float] = {}  # when the pool first marked it running (queued)
         self._stuck: list[Future[str | None]] = []  # given-up compiles whose workers are still busy
@@ -149,7 +157,8 @@ class Compiling:
     def wait(self, max_pending: int = 0) -> list[Config]:
         """Block until at most ``max_pending`` compiles are left; the configs that finished without failing."""
         done: list[Config] = []
-        while len(self.pending) > max_pending:
+        while len(self.pending) + len(self._retry) > max_pending:
+            self._top_up()
             poll = None if self.timeout is None else 0.25
             finished, _ = wait(list(self.pending.values()), timeout=poll, return_when=FIRST_COMPLETED)
             now = time.monotonic()
@@ -159,17 +168,35 @@ class Compiling:
                 if fut not in finished:
                     continue
                 del self.pending[cfg]
+                alone = self._isolated.pop(cfg, None)
+                if alone is not None:
+                    alone.shutdown(wait=False)
                 try:
                     why = fut.result()
-                except Exception:  # a worker died: the in-process compile at first launch reports it
-                    why = None
+                except BrokenProcessPool:
+                    if alone is None and cfg in self._tasks:  # which compile killed the worker is unknown:
+                        self._retry.append(cfg)  # compile each again in a worker of its own
+                        continue
+                    why = ("its compile worker died (the compiler crashed, e.g. an LLVM fatal error or a "
+                           "segfault in ptxas)")  # fmt: skip
+                except Exception as e:
+                    why = f"{type(e).__name__}: {e}"
                 if why is None:
                     done.append(cfg)
                 else:
                     self.failed[cfg] = f"{self.name} does not compile with {cfg.id}: {why}"
-        if not self.pending:
+        if not self.pending and not self._retry:
             self.close()
         return done
+
+    def _top_up(self) -> None:
+        """Start retried compiles, each in a one-worker pool, at most ``workers`` at a time."""
+        while self._retry and len(self._isolated) < max(1, self.workers) and self._new_pool is not None:
+            cfg = self._retry.pop(0)
+            pool = self._new_pool(1)
+            fn, *args = self._tasks[cfg]
+            self.pending[cfg] = pool.submit(fn, *args)
+            self._isolated[cfg] = pool
 
     def _expire(self, finished: set[Future[str | None]], now: float) -> None:
         """Give up the compiles running past the timeout.
@@ -194,6 +221,13 @@ class Compiling:
                                     f"{self.timeout:g} s (raise the tuner's compile_timeout to wait longer)")
 
     def close(self) -> None:
+        for cfg, alone in list(self._isolated.items()):  # retried compiles still running: given up
+            procs = list(getattr(alone, "_processes", {}).values())
+            alone.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                _kill_tree(proc.pid)
+            del self._isolated[cfg]
+        self._retry.clear()
         if self._pool is not None:
             procs = list(getattr(self._pool, "_processes", {}).values()) if self.timed_out else []
             self._pool.shutdown(wait=False, cancel_futures=True)  # results are in; workers exit on their own
@@ -229,7 +263,8 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
     """Start compiling every config's binary into Triton's cache in worker processes; returns at once.
 
     Configs already in the cache, and (where no worker can take it) everything, are left to the JIT's
-    first launch in this process: they are neither pending nor failed.
+    first launch in this process: they are neither pending nor failed. Even one uncached config goes to a
+    worker: there it has a timeout, and a compiler crash kills the worker, not this process.
     """
     from tritune.errors import KernelSpecError
     from tritune.screen.specialize import specialize
@@ -245,42 +280,76 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
             continue
         if not _cached(spec):
             todo.append((cfg, spec))
-    if len(todo) < 2 or jobs < 2:
-        return Compiling(jit.__name__, failed, {})  # the JIT compiles what is left on first use, here
+    if not todo:
+        return Compiling(jit.__name__, failed, {})
     from tritune.screen.run import compile_cost
 
     todo.sort(key=lambda item: -compile_cost(item[0]))  # the slowest compile starts first, not last
     tgt = (target.backend, target.arch, target.warp_size)
-    workers = min(jobs, len(todo))
+    workers = max(1, min(jobs, len(todo)))
+    tasks: dict[Config, tuple[Any, ...]] = {}
     if _fork_ok():
+        token = next(_TOKENS)
         with _FORK_LOCK:
-            token = next(_TOKENS)
             _FORKED[token] = jit
-            gc.freeze()  # inherited objects stay out of the workers' collections
-            try:
-                with warnings.catch_warnings():  # 3.12 warns on fork() in a process with threads
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
-                    futs = {cfg: pool.submit(_compile_forked, token, spec.signature, spec.constexprs, spec.attrs,
-                                             dict(spec.options.__dict__), tgt) for cfg, spec in todo}
-            finally:
-                gc.unfreeze()
-        return Compiling(jit.__name__, failed, futs, pool, token, timeout)
+        for cfg, spec in todo:
+            tasks[cfg] = (_compile_forked, token, spec.signature, spec.constexprs, spec.attrs,
+                          dict(spec.options.__dict__), tgt)  # fmt: skip
+
+        def new_pool(n: int) -> ProcessPoolExecutor:
+            return _ForkedPool(n)
+
+        return _submit_all(jit.__name__, failed, tasks, new_pool, workers, token, timeout)
     where = _locate(jit)
     if where is None:
         return Compiling(jit.__name__, failed, {})
     module, qualname = where
-    # Spawned workers must import triton with the interpreter off (its jitted helpers are built at
-    # import time), and they take the environment they start with.
-    saved = os.environ.pop("TRITON_INTERPRET", None)
-    try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
-        futs = {cfg: pool.submit(_compile_task, module, qualname, list(sys.path), spec.signature, spec.constexprs,
-                                 spec.attrs, dict(spec.options.__dict__), tgt) for cfg, spec in todo}
-    finally:
-        if saved is not None:
-            os.environ["TRITON_INTERPRET"] = saved
-    return Compiling(jit.__name__, failed, futs, pool, None, timeout)
+    for cfg, spec in todo:
+        tasks[cfg] = (_compile_task, module, qualname, list(sys.path), spec.signature, spec.constexprs, spec.attrs,
+                      dict(spec.options.__dict__), tgt)  # fmt: skip
+    return _submit_all(jit.__name__, failed, tasks, _SpawnedPool, workers, None, timeout)
+
+
+class _ForkedPool(ProcessPoolExecutor):
+    """Forked workers, each forking as it is started (at submit): the garbage collector is frozen across the
+    fork so that no worker ever finalizes an object it inherited, and 3.12's warning about forking a
+    process with threads is silenced (workers never touch the GPU or those threads)."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(max_workers=workers, mp_context=mp.get_context("fork"))
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with _FORK_LOCK:
+            gc.freeze()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    return super().submit(fn, *args, **kwargs)
+            finally:
+                gc.unfreeze()
+
+
+class _SpawnedPool(ProcessPoolExecutor):
+    """Spawned workers: they must import triton with the interpreter off (its jitted helpers are built at
+    import time), and they take the environment they start with, at submit."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(max_workers=workers, mp_context=mp.get_context("spawn"))
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        saved = os.environ.pop("TRITON_INTERPRET", None)
+        try:
+            return super().submit(fn, *args, **kwargs)
+        finally:
+            if saved is not None:
+                os.environ["TRITON_INTERPRET"] = saved
+
+
+def _submit_all(name: str, failed: dict[Config, str], tasks: dict[Config, tuple[Any, ...]], new_pool: Any,
+                workers: int, token: int | None, timeout: float | None) -> Compiling:  # fmt: skip
+    pool = new_pool(workers)
+    futs = {cfg: pool.submit(fn, *args) for cfg, (fn, *args) in tasks.items()}
+    return Compiling(name, failed, futs, pool, token, timeout, tasks, new_pool)
 
 
 def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any], target: Any,

@@ -129,8 +129,6 @@ def tune_key(
                     bad.append(cmp.detail)
             if bad:
                 return Failure(Status.INCORRECT, f"{kname} {cfg.id}: " + "; ".join(bad))
-        if progress is not None:
-            progress.step(f"{kname} {cfg.id}", "fits")
         return facts
 
     def make_fn(cfg: Config) -> Any:
@@ -162,7 +160,7 @@ def tune_key(
         if gpu_target is not None and share:
             compiling = start_precompile(compile_jit, share, args, kw, gpu_target, jobs, options.compile_timeout)
         return compile_and_race(share, prepare=prepare, measure=measure, options=options.race,
-                                compiling=compiling, method=method, tail=max(1, jobs // 2), stats=stats)  # fmt: skip
+                                compiling=compiling, method=method, stats=stats)  # fmt: skip
 
     result: RaceResult | None = None
     if legal:  # the same list on every rank: static rules only
@@ -188,6 +186,8 @@ def tune_key(
         extra: dict[str, Any] = dict(o.facts or {})
         if o.measurement is None and not o.timings and o.status in _PREPARE_FAILURES:  # failed before timing
             cands.append(CandidateResult(cfg, o.status, o.reason, {**extra, "measurement": None}))
+            if progress is not None:
+                progress.step(f"{kname} {cfg.id}", o.status.value)
             continue
         m = o.measurement
         extra["measurement"] = m.to_json() if m is not None else None
@@ -196,8 +196,8 @@ def tune_key(
             extra["tflops"] = nflops / (m.median_ms * 1e-3) / 1e12 if nflops else None
         extra.update(eliminated_round=o.eliminated_round, timings=o.timings, full=o.full)
         cands.append(CandidateResult(cfg, o.status, o.reason, extra))
-        if progress is not None and m is not None:
-            progress.step(f"{kname} {cfg.id}", o.status.value, f"{m.median_ms:.4f} ms")
+        if progress is not None:
+            progress.step(f"{kname} {cfg.id}", o.status.value, f"{m.median_ms:.4f} ms" if m is not None else "")
     wextra: dict[str, Any] = {
         "winner": result.winner.to_json() if result and result.winner else None,
         "ties": [c.to_json() for c in result.ties] if result else [],

@@ -163,7 +163,7 @@ class Tuner:
                                              self.compile_timeout)  # fmt: skip
             # Race what compiled first once half the workers are idle (only stragglers are left).
             return pipeline.compile_and_race(share, prepare=prepare, measure=measure, options=self.race,
-                                             compiling=compiling, tail=max(1, jobs // 2), stats=stats)  # fmt: skip
+                                             compiling=compiling, stats=stats)  # fmt: skip
 
         result: Any = None
         if todo and self.distributed:
