@@ -112,10 +112,9 @@ def _locate(jit: Any) -> tuple[str, str] | None:
 
 def default_jobs() -> int:
     """Compile workers: this process's cores, shared with the other ranks of a torchrun job on this node."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        cores = os.cpu_count() or 1
+    from tritune.screen.run import default_jobs as cores_here
+
+    cores = cores_here()
     try:
         local_world = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     except ValueError:
@@ -209,7 +208,7 @@ class Compiling:
         for cfg, fut in self.pending.items():
             if fut not in finished and fut.running():
                 self._seen.setdefault(cfg, now)
-        workers = getattr(self._pool, "_max_workers", None) or len(self.pending)
+        workers = self.workers or len(self.pending)
         free = workers - sum(1 for f in self._stuck if not f.done())
         queued = sorted((t, i, c) for i, (c, t) in enumerate(self._seen.items()) if c in self.pending)
         for _, _, cfg in queued[: max(0, free)]:

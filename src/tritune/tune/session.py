@@ -79,7 +79,7 @@ def tune_key(
     from tritune.kernel import as_interpreted, as_jit
     from tritune.space import check_static
     from tritune.tune.pipeline import LazyMeasure, Prepared, compile_and_race, load_binary
-    from tritune.tune.precompile import default_jobs, start_precompile
+    from tritune.tune.precompile import start_precompile
     from tritune.verify.compare import compare, poison
 
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
@@ -150,7 +150,6 @@ def tune_key(
         return TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol, warmup_s=0.002)
 
     measure = LazyMeasure(make_measure)
-    jobs = options.jobs or default_jobs()
     gpu_target = _gpu_target(target)
     method = "sweep" if options.exhaustive else "race"
     stats: dict[str, Any] = {}
@@ -158,7 +157,8 @@ def tune_key(
     def run(share: list[Config]) -> RaceResult:
         compiling = None
         if gpu_target is not None and share:
-            compiling = start_precompile(compile_jit, share, args, kw, gpu_target, jobs, options.compile_timeout)
+            compiling = start_precompile(compile_jit, share, args, kw, gpu_target, options.jobs or None,
+                                         options.compile_timeout)  # fmt: skip
         return compile_and_race(share, prepare=prepare, measure=measure, options=options.race,
                                 compiling=compiling, method=method, stats=stats)  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""What one timing run of a decorated kernel does: the compile-and-load check, and the timed call.
+"""What one timing run of a decorated kernel does: the timed call.
 
 ``candidate_call`` builds the zero-argument function a timer runs for one config, honouring
 ``reset_to_zero``, ``restore_value``, ``pre_hook`` and ``post_hook`` with triton.autotune's meaning, so
@@ -14,28 +14,6 @@ from tritune.config import Config
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned
-
-
-def compile_rejection(tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> str | None:
-    """Compile ``cfg`` for the current GPU without launching it; the reason if it cannot run here."""
-    from triton.compiler.errors import CompilationError
-
-    try:
-        from triton.runtime.errors import OutOfResources
-    except ImportError:  # pragma: no cover
-        OutOfResources = RuntimeError  # type: ignore[assignment,misc]
-    jit = tuned._launcher()
-    opts = cfg.launch_options()
-    try:
-        compiled = jit.run(*args, grid=grid, warmup=True, **kwargs, **cfg.kwargs, **opts)
-        init = getattr(compiled, "_init_handles", None)
-        if callable(init):
-            init()  # loads the binary: raises OutOfResources for too much shared memory or registers
-    except CompilationError as e:
-        return f"{tuned.info.name} does not compile with {cfg.id}: {str(e).strip().splitlines()[-1]}"
-    except OutOfResources as e:
-        return f"{tuned.info.name} {cfg.id} exceeds the GPU's resources: {e}"
-    return None
 
 
 def candidate_call(

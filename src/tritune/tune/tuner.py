@@ -110,7 +110,6 @@ class Tuner:
         from tritune.store import CandidateRecord
         from tritune.tune import pipeline
         from tritune.tune.autotune import Choice
-        from tritune.tune.precompile import default_jobs
         from tritune.tune.simple import candidate_call
 
         st = self._open_store()
@@ -150,7 +149,6 @@ class Tuner:
             return TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
 
         measure = pipeline.LazyMeasure(make_measure)
-        jobs = self.jobs or default_jobs()
 
         def run(share: list[Config]) -> Any:
             """Compile ``share`` in workers and race it as the compiles finish (one rank's share, or all)."""
@@ -159,7 +157,7 @@ class Tuner:
                 from tritune.device import current_target
                 from tritune.tune.precompile import start_precompile
 
-                compiling = start_precompile(tuned._launcher(), share, args, kwargs, current_target(), jobs,
+                compiling = start_precompile(tuned._launcher(), share, args, kwargs, current_target(), self.jobs or None,
                                              self.compile_timeout)  # fmt: skip
             # Race what compiled first once half the workers are idle (only stragglers are left).
             return pipeline.compile_and_race(share, prepare=prepare, measure=measure, options=self.race,
