@@ -31,7 +31,8 @@ from tritune.config import Config, as_config
 from tritune.dist.group import TuningGroup, check_agreement, resolve_group
 from tritune.dist.split import split_configs
 from tritune.errors import ConfigError, DistributedError
-from tritune.tune.race import CandidateOutcome, RaceOptions, RaceResult, RaceStop, race, sweep
+from tritune.tune.pipeline import compile_and_race
+from tritune.tune.race import CandidateOutcome, RaceOptions, RaceResult, RaceStop, race
 
 WINNER_RULE = (
     "finalists = each rank's local winner and ties; winner = smallest median, then smallest config id; "
@@ -228,15 +229,12 @@ def distributed_race(
     label = label or "distributed tuning"
     tg = check_agreement(label, [c.id for c in cands], group, timeout_s=timeout_s)
     share = split_configs(cands, tg.rank, tg.world_size, cost=cost)
-    run = race if method == "race" else sweep
 
     def local() -> RaceResult:
         if run_share is not None:
             return run_share(list(share))
-        failed = {c: f for c in share if prepare is not None and (f := prepare(c)) is not None}
-        res = run([c for c in share if c not in failed], measure, opts)
-        extra = tuple(CandidateOutcome(c, f.status, None, f.reason) for c, f in failed.items())
-        return replace(res, outcomes=res.outcomes + extra)
+        return compile_and_race(share, prepare=prepare or (lambda c: None), measure=measure, options=opts,
+                                method=method)  # fmt: skip
 
     mine, err = _run_local(local, tg.rank, f"timing {len(share)} candidates")
     shares: list[RankShare] = tg.all_gather(mine, label, "gather the timings", timeout_s)
