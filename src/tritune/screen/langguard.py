@@ -78,33 +78,18 @@ def compiler_language() -> Iterator[None]:
         return
     with _LOCK:
         snapshot()
-        undo: list[tuple[Any, str, Any]] = []
-        missing = object()
-        for obj, orig in _PRISTINE.values():
-            current = dict(vars(obj))
-            for name, value in orig.items():
-                if current.get(name, missing) is not value:
-                    undo.append((obj, name, current.get(name, missing)))
-                    setattr(obj, name, value)
-            for name in current:
-                if name not in orig:
-                    undo.append((obj, name, current[name]))
-                    delattr(obj, name)
-        for obj in _targets():
-            if isinstance(obj, type):
-                continue
-            for name, value in list(vars(obj).items()):
-                if isinstance(value, InterpretedFunction):
-                    undo.append((obj, name, value))
-                    setattr(obj, name, as_jit(value))
+        found = [(obj, dict(vars(obj))) for obj in _targets()]
         try:
+            _put_back(list(_PRISTINE.values()))  # the language as it was before any interpreter run
+            for obj in _targets():
+                if isinstance(obj, type):
+                    continue
+                for name, value in list(vars(obj).items()):
+                    if isinstance(value, InterpretedFunction):
+                        setattr(obj, name, as_jit(value))
             yield
         finally:
-            for obj, name, value in reversed(undo):
-                if value is missing:
-                    delattr(obj, name)
-                else:
-                    setattr(obj, name, value)
+            _put_back(found)
 
 
 def _any_patched() -> bool:
