@@ -45,7 +45,7 @@ def test_a_workload_object_without_a_file_needs_jobs_1(wl) -> None:
 
 
 @pytest.mark.slow
-def test_timeout_kills_worker_and_ptxas_and_the_rest_goes_on(wl) -> None:
+def test_timeout_kills_worker_and_ptxas_and_the_rest_goes_on(wl, fresh_cache) -> None:
     w = wl["mm_slow"]
     fast, slow = w.candidates()
     pool = CompilePool(str(WORKLOADS), "mm_slow", get_target("sm90"), jobs=1)

@@ -79,11 +79,13 @@ mm_too_big = _mm(
     [tritune.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128}, num_warps=4, num_stages=4)],
 )
 
-#: A fast config, then one whose ptxas runs for minutes (256x256 tiles on 4 warps).
+#: A fast config, then one whose ptxas runs long: a 512x256 fp32 accumulator on 4 warps spills ~1.6 KB per
+#: thread and took 18 s to screen on the 2-core CI machine. (256x256x64 on 4 warps took 8.7 s, which an
+#: idle machine brought under the tests' 6 s timeout.)
 mm_slow = _mm(
     "mm_slow",
     [
         tritune.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4, num_stages=2),
-        tritune.Config({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64}, num_warps=4, num_stages=3),
+        tritune.Config({"BLOCK_M": 512, "BLOCK_N": 256, "BLOCK_K": 32}, num_warps=4, num_stages=2),
     ],
 )
