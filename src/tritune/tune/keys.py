@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +32,15 @@ class KeySpec:
     positions: tuple[int, ...]
     defaults: tuple[Any, ...]
     buckets: tuple[Callable[[Any], Any], ...]
+    #: Positions of ``tl.constexpr`` parameters: a binary is compiled for their exact value, so a call key
+    #: holds the value itself, not only its specialization facts.
+    exact: frozenset[int] = frozenset()
+    #: Every parameter name, in order (to place keyword arguments).
+    arg_names: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, kernel_name: str, arg_names: Sequence[str], defaults: Mapping[str, Any], key: Any) -> KeySpec:
+    def build(cls, kernel_name: str, arg_names: Sequence[str], defaults: Mapping[str, Any], key: Any,
+              constexprs: Collection[str] = ()) -> KeySpec:  # fmt: skip
         if isinstance(key, str):
             key = [key]
         if isinstance(key, Mapping):
@@ -56,10 +62,13 @@ class KeySpec:
             positions=tuple(list(arg_names).index(n) for n in names),
             defaults=tuple(defaults.get(n) for n in names),
             buckets=tuple(b for _, b in items),
+            exact=frozenset(i for i, n in enumerate(arg_names) if n in constexprs),
+            arg_names=tuple(arg_names),
         )
 
     def of(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The key tuple for a call: bucketed key values, then every tensor argument's dtype (as Triton does)."""
+        """The key tuple for a call: bucketed key values, then the dtype of every tensor argument, positional or
+        keyword (as Triton does)."""
         out: list[Any] = []
         n = len(args)
         for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
@@ -69,6 +78,11 @@ class KeySpec:
             dt = getattr(a, "dtype", None)
             if dt is not None:
                 out.append(dt)  # the dtype object: hashing it is cheaper than formatting it on every call
+        if kwargs:
+            for name, a in kwargs.items():
+                dt = getattr(a, "dtype", None)
+                if dt is not None and name in self.arg_names:
+                    out.append(dt)
         return tuple(out)
 
     def call_key(self, args: Sequence[Any]) -> tuple[Any, ...]:
@@ -78,9 +92,12 @@ class KeySpec:
         n = len(args)
         for pos, default, bucket in zip(self.positions, self.defaults, self.buckets):
             out.append(bucket(args[pos] if pos < n else default))
-        for a in args:
+        exact = self.exact
+        for i, a in enumerate(args):
             dp = getattr(a, "data_ptr", None)
-            if dp is not None:
+            if i in exact:
+                out.append((type(a), a))
+            elif dp is not None:
                 out.append(a.dtype)
                 out.append(dp() % 16 == 0)
             elif type(a) is int:
@@ -106,7 +123,9 @@ class KeySpec:
                 env[f"b{j}"] = bucket
                 items.append(f"b{j}(a{pos})")
         for i, a in enumerate(args):
-            if getattr(a, "data_ptr", None) is not None:
+            if i in self.exact:
+                items.append(f"(type(a{i}), a{i})")
+            elif getattr(a, "data_ptr", None) is not None:
                 items += [f"a{i}.dtype", f"a{i}.data_ptr() % 16 == 0"]
             elif type(a) is int:
                 items.append(f"((a{i} == 1, a{i} % 16 == 0, -2147483648 <= a{i} < 2147483648) "
