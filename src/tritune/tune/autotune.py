@@ -420,6 +420,12 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             return Choice(from_triton(user), "user", "set through kernel.cache")
         legal, rejected = self.legal_configs(args, kwargs)
         hit = self.tuner.lookup(self, key, args, kwargs, allowed=legal)
+        if hit is not None and hit.source == "pretuned":
+            reason = self._front_end_rejection(hit.config, args, kwargs)
+            if reason is not None:  # listed but illegal for these arguments: the untuned path would skip it too
+                self.warn_once("pretuned-ignored", f"{self.info.name}: the pretuned winner {hit.config.id} is ignored: "
+                               f"{reason}", PretunedIgnoredWarning)  # fmt: skip
+                hit = None
         if hit is not None:
             return hit
         why = gpu_unavailable_reason()
@@ -448,16 +454,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 f"for correctness without a GPU, run `tritune verify` on a workload (or tritune.verify() in Python); "
                 f"to run untimed, set on_no_gpu='warn' (or TRITUNE_ON_NO_GPU=warn)."
             )
-        from tritune.screen.specialize import cuda_target, frontend_rejection
-
-        target = cuda_target(90)
         for cfg in legal:
-            if cfg.pre_hook is not None:  # it may set what the compile depends on (a TensorDescriptor's block)
-                cfg.pre_hook({**self._named(args, kwargs), **cfg.kwargs, **cfg.launch_options()})
-            try:
-                reason = frontend_rejection(self.fn, args, cfg, target, self.launch_kwargs(cfg, args, kwargs))
-            except Exception:
-                reason = None  # cannot specialize on these args: let the interpreter be the judge
+            reason = self._front_end_rejection(cfg, args, kwargs)
             if reason is None:
                 if "untuned" not in self._warned:
                     self._warned.add("untuned")
@@ -474,6 +472,19 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             f"{name}: every candidate was rejected before launch for key {self.key_spec.as_dict(key)}:\n"
             + format_rejections(rejected)
         )
+
+    def _front_end_rejection(self, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+        """Why the compiler's front end rejects ``cfg`` for these arguments, or None. The config's pre_hook runs
+        first, as Triton runs it before the compile: it may set what the compile depends on (a host
+        TensorDescriptor's block shape)."""
+        from tritune.screen.specialize import cuda_target, frontend_rejection
+
+        if cfg.pre_hook is not None:
+            cfg.pre_hook({**self._named(args, kwargs), **cfg.kwargs, **cfg.launch_options()})
+        try:
+            return frontend_rejection(self.fn, args, cfg, cuda_target(90), self.launch_kwargs(cfg, args, kwargs))
+        except Exception:
+            return None  # cannot specialize on these arguments: let the launch be the judge, as under Triton
 
     def warn_once(self, what: str, message: str, category: type[Warning]) -> None:
         if what not in self._warned:
