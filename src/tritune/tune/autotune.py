@@ -27,7 +27,7 @@ from tritune.errors import CaptureMissError, ConfigError, NoLegalConfigError, Ti
 from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
 from tritune.space import Space, check_static
 from tritune.space.legality import format_rejections
-from tritune.tune.dispatch import make_fast
+from tritune.tune.dispatch import make_fast, make_fast_kw
 from tritune.tune.keys import KeySpec
 from tritune.tune.triton_surface import (
     ORIGINAL_AUTOTUNER,
@@ -94,6 +94,7 @@ class LiveCache(dict):  # type: ignore[type-arg]
     def _forget(self, public: Any = None) -> None:
         o = self._owner
         o._hot.clear()
+        o._hot_kw.clear()
         if public is None:
             o._choices.clear()
         else:
@@ -153,6 +154,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._heuristics = heuristic_layers(fn)
         self._choices: dict[tuple[Any, ...], Choice] = {}
         self._hot: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
+        self._hot_kw: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
         self.cache = LiveCache(self)
         self._set_configs(configs)
         self.key_spec = KeySpec.build(name, self.info.arg_names, dict(self.info.defaults), key,
@@ -198,6 +200,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._best_set: Any = None
         self._runner: Any = None
         self._call_key: Callable[[Sequence[Any]], tuple[Any, ...]] = self.key_spec.call_key
+        self._kw_key: Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]] = self.key_spec.kw_call_key
         self._fast_ok = gpu_unavailable_reason() is None and not self._heuristics
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -260,17 +263,27 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         return self._runner
 
     def run(self, *args: Any, grid: Any = None, warmup: Any = False, **kwargs: Any) -> Any:
-        if self._fast_ok and not kwargs and not warmup:
-            # Hot path: one generated expression gives the key and the binary's specialization.
-            ck = self._call_key(args)
-            hot = self._hot.get(ck)
-            if hot is not None:
-                self._last = hot[0]
-                if hot[1] is not None:
-                    return hot[1](args, grid)
-                return self._launch(hot[0].config, args, kwargs, grid, False)
         if kwargs and not self._tuned_names.isdisjoint(kwargs):
             self._conflict(kwargs)
+        if self._fast_ok and not warmup:
+            # Hot path: one generated expression gives the key and the binary's specialization.
+            if not kwargs:
+                hot = self._hot.get(self._call_key(args))
+                if hot is not None:
+                    self._last = hot[0]
+                    if hot[1] is not None:
+                        return hot[1](args, grid)
+                    return self._launch(hot[0].config, args, kwargs, grid, False)
+            else:
+                try:
+                    hot_kw = self._hot_kw.get(self._kw_key(args, kwargs))
+                except TypeError:  # an unhashable keyword value: Triton's path
+                    hot_kw = None
+                if hot_kw is not None:
+                    self._last = hot_kw[0]
+                    if hot_kw[1] is not None:
+                        return hot_kw[1](args, kwargs, grid)
+                    return self._launch(hot_kw[0].config, args, kwargs, grid, False)
         key = self.key_spec.of(args, kwargs)
         choice = self._choices.get(key)
         if choice is None:
@@ -286,14 +299,34 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                     self._choices[key] = choice
                     dict.__setitem__(self.cache, self.key_spec.public(key), self.tuned_config(choice.config))
         self._last = choice
-        if self._fast_ok and not kwargs and not warmup:
-            if self._call_key == self.key_spec.call_key:  # the first call shows the argument kinds
+        if self._fast_ok and not warmup:
+            return self._launch_and_remember(choice, args, kwargs, grid)
+        return self._launch(choice.config, args, kwargs, grid, warmup)
+
+    def _launch_and_remember(self, choice: Choice, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
+        """Build the fast launcher of this call's shape (the first call shows the argument kinds), keep it
+        for the next calls of that shape, and launch."""
+        defaults = dict(self.info.defaults)
+        if not kwargs:
+            if self._call_key == self.key_spec.call_key:
                 self._call_key = self.key_spec.compiled_call_key(args)
-            fl = make_fast(self._launcher(), choice.config, args, dict(self.info.defaults))
+            fl = make_fast(self._launcher(), choice.config, args, defaults)
             self._hot[self._call_key(args)] = (choice, fl.launch if fl is not None else None)
             if fl is not None:
                 return fl.launch(args, grid)
-        return self._launch(choice.config, args, kwargs, grid, warmup)
+            return self._launch(choice.config, args, kwargs, grid, False)
+        if self._kw_key == self.key_spec.kw_call_key:
+            self._kw_key = self.key_spec.compiled_kw_call_key(args, kwargs)
+        try:
+            ck = self._kw_key(args, kwargs)
+            hash(ck)
+        except TypeError:
+            return self._launch(choice.config, args, kwargs, grid, False)
+        fk = make_fast_kw(self._launcher(), choice.config, args, kwargs, defaults)
+        self._hot_kw[ck] = (choice, fk)
+        if fk is not None:
+            return fk(args, kwargs, grid)
+        return self._launch(choice.config, args, kwargs, grid, False)
 
     def _conflict(self, kwargs: Mapping[str, Any]) -> None:
         clash = sorted(self._tuned_names & kwargs.keys())
