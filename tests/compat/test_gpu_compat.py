@@ -1,0 +1,66 @@
+"""GPU side of the conformance suite: `TRITUNE_GPU_TESTS=1 python -m pytest -m gpu tests/compat`.
+Skips at run time without a driver. Checks the fast dispatch of keyword calls and of heuristics over the
+decorator against triton.autotune, and that run() returns the compiled kernel a libentry-style wrapper keeps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import tritune
+from tritune.device import gpu_unavailable_reason
+
+
+def need_gpu() -> None:
+    why = gpu_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"needs a GPU: {why}")
+
+
+@triton.jit
+def _act_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, ACT: tl.constexpr, SCALE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask) * SCALE
+    if ACT == "relu":
+        x = tl.maximum(x, 0.0)
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w in (2, 4)]
+
+
+@pytest.mark.gpu
+def test_keyword_calls_and_heuristics_dispatch_fast_and_agree_with_triton() -> None:
+    need_gpu()
+    tt = tritune.autotune(CONFIGS, ["n"], store=False)(_act_kernel)
+    ref = triton.autotune(CONFIGS, ["n"])(_act_kernel)
+    heur = triton.heuristics({"SCALE": lambda a: 2 if a["n"] > 1000 else 1})(
+        tritune.autotune(CONFIGS, ["n"], store=False)(_act_kernel))
+    for n in (1000, 4096):
+        x = torch.randn(n, device="cuda")
+        grid = lambda m, n=n: (triton.cdiv(n, m["BLOCK"]),)  # noqa: E731
+        for act in ("relu", "none", "relu"):
+            a, b = torch.empty_like(x), torch.empty_like(x)
+            tt[grid](x, a, n, ACT=act, SCALE=3)
+            ref[grid](x, b, n, ACT=act, SCALE=3)
+            torch.testing.assert_close(a, b)
+            c = torch.empty_like(x)
+            heur[grid](x, c, n, ACT=act)
+            torch.testing.assert_close(c, torch.relu(x * (2 if n > 1000 else 1)) if act == "relu" else x * (2 if n > 1000 else 1))
+    assert tt._hot_kw and all(launch is not None for _, launch in tt._hot_kw.values())  # the fast path was built
+    assert heur.fn._hot_kw
+
+
+@pytest.mark.gpu
+def test_run_returns_the_compiled_kernel() -> None:
+    need_gpu()
+    tt = tritune.autotune(CONFIGS, ["n"], store=False)(_act_kernel)
+    x = torch.randn(4096, device="cuda")
+    out = torch.empty_like(x)
+    kernel = tt.run(x, out, 4096, grid=(4,), warmup=False, ACT="relu", SCALE=1)
+    assert hasattr(kernel, "run") and hasattr(kernel, "function")  # a CompiledKernel, launchable directly
+    again = tt.run(x, out, 4096, grid=(4,), warmup=False, ACT="relu", SCALE=1)
+    assert again is kernel
