@@ -14,115 +14,33 @@ config runs, labelled *untuned*, with one plain warning per kernel, or
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
-from tritune.errors import CaptureMissError, ConfigError, NoLegalConfigError, TimingUnavailableError
+from tritune.errors import CaptureMissError, ConfigError
 from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
 from tritune.space import Space, check_static
-from tritune.space.legality import format_rejections
+from tritune.tune.choice import Choice, PretunedIgnoredWarning, UntunedWarning, resolve_on_no_gpu
 from tritune.tune.dispatch import make_fast, make_fast_kw
 from tritune.tune.keys import KeySpec
 from tritune.tune.triton_surface import (
     ORIGINAL_AUTOTUNER,
     HeuristicsLauncher,
+    LiveCache,
     TunedConfig,
     apply_heuristics,
     default_hooks,
     from_triton,
     heuristic_layers,
     normalize,
+    triton_prune,
 )
 
-ON_NO_GPU = ("warn", "error")
-
-
-class UntunedWarning(UserWarning):
-    """A kernel ran a config that was not timed, because no GPU can time it here."""
-
-
-class PretunedIgnoredWarning(UserWarning):
-    """A pretuned winner was not served because this call's pruned, legal candidates do not include it."""
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The config a key dispatches to, and how it was chosen: ``timed``, ``store``, ``pretuned``, ``untuned``
-    (no GPU, nothing measured), ``replayed`` (recorded timings replayed by a test timer, not a measurement)
-    or ``user`` (set by the caller through ``kernel.cache[key] = config``)."""
-
-    config: Config
-    source: str
-    detail: str = ""
-    #: How the choice was made, when it was timed: seconds spent per phase (precompile, load, race) and
-    #: the race's summary (stop, rounds, measurements, device seconds). Not part of equality.
-    stats: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def tuned(self) -> bool:
-        return self.source in ("timed", "store", "pretuned")
-
-
-def _resolve_on_no_gpu(value: str | None) -> str:
-    v = (value or os.environ.get("TRITUNE_ON_NO_GPU") or "warn").lower()
-    if v not in ON_NO_GPU:
-        raise ConfigError(f"on_no_gpu={v!r}: expected one of {', '.join(ON_NO_GPU)} (or TRITUNE_ON_NO_GPU)")
-    return v
-
-
-def _all_kwargs(obj: Any) -> dict[str, Any]:
-    if hasattr(obj, "all_kwargs"):
-        return dict(obj.all_kwargs())
-    cfg = from_triton(obj)
-    return {**cfg.kwargs, **cfg.launch_options()}
-
-
-class LiveCache(dict):  # type: ignore[type-arg]
-    """``kernel.cache``: key tuple -> ``triton.Config``, as Triton's. Clearing or deleting entries makes the
-    kernel choose again for those keys; setting one makes the kernel use that config for the key."""
-
-    def __init__(self, owner: Autotuned) -> None:
-        super().__init__()
-        self._owner = owner
-
-    def _forget(self, public: Any = None) -> None:
-        o = self._owner
-        o._hot.clear()
-        o._hot_kw.clear()
-        if public is None:
-            o._choices.clear()
-        else:
-            for k in [k for k in o._choices if o.key_spec.public(k) == public]:
-                del o._choices[k]
-
-    def clear(self) -> None:
-        super().clear()
-        self._forget()
-
-    def __delitem__(self, key: Any) -> None:
-        super().__delitem__(key)
-        self._forget(key)
-
-    def pop(self, key: Any, *default: Any) -> Any:
-        out = super().pop(key, *default)
-        self._forget(key)
-        return out
-
-    def popitem(self) -> tuple[Any, Any]:
-        k, v = super().popitem()
-        self._forget(k)
-        return k, v
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        super().__setitem__(key, value)
-        self._forget(key)
-
+__all__ = ["Autotuned", "Choice", "PretunedIgnoredWarning", "UntunedWarning", "autotune"]
 
 class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     """A tuned kernel: launch it as ``kernel[grid](*args)``; inspect ``best_config``, ``configs``, ``cache``."""
@@ -188,7 +106,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self.nargs: dict[str, Any] | None = None
         self.bench_time = 0.0
         self.configs_timings: dict[Any, Any] = {}
-        self.on_no_gpu = _resolve_on_no_gpu(on_no_gpu)
+        self.on_no_gpu = resolve_on_no_gpu(on_no_gpu)
         if tuner is None:
             from tritune.tune.tuner import Tuner
 
@@ -408,25 +326,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def prune_configs(self, kwargs: Mapping[str, Any], nargs: Mapping[str, Any] | None = None) -> list[Any]:
         """Triton's pruning: ``early_config_prune(configs, nargs, **kwargs)`` (new or reordered configs are
         honoured), then the ``perf_model``'s ``top_k``. Returns configs as the user's functions gave them."""
-        from triton.runtime.errors import AutotunerError
-
         named = dict(self.nargs if nargs is None and self.nargs is not None else nargs or {})
-        pruned: list[Any] = list(self._given)
-        if self.early_config_prune is not None:
-            pruned = list(self.early_config_prune(self._given, named, **kwargs))
-            if not pruned:
-                raise AutotunerError("No valid autotuner configs after pruning. `early_config_prune` should return "
-                                     f"at least one config. ({self.info.name})")  # fmt: skip
-        if self.perf_model is not None:
-            top_k = self.configs_top_k
-            if isinstance(top_k, float) and top_k <= 1.0:
-                top_k = max(1, int(len(pruned) * top_k))
-            elif not isinstance(top_k, int):
-                raise TypeError("Error while pruning configs, top_k must be either 1) a float <= 1.0 or 2) an int")
-            if len(pruned) > top_k:
-                est = [(self.perf_model(**named, **kwargs, **_all_kwargs(c)), i) for i, c in enumerate(pruned)]
-                pruned = [pruned[i] for _, i in sorted(est, key=lambda t: t[0])[:top_k]]
-        return pruned
+        return triton_prune(self.info.name, self._given, self.early_config_prune, self.perf_model,
+                            self.configs_top_k, named, kwargs)  # fmt: skip
 
     def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Config], dict[Config, str]]:
         """Pruned candidates (in the pruner's order) that pass the static rules, and the reasons of the rejected."""
@@ -471,53 +373,16 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             self.pre_hook({**self._named(args, kwargs), **cfg.kwargs, **cfg.launch_options()}, reset_only=True)
         return choice
 
-    def _untuned(
-        self,
-        key: tuple[Any, ...],
-        legal: list[Config],
-        rejected: dict[Config, str],
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-        why: str,
-    ) -> Choice:
-        name = self.info.name
-        if self.on_no_gpu == "error":
-            raise TimingUnavailableError(
-                f"{name}: cannot autotune here: {why}. Timing needs a real GPU driver. To check every candidate "
-                f"for correctness without a GPU, run `tritune verify` on a workload (or tritune.verify() in Python); "
-                f"to run untimed, set on_no_gpu='warn' (or TRITUNE_ON_NO_GPU=warn)."
-            )
-        for cfg in legal:
-            reason = self._front_end_rejection(cfg, args, kwargs)
-            if reason is None:
-                if "untuned" not in self._warned:
-                    self._warned.add("untuned")
-                    warnings.warn(
-                        f"{name}: no timing is possible without a GPU ({why}); running {cfg.id}, the first "
-                        "candidate that passed the checks made before launch, UNTUNED: it was not timed, and its "
-                        "results were not checked (`tritune verify` checks every candidate against an oracle).",
-                        UntunedWarning,
-                        stacklevel=5,
-                    )
-                return Choice(cfg, "untuned", why)
-            rejected[cfg] = reason
-        raise NoLegalConfigError(
-            f"{name}: every candidate was rejected before launch for key {self.key_spec.as_dict(key)}:\n"
-            + format_rejections(rejected)
-        )
+    def _untuned(self, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
+                 args: Sequence[Any], kwargs: Mapping[str, Any], why: str) -> Choice:  # fmt: skip
+        from tritune.tune.untuned import choose_untuned
+
+        return choose_untuned(self, key, legal, rejected, args, kwargs, why)
 
     def _front_end_rejection(self, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
-        """Why the compiler's front end rejects ``cfg`` for these arguments, or None. The config's pre_hook runs
-        first, as Triton runs it before the compile: it may set what the compile depends on (a host
-        TensorDescriptor's block shape)."""
-        from tritune.screen.specialize import cuda_target, frontend_rejection
+        from tritune.tune.untuned import front_end_rejection
 
-        if cfg.pre_hook is not None:
-            cfg.pre_hook({**self._named(args, kwargs), **cfg.kwargs, **cfg.launch_options()})
-        try:
-            return frontend_rejection(self.fn, args, cfg, cuda_target(90), self.launch_kwargs(cfg, args, kwargs))
-        except Exception:
-            return None  # cannot specialize on these arguments: let the launch be the judge, as under Triton
+        return front_end_rejection(self, cfg, args, kwargs)
 
     def warn_once(self, what: str, message: str, category: type[Warning]) -> None:
         if what not in self._warned:

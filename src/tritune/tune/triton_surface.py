@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import triton
 from triton.runtime.autotuner import Autotuner as ORIGINAL_AUTOTUNER
@@ -20,7 +20,11 @@ from triton.runtime.autotuner import Heuristics as TritonHeuristics
 
 from tritune.config import LAUNCH_OPTIONS, Config
 
-__all__ = ["ORIGINAL_AUTOTUNER", "HeuristicsLauncher", "TunedConfig", "default_hooks", "heuristic_layers", "normalize"]
+if TYPE_CHECKING:
+    from tritune.tune.autotune import Autotuned
+
+__all__ = ["ORIGINAL_AUTOTUNER", "HeuristicsLauncher", "LiveCache", "TunedConfig", "default_hooks", "heuristic_layers",
+           "normalize", "triton_prune"]
 
 #: Triton's config for an empty list (``Autotuner.__init__``: num_warps=4, num_stages=3, num_ctas=1).
 DEFAULT_TRITON_CONFIG = Config({}, num_warps=4, num_stages=3, num_ctas=1)
@@ -159,3 +163,75 @@ def default_hooks(owner: Any, reset_to_zero: Sequence[str], restore_value: Seque
     pre = pre_hook if (reset_to_zero or restore_value) else nothing_pre
     post = post_hook if restore_value else nothing_post
     return pre, post
+
+
+def _all_kwargs(obj: Any) -> dict[str, Any]:
+    if hasattr(obj, "all_kwargs"):
+        return dict(obj.all_kwargs())
+    cfg = from_triton(obj)
+    return {**cfg.kwargs, **cfg.launch_options()}
+
+
+class LiveCache(dict):  # type: ignore[type-arg]
+    """``kernel.cache``: key tuple -> ``triton.Config``, as Triton's. Clearing or deleting entries makes the
+    kernel choose again for those keys; setting one makes the kernel use that config for the key."""
+
+    def __init__(self, owner: Autotuned) -> None:
+        super().__init__()
+        self._owner = owner
+
+    def _forget(self, public: Any = None) -> None:
+        o = self._owner
+        o._hot.clear()
+        o._hot_kw.clear()
+        if public is None:
+            o._choices.clear()
+        else:
+            for k in [k for k in o._choices if o.key_spec.public(k) == public]:
+                del o._choices[k]
+
+    def clear(self) -> None:
+        super().clear()
+        self._forget()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self._forget(key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        out = super().pop(key, *default)
+        self._forget(key)
+        return out
+
+    def popitem(self) -> tuple[Any, Any]:
+        k, v = super().popitem()
+        self._forget(k)
+        return k, v
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._forget(key)
+
+
+def triton_prune(name: str, configs: Sequence[Any], early: Any, perf_model: Any, top_k: Any,
+                 named: Mapping[str, Any], kwargs: Mapping[str, Any]) -> list[Any]:  # fmt: skip
+    """``Autotuner.prune_configs`` with Triton's meaning (3.6-3.9): ``early_config_prune(configs, nargs,
+    **kwargs)``, whose result is used as returned (new or reordered configs included), then the
+    ``perf_model``'s ``top_k`` (a float <= 1 is a fraction, at least one)."""
+    from triton.runtime.errors import AutotunerError
+
+    pruned: list[Any] = list(configs)
+    if early is not None:
+        pruned = list(early(list(configs), dict(named), **kwargs))
+        if not pruned:
+            raise AutotunerError("No valid autotuner configs after pruning. `early_config_prune` should return "
+                                 f"at least one config. ({name})")  # fmt: skip
+    if perf_model is not None:
+        if isinstance(top_k, float) and top_k <= 1.0:
+            top_k = max(1, int(len(pruned) * top_k))
+        elif not isinstance(top_k, int):
+            raise TypeError("Error while pruning configs, top_k must be either 1) a float <= 1.0 or 2) an int")
+        if len(pruned) > top_k:
+            est = [(perf_model(**named, **kwargs, **_all_kwargs(c)), i) for i, c in enumerate(pruned)]
+            pruned = [pruned[i] for _, i in sorted(est, key=lambda t: t[0])[:top_k]]
+    return pruned
