@@ -134,3 +134,19 @@ def test_tritune_run_script(tmp_path: Path) -> None:
     missing = subprocess.run([sys.executable, "-m", "tritune", "run", str(tmp_path / "nope.py")], capture_output=True,
                              text=True, env=env, timeout=300)  # fmt: skip
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_unknown_key_name_behaves_as_the_installed_triton() -> None:
+    try:
+        triton.autotune(configs=CONFIGS, key=["nope"])(add_kernel)
+        triton_raises = None
+    except Exception as e:  # triton >= 3.7 refuses it; 3.6 drops it
+        triton_raises = type(e)
+    with tritune.patched_triton():
+        if triton_raises is None:
+            with pytest.warns(UserWarning, match="add_kernel.*nope"):
+                k = triton.autotune(configs=CONFIGS, key=["nope"])(add_kernel)
+            assert k.keys == []
+        else:
+            with pytest.raises(triton_raises, match="add_kernel"):
+                triton.autotune(configs=CONFIGS, key=["nope"])(add_kernel)

@@ -10,6 +10,7 @@ While it stands in, ``isinstance(obj, triton.runtime.Autotuner)`` holds for tune
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -56,7 +57,7 @@ class TritonAutotuner(Autotuned, metaclass=_StandIn):
     ) -> None:
         from tritune.tune.tuner import Tuner
 
-        del arg_names  # read from the kernel itself, as Triton's decorator passes fn.arg_names
+        key = _known_key_names(fn, list(arg_names), list(key))
         on_no_gpu = tritune_options.pop("on_no_gpu", None)
         tuner = Tuner(**tritune_options)
         tuner.open_pretuned()
@@ -64,6 +65,23 @@ class TritonAutotuner(Autotuned, metaclass=_StandIn):
                          restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
                          on_no_gpu=on_no_gpu, tuner=tuner, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
                          cache_results=cache_results)  # fmt: skip
+
+
+def _known_key_names(fn: Any, arg_names: list[str], key: list[str]) -> list[str]:
+    """``key`` as the installed Triton treats it. Triton >= 3.7 refuses a key name that is no kernel argument
+    (ValueError, raised here with the same type); 3.6 silently leaves it out of the key, and so does this, with a
+    warning, since code that runs under Triton must run under its stand-in."""
+    unknown = [n for n in key if n not in arg_names]
+    if not unknown:
+        return key
+    try:
+        ORIGINAL_AUTOTUNER(fn, arg_names, [], key, None, None)
+    except ValueError as e:
+        raise ValueError(f"{getattr(fn, '__name__', fn)}: {e}") from None
+    warnings.warn(f"{getattr(fn, '__name__', fn)}: key names {unknown} are not kernel arguments; as this Triton "
+                  "does, they are left out of the tuning key (fix the key to tune per value)", UserWarning,
+                  stacklevel=4)  # fmt: skip
+    return [n for n in key if n in arg_names]
 
 
 def triton_autotune(

@@ -45,7 +45,7 @@ def choose_untuned(
                     "candidate that passed the checks made before launch, UNTUNED: it was not timed, and its "
                     "results were not checked (`tritune verify` checks every candidate against an oracle).",
                     UntunedWarning,
-                    stacklevel=5,
+                    stacklevel=6,
                 )
             return Choice(cfg, "untuned", why)
         rejected[cfg] = reason
