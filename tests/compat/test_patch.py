@@ -150,3 +150,33 @@ def test_unknown_key_name_behaves_as_the_installed_triton() -> None:
         else:
             with pytest.raises(triton_raises, match="add_kernel"):
                 triton.autotune(configs=CONFIGS, key=["nope"])(add_kernel)
+
+
+def test_subclass_without_its_own_run_gets_the_whole_engine() -> None:
+    class TableCache:  # a library's own cache object (not a dict), as FlagGems' LibTuner installs one
+        def __init__(self) -> None:
+            self.rows: dict[Any, Any] = {}
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            return self.rows.get(key, default)
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            self.rows[key] = value
+
+        def __contains__(self, key: Any) -> bool:
+            return key in self.rows
+
+    with tritune.patched_triton():
+
+        class Minimal(triton.runtime.Autotuner):  # type: ignore[misc,name-defined]
+            def __init__(self, fn: Any, arg_names: Any, configs: Any, key: Any, *rest: Any) -> None:
+                super().__init__(fn, arg_names, configs, key, *rest)
+                self.cache = TableCache()
+
+    k = Minimal(add_kernel, add_kernel.arg_names, CONFIGS, ["n"], None, None)
+    x, y, out = torch.randn(300), torch.randn(300), torch.empty(300)
+    k[grid1(300)](x, y, out, 300)
+    assert torch.equal(out, x + y)
+    assert {c.source for c in k.choices().values()} == {"untuned"}
+    (shown,) = k.cache.rows.values()
+    assert shown.all_kwargs() == k.best_config.all_kwargs()

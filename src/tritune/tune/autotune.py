@@ -100,7 +100,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self.user_defined_post_hook = post_hook is not None
         self.pre_hook = pre_hook if pre_hook is not None else default_pre
         self.post_hook = post_hook if post_hook is not None else default_post
-        self._user_do_bench = do_bench
+        self._do_bench = do_bench
         self.num_warmups, self.num_reps, self.use_cuda_graph = warmup, rep, bool(use_cuda_graph)
         self.cache_results = bool(cache_results)  # tritune's store is always on unless store=False
         self.nargs: dict[str, Any] | None = None
@@ -215,7 +215,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                     finally:
                         self.nargs = None
                     self._choices[key] = choice
-                    dict.__setitem__(self.cache, self.key_spec.public(key), self.tuned_config(choice.config))
+                    self._remember(key, choice)
         self._last = choice
         if self._fast_ok and not warmup:
             return self._launch_and_remember(choice, args, kwargs, grid)
@@ -245,6 +245,13 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         if fk is not None:
             return fk(args, kwargs, grid)
         return self._launch(choice.config, args, kwargs, grid, False)
+
+    def _remember(self, key: tuple[Any, ...], choice: Choice) -> None:
+        public, shown = self.key_spec.public(key), self.tuned_config(choice.config)
+        if isinstance(self.cache, LiveCache):
+            dict.__setitem__(self.cache, public, shown)  # not a caller's choice: no _forget
+        else:  # a subclass put its own mapping there (as FlagGems' LibTuner does)
+            self.cache[public] = shown
 
     def _conflict(self, kwargs: Mapping[str, Any]) -> None:
         clash = sorted(self._tuned_names & kwargs.keys())
@@ -289,11 +296,11 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     @property
     def do_bench(self) -> Callable[..., Any] | None:
         """The user's ``do_bench(fn, quantiles=...)``, or None for tritune's own timer."""
-        return self._user_do_bench
+        return self._do_bench
 
     @do_bench.setter
     def do_bench(self, value: Callable[..., Any] | None) -> None:
-        self._user_do_bench = value
+        self._do_bench = value
 
     def _bench(self, *args: Any, config: Any, **meta: Any) -> list[float]:
         """Triton's ``Autotuner._bench``, for subclasses that run their own loop: see
@@ -350,7 +357,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         return legal, rejected
 
     def _choose(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
-        user = dict.get(self.cache, self.key_spec.public(key))
+        user = self.cache.get(self.key_spec.public(key)) if hasattr(self.cache, "get") else None
         if user is not None:  # set by the caller: kernel.cache[key] = config
             return Choice(from_triton(user), "user", "set through kernel.cache")
         legal, rejected = self.legal_configs(args, kwargs)
