@@ -278,3 +278,28 @@ def test_warmup_compiles_every_pruned_config() -> None:
     k = tritune.autotune(CONFIGS, ["n"])(add_kernel)
     x, y, out = add_inputs()
     assert len(k.warmup(x, y, out, 300, grid=(1,))) == 2
+
+
+def test_heuristics_under_the_decorator_recomputed_per_call_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU-only fast path for @autotune over @heuristics, driven on CPU with a FAKE fast launcher that
+    launches through the interpreter: heuristic values are recomputed for every call and select their own
+    launcher, so EVEN (n % BLOCK == 0) is right for n = 256 and n = 320, which share one tuning key."""
+    import tritune.tune.autotune as autotune_module
+
+    built: list[dict[str, Any]] = []
+
+    def fake_make_fast_kw(jit: Any, cfg: Any, args: Any, kwargs: Any, defaults: Any) -> Any:
+        built.append(dict(kwargs))
+        return lambda a, kw, grid: jit.run(*a, grid=grid, warmup=False, **kw, **cfg.kwargs, **cfg.launch_options())
+
+    monkeypatch.setattr(autotune_module, "make_fast_kw", fake_make_fast_kw)
+    k = tritune.autotune([triton.Config({"BLOCK": 128})], [])(
+        triton.heuristics({"EVEN": lambda a: a["n"] % a["BLOCK"] == 0})(scale_kernel))
+    k._heur_fast = True  # as on a GPU
+    for n in (256, 320, 256, 320):
+        x, _, out = add_inputs(n)
+        out.fill_(-1.0)
+        k[grid1(n)](x, out, n, FACTOR=2)
+        assert torch.equal(out, x * 2), n
+    # the first call tunes (Triton's path); then one launcher per heuristic value, each built once and reused
+    assert [b["EVEN"] for b in built] == [False, True]

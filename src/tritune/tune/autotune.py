@@ -40,6 +40,8 @@ from tritune.tune.triton_surface import (
     triton_prune,
 )
 
+_MISS = object()
+
 __all__ = ["Autotuned", "Choice", "PretunedIgnoredWarning", "UntunedWarning", "autotune"]
 
 class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
@@ -119,7 +121,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._runner: Any = None
         self._call_key: Callable[[Sequence[Any]], tuple[Any, ...]] = self.key_spec.call_key
         self._kw_key: Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]] = self.key_spec.kw_call_key
-        self._fast_ok = gpu_unavailable_reason() is None and not self._heuristics
+        on_gpu = gpu_unavailable_reason() is None
+        self._fast_ok = on_gpu and not self._heuristics
+        self._heur_fast = on_gpu and bool(self._heuristics)
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -183,6 +187,10 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def run(self, *args: Any, grid: Any = None, warmup: Any = False, **kwargs: Any) -> Any:
         if kwargs and not self._tuned_names.isdisjoint(kwargs):
             self._conflict(kwargs)
+        if self._heur_fast and not warmup:
+            out = self._run_under_heuristics(args, kwargs, grid)
+            if out is not _MISS:
+                return out
         if self._fast_ok and not warmup:
             # Hot path: one generated expression gives the key and the binary's specialization.
             if not kwargs:
@@ -220,6 +228,31 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         if self._fast_ok and not warmup:
             return self._launch_and_remember(choice, args, kwargs, grid)
         return self._launch(choice.config, args, kwargs, grid, warmup)
+
+    def _run_under_heuristics(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
+        """Fast dispatch with ``@triton.heuristics`` under the decorator: the key's cached config, the
+        heuristics' values for it and this call (computed per call, as Triton does), then a fast launcher for
+        the jitted kernel with those values as keywords. ``_MISS`` where the key has no choice yet."""
+        choice = self._choices.get(self.key_spec.of(args, kwargs))
+        if choice is None:
+            return _MISS
+        cfg = choice.config
+        full = apply_heuristics(self._heuristics, args, {**kwargs, **cfg.kwargs, **cfg.launch_options()})
+        kw = {**kwargs, **{n: full[n] for layer in self._heuristics for n in layer.values}}
+        self._last = choice
+        if self._kw_key == self.key_spec.kw_call_key:
+            self._kw_key = self.key_spec.compiled_kw_call_key(args, kw)
+        try:
+            ck = self._kw_key(args, kw)
+            hot = self._hot_kw.get(ck)
+        except TypeError:  # an unhashable value: Triton's path
+            return self._launch(cfg, args, kwargs, grid, False)
+        if hot is None:
+            fk = make_fast_kw(self._launcher().inner, cfg, args, kw, dict(self.info.defaults))
+            hot = self._hot_kw[ck] = (choice, fk)
+        if hot[1] is not None:
+            return hot[1](args, kw, grid)
+        return self._launch(cfg, args, kwargs, grid, False)
 
     def _launch_and_remember(self, choice: Choice, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
         """Build the fast launcher of this call's shape (the first call shows the argument kinds), keep it
