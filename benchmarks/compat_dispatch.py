@@ -4,7 +4,7 @@
     PYTHONPATH=src python3 benchmarks/compat_dispatch.py --out DIR
 
 Shapes: all positional; a meta-parameter by keyword (``ACT=``, as Triton's tutorials pass it);
-``@triton.heuristics`` over the decorator; and the same keyword call through ``triton.autotune`` while
+``@triton.heuristics`` over the decorator and under it; and the same keyword call through ``triton.autotune`` while
 ``tritune.patch_triton()`` is on. Each shape checks its output against
 torch before timing. Prints a table with ratios to ``triton.autotune`` for the same shape; writes the
 raw numbers with provenance to DIR/compat_dispatch.json.
@@ -56,10 +56,12 @@ def engines(make: Callable[..., Any], n: int, x: torch.Tensor, y: torch.Tensor) 
     pos = make(triton.jit(act_kernel.fn))
     kw = make(triton.jit(act_kernel.fn))
     heur = triton.heuristics({"SCALE": lambda a: 1})(make(triton.jit(act_kernel.fn)))
+    under = make(triton.heuristics({"SCALE": lambda a: 1})(triton.jit(act_kernel.fn)))
     return {
         "positional": lambda: pos[grid](x, y, n, "relu", 1),
         "keyword meta-parameter": lambda: kw[grid](x, y, n, ACT="relu", SCALE=1),
         "heuristics over the decorator": lambda: heur[grid](x, y, n, ACT="relu"),
+        "heuristics under the decorator": lambda: under[grid](x, y, n, ACT="relu"),
     }
 
 

@@ -55,6 +55,25 @@ def test_keyword_calls_and_heuristics_dispatch_fast_and_agree_with_triton() -> N
 
 
 @pytest.mark.gpu
+def test_heuristics_under_the_decorator_agree_with_triton() -> None:
+    need_gpu()
+    scale = {"SCALE": lambda a: 2 if a["n"] % a["BLOCK"] == 0 else 3}
+    tt = tritune.autotune(CONFIGS, ["n"], store=False)(triton.heuristics(scale)(_act_kernel))
+    ref = triton.autotune(CONFIGS, ["n"])(triton.heuristics(scale)(_act_kernel))
+    for n in (1024, 1000, 1024, 1000):
+        x = torch.randn(n, device="cuda")
+        a, b = torch.empty_like(x), torch.empty_like(x)
+        grid = lambda m, n=n: (triton.cdiv(n, m["BLOCK"]),)  # noqa: E731
+        tt[grid](x, a, n, ACT="none")
+        ref[grid](x, b, n, ACT="none")
+        blk = tt.best_config.kwargs["BLOCK"]
+        torch.testing.assert_close(a, x * (2 if n % blk == 0 else 3))
+        if ref.best_config.kwargs["BLOCK"] == blk:
+            torch.testing.assert_close(a, b)
+    assert tt._hot_kw and all(launch is not None for _, launch in tt._hot_kw.values())
+
+
+@pytest.mark.gpu
 def test_run_returns_the_compiled_kernel() -> None:
     need_gpu()
     tt = tritune.autotune(CONFIGS, ["n"], store=False)(_act_kernel)
