@@ -303,3 +303,41 @@ def test_heuristics_under_the_decorator_recomputed_per_call_on_the_fast_path(mon
         assert torch.equal(out, x * 2), n
     # the first call tunes (Triton's path); then one launcher per heuristic value, each built once and reused
     assert [b["EVEN"] for b in built] == [False, True]
+
+
+def test_prune_to_nothing_raises_autotuner_error(fake_triton_bench: list[Any]) -> None:
+    errors = {}
+    for name, deco in both(configs=CONFIGS, key=["n"], prune_configs_by={"early_config_prune": lambda c, a, **k: []}
+                           ).items():  # fmt: skip
+        k = deco(add_kernel)
+        x, y, out = add_inputs()
+        with pytest.raises(Exception) as e:
+            k[grid1(300)](x, y, out, 300)
+        errors[name] = type(e.value)
+    assert errors["tritune"] is errors["triton"] is triton.runtime.errors.AutotunerError
+
+
+def test_hooks_see_what_triton_gives_them(fake_triton_bench: list[Any]) -> None:
+    seen: dict[str, dict[str, set[str]]] = {}
+    for name in ENGINES:
+        log: dict[str, set[str]] = {}
+
+        def cfg_hook(nargs: dict[str, Any], log: dict[str, set[str]] = log) -> None:
+            log.setdefault("config.pre_hook", set()).update(nargs)
+
+        def pre(nargs: dict[str, Any], reset_only: bool = False, log: dict[str, set[str]] = log) -> None:
+            log.setdefault("pre_hook", set()).update(nargs)
+
+        def post(nargs: dict[str, Any], exception: Any, log: dict[str, set[str]] = log) -> None:
+            log.setdefault("post_hook", set()).update(nargs)
+
+        configs = [triton.Config({"BLOCK": 64}, pre_hook=cfg_hook), triton.Config({"BLOCK": 128}, pre_hook=cfg_hook)]
+        k = ENGINES[name](configs=configs, key=["n"], pre_hook=pre, post_hook=post)(add_kernel)
+        x, y, out = add_inputs()
+        k[grid1(300)](x, y, out, 300)
+        assert torch.equal(out, x + y)
+        seen[name] = log
+    assert seen["triton"]["config.pre_hook"] >= {"x_ptr", "n", "BLOCK", "num_warps"}
+    for hook in ("config.pre_hook", "pre_hook"):
+        assert seen["tritune"][hook] >= {"x_ptr", "y_ptr", "out_ptr", "n", "BLOCK", "num_warps", "num_stages"}, hook
+    assert "pre_hook" in seen["triton"]  # Triton calls it (reset_only) after benchmarking, before the launch

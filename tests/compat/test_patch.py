@@ -180,3 +180,11 @@ def test_subclass_without_its_own_run_gets_the_whole_engine() -> None:
     assert {c.source for c in k.choices().values()} == {"untuned"}
     (shown,) = k.cache.rows.values()
     assert shown.all_kwargs() == k.best_config.all_kwargs()
+
+
+def test_environment_variable_patches_at_import() -> None:
+    env = dict(os.environ, TRITON_INTERPRET="1", TRITUNE_PATCH_TRITON="1",
+               PYTHONPATH=str(Path(tritune.__file__).parents[1]))  # fmt: skip
+    code = "import tritune, triton; print(triton.runtime.Autotuner is tritune.TritonAutotuner)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.stdout.strip() == "True", p.stderr
