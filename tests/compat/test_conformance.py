@@ -42,6 +42,7 @@ def test_is_a_triton_autotuner_with_its_surface(fake_triton_bench: list[Any]) ->
         assert k.nargs is None  # reset after the call, as Triton does
         assert k.base_fn is add_kernel.fn
         assert k.fn is add_kernel and k.arg_names == add_kernel.arg_names and k.keys == ["n"]
+        assert k.bench_time > 0  # seconds the last tuning took
         seen[name] = {
             "best": k.best_config.all_kwargs(),
             "cache": {key: c.all_kwargs() for key, c in k.cache.items()},

@@ -15,6 +15,7 @@ config runs, labelled *untuned*, with one plain warning per kernel, or
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -218,10 +219,13 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 if choice is None:
                     self._refuse_during_capture(key)
                     self.nargs = dict(zip(self.arg_names, args))
+                    started = time.perf_counter()
                     try:
                         choice = self._choose(key, args, kwargs, grid)
                     finally:
                         self.nargs = None
+                    if choice.source in ("timed", "replayed", "untuned"):
+                        self.bench_time = time.perf_counter() - started  # as Triton's: the last tuning's seconds
                     self._choices[key] = choice
                     self._remember(key, choice)
         self._last = choice
