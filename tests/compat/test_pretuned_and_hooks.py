@@ -98,3 +98,21 @@ def test_config_pre_hook_runs_before_the_front_end_check(monkeypatch: pytest.Mon
     assert order[:3] == ["pre_hook", "front_end", "pre_hook"]  # before the check, and before the launch
     call(k)
     assert order[3:] == ["pre_hook"]  # cached: before each launch only, as Triton
+
+
+def test_configs_timings_and_bench_time_after_a_replayed_tuning() -> None:
+    from tritune.bench import Measurement
+
+    class FakeTimer:
+        """A FAKE timer (no GPU): BLOCK=128 takes 1 ms, BLOCK=64 takes 2 ms, every sample alike."""
+
+        def measure_config(self, config: Config, budget_s: float) -> Measurement:
+            return Measurement.from_samples([1.0 if config.kwargs["BLOCK"] == 128 else 2.0] * 10)
+
+    k = tritune.autotune([Config({"BLOCK": 64}), Config({"BLOCK": 128})], ["n"], store=False,
+                         timer=FakeTimer())(add_kernel)  # fmt: skip
+    call(k)
+    assert k.best_config == Config({"BLOCK": 128})
+    assert {c.kwargs["BLOCK"]: t[0] for c, t in k.configs_timings.items()} == {64: 2.0, 128: 1.0}
+    assert all(isinstance(c, triton.Config) for c in k.configs_timings)
+    assert k.bench_time > 0

@@ -226,6 +226,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                         self.nargs = None
                     if choice.source in ("timed", "replayed", "untuned"):
                         self.bench_time = time.perf_counter() - started  # as Triton's: the last tuning's seconds
+                        # as Triton's: config -> times of the last tuning (nothing is timed without a GPU)
+                        self.configs_timings = {self.tuned_config(c): t for c, t in (choice.timings or {}).items()}
                     self._choices[key] = choice
                     self._remember(key, choice)
         self._last = choice

@@ -33,6 +33,8 @@ class Choice:
     #: How the choice was made, when it was timed: seconds spent per phase (precompile, load, race) and
     #: the race's summary (stop, rounds, measurements, device seconds). Not part of equality.
     stats: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    #: Milliseconds (median, first and third quartile) of every config this choice measured. Not part of equality.
+    timings: Mapping[Config, list[float]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def tuned(self) -> bool:

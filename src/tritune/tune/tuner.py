@@ -198,6 +198,7 @@ class Tuner:
             c()
         stats["total_s"] = round(time.perf_counter() - clock, 3)
         recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in asked]
+        timings: dict[Config, list[float]] = {}
         winner, best_ms = None, None
         if result is not None:
             stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
@@ -209,6 +210,8 @@ class Tuner:
                     rejected[o.config] = o.reason or o.status.value
                 recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok else None, o.reason,
                                             m.to_json() if ok and m is not None else None))
+                if ok and m is not None:
+                    timings[o.config] = [m.median_ms, m.q1_ms, m.q3_ms]
             if result.winner is not None and result.winner_measurement is not None:
                 winner, best_ms = result.winner, result.winner_measurement.median_ms
         if st is not None and not self.distributed:
@@ -223,7 +226,7 @@ class Tuner:
                 + format_rejections(rejected)
             )
         source = "timed" if self.timer is None else "replayed"
-        return Choice(winner, source, f"{best_ms:.4f} ms median", stats=stats)
+        return Choice(winner, source, f"{best_ms:.4f} ms median", stats=stats, timings=timings)
 
 
 @dataclass
