@@ -83,3 +83,28 @@ def test_run_returns_the_compiled_kernel() -> None:
     assert hasattr(kernel, "run") and hasattr(kernel, "function")  # a CompiledKernel, launchable directly
     again = tt.run(x, out, 4096, grid=(4,), warmup=False, ACT="relu", SCALE=1)
     assert again is kernel
+
+
+@pytest.mark.gpu
+def test_libtuner_style_bench_times_with_tritunes_timer() -> None:
+    need_gpu()
+    with tritune.patched_triton():
+
+        class OwnLoop(triton.runtime.Autotuner):  # type: ignore[misc,name-defined]
+            def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+                self.nargs = dict(zip(self.arg_names, args))
+                timings = {c: self._bench(*args, config=c, **kwargs) for c in self.prune_configs(kwargs)}
+                self.configs_timings = timings
+                config = self.best_config = min(timings, key=lambda c: timings[c][0])
+                ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+                self.nargs = None
+                return ret
+
+    k = OwnLoop(_act_kernel, _act_kernel.arg_names, CONFIGS, ["n"], None, None)
+    n = 1 << 20
+    x = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    k[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, out, n, ACT="relu", SCALE=1)
+    torch.testing.assert_close(out, torch.relu(x))
+    times = [t[0] for t in k.configs_timings.values()]
+    assert len(times) == len(CONFIGS) and all(0 < t < 10 for t in times)

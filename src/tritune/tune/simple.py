@@ -94,8 +94,13 @@ def bench_config(tuned: Autotuned, args: Sequence[Any], config: Any, meta: Mappi
             )
         from tritune.bench import EventTimer
 
+        timer = getattr(tuned, "_event_timer", None)
+        if timer is None:  # one timer (and one L2 flush buffer) per kernel, clocks warmed once
+            timer = EventTimer()
+            timer.warm_device(0.05)
+            tuned._event_timer = timer
         try:
-            m = EventTimer().measure(call, budget_s=0.1)
+            m = timer.measure(call, budget_s=0.1)
         except Exception as e:  # out of resources, a compile failure: Triton gives such a config inf
             from triton.compiler.errors import CompilationError
             from triton.runtime.errors import OutOfResources
