@@ -93,3 +93,31 @@ def test_positional_constexpr_values_select_the_binary():
     assert KW_SPEC.call_key([x, x, 8, 4]) != KW_SPEC.call_key([x, x, 8, 8])
     fast = KW_SPEC.compiled_call_key([x, x, 8, 4])
     assert fast([x, x, 8, 8]) == KW_SPEC.call_key([x, x, 8, 8])
+
+
+def test_keyword_launcher_passes_every_parameter_in_the_kernels_order(monkeypatch):
+    """make_fast_kw's generated code, with a FAKE FastLauncher (the real one needs a GPU) that records the
+    argument list it was built for and the one each launch passes."""
+    import tritune.tune.dispatch as dispatch
+
+    class FakeFastLauncher:
+        def __init__(self, jit, cfg, args, defaults):
+            assert cfg.kwargs == {}  # meta-parameters travel positionally, launch options in the config
+            self.built = list(args)
+            self.launched = []
+            self.launch = lambda a, grid: self.launched.append((list(a), grid)) or "kernel"
+            made.append(self)
+
+    class FakeJit:
+        arg_names = ("x", "y", "n", "BLOCK", "GROUP", "ACT")
+
+    made = []
+    monkeypatch.setattr(dispatch, "FastLauncher", FakeFastLauncher)
+    cfg = Config({"BLOCK": 128}, num_warps=8)
+    launch = dispatch.make_fast_kw(FakeJit(), cfg, ["X", "Y"], {"ACT": "relu", "n": 7}, {"GROUP": 8})
+    assert made[0].built == ["X", "Y", 7, 128, 8, "relu"]
+    assert launch(["X2", "Y2"], {"n": 9, "ACT": "gelu"}, (3,)) == "kernel"
+    assert made[0].launched == [(["X2", "Y2", 9, 128, 8, "gelu"], (3,))]
+    # a launch option or an unknown name by keyword, or a parameter with no value anywhere: Triton's path
+    assert dispatch.make_fast_kw(FakeJit(), cfg, ["X", "Y"], {"n": 7, "num_warps": 4}, {"GROUP": 8, "ACT": ""}) is None
+    assert dispatch.make_fast_kw(FakeJit(), cfg, ["X", "Y"], {"n": 7}, {}) is None
