@@ -342,3 +342,19 @@ def test_hooks_see_what_triton_gives_them(fake_triton_bench: list[Any]) -> None:
     for hook in ("config.pre_hook", "pre_hook"):
         assert seen["tritune"][hook] >= {"x_ptr", "y_ptr", "out_ptr", "n", "BLOCK", "num_warps", "num_stages"}, hook
     assert "pre_hook" in seen["triton"]  # Triton calls it (reset_only) after benchmarking, before the launch
+
+
+def test_user_functions_get_triton_configs_even_from_tritune_configs() -> None:
+    seen: list[Any] = []
+
+    def prune(configs: list[Any], nargs: dict[str, Any], **kwargs: Any) -> list[Any]:
+        seen.extend(configs)
+        return [c for c in configs if c.all_kwargs()["BLOCK"] == 128]
+
+    k = tritune.autotune([tritune.Config({"BLOCK": 64}), tritune.Config({"BLOCK": 128})], ["n"],
+                         prune_configs_by={"early_config_prune": prune})(add_kernel)  # fmt: skip
+    x, y, out = add_inputs()
+    k[grid1(300)](x, y, out, 300)
+    assert all(isinstance(c, triton.Config) for c in seen) and len(seen) == 2
+    assert k.best_config == tritune.Config({"BLOCK": 128}) and torch.equal(out, x + y)
+    assert k.configs == [tritune.Config({"BLOCK": 64}), tritune.Config({"BLOCK": 128})]

@@ -137,6 +137,11 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         else:
             self._configs, self._originals = normalize(configs)
             self.space = Space.from_configs(self._configs)
+        # Callers' functions (early_config_prune, perf_model) and readers of ``configs`` get triton.Configs,
+        # as under Triton; a tritune Config given is shown as a TunedConfig, which compares equal to it.
+        for c, obj in self._originals.items():
+            if isinstance(obj, Config):
+                self._originals[c] = TunedConfig(c)
         self._given = [self._originals[c] for c in self._configs]
         self._tuned_names = frozenset(n for c in self._configs for n in c.kwargs)
         self._tconf: dict[Config, TunedConfig] = {}
