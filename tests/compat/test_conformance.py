@@ -358,3 +358,18 @@ def test_user_functions_get_triton_configs_even_from_tritune_configs() -> None:
     assert all(isinstance(c, triton.Config) for c in seen) and len(seen) == 2
     assert k.best_config == tritune.Config({"BLOCK": 128}) and torch.equal(out, x + y)
     assert k.configs == [tritune.Config({"BLOCK": 64}), tritune.Config({"BLOCK": 128})]
+
+
+@pytest.mark.parametrize("bad", ["missing_argument", "constexpr_twice"])
+def test_bad_calls_raise_tritons_exception_types(bad: str, fake_triton_bench: list[Any]) -> None:
+    errors = {}
+    for name, deco in both(configs=CONFIGS, key=["n"]).items():
+        k = deco(add_kernel)
+        x, y, out = add_inputs()
+        with pytest.raises(Exception) as e:
+            if bad == "missing_argument":
+                k[grid1(300)](x, y, out)
+            else:  # BLOCK positionally, and from the config
+                k[grid1(300)](x, y, out, 300, 64)
+        errors[name] = (type(e.value), str(e.value))
+    assert errors["tritune"] == errors["triton"]
