@@ -24,13 +24,18 @@ from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
 from tritune.screen.langguard import snapshot as _snapshot_language
 from tritune.space import Constraint, Space, constraint, pow2, values
-from tritune.tune.autotune import Autotuned, Choice, UntunedWarning, autotune
+from tritune.tune.autotune import Autotuned, Choice, PretunedIgnoredWarning, UntunedWarning, autotune
+from tritune.tune.patch import patch_from_environment as _patch_from_environment
+from tritune.tune.patch import patch_triton, patched_triton, unpatch_triton
+from tritune.tune.triton_api import TritonAutotuner
 from tritune.verify import VerifyReport, verify
 from tritune.workload import Workload, load_workloads
 
 _snapshot_language()  # before any interpreter run patches triton.language
 
 from tritune import bench  # noqa: E402  (a callable module: tritune.bench(fn, ...))
+
+_patch_from_environment()  # TRITUNE_PATCH_TRITON=1
 
 __all__ = [
     "Autotuned",
@@ -44,6 +49,7 @@ __all__ = [
     "KernelSpecError",
     "Measurement",
     "NoLegalConfigError",
+    "PretunedIgnoredWarning",
     "RunResult",
     "Space",
     "Status",
@@ -51,6 +57,7 @@ __all__ = [
     "StoreError",
     "StoreSchemaError",
     "TimingUnavailableError",
+    "TritonAutotuner",
     "TrituneError",
     "UntunedWarning",
     "VerifyReport",
@@ -63,7 +70,10 @@ __all__ = [
     "bucket",
     "constraint",
     "load_workloads",
+    "patch_triton",
+    "patched_triton",
     "pow2",
+    "unpatch_triton",
     "values",
     "verify",
 ]

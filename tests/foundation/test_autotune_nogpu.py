@@ -68,8 +68,18 @@ def test_all_illegal_raises_with_reasons():
 
 def test_configs_and_key_dtype_like_triton():
     k = make()
-    assert k.configs[1] == Config({"BLOCK": 256}, num_warps=2)
+    assert isinstance(k.configs[1], triton.Config)  # the configs as given, as Triton keeps them
+    assert k.candidates[1] == Config({"BLOCK": 256}, num_warps=2)
     with pytest.warns(tritune.UntunedWarning):
         launch(k, 100)
     (key,) = k.cache
     assert key == (100, "torch.float32", "torch.float32")
+
+
+def test_untuned_warning_claims_nothing_unchecked():
+    k = make()
+    with pytest.warns(tritune.UntunedWarning) as rec:
+        launch(k)
+    msg = str(rec[0].message)
+    assert "not timed" in msg and "not checked" in msg
+    assert "correct to use" not in msg

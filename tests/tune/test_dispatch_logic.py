@@ -47,3 +47,77 @@ def test_launch_options_only_what_is_set():
     assert Config(num_ctas=2, maxnreg=128).launch_options() == {
         "num_warps": 4, "num_stages": 3, "num_ctas": 2, "maxnreg": 128,
     }
+
+
+KW_SPEC = KeySpec.build("k", ["x", "y", "n", "GROUP", "ACT", "BLOCK"], {"GROUP": 8, "ACT": ""}, ["n"],
+                        constexprs={"GROUP", "ACT", "BLOCK"})  # fmt: skip
+
+
+def _kw_outcome(f, args, kwargs):
+    try:
+        return f(args, kwargs)
+    except Exception as e:
+        return type(e)
+
+
+def test_generated_keyword_call_key_equals_the_generic_one_for_any_call():
+    """Keyword calls (a meta-parameter by name, tensors by name, values added by @triton.heuristics): the
+    generated key for the first call's names and kinds agrees with the generic key on every call."""
+    base = torch.empty(64)
+    x, y, xs = base[:32], torch.empty(32, dtype=torch.float16), base[1:33]
+    fast = KW_SPEC.compiled_kw_call_key([x, y, 1024], {"GROUP": 8, "ACT": "relu"})
+    calls = [
+        ([x, y, 1024], {"GROUP": 8, "ACT": "relu"}), ([x, y, 1024], {"ACT": "relu", "GROUP": 8}),
+        ([x, y, 1024], {"GROUP": 4, "ACT": "relu"}), ([x, y, 1024], {"GROUP": 8, "ACT": ""}),
+        ([x, y, 17], {"GROUP": 8, "ACT": "relu"}), ([xs, y, 1024], {"GROUP": 8, "ACT": "relu"}),
+        ([x, y, 1024], {"GROUP": 8}), ([x, y], {"n": 1024, "GROUP": 8}), ([x], {"y": y, "n": 16, "ACT": "a"}),
+        ([x, y, 1024], {"GROUP": 8, "ACT": "relu", "num_warps": 4}), ([x, y, 1024], {"GROUP": [8], "ACT": "r"}),
+        ([x, y, 1024], {"GROUP": 8.0, "ACT": "relu"}), ([], {"x": x, "y": y, "n": 1}),
+    ]
+    for args, kwargs in calls:
+        assert _kw_outcome(fast, args, kwargs) == _kw_outcome(KW_SPEC.kw_call_key, args, kwargs), (args, kwargs)
+    base_key = fast([x, y, 1024], {"GROUP": 8, "ACT": "relu"})
+    assert fast([x, y, 1024], {"GROUP": 4, "ACT": "relu"}) != base_key  # a constexpr's value selects the binary
+    assert fast([x, y, 1024], {"GROUP": 8, "ACT": ""}) != base_key
+    assert fast([x, y, 1024], {"ACT": "relu", "GROUP": 8}) == base_key  # keyword order does not matter
+
+
+def test_keyword_dtypes_enter_the_tuning_key():
+    x16, x32 = torch.empty(8, dtype=torch.float16), torch.empty(8)
+    assert KW_SPEC.of([], {"x": x16, "n": 8}) != KW_SPEC.of([], {"x": x32, "n": 8})
+    assert KW_SPEC.of([x32], {"y": x16, "n": 8}) == (8, torch.float32, torch.float16)
+
+
+def test_positional_constexpr_values_select_the_binary():
+    x = torch.empty(8)
+    assert KW_SPEC.call_key([x, x, 8, 4]) != KW_SPEC.call_key([x, x, 8, 8])
+    fast = KW_SPEC.compiled_call_key([x, x, 8, 4])
+    assert fast([x, x, 8, 8]) == KW_SPEC.call_key([x, x, 8, 8])
+
+
+def test_keyword_launcher_passes_every_parameter_in_the_kernels_order(monkeypatch):
+    """make_fast_kw's generated code, with a FAKE FastLauncher (the real one needs a GPU) that records the
+    argument list it was built for and the one each launch passes."""
+    import tritune.tune.dispatch as dispatch
+
+    class FakeFastLauncher:
+        def __init__(self, jit, cfg, args, defaults):
+            assert cfg.kwargs == {}  # meta-parameters travel positionally, launch options in the config
+            self.built = list(args)
+            self.launched = []
+            self.launch = lambda a, grid: self.launched.append((list(a), grid)) or "kernel"
+            made.append(self)
+
+    class FakeJit:
+        arg_names = ("x", "y", "n", "BLOCK", "GROUP", "ACT")
+
+    made = []
+    monkeypatch.setattr(dispatch, "FastLauncher", FakeFastLauncher)
+    cfg = Config({"BLOCK": 128}, num_warps=8)
+    launch = dispatch.make_fast_kw(FakeJit(), cfg, ["X", "Y"], {"ACT": "relu", "n": 7}, {"GROUP": 8})
+    assert made[0].built == ["X", "Y", 7, 128, 8, "relu"]
+    assert launch(["X2", "Y2"], {"n": 9, "ACT": "gelu"}, (3,)) == "kernel"
+    assert made[0].launched == [(["X2", "Y2", 9, 128, 8, "gelu"], (3,))]
+    # a launch option or an unknown name by keyword, or a parameter with no value anywhere: Triton's path
+    assert dispatch.make_fast_kw(FakeJit(), cfg, ["X", "Y"], {"n": 7, "num_warps": 4}, {"GROUP": 8, "ACT": ""}) is None
+    assert dispatch.make_fast_kw(FakeJit(), cfg, ["X", "Y"], {"n": 7}, {}) is None

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "cache": "tritune.cli.cache",
     "simulate": "tritune.cli.simulate",
     "report": "tritune.cli.report",
+    "run": "tritune.cli.run",
 }
 
 

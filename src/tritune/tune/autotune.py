@@ -1,5 +1,10 @@
 """``@tritune.autotune``: a drop-in for ``@triton.autotune`` that screens before it launches.
 
+The object it returns IS a ``triton.runtime.Autotuner`` (a subclass that does not run Triton's constructor):
+``run(*args, grid=, warmup=, **kwargs)`` returns what the JIT's ``run`` returns, ``cache`` is live,
+``configs`` can be assigned, ``best_config`` is a ``triton.Config``, hooks, pruning and ``reset_to_zero``
+keep Triton's meaning, and it stacks with ``@triton.heuristics`` either way round.
+
 The first call for new key values picks a config; later calls with the same key reuse it. On a GPU
 the pick is timed. With no GPU driver (``TRITON_INTERPRET=1``) nothing can be timed: the first legal
 config runs, labelled *untuned*, with one plain warning per kernel, or
@@ -9,60 +14,38 @@ config runs, labelled *untuned*, with one plain warning per kernel, or
 
 from __future__ import annotations
 
-import os
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from tritune.config import Config, as_config
+from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
-from tritune.errors import (
-    CaptureMissError,
-    ConfigError,
-    KernelSpecError,
-    NoLegalConfigError,
-    TimingUnavailableError,
-)
+from tritune.errors import CaptureMissError, ConfigError
 from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
 from tritune.space import Space, check_static
-from tritune.space.legality import format_rejections
-from tritune.tune.dispatch import make_fast
+from tritune.tune.choice import Choice, PretunedIgnoredWarning, UntunedWarning, resolve_on_no_gpu
+from tritune.tune.dispatch import make_fast, make_fast_kw
 from tritune.tune.keys import KeySpec
+from tritune.tune.triton_surface import (
+    ORIGINAL_AUTOTUNER,
+    HeuristicsLauncher,
+    LiveCache,
+    TunedConfig,
+    apply_heuristics,
+    default_hooks,
+    from_triton,
+    heuristic_layers,
+    normalize,
+    triton_prune,
+)
 
-ON_NO_GPU = ("warn", "error")
+_MISS = object()
 
+__all__ = ["Autotuned", "Choice", "PretunedIgnoredWarning", "UntunedWarning", "autotune"]
 
-class UntunedWarning(UserWarning):
-    """A kernel ran a config that was not timed, because no GPU can time it here."""
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The config a key dispatches to, and how it was chosen: ``timed``, ``store``, ``pretuned``, ``untuned``
-    (no GPU, nothing measured) or ``replayed`` (recorded timings replayed by a test timer, not a measurement)."""
-
-    config: Config
-    source: str
-    detail: str = ""
-    #: How the choice was made, when it was timed: seconds spent per phase (precompile, load, race) and
-    #: the race's summary (stop, rounds, measurements, device seconds). Not part of equality.
-    stats: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def tuned(self) -> bool:
-        return self.source in ("timed", "store", "pretuned")
-
-
-def _resolve_on_no_gpu(value: str | None) -> str:
-    v = (value or os.environ.get("TRITUNE_ON_NO_GPU") or "warn").lower()
-    if v not in ON_NO_GPU:
-        raise ConfigError(f"on_no_gpu={v!r}: expected one of {', '.join(ON_NO_GPU)} (or TRITUNE_ON_NO_GPU)")
-    return v
-
-
-class Autotuned:
+class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     """A tuned kernel: launch it as ``kernel[grid](*args)``; inspect ``best_config``, ``configs``, ``cache``."""
 
     def __init__(
@@ -79,101 +62,249 @@ class Autotuned:
         do_bench: Callable[..., Any] | None = None,
         on_no_gpu: str | None = None,
         tuner: Any = None,
+        warmup: Any = None,
+        rep: Any = None,
+        use_cuda_graph: bool = False,
+        cache_results: bool = False,
     ) -> None:
         self.fn = fn
         self.info = KernelInfo.of(fn)
-        self.space = configs if isinstance(configs, Space) else Space.from_configs(configs)
-        self.configs: list[Config] = list(self.space.all_configs())
+        self.base_fn = unwrap_jit(fn).fn
+        self.arg_names = list(self.info.arg_names)
         name = self.info.name
-        self.key_spec = KeySpec.build(name, self.info.arg_names, dict(self.info.defaults), key)
+        self._heuristics = heuristic_layers(fn)
+        self._choices: dict[tuple[Any, ...], Choice] = {}
+        self._hot: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
+        self._hot_kw: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
+        self.cache = LiveCache(self)
+        self._set_configs(configs)
+        self.key_spec = KeySpec.build(name, self.info.arg_names, dict(self.info.defaults), key,
+                                      constexprs=self.info.constexprs)  # fmt: skip
         self.keys = list(self.key_spec.names)
         for what, names in (("reset_to_zero", reset_to_zero), ("restore_value", restore_value)):
             bad = [n for n in (names or ()) if n not in self.info.arg_names]
             if bad:
-                raise ConfigError(f"{name}: {what} names {bad} are not parameters of the kernel")
+                raise ConfigError(f"{name}: {what} names {bad} are not parameters of the kernel; "
+                                  f"its parameters are {', '.join(self.info.arg_names)}")  # fmt: skip
         self.reset_to_zero = list(reset_to_zero or ())
         self.restore_value = list(restore_value or ())
         self.prune_configs_by = dict(prune_configs_by or {})
         unknown_prune = set(self.prune_configs_by) - {"perf_model", "top_k", "early_config_prune"}
         if unknown_prune:
-            raise ConfigError(f"{name}: prune_configs_by has unknown entries {sorted(unknown_prune)}")
-        self.pre_hook = pre_hook
-        self.post_hook = post_hook
-        self.do_bench = do_bench
-        self.on_no_gpu = _resolve_on_no_gpu(on_no_gpu)
+            raise ConfigError(f"{name}: prune_configs_by has unknown entries {sorted(unknown_prune)}; "
+                              "known: perf_model, top_k, early_config_prune")  # fmt: skip
+        self.perf_model = self.prune_configs_by.get("perf_model")
+        self.configs_top_k = self.prune_configs_by.get("top_k", 1.0)
+        self.early_config_prune = self.prune_configs_by.get("early_config_prune")
+        # Triton's hooks: the user's, else the defaults that reset/restore arguments around a benchmark run.
+        self.restore_copies: dict[str, Any] = {}
+        default_pre, default_post = default_hooks(self, self.reset_to_zero, self.restore_value)
+        self.user_defined_pre_hook = pre_hook is not None
+        self.user_defined_post_hook = post_hook is not None
+        self.pre_hook = pre_hook if pre_hook is not None else default_pre
+        self.post_hook = post_hook if post_hook is not None else default_post
+        self._do_bench = do_bench
+        self.num_warmups, self.num_reps, self.use_cuda_graph = warmup, rep, bool(use_cuda_graph)
+        self.cache_results = bool(cache_results)  # tritune's store is always on unless store=False
+        self.nargs: dict[str, Any] | None = None
+        self.bench_time = 0.0
+        self.configs_timings: dict[Any, Any] = {}
+        self.on_no_gpu = resolve_on_no_gpu(on_no_gpu)
         if tuner is None:
             from tritune.tune.tuner import Tuner
 
             tuner = Tuner(store=False)
         self.tuner = tuner
-        self._cache: dict[tuple[Any, ...], Choice] = {}
-        self._lock = threading.Lock()
-        self._warned = False
+        self._lock = threading.RLock()
+        self._warned: set[str] = set()
         self._last: Choice | None = None
+        self._best_set: Any = None
         self._runner: Any = None
-        #: call key (key values, dtypes and the specialization facts of every argument) -> (Choice, FastLauncher)
-        self._hot: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
         self._call_key: Callable[[Sequence[Any]], tuple[Any, ...]] = self.key_spec.call_key
-        self._fast_ok = not self.reset_to_zero and gpu_unavailable_reason() is None
+        self._kw_key: Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]] = self.key_spec.kw_call_key
+        on_gpu = gpu_unavailable_reason() is None
+        self._fast_ok = on_gpu and not self._heuristics
+        self._heur_fast = on_gpu and bool(self._heuristics)
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
 
     # -- Triton-compatible surface ---------------------------------------------------------------------
-    def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+    def _set_configs(self, configs: Sequence[Any] | Space) -> None:
+        if isinstance(configs, Space):
+            self.space = configs
+            self._configs = list(configs.all_configs())
+            self._originals: dict[Config, Any] = {c: c for c in self._configs}
+        else:
+            self._configs, self._originals = normalize(configs)
+            self.space = Space.from_configs(self._configs)
+        # Callers' functions (early_config_prune, perf_model) and readers of ``configs`` get triton.Configs,
+        # as under Triton; a tritune Config given is shown as a TunedConfig, which compares equal to it.
+        for c, obj in self._originals.items():
+            if isinstance(obj, Config):
+                self._originals[c] = TunedConfig(c)
+        self._given = [self._originals[c] for c in self._configs]
+        self._tuned_names = frozenset(n for c in self._configs for n in c.kwargs)
+        self._tconf: dict[Config, TunedConfig] = {}
 
     @property
-    def best_config(self) -> Config | None:
-        """The config of the most recent call (as ``triton.autotune``'s attribute); None before any call."""
-        return self._last.config if self._last else None
+    def configs(self) -> list[Any]:
+        """The candidate configs as given (``triton.Config`` or tritune ``Config``); assignable, as in Triton."""
+        return self._given
+
+    @configs.setter
+    def configs(self, value: Sequence[Any] | Space) -> None:
+        with self._lock:
+            self._set_configs(value)
+            self.cache.clear()
 
     @property
-    def cache(self) -> dict[tuple[Any, ...], Config]:
-        """Key tuple -> chosen config, like ``triton.autotune``'s ``cache``."""
-        return {self.key_spec.public(k): c.config for k, c in self._cache.items()}
+    def candidates(self) -> list[Config]:
+        """The candidate configs as tritune Configs (launch options inside kwargs moved out, as Triton reads them)."""
+        return list(self._configs)
+
+    def tuned_config(self, cfg: Config) -> TunedConfig:
+        """The ``triton.Config`` shown for ``cfg`` (the original object's pre_hook, tritune's ``.id``)."""
+        tc = self._tconf.get(cfg)
+        if tc is None:
+            tc = self._tconf[cfg] = TunedConfig(cfg, self._originals.get(cfg))
+        return tc
+
+    @property
+    def best_config(self) -> Any:
+        """The config of the most recent call, a ``triton.Config`` (with ``.id``); None before any call."""
+        if self._last is not None:
+            return self.tuned_config(self._last.config)
+        return self._best_set
+
+    @best_config.setter
+    def best_config(self, value: Any) -> None:  # a subclass that runs its own loop (as FlagGems' LibTuner) sets it
+        self._last, self._best_set = None, value
 
     def choices(self) -> dict[tuple[Any, ...], Choice]:
         """Key tuple -> :class:`Choice` (config and how it was chosen, e.g. ``untuned``)."""
-        return {self.key_spec.public(k): c for k, c in self._cache.items()}
-
-    @property
-    def arg_names(self) -> list[str]:
-        return list(self.info.arg_names)
+        return {self.key_spec.public(k): c for k, c in self._choices.items()}
 
     def _launcher(self) -> Any:
         if self._runner is None:
-            self._runner = as_interpreted(self.fn) if gpu_unavailable_reason() else as_jit(self.fn)
+            base = as_interpreted(self.fn) if gpu_unavailable_reason() else as_jit(self.fn)
+            self._runner = HeuristicsLauncher(base, self._heuristics) if self._heuristics else base
         return self._runner
 
-    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
-        fast = self._fast_ok and not kwargs
-        if fast:
+    def run(self, *args: Any, grid: Any = None, warmup: Any = False, **kwargs: Any) -> Any:
+        if kwargs and not self._tuned_names.isdisjoint(kwargs):
+            self._conflict(kwargs)
+        if self._heur_fast and not warmup:
+            out = self._run_under_heuristics(args, kwargs, grid)
+            if out is not _MISS:
+                return out
+        if self._fast_ok and not warmup:
             # Hot path: one generated expression gives the key and the binary's specialization.
-            ck = self._call_key(args)
-            hot = self._hot.get(ck)
-            if hot is not None:
-                self._last = hot[0]
-                if hot[1] is not None:
-                    return hot[1](args, grid)
-                return self._launch(hot[0].config, args, kwargs, grid)  # a config that needs Triton's path
+            if not kwargs:
+                hot = self._hot.get(self._call_key(args))
+                if hot is not None:
+                    self._last = hot[0]
+                    if hot[1] is not None:
+                        return hot[1](args, grid)
+                    return self._launch(hot[0].config, args, kwargs, grid, False)
+            else:
+                try:
+                    hot_kw = self._hot_kw.get(self._kw_key(args, kwargs))
+                except TypeError:  # an unhashable keyword value: Triton's path
+                    hot_kw = None
+                if hot_kw is not None:
+                    self._last = hot_kw[0]
+                    if hot_kw[1] is not None:
+                        return hot_kw[1](args, kwargs, grid)
+                    return self._launch(hot_kw[0].config, args, kwargs, grid, False)
         key = self.key_spec.of(args, kwargs)
-        choice = self._cache.get(key)
+        choice = self._choices.get(key)
         if choice is None:
             with self._lock:
-                choice = self._cache.get(key)
+                choice = self._choices.get(key)
                 if choice is None:
                     self._refuse_during_capture(key)
-                    choice = self._choose(key, args, kwargs, grid)
-                    self._cache[key] = choice
+                    self.nargs = dict(zip(self.arg_names, args))
+                    started = time.perf_counter()
+                    try:
+                        choice = self._choose(key, args, kwargs, grid)
+                    finally:
+                        self.nargs = None
+                    if choice.source in ("timed", "replayed", "untuned"):
+                        self.bench_time = time.perf_counter() - started  # as Triton's: the last tuning's seconds
+                        # as Triton's: config -> times of the last tuning (nothing is timed without a GPU)
+                        self.configs_timings = {self.tuned_config(c): t for c, t in (choice.timings or {}).items()}
+                    self._choices[key] = choice
+                    self._remember(key, choice)
         self._last = choice
-        if fast:
-            if self._call_key == self.key_spec.call_key:  # the first call shows the argument kinds
+        if self._fast_ok and not warmup:
+            return self._launch_and_remember(choice, args, kwargs, grid)
+        return self._launch(choice.config, args, kwargs, grid, warmup)
+
+    def _run_under_heuristics(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
+        """Fast dispatch with ``@triton.heuristics`` under the decorator: the key's cached config, the
+        heuristics' values for it and this call (computed per call, as Triton does), then a fast launcher for
+        the jitted kernel with those values as keywords. ``_MISS`` where the key has no choice yet."""
+        choice = self._choices.get(self.key_spec.of(args, kwargs))
+        if choice is None:
+            return _MISS
+        cfg = choice.config
+        full = apply_heuristics(self._heuristics, args, {**kwargs, **cfg.kwargs, **cfg.launch_options()})
+        kw = {**kwargs, **{n: full[n] for layer in self._heuristics for n in layer.values}}
+        self._last = choice
+        if self._kw_key == self.key_spec.kw_call_key:
+            self._kw_key = self.key_spec.compiled_kw_call_key(args, kw)
+        try:
+            ck = self._kw_key(args, kw)
+            hot = self._hot_kw.get(ck)
+        except TypeError:  # an unhashable value: Triton's path
+            return self._launch(cfg, args, kwargs, grid, False)
+        if hot is None:
+            fk = make_fast_kw(self._launcher().inner, cfg, args, kw, dict(self.info.defaults))
+            hot = self._hot_kw[ck] = (choice, fk)
+        if hot[1] is not None:
+            return hot[1](args, kw, grid)
+        return self._launch(cfg, args, kwargs, grid, False)
+
+    def _launch_and_remember(self, choice: Choice, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
+        """Build the fast launcher of this call's shape (the first call shows the argument kinds), keep it
+        for the next calls of that shape, and launch."""
+        defaults = dict(self.info.defaults)
+        if not kwargs:
+            if self._call_key == self.key_spec.call_key:
                 self._call_key = self.key_spec.compiled_call_key(args)
-            fl = make_fast(self._launcher(), choice.config, args, dict(self.info.defaults))
-            self._hot[ck] = (choice, fl.launch if fl is not None else None)
+            fl = make_fast(self._launcher(), choice.config, args, defaults)
+            self._hot[self._call_key(args)] = (choice, fl.launch if fl is not None else None)
             if fl is not None:
                 return fl.launch(args, grid)
-        return self._launch(choice.config, args, kwargs, grid)
+            return self._launch(choice.config, args, kwargs, grid, False)
+        if self._kw_key == self.key_spec.kw_call_key:
+            self._kw_key = self.key_spec.compiled_kw_call_key(args, kwargs)
+        try:
+            ck = self._kw_key(args, kwargs)
+            hash(ck)
+        except TypeError:
+            return self._launch(choice.config, args, kwargs, grid, False)
+        fk = make_fast_kw(self._launcher(), choice.config, args, kwargs, defaults)
+        self._hot_kw[ck] = (choice, fk)
+        if fk is not None:
+            return fk(args, kwargs, grid)
+        return self._launch(choice.config, args, kwargs, grid, False)
+
+    def _remember(self, key: tuple[Any, ...], choice: Choice) -> None:
+        public, shown = self.key_spec.public(key), self.tuned_config(choice.config)
+        if isinstance(self.cache, LiveCache):
+            dict.__setitem__(self.cache, public, shown)  # not a caller's choice: no _forget
+        else:  # a subclass put its own mapping there (as FlagGems' LibTuner does)
+            self.cache[public] = shown
+
+    def _conflict(self, kwargs: Mapping[str, Any]) -> None:
+        clash = sorted(self._tuned_names & kwargs.keys())
+        if len(self._configs) > 1:  # Triton's check, made before any config is benchmarked
+            raise ValueError(f"Conflicting meta-parameters: {', '.join(clash)}. Make sure that you don't re-define "
+                             f"auto-tuned symbols. ({self.info.name}: the configs set {', '.join(clash)}; drop it "
+                             "from the call, or from the configs)")  # fmt: skip
+        raise TypeError(f"{self.info.name}: run() got multiple values for keyword argument {clash[0]!r} "
+                        "(the call and the only config both set it)")  # fmt: skip
 
     def _refuse_during_capture(self, key: tuple[Any, ...]) -> None:
         if gpu_unavailable_reason() is not None:
@@ -187,108 +318,132 @@ class Autotuned:
                 "once with these arguments before capturing (warm up), or ship a pretuned file."
             )
 
-    def _launch(self, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
-        if self.reset_to_zero:
-            named = self._named(args, kwargs)
-            for n in self.reset_to_zero:
-                named[n].zero_()
-        if cfg.pre_hook is not None:
-            cfg.pre_hook({**self._named(args, kwargs), **cfg.kwargs})
+    def _launch(self, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any, warmup: Any) -> Any:
         opts = cfg.launch_options()
-        return self._launcher()[grid](*args, **kwargs, **cfg.kwargs, **opts)
+        if cfg.pre_hook is not None:
+            cfg.pre_hook({**self._named(args, kwargs), **cfg.kwargs, **opts})
+        return self._launcher().run(*args, grid=grid, warmup=warmup, **kwargs, **cfg.kwargs, **opts)
 
     def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         named = dict(zip(self.info.arg_names, args))
         named.update(kwargs)
         return named
 
+    def launch_kwargs(self, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The caller's kwargs plus the values of the ``@triton.heuristics`` stacked under this decorator, as
+        the kernel sees them when launched with ``cfg``."""
+        if not self._heuristics:
+            return dict(kwargs)
+        full = apply_heuristics(self._heuristics, args, {**kwargs, **cfg.kwargs, **cfg.launch_options()})
+        return {**kwargs, **{n: full[n] for layer in self._heuristics for n in layer.values}}
+
+    @property
+    def do_bench(self) -> Callable[..., Any] | None:
+        """The user's ``do_bench(fn, quantiles=...)``, or None for tritune's own timer."""
+        return self._do_bench
+
+    @do_bench.setter
+    def do_bench(self, value: Callable[..., Any] | None) -> None:
+        self._do_bench = value
+
+    def _bench(self, *args: Any, config: Any, **meta: Any) -> list[float]:
+        """Triton's ``Autotuner._bench``, for subclasses that run their own loop: see
+        :func:`tritune.tune.simple.bench_config`."""
+        from tritune.tune.simple import bench_config
+
+        if self.nargs is None:
+            self.nargs = dict(zip(self.arg_names, args))
+        return bench_config(self, args, config, meta)
+
+    def compiles_in_process(self, configs: Sequence[Config]) -> bool:
+        """True where ``configs`` must compile in this process, after their hooks, not in forked workers: a
+        ``Config.pre_hook`` may set what the compile depends on (a host TensorDescriptor's block shape), and
+        stacked ``@triton.heuristics`` compute meta-parameters per config."""
+        return bool(self._heuristics) or any(c.pre_hook is not None for c in configs)
+
+    def warmup(self, *args: Any, **kwargs: Any) -> list[Any]:
+        """Compile every pruned config for these arguments without launching (Triton's ``Autotuner.warmup``)."""
+        self.nargs = dict(zip(self.arg_names, args))
+        try:
+            legal, _ = self.legal_configs(args, kwargs)
+            grid = kwargs.pop("grid", (1,))
+            kwargs.pop("warmup", None)
+            run = self._launcher().run
+            return [run(*args, grid=grid, warmup=True, **kwargs, **c.kwargs, **c.launch_options()) for c in legal]
+        finally:
+            self.nargs = None
+
     # -- choosing -----------------------------------------------------------------------------------
+    def prune_configs(self, kwargs: Mapping[str, Any], nargs: Mapping[str, Any] | None = None) -> list[Any]:
+        """Triton's pruning: ``early_config_prune(configs, nargs, **kwargs)`` (new or reordered configs are
+        honoured), then the ``perf_model``'s ``top_k``. Returns configs as the user's functions gave them."""
+        named = dict(self.nargs if nargs is None and self.nargs is not None else nargs or {})
+        return triton_prune(self.info.name, self._given, self.early_config_prune, self.perf_model,
+                            self.configs_top_k, named, kwargs)  # fmt: skip
+
     def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Config], dict[Config, str]]:
-        """Candidates that pass the static rules and the user's pruning, plus the reasons of the rejected."""
+        """Pruned candidates (in the pruner's order) that pass the static rules, and the reasons of the rejected."""
         rejected: dict[Config, str] = {}
         legal: list[Config] = []
-        for cfg in self.configs:
-            rej = check_static(cfg, self.info, kwargs.keys(), self.space)
+        declared = set(self._configs)
+        for obj in self.prune_configs(kwargs, self._named(args, {})):
+            cfg = from_triton(obj)
+            self._originals.setdefault(cfg, obj)
+            if cfg in rejected or cfg in legal:
+                continue
+            # A config the pruner made up is not in the declared space: only the space's own configs meet
+            # its constraints by construction, so new ones get the static rules alone.
+            rej = check_static(cfg, self.info, kwargs.keys(), self.space if cfg in declared else None)
             if rej is not None:
                 rejected[cfg] = rej.reason
             else:
                 legal.append(cfg)
-        legal = self._prune(legal, args, kwargs)
         return legal, rejected
 
-    def _prune(self, configs: list[Config], args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Config]:
-        named = self._named(args, kwargs)
-        early = self.prune_configs_by.get("early_config_prune")
-        if early is not None and configs:
-            pruned = [as_config(c) for c in early([c.to_triton() for c in configs], named, **kwargs)]
-            configs = [c for c in configs if c in set(pruned)]
-        perf_model = self.prune_configs_by.get("perf_model")
-        top_k = self.prune_configs_by.get("top_k")
-        if perf_model is not None and top_k is not None and configs:
-            k = int(top_k * len(configs)) if isinstance(top_k, float) and top_k <= 1.0 else int(top_k)
-            k = max(1, min(k, len(configs)))
-            est = {
-                c: perf_model(**named, **c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, num_ctas=c.num_ctas)
-                for c in configs
-            }
-            configs = sorted(configs, key=lambda c: est[c])[:k]
-        return configs
-
     def _choose(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
-        hit = self.tuner.lookup(self, key, args, kwargs)
+        user = self.cache.get(self.key_spec.public(key)) if hasattr(self.cache, "get") else None
+        if user is not None:  # set by the caller: kernel.cache[key] = config
+            return Choice(from_triton(user), "user", "set through kernel.cache")
+        legal, rejected = self.legal_configs(args, kwargs)
+        hit = self.tuner.lookup(self, key, args, kwargs, allowed=legal)
+        if hit is not None and hit.source == "pretuned":
+            reason = self._front_end_rejection(hit.config, args, kwargs)
+            if reason is not None:  # listed but illegal for these arguments: the untuned path would skip it too
+                self.warn_once("pretuned-ignored", f"{self.info.name}: the pretuned winner {hit.config.id} is ignored: "
+                               f"{reason}", PretunedIgnoredWarning)  # fmt: skip
+                hit = None
         if hit is not None:
             return hit
-        legal, rejected = self.legal_configs(args, kwargs)
         why = gpu_unavailable_reason()
         if why is not None and getattr(self.tuner, "timer", None) is None:
-            return self._untuned(key, legal, rejected, args, kwargs, why)
-        return self.tuner.tune(self, key, legal, rejected, args, kwargs, grid)
+            choice = self._untuned(key, legal, rejected, args, kwargs, why)
+        else:
+            choice = self.tuner.tune(self, key, legal, rejected, args, kwargs, grid)
+        if len(legal) > 1:  # Triton resets the arguments once more after benchmarking, before the real launch
+            cfg = choice.config
+            self.pre_hook({**self._named(args, kwargs), **cfg.kwargs, **cfg.launch_options()}, reset_only=True)
+        return choice
 
-    def _untuned(
-        self,
-        key: tuple[Any, ...],
-        legal: list[Config],
-        rejected: dict[Config, str],
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-        why: str,
-    ) -> Choice:
-        name = self.info.name
-        if self.on_no_gpu == "error":
-            raise TimingUnavailableError(
-                f"{name}: cannot autotune here: {why}. Timing needs a real GPU driver. To check every candidate "
-                f"for correctness without a GPU, run `tritune verify` on a workload (or tritune.verify() in Python); "
-                f"to run untimed, set on_no_gpu='warn' (or TRITUNE_ON_NO_GPU=warn)."
-            )
-        from tritune.screen.specialize import cuda_target, frontend_rejection
+    def _untuned(self, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
+                 args: Sequence[Any], kwargs: Mapping[str, Any], why: str) -> Choice:  # fmt: skip
+        from tritune.tune.untuned import choose_untuned
 
-        target = cuda_target(90)
-        for cfg in legal:
-            try:
-                reason = frontend_rejection(self.fn, args, cfg, target, kwargs)
-            except KernelSpecError:
-                reason = None  # cannot specialize on these args: let the interpreter be the judge
-            if reason is None:
-                if not self._warned:
-                    self._warned = True
-                    warnings.warn(
-                        f"{name}: no timing is possible without a GPU ({why}); running the first legal config "
-                        f"{cfg.id} UNTUNED. It is correct to use but was not measured and is not known to be fastest.",
-                        UntunedWarning,
-                        stacklevel=5,
-                    )
-                return Choice(cfg, "untuned", why)
-            rejected[cfg] = reason
-        raise NoLegalConfigError(
-            f"{name}: every candidate was rejected before launch for key {self.key_spec.as_dict(key)}:\n"
-            + format_rejections(rejected)
-        )
+        return choose_untuned(self, key, legal, rejected, args, kwargs, why)
+
+    def _front_end_rejection(self, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+        from tritune.tune.untuned import front_end_rejection
+
+        return front_end_rejection(self, cfg, args, kwargs)
+
+    def warn_once(self, what: str, message: str, category: type[Warning]) -> None:
+        if what not in self._warned:
+            self._warned.add(what)
+            warnings.warn(message, category, stacklevel=6)
 
 
 def autotune(
     configs: Sequence[Any] | Space,
     key: Any = (),
-    *,
     prune_configs_by: Mapping[str, Any] | None = None,
     reset_to_zero: Iterable[str] | None = None,
     restore_value: Iterable[str] | None = None,
@@ -296,8 +451,10 @@ def autotune(
     post_hook: Callable[..., Any] | None = None,
     warmup: Any = None,
     rep: Any = None,
+    use_cuda_graph: bool = False,
     do_bench: Callable[..., Any] | None = None,
-    cache_results: Any = None,
+    cache_results: bool = False,
+    *,
     on_no_gpu: str | None = None,
     store: Any = None,
     pretuned: Any = None,
@@ -306,32 +463,25 @@ def autotune(
 ) -> Callable[[Any], Autotuned]:
     """Decorate a ``@triton.jit`` kernel: ``@tritune.autotune(configs=[...], key=["n"])``.
 
-    Takes ``triton.autotune``'s arguments with the same meaning (``warmup``/``rep``/``cache_results`` are
-    accepted for compatibility; tritune's timer decides repetitions by confidence interval instead).
+    Takes ``triton.autotune``'s arguments, positionally or by name, with the same meaning
+    (``warmup``/``rep``/``use_cuda_graph``/``cache_results`` are accepted for compatibility; tritune's timer
+    decides repetitions by confidence interval, and its store caches results across processes).
     ``key`` may also be a dict mapping names to buckets, e.g. ``{"n": tritune.bucket.pow2}``.
     ``store``: the SQLite store's path (default ``$TRITUNE_STORE`` or the user cache dir), a Store, or False.
-    ``pretuned``: an exported JSON file consulted first, read-only; a hit needs no timing.
+    ``pretuned``: an exported JSON file consulted first, read-only (read, and its errors raised, here);
+    a hit needs no timing, and is served only if this call's pruned, legal candidates include it.
     ``distributed``: in a torch.distributed job, split the candidates of a miss over the ranks.
     """
-    del warmup, rep, cache_results
 
     def decorator(fn: Any) -> Autotuned:
         from tritune.tune.tuner import Tuner
 
         unwrap_jit(fn)
         tuner = Tuner(store=store, pretuned=pretuned, distributed=distributed, **tuner_options)
-        return Autotuned(
-            fn,
-            configs,
-            key,
-            prune_configs_by=prune_configs_by,
-            reset_to_zero=reset_to_zero,
-            restore_value=restore_value,
-            pre_hook=pre_hook,
-            post_hook=post_hook,
-            do_bench=do_bench,
-            on_no_gpu=on_no_gpu,
-            tuner=tuner,
-        )
+        tuner.open_pretuned()  # a broken pretuned file fails here, at decoration, not at the first call
+        return Autotuned(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
+                         restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
+                         on_no_gpu=on_no_gpu, tuner=tuner, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
+                         cache_results=cache_results)  # fmt: skip
 
     return decorator

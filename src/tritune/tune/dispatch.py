@@ -10,7 +10,7 @@ compiles the right variant; that variant then gets its own launcher.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tritune.config import Config
@@ -112,3 +112,57 @@ def make_fast(jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, An
 
 
 Launch = Callable[[Sequence[Any], Any], Any]
+
+
+KwLaunch = Callable[[Sequence[Any], Mapping[str, Any], Any], Any]
+
+
+def make_fast_kw(jit: Any, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
+                 defaults: dict[str, Any]) -> KwLaunch | None:  # fmt: skip
+    """A launcher for calls with keyword arguments (a meta-parameter such as ``ACTIVATION=`` or ``GROUP_M=``,
+    the values ``@triton.heuristics`` adds over the decorator), or None where this call cannot use one.
+
+    Every parameter after the positional ones is filled, in the kernel's order, from the call's keywords, the
+    config, or the default; generated code passes them positionally to a :class:`FastLauncher` built for
+    that full argument list. The caller's key says which keyword names and kinds this launcher serves.
+    """
+    if cfg.pre_hook is not None:
+        return None
+    names = list(jit.arg_names)
+    p = len(args)
+    rest = names[p:]
+    if any(k not in rest for k in kwargs):  # a launch option, a duplicate or an unknown name: Triton's path
+        return None
+    full: list[Any] = list(args)
+    parts = [f"a{i}" for i in range(p)]
+    env: dict[str, Any] = {}
+    for j, name in enumerate(rest):
+        if name in kwargs:
+            full.append(kwargs[name])
+            parts.append(f"kwargs[{name!r}]")
+            continue
+        if name in cfg.kwargs:
+            value = cfg.kwargs[name]
+        elif name in defaults:
+            value = defaults[name]
+        else:
+            return None
+        full.append(value)
+        env[f"c{j}"] = value
+        parts.append(f"c{j}")
+    options_only = Config({}, num_warps=cfg.num_warps, num_stages=cfg.num_stages, num_ctas=cfg.num_ctas,
+                          maxnreg=cfg.maxnreg)  # fmt: skip
+    try:
+        fl = FastLauncher(jit, options_only, full, defaults)
+    except TypeError:
+        return None
+    env["launch"] = fl.launch
+    unpack = "".join(f"a{i}, " for i in range(p))
+    src = (
+        "def launch_kw(args, kwargs, grid):\n"
+        + (f"    {unpack}= args\n" if p else "")
+        + f"    return launch(({''.join(x + ', ' for x in parts)}), grid)\n"
+    )
+    exec(compile(src, "<tritune launch_kw>", "exec"), env)
+    fn: KwLaunch = env["launch_kw"]
+    return fn

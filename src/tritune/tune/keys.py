@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +32,15 @@ class KeySpec:
     positions: tuple[int, ...]
     defaults: tuple[Any, ...]
     buckets: tuple[Callable[[Any], Any], ...]
+    #: Positions of ``tl.constexpr`` parameters: a binary is compiled for their exact value, so a call key
+    #: holds the value itself, not only its specialization facts.
+    exact: frozenset[int] = frozenset()
+    #: Every parameter name, in order (to place keyword arguments).
+    arg_names: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, kernel_name: str, arg_names: Sequence[str], defaults: Mapping[str, Any], key: Any) -> KeySpec:
+    def build(cls, kernel_name: str, arg_names: Sequence[str], defaults: Mapping[str, Any], key: Any,
+              constexprs: Collection[str] = ()) -> KeySpec:  # fmt: skip
         if isinstance(key, str):
             key = [key]
         if isinstance(key, Mapping):
@@ -56,10 +62,13 @@ class KeySpec:
             positions=tuple(list(arg_names).index(n) for n in names),
             defaults=tuple(defaults.get(n) for n in names),
             buckets=tuple(b for _, b in items),
+            exact=frozenset(i for i, n in enumerate(arg_names) if n in constexprs),
+            arg_names=tuple(arg_names),
         )
 
     def of(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The key tuple for a call: bucketed key values, then every tensor argument's dtype (as Triton does)."""
+        """The key tuple for a call: bucketed key values, then the dtype of every tensor argument, positional or
+        keyword (as Triton does)."""
         out: list[Any] = []
         n = len(args)
         for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
@@ -69,25 +78,73 @@ class KeySpec:
             dt = getattr(a, "dtype", None)
             if dt is not None:
                 out.append(dt)  # the dtype object: hashing it is cheaper than formatting it on every call
+        if kwargs:
+            for name, a in kwargs.items():
+                dt = getattr(a, "dtype", None)
+                if dt is not None and name in self.arg_names:
+                    out.append(dt)
         return tuple(out)
+
+    def _fact(self, i: int, a: Any, out: list[Any]) -> None:
+        """Append what selects Triton's binary for argument ``a`` at parameter index ``i``."""
+        if i in self.exact:
+            out.append((type(a), a))
+            return
+        dp = getattr(a, "data_ptr", None)
+        if dp is not None:
+            out.append(a.dtype)
+            out.append(dp() % 16 == 0)
+        elif type(a) is int:
+            out.append((a == 1, a % 16 == 0, -(2**31) <= a < 2**31))
+        else:
+            out.append(type(a))
 
     def call_key(self, args: Sequence[Any]) -> tuple[Any, ...]:
         """For positional calls: the bucketed key values plus, per argument, what selects Triton's binary
-        (dtype and 16-byte alignment of a tensor; for an int: == 1, divisible by 16, fits in 32 bits)."""
+        (dtype and 16-byte alignment of a tensor; for an int: == 1, divisible by 16, fits in 32 bits; for a
+        ``tl.constexpr``: its value)."""
         out: list[Any] = []
         n = len(args)
         for pos, default, bucket in zip(self.positions, self.defaults, self.buckets):
             out.append(bucket(args[pos] if pos < n else default))
-        for a in args:
-            dp = getattr(a, "data_ptr", None)
-            if dp is not None:
-                out.append(a.dtype)
-                out.append(dp() % 16 == 0)
-            elif type(a) is int:
-                out.append((a == 1, a % 16 == 0, -(2**31) <= a < 2**31))
-            else:
-                out.append(type(a))
+        for i, a in enumerate(args):
+            self._fact(i, a, out)
         return tuple(out)
+
+    def kw_call_key(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+        """:meth:`call_key` for a call with keyword arguments: the sorted keyword names first, then the key
+        values, then each positional argument's facts and each keyword argument's (in sorted name order).
+        A keyword that names no parameter (a launch option) enters with its value."""
+        names = tuple(sorted(kwargs))
+        out: list[Any] = [names]
+        n = len(args)
+        for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
+            out.append(bucket(args[pos] if pos < n else kwargs.get(name, default)))
+        for i, a in enumerate(args):
+            self._fact(i, a, out)
+        index = self._index
+        for name in names:
+            a = kwargs[name]
+            at = index.get(name)
+            if at is None:
+                out.append((type(a), a))
+            else:
+                self._fact(at, a, out)
+        return tuple(out)
+
+    @property
+    def _index(self) -> dict[str, int]:
+        return {n: i for i, n in enumerate(self.arg_names)}
+
+    def _fact_src(self, i: int, a: Any, var: str, env: dict[str, Any]) -> list[str]:
+        if i in self.exact or i < 0:
+            return [f"(type({var}), {var})"]
+        if getattr(a, "data_ptr", None) is not None:
+            return [f"{var}.dtype", f"{var}.data_ptr() % 16 == 0"]
+        if type(a) is int:
+            return [f"(({var} == 1, {var} % 16 == 0, -2147483648 <= {var} < 2147483648) "
+                    f"if type({var}) is int else miss())"]  # fmt: skip
+        return [f"other({var})"]
 
     def compiled_call_key(self, args: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
         """:meth:`call_key`, as generated code specialized to the argument kinds of ``args`` (as Triton builds
@@ -95,24 +152,9 @@ class KeySpec:
         any call; a call of another arity or argument kind falls back to ``call_key`` itself."""
         n = len(args)
         env: dict[str, Any] = {"generic": self.call_key, "other": _other, "miss": _miss}
-        items: list[str] = []
-        for j, (pos, default, bucket) in enumerate(zip(self.positions, self.defaults, self.buckets)):
-            if pos >= n:
-                env[f"c{j}"] = bucket(default)
-                items.append(f"c{j}")
-            elif bucket is _identity:
-                items.append(f"a{pos}")
-            else:
-                env[f"b{j}"] = bucket
-                items.append(f"b{j}(a{pos})")
+        items = self._key_items_src(n, {}, env)
         for i, a in enumerate(args):
-            if getattr(a, "data_ptr", None) is not None:
-                items += [f"a{i}.dtype", f"a{i}.data_ptr() % 16 == 0"]
-            elif type(a) is int:
-                items.append(f"((a{i} == 1, a{i} % 16 == 0, -2147483648 <= a{i} < 2147483648) "
-                             f"if type(a{i}) is int else miss())")
-            else:
-                items.append(f"other(a{i})")
+            items += self._fact_src(i, a, f"a{i}", env)
         names = "".join(f"a{i}, " for i in range(n))
         src = (
             "def call_key(args):\n"
@@ -123,6 +165,53 @@ class KeySpec:
         )
         exec(compile(src, f"<tritune call_key {'/'.join(self.names)}>", "exec"), env)
         fn: Callable[[Sequence[Any]], tuple[Any, ...]] = env["call_key"]
+        return fn
+
+    def _key_items_src(self, n: int, kw_vars: Mapping[str, str], env: dict[str, Any]) -> list[str]:
+        items: list[str] = []
+        for j, (pos, name, default, bucket) in enumerate(zip(self.positions, self.names, self.defaults, self.buckets)):
+            if pos < n:
+                var = f"a{pos}"
+            elif name in kw_vars:
+                var = kw_vars[name]
+            else:
+                env[f"c{j}"] = bucket(default)
+                items.append(f"c{j}")
+                continue
+            if bucket is _identity:
+                items.append(var)
+            else:
+                env[f"b{j}"] = bucket
+                items.append(f"b{j}({var})")
+        return items
+
+    def compiled_kw_call_key(self, args: Sequence[Any], kwargs: Mapping[str, Any]
+                             ) -> Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]]:  # fmt: skip
+        """:meth:`kw_call_key` as generated code for calls with ``args``' arity and ``kwargs``' names and
+        argument kinds; any other call falls back to ``kw_call_key`` itself, with the same result."""
+        n = len(args)
+        names = tuple(sorted(kwargs))
+        index = self._index
+        env: dict[str, Any] = {"generic": self.kw_call_key, "other": _other, "miss": _miss, "names": names}
+        kw_vars = {name: f"k{j}" for j, name in enumerate(names)}
+        items = ["names", *self._key_items_src(n, kw_vars, env)]
+        for i, a in enumerate(args):
+            items += self._fact_src(i, a, f"a{i}", env)
+        for j, name in enumerate(names):
+            items += self._fact_src(index.get(name, -1), kwargs[name], f"k{j}", env)
+        unpack = "".join(f"a{i}, " for i in range(n))
+        kw_unpack = "".join(f"        k{j} = kwargs[{name!r}]\n" for j, name in enumerate(names))
+        src = (
+            "def kw_call_key(args, kwargs):\n"
+            f"    if len(args) != {n} or len(kwargs) != {len(names)}:\n        return generic(args, kwargs)\n"
+            "    try:\n"
+            + (f"        {unpack}= args\n" if n else "")
+            + kw_unpack
+            + f"        return ({''.join(x + ', ' for x in items)})\n"
+            "    except (AttributeError, KeyError):\n        return generic(args, kwargs)\n"
+        )
+        exec(compile(src, f"<tritune kw_call_key {'/'.join(self.names)}>", "exec"), env)
+        fn: Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]] = env["kw_call_key"]
         return fn
 
     @staticmethod

@@ -1,8 +1,9 @@
 """What one timing run of a decorated kernel does: the timed call.
 
-``candidate_call`` builds the zero-argument function a timer runs for one config, honouring
-``reset_to_zero``, ``restore_value``, ``pre_hook`` and ``post_hook`` with triton.autotune's meaning, so
-in-place kernels are not corrupted by timing runs.
+``candidate_call`` builds the zero-argument function a timer runs for one config with the order of
+``triton.autotune``'s benchmark run: the config's ``pre_hook``, the kernel's ``pre_hook`` (by default the
+one that zeroes ``reset_to_zero`` and snapshots ``restore_value``), the launch, then the kernel's
+``post_hook`` (by default the restore), so in-place kernels are not corrupted by timing runs.
 """
 
 from __future__ import annotations
@@ -26,36 +27,87 @@ def candidate_call(
 ) -> tuple[Callable[[], None], Callable[[], None]]:
     """(call, cleanup): ``call`` runs one timed launch with the hooks; ``cleanup`` restores saved values.
 
-    ``saved`` holds the ``restore_value`` arguments as they were before ANY candidate ran; pass the same
-    snapshot to every candidate of a race, whose candidates interleave.
+    ``saved`` holds the ``restore_value`` arguments as they were before ANY candidate ran; ``cleanup`` puts
+    them back once the race is over, whatever the hooks did (a user ``post_hook`` replaces the restore).
     """
     named = tuned._named(args, kwargs)
     if saved is None:
-        saved = {n: named[n].clone() for n in tuned.restore_value}
+        saved = {n: named[n].clone() for n in tuned.restore_value if named.get(n) is not None}
     jit = tuned._launcher()
     opts = cfg.launch_options()
-    full = {**named, **cfg.kwargs}
+    full = {**named, **cfg.kwargs, **opts}
 
     def call() -> None:
         if cfg.pre_hook is not None:
             cfg.pre_hook(full)
-        if tuned.pre_hook is not None:
-            tuned.pre_hook(full)
-        for n in tuned.reset_to_zero:
-            named[n].zero_()
-        for n, v in saved.items():
-            named[n].copy_(v)
+        tuned.pre_hook(full)
         try:
             jit.run(*args, grid=grid, warmup=False, **kwargs, **cfg.kwargs, **opts)
         except Exception as e:
-            if tuned.post_hook is not None:
+            try:
                 tuned.post_hook(full, exception=e)
-            raise
-        if tuned.post_hook is not None:
-            tuned.post_hook(full, exception=None)
+            finally:
+                raise
+        tuned.post_hook(full, exception=None)
 
     def cleanup() -> None:
         for n, v in saved.items():
             named[n].copy_(v)
 
     return call, cleanup
+
+
+def bench_config(tuned: Autotuned, args: Sequence[Any], config: Any, meta: Mapping[str, Any]) -> list[float]:
+    """``Autotuner._bench`` with tritune's checks and timer: ``[median, q1, q3]`` milliseconds for ``config``.
+
+    For a subclass that runs its own loop over ``self._bench`` (as FlagGems' ``LibTuner``): a config the
+    static rules or the compiler front end reject is never launched and gets ``inf``, as Triton gives a
+    config that runs out of resources. Timing uses the kernel's ``do_bench`` when set, else tritune's event
+    timer (L2 flush, confidence interval); with no GPU it raises ``TimingUnavailableError``.
+    """
+    from tritune.device import gpu_unavailable_reason
+    from tritune.errors import TimingUnavailableError
+    from tritune.space import check_static
+    from tritune.tune.triton_surface import from_triton
+
+    kwargs = dict(meta)
+    grid = kwargs.pop("grid", None)
+    kwargs.pop("warmup", None)
+    conflicts = sorted(kwargs.keys() & set(config.kwargs))
+    if conflicts:
+        raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure that you don't re-define "
+                         f"auto-tuned symbols. ({tuned.info.name})")  # fmt: skip
+    cfg = from_triton(config)
+    inf = [float("inf")] * 3
+    if check_static(cfg, tuned.info, kwargs.keys(), None) is not None:
+        return inf
+    call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
+    try:
+        if tuned.do_bench is not None:
+            t = tuned.do_bench(call, quantiles=(0.5, 0.2, 0.8))
+            return [float(x) for x in t] if isinstance(t, (list, tuple)) else [float(t)] * 3
+        why = gpu_unavailable_reason()
+        if why is not None:
+            raise TimingUnavailableError(
+                f"{tuned.info.name}: cannot time config {cfg.id}: {why}. Pass do_bench= to time with your own "
+                "function, or run on a GPU."
+            )
+        from tritune.bench import EventTimer
+
+        timer = getattr(tuned, "_event_timer", None)
+        if timer is None:  # one timer (and one L2 flush buffer) per kernel, clocks warmed once
+            timer = EventTimer()
+            timer.warm_device(0.05)
+            tuned._event_timer = timer
+        try:
+            m = timer.measure(call, budget_s=0.1)
+        except Exception as e:  # out of resources, a compile failure: Triton gives such a config inf
+            from triton.compiler.errors import CompilationError
+            from triton.runtime.errors import OutOfResources
+
+            if isinstance(e, (OutOfResources, CompilationError)):
+                return inf
+            raise
+        return [m.median_ms, m.q1_ms, m.q3_ms]
+    finally:
+        cleanup()

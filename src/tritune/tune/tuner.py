@@ -58,6 +58,11 @@ class Tuner:
             self._store = self.store if isinstance(self.store, Store) else open_store(self.store)
         return self._store
 
+    def open_pretuned(self) -> Any:
+        """The pretuned layer, read on first use; the decorator calls this at decoration, so that a missing
+        or malformed file is an error there and not at the first call."""
+        return self._open_pretuned()
+
     def _open_pretuned(self) -> Any:
         if self.pretuned is None:
             return None
@@ -78,24 +83,36 @@ class Tuner:
         dtypes = tuple(str(d) for d in key[len(names):])
         return make_key(tuned.info, values, buckets=buckets, dtypes=dtypes, device=dev)
 
-    def lookup(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Choice | None:
-        from tritune.tune.autotune import Choice
+    def lookup(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
+               allowed: Sequence[Config] | None = None) -> Choice | None:  # fmt: skip
+        """A pretuned or stored winner for ``key``, served only if it is among ``allowed`` (this call's pruned,
+        legal candidates; default: every candidate). A pretuned winner outside them is ignored, with one warning."""
+        from tritune.tune.autotune import Choice, PretunedIgnoredWarning
 
         interp = gpu_unavailable_reason() is not None
         tkey = self.tuning_key(tuned, key, interpreter=interp)
-        legal = set(tuned.configs)
+        legal = set(tuned.candidates if allowed is None else allowed)
         pre = self._open_pretuned()
         if pre is not None:
             hit = pre.resolve(tkey)  # exact key, else the same source/key/dtypes on a compatible device
             if hit is not None and hit.config in legal:
                 return Choice(hit.config, "pretuned", f"{self.pretuned} ({hit.key.device})")
+            if hit is not None:
+                tuned.warn_once(
+                    "pretuned-ignored",
+                    f"{tuned.info.name}: the pretuned winner {hit.config.id} in {self.pretuned} for key "
+                    f"{tuned.key_spec.as_dict(key)} is not among this call's candidates after pruning and the "
+                    "checks made before launch; it is ignored and the key is tuned as if it had no entry. "
+                    "Regenerate the pretuned file for the current configs.",
+                    PretunedIgnoredWarning,
+                )
         if interp and self.timer is None:
             return None
         st = self._open_store()
         found: Config | None = None
         if st is not None:
             hit = st.lookup_winner(tkey)
-            if hit is not None and hit.config in legal and not st.missing(tkey, tuned.configs):
+            if hit is not None and hit.config in legal and not st.missing(tkey, tuned.candidates):
                 found = hit.config
         if self.distributed and _world() > 1:
             from tritune.dist import agree_on_cached
@@ -123,13 +140,14 @@ class Tuner:
             from tritune.screen.specialize import cuda_target, frontend_rejection
 
             for cfg in todo:
-                why_not = frontend_rejection(tuned.fn, args, cfg, cuda_target(90), kwargs)
+                why_not = frontend_rejection(tuned.fn, args, cfg, cuda_target(90),
+                                             tuned.launch_kwargs(cfg, args, kwargs))
                 if why_not is not None:
                     rejected[cfg] = why_not
             todo = [c for c in todo if c not in rejected]
         cleanups = []
         named = tuned._named(args, kwargs)
-        saved = {n: named[n].clone() for n in tuned.restore_value}  # before any candidate runs
+        saved = {n: named[n].clone() for n in tuned.restore_value if named.get(n) is not None}  # before any run
 
         def make_fn(cfg: Config) -> Any:
             call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid, saved)
@@ -137,7 +155,11 @@ class Tuner:
             return call
 
         def prepare(cfg: Config) -> Any:
-            return pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid) if gpu else None
+            if not gpu:
+                return None
+            if cfg.pre_hook is not None:  # as Triton: it may set what the compile depends on (a descriptor's block)
+                cfg.pre_hook({**named, **cfg.kwargs, **cfg.launch_options()})
+            return pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
 
         def make_measure() -> Any:
             if self.timer is not None:
@@ -153,7 +175,7 @@ class Tuner:
         def run(share: list[Config]) -> Any:
             """Compile ``share`` in workers and race it as the compiles finish (one rank's share, or all)."""
             compiling = None
-            if gpu and self.precompile and share:
+            if gpu and self.precompile and share and not tuned.compiles_in_process(share):
                 from tritune.device import current_target
                 from tritune.tune.precompile import start_precompile
 
@@ -176,6 +198,7 @@ class Tuner:
             c()
         stats["total_s"] = round(time.perf_counter() - clock, 3)
         recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in asked]
+        timings: dict[Config, list[float]] = {}
         winner, best_ms = None, None
         if result is not None:
             stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
@@ -187,6 +210,8 @@ class Tuner:
                     rejected[o.config] = o.reason or o.status.value
                 recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok else None, o.reason,
                                             m.to_json() if ok and m is not None else None))
+                if ok and m is not None:
+                    timings[o.config] = [m.median_ms, m.q1_ms, m.q3_ms]
             if result.winner is not None and result.winner_measurement is not None:
                 winner, best_ms = result.winner, result.winner_measurement.median_ms
         if st is not None and not self.distributed:
@@ -201,7 +226,7 @@ class Tuner:
                 + format_rejections(rejected)
             )
         source = "timed" if self.timer is None else "replayed"
-        return Choice(winner, source, f"{best_ms:.4f} ms median", stats=stats)
+        return Choice(winner, source, f"{best_ms:.4f} ms median", stats=stats, timings=timings)
 
 
 @dataclass

@@ -1,0 +1,48 @@
+"""What a key dispatches to (:class:`Choice`) and the decorator's warnings."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritune.config import Config
+from tritune.errors import ConfigError
+
+ON_NO_GPU = ("warn", "error")
+
+
+class UntunedWarning(UserWarning):
+    """A kernel ran a config that was not timed, because no GPU can time it here."""
+
+
+class PretunedIgnoredWarning(UserWarning):
+    """A pretuned winner was not served because this call's pruned, legal candidates do not include it."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The config a key dispatches to, and how it was chosen: ``timed``, ``store``, ``pretuned``, ``untuned``
+    (no GPU, nothing measured), ``replayed`` (recorded timings replayed by a test timer, not a measurement)
+    or ``user`` (set by the caller through ``kernel.cache[key] = config``)."""
+
+    config: Config
+    source: str
+    detail: str = ""
+    #: How the choice was made, when it was timed: seconds spent per phase (precompile, load, race) and
+    #: the race's summary (stop, rounds, measurements, device seconds). Not part of equality.
+    stats: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    #: Milliseconds (median, first and third quartile) of every config this choice measured. Not part of equality.
+    timings: Mapping[Config, list[float]] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def tuned(self) -> bool:
+        return self.source in ("timed", "store", "pretuned")
+
+
+def resolve_on_no_gpu(value: str | None) -> str:
+    v = (value or os.environ.get("TRITUNE_ON_NO_GPU") or "warn").lower()
+    if v not in ON_NO_GPU:
+        raise ConfigError(f"on_no_gpu={v!r}: expected one of {', '.join(ON_NO_GPU)} (or TRITUNE_ON_NO_GPU)")
+    return v

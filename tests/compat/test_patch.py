@@ -1,0 +1,190 @@
+"""The process-wide switch (``tritune.patch_triton``), a LibTuner-style subclass of Triton's Autotuner, and
+``python -m tritune run``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import triton
+from kernels_compat import accumulate_kernel, add_kernel, grid1
+
+import tritune
+from tritune.tune.triton_surface import ORIGINAL_AUTOTUNER
+
+pytestmark = pytest.mark.filterwarnings("ignore::tritune.UntunedWarning")
+
+CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)]
+SITES = [(triton, "autotune"), (triton.runtime, "autotune"), (triton.runtime.autotuner, "autotune"),
+         (triton.runtime, "Autotuner"), (triton.runtime.autotuner, "Autotuner")]  # fmt: skip
+
+
+def test_patch_and_unpatch_every_site() -> None:
+    before = [getattr(m, a) for m, a in SITES]
+    with tritune.patched_triton():
+        assert tritune.tune.patch.is_patched()
+        assert all(getattr(m, a) is not b for (m, a), b in zip(SITES, before))
+        k = triton.autotune(configs=CONFIGS, key=["n"])(add_kernel)  # what a library imported now would do
+        assert isinstance(k, tritune.TritonAutotuner)
+        assert isinstance(k, triton.runtime.Autotuner)
+        x, y = torch.randn(300), torch.randn(300)
+        out = torch.empty(300)
+        k[grid1(300)](x, y, out, 300)
+        assert torch.equal(out, x + y)
+        assert {c.source for c in k.choices().values()} == {"untuned"}  # tritune's engine chose
+    assert [getattr(m, a) for m, a in SITES] == before
+    assert not tritune.tune.patch.is_patched()
+    assert isinstance(k, triton.runtime.Autotuner)  # still a Triton autotuner once the switch is off
+
+
+def test_stand_in_recognizes_tuners_of_both_engines() -> None:
+    original = triton.autotune(configs=CONFIGS, key=["n"])(add_kernel)
+    with tritune.patched_triton():
+        assert isinstance(original, triton.runtime.Autotuner)
+        assert isinstance(tritune.autotune(CONFIGS, ["n"])(add_kernel), triton.runtime.Autotuner)
+        assert not isinstance(add_kernel, triton.runtime.Autotuner)
+
+
+def define_libtuner_style(base: type) -> type:
+    """A subclass written the way FlagGems' LibTuner is: Triton's positional constructor, its own ``run``
+    that loops over ``prune_configs()`` and ``_bench``, then launches ``self.fn.run`` with the winner."""
+
+    class LibTunerStyle(base):  # type: ignore[misc,valid-type]
+        def __init__(self, fn: Any, arg_names: Any, configs: Any, key: Any, reset_to_zero: Any, restore_value: Any,
+                     pre_hook: Any = None, post_hook: Any = None, prune_configs_by: Any = None, warmup: Any = None,
+                     rep: Any = None, use_cuda_graph: bool = False, do_bench: Any = None) -> None:  # fmt: skip
+            super().__init__(fn, arg_names, configs, key, reset_to_zero, restore_value, pre_hook, post_hook,
+                             prune_configs_by, warmup, rep, use_cuda_graph)  # fmt: skip
+            self.__name__ = self.base_fn.__name__
+            self.table: dict[Any, Any] = {}
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            self.nargs = dict(zip(self.arg_names, args))
+            key = tuple(self.nargs[k] for k in self.keys)
+            if key not in self.table:
+                timings = {c: self._bench(*args, config=c, **kwargs) for c in self.prune_configs(kwargs)}
+                self.table[key] = min(timings, key=lambda c: timings[c][0])
+                self.configs_timings = timings
+                self.pre_hook({**self.nargs, **kwargs, **self.table[key].all_kwargs()}, reset_only=True)
+            config = self.best_config = self.table[key]
+            ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+            self.nargs = None
+            return ret
+
+    return LibTunerStyle
+
+
+def run_libtuner(cls: type, fake_bench: Any) -> tuple[torch.Tensor, Any]:
+    k = cls(accumulate_kernel, accumulate_kernel.arg_names, CONFIGS, ["n"], ["acc_ptr"], None)
+    k.do_bench = fake_bench
+    x = torch.arange(300, dtype=torch.float32)
+    acc = torch.full((300,), 3.0)
+    k[grid1(300)](x, acc, 300)
+    k[grid1(300)](x, acc, 300)
+    return acc, k
+
+
+def test_libtuner_style_subclass_gets_tritune_under_the_switch() -> None:
+    ran: list[int] = []
+
+    def fake_bench(kernel_call: Any, quantiles: Any = None) -> list[float]:  # a FAKE timer: order of calls
+        kernel_call()
+        ran.append(1)
+        return [float(len(ran))] * 3
+
+    triton_acc, triton_k = run_libtuner(define_libtuner_style(ORIGINAL_AUTOTUNER), fake_bench)
+    with tritune.patched_triton():
+        cls = define_libtuner_style(triton.runtime.Autotuner)  # the library's class body runs while patched
+    assert issubclass(cls, tritune.Autotuned)
+    tritune_acc, tritune_k = run_libtuner(cls, fake_bench)
+    assert torch.equal(triton_acc, 2 * torch.arange(300, dtype=torch.float32))
+    assert torch.equal(tritune_acc, triton_acc)
+    assert tritune_k.best_config.all_kwargs() == triton_k.best_config.all_kwargs()
+    assert isinstance(tritune_k, triton.runtime.Autotuner)
+
+
+def test_bench_without_gpu_or_do_bench_says_so() -> None:
+    k = tritune.TritonAutotuner(add_kernel, add_kernel.arg_names, CONFIGS, ["n"])
+    x, y, out = torch.randn(300), torch.randn(300), torch.empty(300)
+    with pytest.raises(tritune.TimingUnavailableError, match=r"add_kernel.*do_bench"):
+        k._bench(x, y, out, 300, config=CONFIGS[0], grid=(3,))
+
+
+def test_tritune_run_script(tmp_path: Path) -> None:
+    script = tmp_path / "lib_user.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import triton
+        import tritune
+
+        print("patched", triton.autotune is tritune.tune.triton_api.triton_autotune, sys.argv[1:])
+        sys.exit(3)
+    """))
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(Path(tritune.__file__).parents[1]))
+    p = subprocess.run([sys.executable, "-m", "tritune", "run", str(script), "a", "--b"], capture_output=True,
+                       text=True, env=env, timeout=300)  # fmt: skip
+    assert p.returncode == 3, p.stderr
+    assert p.stdout.strip() == "patched True ['a', '--b']"
+    missing = subprocess.run([sys.executable, "-m", "tritune", "run", str(tmp_path / "nope.py")], capture_output=True,
+                             text=True, env=env, timeout=300)  # fmt: skip
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_unknown_key_name_behaves_as_the_installed_triton() -> None:
+    try:
+        triton.autotune(configs=CONFIGS, key=["nope"])(add_kernel)
+        triton_raises = None
+    except Exception as e:  # triton >= 3.7 refuses it; 3.6 drops it
+        triton_raises = type(e)
+    with tritune.patched_triton():
+        if triton_raises is None:
+            with pytest.warns(UserWarning, match="add_kernel.*nope"):
+                k = triton.autotune(configs=CONFIGS, key=["nope"])(add_kernel)
+            assert k.keys == []
+        else:
+            with pytest.raises(triton_raises, match="add_kernel"):
+                triton.autotune(configs=CONFIGS, key=["nope"])(add_kernel)
+
+
+def test_subclass_without_its_own_run_gets_the_whole_engine() -> None:
+    class TableCache:  # a library's own cache object (not a dict), as FlagGems' LibTuner installs one
+        def __init__(self) -> None:
+            self.rows: dict[Any, Any] = {}
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            return self.rows.get(key, default)
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            self.rows[key] = value
+
+        def __contains__(self, key: Any) -> bool:
+            return key in self.rows
+
+    with tritune.patched_triton():
+
+        class Minimal(triton.runtime.Autotuner):  # type: ignore[misc,name-defined]
+            def __init__(self, fn: Any, arg_names: Any, configs: Any, key: Any, *rest: Any) -> None:
+                super().__init__(fn, arg_names, configs, key, *rest)
+                self.cache = TableCache()
+
+    k = Minimal(add_kernel, add_kernel.arg_names, CONFIGS, ["n"], None, None)
+    x, y, out = torch.randn(300), torch.randn(300), torch.empty(300)
+    k[grid1(300)](x, y, out, 300)
+    assert torch.equal(out, x + y)
+    assert {c.source for c in k.choices().values()} == {"untuned"}
+    (shown,) = k.cache.rows.values()
+    assert shown.all_kwargs() == k.best_config.all_kwargs()
+
+
+def test_environment_variable_patches_at_import() -> None:
+    env = dict(os.environ, TRITON_INTERPRET="1", TRITUNE_PATCH_TRITON="1",
+               PYTHONPATH=str(Path(tritune.__file__).parents[1]))  # fmt: skip
+    code = "import tritune, triton; print(triton.runtime.Autotuner is tritune.TritonAutotuner)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.stdout.strip() == "True", p.stderr

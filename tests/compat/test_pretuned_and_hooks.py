@@ -1,0 +1,118 @@
+"""Issue 17's pretuned items, and when a Config.pre_hook runs relative to the checks made before launch."""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+import triton
+from kernels_compat import add_kernel, grid1
+
+import tritune
+from tritune import Config
+
+pytestmark = pytest.mark.filterwarnings("ignore::tritune.UntunedWarning")
+
+
+class FakePretuned:
+    """A FAKE pretuned layer: serves one fixed winner for every key (the real one reads an export file)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def resolve(self, key: Any) -> Any:
+        return SimpleNamespace(config=self.config, key=SimpleNamespace(device="fake-device"))
+
+
+def with_pretuned(configs: list[Any], winner: Config, **kw: Any) -> Any:
+    k = tritune.autotune(configs, ["n"], **kw)(add_kernel)
+    k.tuner.pretuned = "fake.json"
+    k.tuner._pretuned = FakePretuned(winner)
+    return k
+
+
+def call(k: Any, n: int = 300) -> torch.Tensor:
+    x, y = torch.randn(n), torch.randn(n)
+    out = torch.empty(n)
+    k[grid1(n)](x, y, out, n)
+    assert torch.equal(out, x + y)
+    return out
+
+
+def test_pretuned_winner_served_when_legal() -> None:
+    k = with_pretuned([Config({"BLOCK": 64}), Config({"BLOCK": 128})], Config({"BLOCK": 128}))
+    call(k)
+    assert [c.source for c in k.choices().values()] == ["pretuned"]
+    assert k.best_config == Config({"BLOCK": 128})
+
+
+@pytest.mark.parametrize("why", ["pruned", "illegal"])
+def test_pretuned_winner_outside_the_pruned_legal_list_is_ignored_with_one_warning(why: str) -> None:
+    if why == "pruned":  # removed by the user's early_config_prune for this call
+        configs = [Config({"BLOCK": 64}), Config({"BLOCK": 128})]
+        k = with_pretuned(configs, Config({"BLOCK": 64}),
+                          prune_configs_by={"early_config_prune": lambda cs, nargs, **kw: cs[1:]})  # fmt: skip
+    else:  # listed, but tl.arange needs a power of 2: every launch would fail
+        configs = [Config({"BLOCK": 300}), Config({"BLOCK": 128})]
+        k = with_pretuned(configs, Config({"BLOCK": 300}))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        call(k, 300)
+        call(k, 600)  # another key: no second warning
+    ignored = [w for w in rec if issubclass(w.category, tritune.PretunedIgnoredWarning)]
+    assert len(ignored) == 1 and "ignored" in str(ignored[0].message)
+    assert k.best_config == Config({"BLOCK": 128})
+    assert {c.source for c in k.choices().values()} == {"untuned"}
+
+
+def test_pretuned_file_errors_surface_at_decoration(tmp_path: Path) -> None:
+    bad = tmp_path / "pretuned.json"
+    bad.write_text("{not json")
+    for path in (bad, tmp_path / "missing.json"):
+        with pytest.raises(tritune.StoreError, match=str(path.name)):
+            tritune.autotune([Config({"BLOCK": 64})], ["n"], pretuned=path)(add_kernel)
+
+
+def test_config_pre_hook_runs_before_the_front_end_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[str] = []
+
+    def hook(nargs: dict[str, Any]) -> None:
+        assert nargs["BLOCK"] == 64 and "x_ptr" in nargs
+        order.append("pre_hook")
+
+    specialize = importlib.import_module("tritune.screen.specialize")
+    real = specialize.frontend_rejection
+
+    def spy(*args: Any, **kwargs: Any) -> Any:  # a spy: records the order, then runs the real check
+        order.append("front_end")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(specialize, "frontend_rejection", spy)
+    k = tritune.autotune([triton.Config({"BLOCK": 64}, pre_hook=hook)], ["n"])(add_kernel)
+    call(k)
+    assert order[:3] == ["pre_hook", "front_end", "pre_hook"]  # before the check, and before the launch
+    call(k)
+    assert order[3:] == ["pre_hook"]  # cached: before each launch only, as Triton
+
+
+def test_configs_timings_and_bench_time_after_a_replayed_tuning() -> None:
+    from tritune.bench import Measurement
+
+    class FakeTimer:
+        """A FAKE timer (no GPU): BLOCK=128 takes 1 ms, BLOCK=64 takes 2 ms, every sample alike."""
+
+        def measure_config(self, config: Config, budget_s: float) -> Measurement:
+            return Measurement.from_samples([1.0 if config.kwargs["BLOCK"] == 128 else 2.0] * 10)
+
+    k = tritune.autotune([Config({"BLOCK": 64}), Config({"BLOCK": 128})], ["n"], store=False,
+                         timer=FakeTimer())(add_kernel)  # fmt: skip
+    call(k)
+    assert k.best_config == Config({"BLOCK": 128})
+    assert {c.kwargs["BLOCK"]: t[0] for c, t in k.configs_timings.items()} == {64: 2.0, 128: 1.0}
+    assert all(isinstance(c, triton.Config) for c in k.configs_timings)
+    assert k.bench_time > 0
