@@ -13,6 +13,8 @@ over a line protocol, so that the interleaved measurements alternate engines on 
 
   PYTHONPATH=<flag_gems>:<liger>:src python3 benchmarks/real_libraries.py --out results/real_libs [--quick] [--ops mm,bmm]
 
+``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it.
+
 ``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's
 kernels do not run under the interpreter and FlagGems will not import without a GPU) to exercise the harness;
 there Triton's autotuner gets a FAKE timer (interpreter wall time), since on CPU it cannot time
@@ -452,12 +454,17 @@ def parent_main(args: argparse.Namespace) -> int:
         rows: dict[str, dict[str, Any]] = {op.name: {"lib": op.lib} for op in ops}
         for op in ops:  # cold: one engine at a time, so neither's tuning competes with the other's
             for e in engines.values():
+                if time.time() - started > 0.7 * args.budget_s:
+                    rows[op.name][e.name] = {"cold": {"ok": False, "error": f"not run: past 70% of --budget-s {args.budget_s}"}}
+                    continue
                 rows[op.name][e.name] = {"cold": e.ask(cmd="cold", op=op.name)}
             colds = [rows[op.name][n]["cold"] for n in names]
             if len(colds) == 2 and all(c.get("ok") for c in colds):
                 rows[op.name]["outputs"] = _compare(op, colds[0]["output"], colds[1]["output"])
         live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") for n in names)]
         for r in range(rounds):  # winners, interleaved: engines alternate, first mover alternates by round
+            if r >= 2 and time.time() - started > args.budget_s:
+                break  # at least two rounds, so each engine has led once
             for op in live:
                 order = names if r % 2 == 0 else names[::-1]
                 for n in order:
@@ -554,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, fewer rounds")
     p.add_argument("--ops", default="", help="comma-separated substrings of op names to run")
     p.add_argument("--cpu-smoke", action="store_true", help="two tiny autotuned kernels under the interpreter, no GPU")
+    p.add_argument("--budget-s", type=float, default=330.0,
+                   help="stop starting cold runs at 70%% of this, and timing rounds (after two) at 100%%")
     p.add_argument("--engines", default=",".join(ENGINES), help="triton,tritune (default), or one of them to debug")
     p.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
