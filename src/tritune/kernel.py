@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
+import types
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tritune.errors import WorkloadError
+from tritune.livescope import LiveGlobals, global_names
 
 
 def unwrap_jit(kernel: Any) -> Any:
@@ -68,36 +73,61 @@ class KernelInfo:
         return tuple(a for a in self.arg_names if a not in self.constexprs)
 
 
-# Keyed by id() and holding the original too, so that a freed function's id, once reused, cannot hit.
-_JIT_MEMO: dict[int, tuple[Any, Any]] = {}
-_INTERP_MEMO: dict[int, tuple[Any, Any]] = {}
-_WRAP_MEMO: dict[int, tuple[Any, Any]] = {}
+# Keyed weakly by the original Python function (or InterpretedFunction): a kernel made in a local
+# scope is freed with its conversions, and a freed object's reused id() can never hit.
+_JIT_MEMO: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_INTERP_MEMO: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_WRAP_MEMO: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_LOCK = threading.RLock()
 
 
-def _rebind(fn: Any, convert: Any, memo: dict[int, tuple[Any, Any]], make: Any) -> Any:
-    """A copy of the Python function ``fn`` whose referenced jitted globals are converted by ``convert``."""
-    import types
+def _rebind(fn: Any, convert: Callable[[Any], Any], memo: weakref.WeakKeyDictionary[Any, Any], make: Any) -> Any:
+    """A copy of the Python function ``fn`` that sees its jitted globals converted by ``convert``.
 
-    hit = memo.get(id(fn))
-    if hit is not None and hit[0] is fn:
-        return hit[1]
-    new_globals = dict(fn.__globals__)
-    for name in fn.__code__.co_names:
-        val = new_globals.get(name)
-        if val is not None and hasattr(val, "fn") and callable(getattr(val, "fn", None)):
-            conv = convert(val)
-            if conv is not None:
-                new_globals[name] = conv
-    clone = types.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, fn.__closure__)
-    clone.__kwdefaults__ = fn.__kwdefaults__
-    clone.__annotations__ = dict(getattr(fn, "__annotations__", {}))
-    clone.__qualname__ = fn.__qualname__
-    clone.__module__ = fn.__module__
-    clone.__doc__ = fn.__doc__
-    clone.__dict__.update(fn.__dict__)
-    out = make(clone)
-    memo[id(fn)] = (fn, out)
-    return out
+    The copy reads ``fn``'s module globals live (:class:`~tritune.livescope.LiveGlobals`), as Triton
+    does at launch, so a helper defined after the kernel is found; jitted functions reached through a
+    module attribute are converted too. The memo entry is made before any callee is converted, so a
+    helper that names itself (``def maximum(...): return tl.maximum(...)``) cannot recurse.
+    """
+    with _LOCK:
+        hit = memo.get(fn)
+        if hit is not None:
+            return hit
+        scope = LiveGlobals(fn.__globals__, convert, global_names(fn.__code__))
+        closure = fn.__closure__
+        if closure is not None:
+            closure = tuple(_converted_cell(c, convert) for c in closure)
+        clone = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, closure)
+        clone.__kwdefaults__ = fn.__kwdefaults__
+        clone.__annotations__ = dict(getattr(fn, "__annotations__", {}))
+        clone.__qualname__ = fn.__qualname__
+        clone.__module__ = fn.__module__
+        clone.__doc__ = fn.__doc__
+        clone.__dict__.update(fn.__dict__)
+        out = make(clone)
+        memo[fn] = out
+        _forget_rewrite_with(fn, clone)
+        return out
+
+
+def _converted_cell(cell: Any, convert: Callable[[Any], Any]) -> Any:
+    try:
+        value = cell.cell_contents
+    except ValueError:  # an empty cell (a name assigned later in the enclosing scope)
+        return cell
+    conv = convert(value)
+    return cell if conv is None else types.CellType(conv)
+
+
+def _forget_rewrite_with(fn: Any, clone: Any) -> None:
+    """Drop Triton's interpreter rewrite of ``clone`` (a class-level dict keyed by function) once ``fn`` is freed."""
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover
+        return
+    cache = getattr(InterpretedFunction, "rewritten_fn", None)
+    if isinstance(cache, dict):
+        weakref.finalize(fn, cache.pop, clone, None)
 
 
 def as_jit(kernel: Any) -> Any:
@@ -117,13 +147,7 @@ def as_jit(kernel: Any) -> Any:
         InterpretedFunction = ()  # type: ignore[assignment,misc]
     if isinstance(kernel, InterpretedFunction):
         opts = {k: v for k, v in getattr(kernel, "kwargs", {}).items() if v is not None}
-
-        def convert(v: Any) -> Any:
-            if isinstance(v, (InterpretedFunction, JITFunction)):
-                return as_jit(v)
-            return None
-
-        return _rebind(kernel.fn, convert, _JIT_MEMO, lambda f: JITFunction(f, **opts))
+        return _rebind(kernel.fn, _to_jit, _JIT_MEMO, lambda f: JITFunction(f, **opts))
     return as_jit(unwrap_jit(kernel))
 
 
@@ -165,22 +189,35 @@ def as_interpreted(kernel: Any) -> Any:
     if isinstance(kernel, cls):
         return kernel
     if isinstance(kernel, InterpretedFunction):
-        hit = _WRAP_MEMO.get(id(kernel))
-        if hit is not None and hit[0] is kernel:
-            return hit[1]
-        wrapped = cls(kernel.fn, **kernel.kwargs)
-        wrapped.pre_run_hooks = kernel.pre_run_hooks  # shared: hooks added to either one apply to both
-        _WRAP_MEMO[id(kernel)] = (kernel, wrapped)
-        return wrapped
-
-    def convert(v: Any) -> Any:
-        if isinstance(v, JITFunction):
-            return as_interpreted(v)
-        return None  # an InterpretedFunction callee is already what the interpreter calls
-
+        with _LOCK:
+            hit = _WRAP_MEMO.get(kernel)
+            if hit is not None:
+                return hit
+            wrapped = cls(kernel.fn, **kernel.kwargs)
+            wrapped.pre_run_hooks = kernel.pre_run_hooks  # shared: hooks added to either one apply to both
+            _WRAP_MEMO[kernel] = wrapped
+            return wrapped
     opts: dict[str, Any] = {}
     for name in ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"):
         val = getattr(kernel, name, None)
         if val:
             opts[name] = val
-    return _rebind(kernel.fn, convert, _INTERP_MEMO, lambda f: cls(f, **opts))
+    return _rebind(kernel.fn, _to_interpreted, _INTERP_MEMO, lambda f: cls(f, **opts))
+
+
+def _to_jit(value: Any) -> Any:
+    """A callee as the compiler needs it, or None where it already is."""
+    from triton.runtime.jit import JITFunction
+
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover
+        return None
+    return as_jit(value) if isinstance(value, InterpretedFunction) and not isinstance(value, JITFunction) else None
+
+
+def _to_interpreted(value: Any) -> Any:
+    """A callee as the interpreter needs it; an InterpretedFunction callee already is (None)."""
+    from triton.runtime.jit import JITFunction
+
+    return as_interpreted(value) if isinstance(value, JITFunction) else None

@@ -13,6 +13,16 @@ of a compile. :func:`interpreter_language` swaps in interpreted helpers for the 
 interpreted launch when triton was imported before ``TRITON_INTERPRET`` was set (the CLI sets it
 after ``import tritune``). Each restores the state it found on exit; they share one lock, so a
 compile in another thread waits for an interpreted launch instead of pulling its helpers away.
+
+Why in-process, not one interpreter decision per process (issue #14): ``@tritune.autotune`` on a
+machine without a GPU runs the kernel in the caller's process, on the caller's tensors, and that
+process usually imported triton without ``TRITON_INTERPRET``; no worker process can write those
+tensors, so the language must be switched where the call is. For the CLI, re-executing under
+``TRITON_INTERPRET=1`` would cost a fresh ``import torch, triton, tritune`` (4.4-6.5 s measured on the
+2-core dev machine) per run, against about 4 ms per interpreted launch for the swap (7.9 ms against
+3.6 ms for a one-block kernel). Compiles for a GPU target already run per process where it matters
+(screen workers drop ``TRITON_INTERPRET``); :func:`compiler_language` serves the in-process front end.
+Nothing here holds a kernel: the memos of :mod:`tritune.kernel` are weak.
 """
 
 from __future__ import annotations

@@ -1,0 +1,575 @@
+"""FlagGems and Liger-Kernel ops, unchanged, under Triton's autotuner and under ``tritune.patch_triton()``.
+
+Installs nothing: ``flag_gems`` (5.0.2) and ``liger_kernel`` must be importable (the lead carries the
+wheels onto PYTHONPATH). Each engine runs in its own long-lived child process with its own empty
+``TRITON_CACHE_DIR`` and empty tritune store (``TRITUNE_STORE``); the parent drives both children
+over a line protocol, so that the interleaved measurements alternate engines on the one GPU:
+
+- cold: the first call of each op (autotuning included), wall time, from an empty cache;
+- outputs: each op's output under tritune against Triton's run, within the library's tolerance
+  (FlagGems' per-dtype resolution as rtol; atol 1e-4 times the reduced dimension for matmuls);
+- winner: the whole op call after tuning, CUDA events, median over rounds alternating engines;
+- dispatch: host microseconds per cached call (a loop of calls, then one synchronize).
+
+  PYTHONPATH=<flag_gems>:<liger>:src python3 benchmarks/real_libraries.py --out results/real_libs [--quick] [--ops mm,bmm]
+
+``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it.
+
+``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's
+kernels do not run under the interpreter and FlagGems will not import without a GPU) to exercise the harness;
+there Triton's autotuner gets a FAKE timer (interpreter wall time), since on CPU it cannot time
+more than one config. Its numbers mean nothing; only that each step runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import functools
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MARK = "@@real_libraries@@ "
+ENGINES = ("triton", "tritune")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One library op: how to build its seeded inputs and call it. ``reduce_dim`` scales the atol."""
+
+    name: str
+    lib: str
+    make: Callable[[Any, str, bool], tuple[Callable[..., Any], tuple[Any, ...]]]
+    reduce_dim: int = 1
+    smoke: bool = False
+
+
+def _gen(device: str) -> Any:
+    import torch
+
+    return torch.Generator(device=device).manual_seed(0)
+
+
+def _randn(shape: tuple[int, ...], dtype: Any, device: str) -> Any:
+    import torch
+
+    return torch.randn(shape, generator=_gen(device), device=device).to(dtype)
+
+
+def _gems(fn: Callable[..., Any], *shapes: tuple[int, ...], dtype: str = "float16") -> Any:
+    """An op called through torch with FlagGems' aten overrides enabled (``flag_gems.enable()``)."""
+
+    def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        dt = getattr(torch, dtype)
+        args = tuple(_randn(s, dt, device) for s in shapes)
+        return fn, args
+
+    return make
+
+
+def _f(name: str) -> Callable[..., Any]:
+    """``torch.<name>``, ``torch.nn.functional.<name>`` or ``torch.ops.aten.<name>``, looked up at call time."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        for ns in (torch, torch.nn.functional, torch.linalg):
+            fn = getattr(ns, name, None)
+            if fn is not None:
+                return fn(*args, **kwargs)
+        return getattr(torch.ops.aten, name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+def _liger_dyt(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    from liger_kernel.ops.dyt import liger_dyt_fwd
+
+    n = 64 if device == "cpu" else 4096
+    m = 4 if device == "cpu" else 2048
+    x = _randn((m, n), torch.float32, device)
+    alpha = torch.full((1,), 0.5, device=device)
+    return liger_dyt_fwd, (x, alpha, _randn((n,), torch.float32, device), _randn((n,), torch.float32, device))
+
+
+def _liger_dyt_bwd(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    from liger_kernel.ops.dyt import liger_dyt_bwd
+
+    n = 64 if device == "cpu" else 4096
+    m = 4 if device == "cpu" else 2048
+    x = _randn((m, n), torch.float32, device)
+    dy = _randn((m, n), torch.float32, device)
+    alpha = torch.full((1,), 0.5, device=device)
+
+    def call(*a: Any) -> Any:
+        return liger_dyt_bwd(*a)[0]  # dx; the other grads are reduced with torch
+
+    return call, (dy, x, alpha, _randn((n,), torch.float32, device), _randn((n,), torch.float32, device))
+
+
+def _liger_swiglu(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    from liger_kernel.ops import mlp
+
+    b, s, k, n = 2, 512, 2048, 2048
+    x = _randn((b, s, k), torch.bfloat16, device)
+    gate = _randn((n, k), torch.bfloat16, device) * 0.02
+    up = _randn((n, k), torch.bfloat16, device) * 0.02
+
+    def call(x: Any, gate: Any, up: Any) -> Any:
+        out = mlp.gemm_swiglu(x, gate, up, 1.0, False)  # inference path (host descriptors, a pre_hook)
+        return out[0] if isinstance(out, tuple) else out
+
+    return call, (x, gate, up)
+
+
+@functools.cache
+def _smoke_kernels() -> dict[str, Any]:
+    """Two tiny autotuned kernels in the libraries' style, for --cpu-smoke only (Liger's kernels do not
+    run under this Triton's interpreter, and FlagGems refuses to import without a GPU).
+
+    Made on first use, in the child, so that ``@triton.autotune`` is whichever engine the child switched on.
+    """
+    import triton
+    import triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (16, 32, 64)], key=["n"])
+    @triton.jit
+    def row_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for start in range(0, n, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + row * n + offs, mask=offs < n, other=0.0)
+        tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (32, 64)], key=["n"])
+    @triton.heuristics({"EVEN": lambda a: a["n"] % a["BLOCK"] == 0})
+    @triton.jit
+    def axpy(x_ptr, y_ptr, out_ptr, a, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        if EVEN:
+            tl.store(out_ptr + offs, a * tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+        else:
+            m = offs < n
+            tl.store(out_ptr + offs, a * tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+    return {"row_sum": row_sum, "axpy": axpy}
+
+
+def _smoke_row_sum(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    k = _smoke_kernels()["row_sum"]
+
+    def call(x: Any) -> Any:
+        out = torch.empty(x.shape[0], device=x.device)
+        k[(x.shape[0],)](x, out, x.shape[1])
+        return out
+
+    return call, (_randn((4, 100), torch.float32, device),)
+
+
+def _smoke_axpy(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    import triton
+
+    k = _smoke_kernels()["axpy"]
+
+    def call(x: Any, y: Any) -> Any:
+        out = torch.empty_like(x)
+        k[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, y, out, 2.0, x.numel())
+        return out
+
+    return call, (_randn((200,), torch.float32, device), _randn((200,), torch.float32, device))
+
+
+M = 2048
+OPS: tuple[Op, ...] = (
+    Op("mm", "flag_gems", _gems(_f("mm"), (M, 1024), (1024, M)), reduce_dim=1024),
+    Op("addmm", "flag_gems", _gems(_f("addmm"), (M,), (M, 1024), (1024, M)), reduce_dim=1024),
+    Op("bmm", "flag_gems", _gems(_f("bmm"), (16, 256, 512), (16, 512, 256)), reduce_dim=512),
+    Op("baddbmm", "flag_gems", _gems(_f("baddbmm"), (16, 256, 256), (16, 256, 512), (16, 512, 256)), reduce_dim=512),
+    Op("mv", "flag_gems", _gems(_f("mv"), (4096, 4096), (4096,)), reduce_dim=4096),
+    Op("addmv", "flag_gems", _gems(_f("addmv"), (4096,), (4096, 4096), (4096,)), reduce_dim=4096),
+    Op("softmax", "flag_gems", _gems(lambda x: _f("softmax")(x, dim=-1), (4096, 4096))),
+    Op("softmax_backward", "flag_gems", _gems(
+        lambda g, y: _f("_softmax_backward_data")(g, y, -1, y.dtype), (4096, 4096), (4096, 4096))),
+    Op("log_softmax", "flag_gems", _gems(lambda x: _f("log_softmax")(x, dim=-1), (4096, 4096))),
+    Op("layer_norm", "flag_gems", _gems(lambda x, w, b: _f("layer_norm")(x, (4096,), w, b), (4096, 4096), (4096,), (4096,))),
+    Op("rms_norm", "flag_gems", _gems(lambda x, w: _f("rms_norm")(x, (4096,), w), (4096, 4096), (4096,))),
+    Op("batch_norm", "flag_gems", _gems(
+        lambda x, w, b: _f("batch_norm")(x, None, None, w, b, training=True), (32, 64, 56, 56), (64,), (64,),
+        dtype="float32")),
+    Op("sum_dim", "flag_gems", _gems(lambda x: _f("sum")(x, dim=1), (4096, 4096), dtype="float32"), reduce_dim=4096),
+    Op("mean_dim", "flag_gems", _gems(lambda x: _f("mean")(x, dim=0), (4096, 4096), dtype="float32")),
+    Op("amax", "flag_gems", _gems(lambda x: _f("amax")(x, dim=1), (4096, 4096), dtype="float32")),
+    Op("max_dim", "flag_gems", _gems(lambda x: _f("max")(x, dim=1).values, (4096, 4096), dtype="float32")),
+    Op("argmin", "flag_gems", _gems(lambda x: _f("argmin")(x, dim=1), (4096, 4096), dtype="float32")),
+    Op("var_mean", "flag_gems", _gems(lambda x: _f("var_mean")(x, dim=1)[0], (4096, 4096), dtype="float32")),
+    Op("vector_norm", "flag_gems", _gems(lambda x: _f("vector_norm")(x, 2, dim=1), (4096, 4096), dtype="float32")),
+    Op("prod_dim", "flag_gems", _gems(lambda x: _f("prod")(x * 0 + 1, dim=1), (1024, 1024), dtype="float32")),
+    Op("count_nonzero", "flag_gems", _gems(lambda x: _f("count_nonzero")(x > 0, dim=1), (4096, 4096))),
+    Op("triu", "flag_gems", _gems(lambda x: _f("triu")(x, 1), (4096, 4096))),
+    Op("std", "flag_gems", _gems(lambda x: _f("std")(x, dim=1), (4096, 4096), dtype="float32")),
+    Op("liger_dyt", "liger_kernel", _liger_dyt),
+    Op("liger_dyt_bwd", "liger_kernel", _liger_dyt_bwd),
+    Op("liger_swiglu", "liger_kernel", _liger_swiglu),
+    Op("smoke_row_sum", "smoke", _smoke_row_sum, reduce_dim=100, smoke=True),
+    Op("smoke_axpy", "smoke", _smoke_axpy, smoke=True),
+)
+QUICK = ("mm", "addmm", "bmm", "softmax", "layer_norm", "sum_dim", "batch_norm", "liger_dyt", "liger_dyt_bwd")
+
+
+# ---------------------------------------------------------------- child: one engine, driven over stdin
+
+
+class _Child:
+    def __init__(self, engine: str, outdir: Path, device: str, quick: bool) -> None:
+        import torch
+
+        self.torch, self.engine, self.outdir, self.device, self.quick = torch, engine, outdir, device, quick
+        self.calls: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            self.torch.cuda.synchronize()
+
+    def cold(self, op: Op) -> dict[str, Any]:
+        fn, args = op.make(self.torch, self.device, self.quick)
+        self.sync()
+        t0 = time.perf_counter()
+        out = fn(*args)
+        self.sync()
+        cold = time.perf_counter() - t0
+        self.calls[op.name] = (fn, args)
+        path = self.outdir / f"{op.name}.pt"
+        self.torch.save(out.detach().cpu() if hasattr(out, "detach") else out, path)
+        return {"cold_s": cold, "output": str(path)}
+
+    def time_op(self, op: Op, reps: int) -> dict[str, Any]:
+        fn, args = self.calls[op.name]
+        times = []
+        for _ in range(reps):
+            if self.device == "cuda":
+                start, end = self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn(*args)
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) * 1e3)
+            else:
+                t0 = time.perf_counter()
+                fn(*args)
+                times.append((time.perf_counter() - t0) * 1e6)
+        return {"us": times}
+
+    def dispatch(self, op: Op, n: int) -> dict[str, Any]:
+        fn, args = self.calls[op.name]
+        self.sync()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(*args)
+        host = time.perf_counter() - t0  # host time to issue n cached calls
+        self.sync()
+        return {"us_per_call": host / n * 1e6}
+
+
+def _fake_cpu_timer() -> None:
+    """FAKE timer for --cpu-smoke only: Triton's autotuner cannot time configs on CPU (no active driver)."""
+    from triton.runtime import autotuner
+
+    def fake_do_bench(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> list[float]:
+        t0 = time.perf_counter()
+        kernel_call()
+        ms = (time.perf_counter() - t0) * 1e3  # interpreter wall time: a FAKE stand-in for GPU time
+        return [ms, ms, ms] if quantiles else [ms]
+
+    autotuner.Autotuner.do_bench = property(lambda self: fake_do_bench)  # type: ignore[method-assign,assignment]
+
+
+def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
+    outdir.mkdir(parents=True, exist_ok=True)
+    reply = sys.stdout
+    sys.stdout = sys.stderr  # library prints must not interleave with the protocol
+
+    def send(obj: dict[str, Any]) -> None:
+        reply.write(MARK + json.dumps(obj) + "\n")
+        reply.flush()
+
+    if engine == "tritune":
+        import tritune
+
+        patch = getattr(tritune, "patch_triton", None)
+        if patch is None:
+            send({"fatal": "this tritune has no tritune.patch_triton(): the process-wide switch (issue #15, "
+                           "the compat branch) is not merged into this tree; merge it, then run again"})
+            return 3
+        patch()
+    elif cpu_smoke:
+        _fake_cpu_timer()
+    libs: dict[str, str | None] = {}
+    for lib in ("flag_gems", "liger_kernel"):
+        if cpu_smoke and lib == "flag_gems":
+            libs[lib] = "skipped: FlagGems refuses to import without a GPU device"
+            continue
+        try:
+            mod = __import__(lib)
+            if lib == "flag_gems":
+                mod.enable()  # FlagGems' own switch: aten ops go to its Triton kernels
+            libs[lib] = None
+        except Exception as e:
+            libs[lib] = f"{type(e).__name__}: {e}"
+    import torch
+
+    child = _Child(engine, outdir, "cpu" if cpu_smoke else "cuda", quick)
+    by_name = {op.name: op for op in OPS}
+    send({"ready": True, "libs": libs, "torch": torch.__version__, "triton": _version("triton"),
+          "tritune": _version("tritune"), "engine": engine})
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "quit":
+            break
+        op = by_name[cmd["op"]]
+        try:
+            if libs.get(op.lib):
+                raise RuntimeError(f"{op.lib} did not import: {libs[op.lib]}")
+            if cmd["cmd"] == "cold":
+                res = child.cold(op)
+            elif cmd["cmd"] == "time":
+                res = child.time_op(op, cmd["reps"])
+            else:
+                res = child.dispatch(op, cmd["n"])
+            send({"ok": True, **res})
+        except Exception as e:
+            send({"ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-4000:]})
+    return 0
+
+
+def _version(mod: str) -> str | None:
+    try:
+        return str(__import__(mod).__version__)
+    except Exception:
+        return None
+
+
+# ---------------------------------------------------------------- parent: drives both engines
+
+
+class _Engine:
+    def __init__(self, name: str, args: argparse.Namespace, scratch: Path, log: Path) -> None:
+        env = dict(os.environ)
+        env["TRITON_CACHE_DIR"] = str(scratch / name / "triton-cache")  # each engine from an empty cache
+        env["TRITUNE_STORE"] = str(scratch / name / "tritune-store")
+        if args.cpu_smoke:
+            env["TRITON_INTERPRET"] = "1"
+        cmd = [sys.executable, __file__, "--child", name, "--out", str(args.out / "outputs" / name)]
+        cmd += ["--cpu-smoke"] * args.cpu_smoke + ["--quick"] * args.quick
+        self.name = name
+        self.log = log.open("w")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True, env=env)
+        self.hello = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(MARK):
+                return dict(json.loads(line[len(MARK):]))
+        return {"ok": False, "fatal": f"the {self.name} engine's process exited ({self.proc.wait()}); see {self.log.name}"}
+
+    def ask(self, **cmd: Any) -> dict[str, Any]:
+        if self.proc.poll() is not None:
+            return {"ok": False, "error": f"the {self.name} engine's process is gone; see {self.log.name}"}
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.ask(cmd="quit")
+            except (BrokenPipeError, OSError):
+                pass
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+
+
+def _tolerance(op: Op, dtype: Any) -> tuple[float, float]:
+    import torch
+
+    # FlagGems' per-dtype resolution (flag_gems.testing.RESOLUTION) as rtol
+    rtol = {torch.float16: 1e-3, torch.bfloat16: 0.016, torch.float32: 1.3e-6, torch.float64: 1e-7}.get(dtype, 0.0)
+    return rtol, 1e-4 * op.reduce_dim if dtype.is_floating_point else 0.0
+
+
+def _compare(op: Op, a_path: str, b_path: str) -> dict[str, Any]:
+    import torch
+
+    a, b = torch.load(a_path), torch.load(b_path)
+    rtol, atol = _tolerance(op, a.dtype)
+    try:
+        torch.testing.assert_close(b, a, rtol=rtol, atol=atol, equal_nan=True)
+        return {"equal": True, "rtol": rtol, "atol": atol}
+    except AssertionError as e:
+        return {"equal": False, "rtol": rtol, "atol": atol, "why": str(e)[:600]}
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def parent_main(args: argparse.Namespace) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    ops = [op for op in OPS if (op.smoke if args.cpu_smoke else (not args.quick or op.name in QUICK))]
+    if args.ops:
+        want = [w.strip() for w in args.ops.split(",") if w.strip()]
+        ops = [op for op in ops if any(w in op.name for w in want)]
+    rounds, reps, ncalls = (3, 3, 20) if args.cpu_smoke else ((5, 20, 200) if args.quick else (10, 30, 500))
+    started = time.time()
+    scratch = Path(tempfile.mkdtemp(prefix="real_libraries_"))
+    names: tuple[str, ...] = tuple(n for n in ENGINES if n in args.engines.split(","))
+    engines = {e: _Engine(e, args, scratch, args.out / f"{e}.log") for e in names}
+    try:
+        for e in engines.values():
+            if "fatal" in e.hello:
+                print(f"{e.name}: {e.hello['fatal']}", file=sys.stderr)
+                return 2
+        rows: dict[str, dict[str, Any]] = {op.name: {"lib": op.lib} for op in ops}
+        for op in ops:  # cold: one engine at a time, so neither's tuning competes with the other's
+            for e in engines.values():
+                if time.time() - started > 0.7 * args.budget_s:
+                    rows[op.name][e.name] = {"cold": {"ok": False, "error": f"not run: past 70% of --budget-s {args.budget_s}"}}
+                    continue
+                rows[op.name][e.name] = {"cold": e.ask(cmd="cold", op=op.name)}
+            colds = [rows[op.name][n]["cold"] for n in names]
+            if len(colds) == 2 and all(c.get("ok") for c in colds):
+                rows[op.name]["outputs"] = _compare(op, colds[0]["output"], colds[1]["output"])
+        live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") for n in names)]
+        for r in range(rounds):  # winners, interleaved: engines alternate, first mover alternates by round
+            if r >= 2 and time.time() - started > args.budget_s:
+                break  # at least two rounds, so each engine has led once
+            for op in live:
+                order = names if r % 2 == 0 else names[::-1]
+                for n in order:
+                    got = engines[n].ask(cmd="time", op=op.name, reps=reps)
+                    rows[op.name][n].setdefault("us", []).extend(got.get("us", []))
+                for n in order:
+                    got = engines[n].ask(cmd="dispatch", op=op.name, n=ncalls)
+                    if "us_per_call" in got:
+                        rows[op.name][n].setdefault("dispatch_us", []).append(got["us_per_call"])
+        hello = {n: e.hello for n, e in engines.items()}
+    finally:
+        for e in engines.values():
+            e.close()
+    table = _summarize(rows, names)
+    prov = _provenance(args, started, hello)
+    (args.out / "results.json").write_text(json.dumps({"provenance": prov, "ops": rows, "summary": table}, indent=1))
+    _print_table(table, prov)
+    return 0
+
+
+def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[str, Any]:
+    per_op = {}
+    cold_total = {n: 0.0 for n in ENGINES}
+    for name, row in rows.items():
+        s: dict[str, Any] = {"lib": row["lib"]}
+        for n in ENGINES:
+            c = row[n]["cold"] if n in names else {"error": "not run (--engines)"}
+            s[f"{n}_runs"] = bool(c.get("ok"))
+            s[f"{n}_error"] = c.get("error")
+            if c.get("ok"):
+                cold_total[n] += c["cold_s"]
+            s[f"{n}_cold_s"] = c.get("cold_s")
+            s[f"{n}_us"] = _median(row.get(n, {}).get("us", []))
+            s[f"{n}_dispatch_us"] = _median(row.get(n, {}).get("dispatch_us", []))
+        s["outputs_equal"] = row.get("outputs", {}).get("equal")
+        s["cold_ratio"] = _ratio(s["tritune_cold_s"], s["triton_cold_s"])
+        s["winner_ratio"] = _ratio(s["tritune_us"], s["triton_us"])
+        s["dispatch_ratio"] = _ratio(s["tritune_dispatch_us"], s["triton_dispatch_us"])
+        per_op[name] = s
+    return {"ops": per_op, "cold_total_s": cold_total,
+            "cold_total_ratio": _ratio(cold_total["tritune"], cold_total["triton"]),
+            "engines": list(names),
+            "ops_run": {n: sum(1 for s in per_op.values() if s[f"{n}_runs"]) for n in ENGINES},
+            "ops_equal": sum(1 for s in per_op.values() if s["outputs_equal"]), "ops_total": len(per_op)}
+
+
+def _fmt(x: Any, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
+    print(f"# real libraries, {prov['gpu']}, torch {prov['torch']}, triton {prov['triton']}, {prov['date']}")
+    head = ("op", "runs T/t", "equal", "cold T s", "cold t s", "ratio", "op T us", "op t us", "ratio",
+            "disp T us", "disp t us", "ratio")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for name, s in t["ops"].items():
+        cells = (name, f"{int(s['triton_runs'])}/{int(s['tritune_runs'])}", str(s["outputs_equal"]),
+                 _fmt(s["triton_cold_s"], ".2f"), _fmt(s["tritune_cold_s"], ".2f"), _fmt(s["cold_ratio"], ".2f"),
+                 _fmt(s["triton_us"], ".1f"), _fmt(s["tritune_us"], ".1f"), _fmt(s["winner_ratio"], ".3f"),
+                 _fmt(s["triton_dispatch_us"], ".1f"), _fmt(s["tritune_dispatch_us"], ".1f"),
+                 _fmt(s["dispatch_ratio"], ".3f"))
+        print("| " + " | ".join(cells) + " |")
+        for n in ENGINES:
+            if s[f"{n}_error"]:
+                print(f"|   {n} error: {s[f'{n}_error'][:300]} |")
+    ct = t["cold_total_s"]  # an engine not run counts 0
+    print(f"cold total: triton {ct['triton']:.2f} s, tritune {ct['tritune']:.2f} s, "
+          f"ratio {_fmt(t['cold_total_ratio'], '.3f')} (T = triton, t = tritune)")
+    print(f"ops run: triton {t['ops_run']['triton']}/{t['ops_total']}, tritune {t['ops_run']['tritune']}/"
+          f"{t['ops_total']}; outputs equal {t['ops_equal']}/{t['ops_total']}")
+
+
+def _provenance(args: argparse.Namespace, started: float, hello: dict[str, Any]) -> dict[str, Any]:
+    gpu, driver = "cpu (interpreter smoke)", None
+    if not args.cpu_smoke:
+        try:
+            q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+            gpu, driver = ([*q[0].split(", "), None])[:2] if q else ("unknown", None)
+        except (OSError, subprocess.SubprocessError):
+            gpu = "unknown"
+    h = hello.get("triton") or hello.get("tritune") or {}
+    return {"gpu": gpu, "driver": driver, "torch": h.get("torch"), "triton": h.get("triton"),
+            "tritune": hello.get("tritune", {}).get("tritune"), "libs": {n: v.get("libs") for n, v in hello.items()},
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "wall_s": round(time.time() - started, 1), "python": platform.python_version(),
+            "command": " ".join([sys.executable, *sys.argv])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="directory for results.json, outputs and logs")
+    p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, fewer rounds")
+    p.add_argument("--ops", default="", help="comma-separated substrings of op names to run")
+    p.add_argument("--cpu-smoke", action="store_true", help="two tiny autotuned kernels under the interpreter, no GPU")
+    p.add_argument("--budget-s", type=float, default=330.0,
+                   help="stop starting cold runs at 70%% of this, and timing rounds (after two) at 100%%")
+    p.add_argument("--engines", default=",".join(ENGINES), help="triton,tritune (default), or one of them to debug")
+    p.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        return child_main(args.child, args.out, args.cpu_smoke, args.quick)
+    return parent_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
