@@ -191,5 +191,7 @@ def test_show_piped_never_wraps_a_cell(
     monkeypatch.setenv("COLUMNS", "40")  # a narrow terminal width must not apply to piped output
     assert main(["cache", "show", "gelu", "--candidates", "--store", str(store_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any(A.id in ln and "NVIDIA H200 (cuda:90)" in ln and "n=4096 (pow2: 2049..4096)" in ln for ln in lines)
+    assert any(
+        A.id in ln and "NVIDIA H200 (cuda:90)" in ln and "n=4096 (pow2: 2049..4096)" in ln for ln in lines
+    )
     assert any("BLOCK not a power of 2" in ln and B.id in ln for ln in lines)

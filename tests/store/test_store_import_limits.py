@@ -31,7 +31,9 @@ def _cand(d: dict[str, Any]) -> dict[str, Any]:
     return d["entries"][1]["candidates"][0]  # type: ignore[no-any-return]
 
 
-def _set(path: Callable[[dict[str, Any]], dict[str, Any]], field: str, value: Any) -> Callable[[dict[str, Any]], str]:
+def _set(
+    path: Callable[[dict[str, Any]], dict[str, Any]], field: str, value: Any
+) -> Callable[[dict[str, Any]], str]:
     def make(d: dict[str, Any]) -> str:
         path(d)[field] = value
         return json.dumps(d)

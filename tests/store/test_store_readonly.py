@@ -44,7 +44,9 @@ def ro_dir(tmp_path: Path) -> Iterator[Path]:
     d.chmod(0o755)
 
 
-def test_reading_commands_work_in_a_read_only_directory(ro_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reading_commands_work_in_a_read_only_directory(
+    ro_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = _files(ro_dir)
     path = ro_dir / "store.sqlite"
     for action in READS:
@@ -54,7 +56,9 @@ def test_reading_commands_work_in_a_read_only_directory(ro_dir: Path, capsys: py
     assert _files(ro_dir) == before  # nothing written, no sidecar created
 
 
-def test_reading_commands_work_on_a_read_only_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reading_commands_work_on_a_read_only_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _good_store(tmp_path / "store.sqlite")
     path.chmod(0o444)
     before = _files(tmp_path)
@@ -64,7 +68,9 @@ def test_reading_commands_work_on_a_read_only_file(tmp_path: Path, capsys: pytes
     assert _files(tmp_path) == before
 
 
-def test_read_only_store_serves_lookups_and_keeps_new_results_in_memory_with_one_warning(ro_dir: Path) -> None:
+def test_read_only_store_serves_lookups_and_keeps_new_results_in_memory_with_one_warning(
+    ro_dir: Path,
+) -> None:
     path = ro_dir / "store.sqlite"
     before = _files(ro_dir)
     with warnings.catch_warnings(record=True) as caught:
@@ -155,3 +161,40 @@ def test_writing_to_a_newer_store_refuses_before_changing_its_journal_mode(tmp_p
     with pytest.raises(StoreError, match="newer than this tritune"):
         SQLiteStore(path)
     assert path.read_bytes() == before and not path.with_name(path.name + "-wal").exists()
+
+
+def test_decorator_over_a_read_only_store_tunes_in_memory_with_one_warning(tmp_path: Path) -> None:
+    """The kernel call must not raise: a miss tunes, keeps the result in memory and warns once.
+
+    The timings are SYNTHETIC (a replay landscape through ``Tuner(timer=...)``, no GPU); the kernel
+    really runs in Triton's interpreter.
+    """
+    import torch
+    import triton
+
+    import tritune
+    from kernels import scale_kernel
+    from tritune.bench import ReplayTimer
+    from tritune.landscape import Landscape, LandscapePoint
+
+    configs = [Config({"BLOCK": 64}), Config({"BLOCK": 128})]
+    d = tmp_path / "image"
+    d.mkdir()
+    d.chmod(0o555)
+    try:
+        pts = [LandscapePoint(c, Status.MEASURED, t) for c, t in zip(configs, (0.02, 0.01))]  # SYNTHETIC
+        timer = ReplayTimer(Landscape.from_points("scale_kernel", "synthetic", {"n": 100}, pts), seed=0)
+        k = tritune.autotune(configs=configs, key=["n"], store=str(d / "store.sqlite"), timer=timer)(
+            scale_kernel
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for n in (100, 300):
+                x = torch.arange(n, dtype=torch.float32)
+                out = torch.empty_like(x)
+                k[lambda m, n=n: (triton.cdiv(n, m["BLOCK"]),)](x, out, n)
+                assert torch.equal(out, x * 2)
+        assert len([w for w in caught if issubclass(w.category, ReadOnlyStoreWarning)]) == 1
+        assert list(d.iterdir()) == []
+    finally:
+        d.chmod(0o755)

@@ -167,14 +167,18 @@ def _clear(store: Any, path: Path, args: argparse.Namespace) -> int:
     n = len(store.entries(args.kernel))
     if args.kernel and n == 0:
         known = ", ".join(k.kernel for k in store.kernels()) or "none"
-        return fail_usage(f"nothing to clear: no entries for kernel {args.kernel!r} in {path}; kernels there: {known}")
+        return fail_usage(
+            f"nothing to clear: no entries for kernel {args.kernel!r} in {path}; kernels there: {known}"
+        )
     if n == 0:
         _console().print(f"nothing to clear: no entries in {path}")
         return EXIT_OK
     if not args.yes:
         question = f"remove {n} entries ({what}) from {path}?"
         if not sys.stdin.isatty():
-            return fail_usage(f"{question} stdin is not a terminal, so nothing was removed: pass --yes to confirm")
+            return fail_usage(
+                f"{question} stdin is not a terminal, so nothing was removed: pass --yes to confirm"
+            )
         print(f"{question} [y/N] ", end="", flush=True)
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
             print("nothing removed")

@@ -198,7 +198,9 @@ class _Checker:
             self.bad((*path, "time_ms"), f"expected a number or null, got {_kind(t)}")
             ok = False
         elif status is Status.MEASURED and (t is None or not 0 <= t <= MAX_TIME_MS):
-            self.bad((*path, "time_ms"), f"a measured candidate needs 0 <= time_ms <= {MAX_TIME_MS:g}, got {t!r}")
+            self.bad(
+                (*path, "time_ms"), f"a measured candidate needs 0 <= time_ms <= {MAX_TIME_MS:g}, got {t!r}"
+            )
             ok = False
         elif status is not None and status is not Status.MEASURED and t is not None:
             self.bad((*path, "time_ms"), f"only measured candidates carry a time; status is {status.value}")

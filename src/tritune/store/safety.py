@@ -13,9 +13,9 @@ naming the path and the fix:
 * a symlink at the store path that another user owns, or that sits in a world-writable directory
   (anyone there could have planted it before you). Your own symlink in your own directory is
   followed: pointing ``~/.cache/tritune/store.sqlite`` at a bigger disk is legitimate;
-* any symlinked sidecar (SQLite creates sidecars itself, so a symlink there was planted), and a
-  ``-wal`` or ``-journal`` next to a store file that is missing or empty (SQLite would replay it
-  into the new store).
+* any symlinked sidecar (SQLite creates sidecars itself, so a symlink there was planted). A sidecar
+  you own is trusted like the store: in a directory others cannot write, only you could have put it
+  there, and processes creating the store at once legitimately leave a ``-wal`` beside an empty file.
 
 New stores are created like other per-user caches: missing directories 0700, the file 0600
 (SQLite gives its sidecars the file's mode).
@@ -96,7 +96,6 @@ def safe_store_path(path: Path) -> Path:
             raise _unsafe(path, "it is not a regular file")
         if not _trusted(st.st_uid):
             raise _unsafe(path, f"the file is owned by {_owner(st.st_uid)}")
-    empty = st is None or st.st_size == 0
     for suffix in SIDECARS:
         side = real.with_name(real.name + suffix)
         sst = _lstat(side)
@@ -108,11 +107,6 @@ def safe_store_path(path: Path) -> Path:
             raise _unsafe(path, f"its sidecar {side} is not a regular file")
         if not _trusted(sst.st_uid):
             raise _unsafe(path, f"its sidecar {side} is owned by {_owner(sst.st_uid)}")
-        if empty and suffix != "-shm" and sst.st_size > 0:
-            raise _unsafe(
-                path, f"{side} exists but the store file is {'empty' if st else 'missing'} (a planted or "
-                "leftover sidecar SQLite would replay); remove it if it is yours"
-            )
     return real
 
 

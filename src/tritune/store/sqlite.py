@@ -80,7 +80,12 @@ class SQLiteStore(Store):
     """The Store contract on one SQLite file. ``create=False`` refuses to create a missing file."""
 
     def __init__(
-        self, path: str | Path | None = None, *, create: bool = True, timeout: float = 60.0, read_only: bool = False
+        self,
+        path: str | Path | None = None,
+        *,
+        create: bool = True,
+        timeout: float = 60.0,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self.timeout = timeout
@@ -126,7 +131,9 @@ class SQLiteStore(Store):
         head = self._header()
         if self.read_only:
             return self._open_read_only(head)
-        conn = sqlite3.connect(self._real, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self._real, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
         try:
             # Refuse before anything is written: not even the journal mode of a foreign or newer file.
             if self._state(conn) == "foreign":
@@ -160,13 +167,17 @@ class SQLiteStore(Store):
             uri += "&immutable=1"
         elif head[18] == 2:  # WAL mode
             uri = "file:" + quote(str(self._real)) + "?mode=rw"
-        conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
         try:
             state = self._state(conn)
             if state != "ours":
-                raise StoreError(
-                    f"{self.path} holds no tritune tables yet: nothing has been tuned into it"
-                ) if state == "fresh" else self._corrupt("a SQLite database of another application")
+                raise (
+                    StoreError(f"{self.path} holds no tritune tables yet: nothing has been tuned into it")
+                    if state == "fresh"
+                    else self._corrupt("a SQLite database of another application")
+                )
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             self._refuse_newer(version)
             if version != SCHEMA_VERSION:
