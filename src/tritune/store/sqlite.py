@@ -110,7 +110,19 @@ class SQLiteStore(Store):
                 if not create:
                     raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
                 create_store_file(self._real)
-        self._conn = self._open()
+        self._conn = self._checked(self._open)
+
+    def _checked(self, opener: Callable[[], sqlite3.Connection]) -> sqlite3.Connection:
+        """Open, then check the path again: a file or sidecar planted between the first check and
+        SQLite's open (in a shared sticky directory) is refused before any lookup is served."""
+        conn = opener()
+        try:
+            if safe_store_path(self._real) != self._real:
+                raise StoreError(f"the store path {self.path} changed while it was being opened; try again")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     # -- opening -------------------------------------------------------------------------------
     def _corrupt(self, why: str) -> StoreCorruptError:
@@ -270,7 +282,7 @@ class SQLiteStore(Store):
             raise StoreError(f"the store {self.path} is closed")
         if os.getpid() != self._pid:  # a forked child must not share its parent's connection
             self._pid = os.getpid()
-            self._conn = self._open()
+            self._conn = self._checked(self._open)
         return self._conn
 
     def _run(self, fn: Callable[[sqlite3.Connection], Any], *, write: bool) -> Any:
