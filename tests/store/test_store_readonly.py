@@ -198,3 +198,19 @@ def test_decorator_over_a_read_only_store_tunes_in_memory_with_one_warning(tmp_p
         assert list(d.iterdir()) == []
     finally:
         d.chmod(0o755)
+
+
+def test_read_only_stores_refuse_writes_and_clear(tmp_path: Path, ro_dir: Path) -> None:
+    from tritune.errors import StoreError
+
+    path = _good_store(tmp_path / "rw" / "store.sqlite")  # writable, but opened read-only
+    before = path.read_bytes()
+    with SQLiteStore(path, read_only=True) as s:
+        with pytest.raises(StoreError, match="read-only"):
+            s.record(make_test_key("x"), [CandidateRecord(A, Status.MEASURED, 1.0)])
+        with pytest.raises(StoreError, match="read-only"):
+            s.clear()
+        assert s.lookup_winner(make_test_key("gelu")) is not None
+    assert path.read_bytes() == before
+    with open_store(ro_dir / "store.sqlite") as st, pytest.raises(StoreError, match="cannot clear"):
+        st.clear()
