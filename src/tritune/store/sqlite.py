@@ -174,11 +174,11 @@ class SQLiteStore(Store):
             raise StoreError(f"{self.path} is empty: nothing has been tuned into it yet")
         wal = self._real.with_name(self._real.name + "-wal")
         has_wal = wal.exists() and wal.stat().st_size > 0
-        uri = "file:" + quote(str(self._real)) + "?mode=ro"
-        if read_only_reason(self._real) is not None and not has_wal:
-            uri += "&immutable=1"
-        elif head[18] == 2:  # WAL mode
-            uri = "file:" + quote(str(self._real)) + "?mode=rw"
+        if read_only_reason(self._real) is not None:
+            mode = "ro" if has_wal else "ro&immutable=1"
+        else:
+            mode = "rw" if head[18] == 2 else "ro"  # header byte 18 is 2 in WAL mode
+        uri = f"file:{quote(str(self._real))}?mode={mode}"
         conn = sqlite3.connect(
             uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
