@@ -37,7 +37,8 @@ from tritune.store.overlay import OverlayStore, ReadOnlyStoreWarning
 from tritune.store.pretuned import PretunedStore
 from tritune.store.records import CandidateRecord, Entry, KernelSummary, WinnerRecord, Write
 from tritune.store.safety import read_only_reason, safe_store_path
-from tritune.store.sqlite import SQLiteStore, check_path, default_store_path
+from tritune.store.sqlite import SQLiteStore, default_store_path
+from tritune.store.sqlite_check import check_path
 
 
 def open_store(path: str | Path | None = None, *, create: bool = True, read_only: bool = False) -> Store:

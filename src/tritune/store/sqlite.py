@@ -441,22 +441,3 @@ class SQLiteStore(Store):
             if self._conn is not None and not self._closed:
                 self._conn.close()
             self._closed = True
-
-
-def check_path(path: str | Path | None = None) -> list[str]:
-    """Problems of the store at ``path`` (default path when None), without creating or changing it.
-
-    A missing file is not a problem (nothing was tuned yet); an unsafe, corrupt or foreign one, or
-    one that is not a store yet, is reported.
-    """
-    p = Path(path).expanduser() if path is not None else default_store_path()
-    if not p.exists() and not p.is_symlink():
-        return []
-    try:
-        store = SQLiteStore(p, create=False, read_only=True)
-    except StoreError as e:
-        return [str(e)]
-    try:
-        return store.check()
-    finally:
-        store.close()
