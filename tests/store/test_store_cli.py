@@ -76,9 +76,9 @@ def test_export_import_clear(store_path: Path, tmp_path: Path, capsys: pytest.Ca
     with SQLiteStore(other) as s:
         assert [k.kernel for k in s.kernels()] == ["gelu"]
         assert s.lookup_winner(make_test_key("gelu", 4096)).config == A  # type: ignore[union-attr]
-    assert main(["cache", "clear", "--kernel", "gelu", "--store", str(store_path)]) == 0
+    assert main(["cache", "clear", "--kernel", "gelu", "--yes", "--store", str(store_path)]) == 0
     assert "removed 2 entries (kernel 'gelu')" in capsys.readouterr().out
-    assert main(["cache", "clear", "--store", str(store_path)]) == 0
+    assert main(["cache", "clear", "-y", "--store", str(store_path)]) == 0
     assert "removed 1 entries (all kernels)" in capsys.readouterr().out
 
 
@@ -136,3 +136,62 @@ def test_missing_action_is_usage_error(capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(SystemExit) as info:
         main(["cache"])
     assert info.value.code == 2
+
+
+class _Stdin:
+    """A FAKE stdin: a terminal (or not) that answers ``answer``."""
+
+    def __init__(self, answer: str, tty: bool) -> None:
+        self.answer, self.tty = answer, tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def readline(self) -> str:
+        return self.answer + "\n"
+
+
+def _kernels(path: Path) -> list[str]:
+    with SQLiteStore(path) as s:
+        return [k.kernel for k in s.kernels()]
+
+
+def test_clear_without_yes_refuses_when_stdin_is_not_a_terminal(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", _Stdin("y", tty=False))
+    assert main(["cache", "clear", "--store", str(store_path)]) == 2
+    err = capsys.readouterr().err
+    assert "remove 3 entries (all kernels)" in err and "--yes" in err and "nothing was removed" in err
+    assert _kernels(store_path) == ["gelu", "mm"]
+
+
+def test_clear_asks_on_a_terminal(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", _Stdin("n", tty=True))
+    assert main(["cache", "clear", "--store", str(store_path)]) == 1
+    assert "[y/N]" in capsys.readouterr().out and _kernels(store_path) == ["gelu", "mm"]
+    monkeypatch.setattr("sys.stdin", _Stdin("y", tty=True))
+    assert main(["cache", "clear", "--kernel", "mm", "--store", str(store_path)]) == 0
+    assert "removed 1 entries (kernel 'mm')" in capsys.readouterr().out and _kernels(store_path) == ["gelu"]
+
+
+def test_clear_of_an_unknown_kernel_fails_saying_nothing_matched(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cache", "clear", "--kernel", "nope", "--yes", "--store", str(store_path)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to clear: no entries for kernel 'nope'" in err and "kernels there: gelu, mm" in err
+
+
+def test_show_piped_never_wraps_a_cell(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "40")  # a narrow terminal width must not apply to piped output
+    assert main(["cache", "show", "gelu", "--candidates", "--store", str(store_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(
+        A.id in ln and "NVIDIA H200 (cuda:90)" in ln and "n=4096 (pow2: 2049..4096)" in ln for ln in lines
+    )
+    assert any("BLOCK not a power of 2" in ln and B.id in ln for ln in lines)

@@ -1,8 +1,10 @@
 """``tritune cache ls | show KERNEL | export FILE | import FILE | clear [--kernel NAME] | check``.
 
 Every sub-command takes ``--store PATH`` (default ``$TRITUNE_STORE`` or the user cache dir). Reading
-commands never create a store: a missing one reads as empty. Exit codes: 0 ok, 1 ``check`` found
-problems, 2 usage errors, a corrupt store, or an import file that does not match the schema.
+commands (ls, show, export, check) open the store read-only and never create or change a file: a
+missing one reads as empty. ``clear`` asks first (``--yes`` skips the question; without a terminal
+it refuses). Piped output is not wrapped. Exit codes: 0 ok, 1 ``check`` found problems, 2 usage
+errors, an unsafe or corrupt store, or an import file that does not match the schema.
 """
 
 from __future__ import annotations
@@ -41,13 +43,18 @@ def add_parser(sub: Any) -> None:
     imp.add_argument("file", metavar="FILE")
     clr = cmds.add_parser("clear", parents=[common], help="remove every entry, or one kernel's")
     clr.add_argument("--kernel", metavar="NAME", default=None, help="only this kernel's entries")
+    clr.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     cmds.add_parser("check", parents=[common], help="integrity and consistency check (exit 1 on problems)")
 
 
 def _console() -> Any:
+    """A rich console; when output is not a terminal, wide enough that no cell wraps mid-word."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    con = Console(highlight=False)
+    if not con.is_terminal:
+        con = Console(highlight=False, width=100_000)
+    return con
 
 
 def _path(args: argparse.Namespace) -> Path:
@@ -57,12 +64,12 @@ def _path(args: argparse.Namespace) -> Path:
 
 
 def _open(path: Path, *, write: bool) -> Any:
-    """The store at ``path``; for reading, an empty in-memory store when there is no file yet."""
-    from tritune.store import MemoryStore, SQLiteStore
+    """The store at ``path``; for reading, opened read-only (an empty one when there is no file yet)."""
+    from tritune.store import SQLiteStore, open_store
 
-    if not write and not path.exists():
-        return MemoryStore()
-    return SQLiteStore(path, create=write)
+    if write:
+        return SQLiteStore(path, create=True)
+    return open_store(path, read_only=True)
 
 
 def _ms(t: float | None) -> str:
@@ -75,13 +82,17 @@ def run(args: argparse.Namespace) -> int:
     if action == "check":
         return _check(path)
     try:
-        store = _open(path, write=action in ("import", "clear"))
+        store = _open(path, write=action == "import")
     except StoreError as e:
         return fail_usage(str(e))
+    except OSError as e:
+        return fail_usage(f"cannot open the store {path}: {e.strerror or e}")
     try:
         return int(_ACTIONS[action](store, path, args))
     except StoreError as e:  # includes StoreSchemaError for a bad import file
         return fail_usage(str(e))
+    except OSError as e:
+        return fail_usage(f"{getattr(e, 'filename', None) or path}: {e.strerror or e}")
     finally:
         store.close()
 
@@ -151,8 +162,30 @@ def _import(store: Any, path: Path, args: argparse.Namespace) -> int:
 
 
 def _clear(store: Any, path: Path, args: argparse.Namespace) -> int:
-    n = store.clear(args.kernel)
+    """Count what would go (from the read-only view), confirm, then reopen for writing and remove it."""
     what = f"kernel {args.kernel!r}" if args.kernel else "all kernels"
+    n = len(store.entries(args.kernel))
+    if args.kernel and n == 0:
+        known = ", ".join(k.kernel for k in store.kernels()) or "none"
+        return fail_usage(
+            f"nothing to clear: no entries for kernel {args.kernel!r} in {path}; kernels there: {known}"
+        )
+    if n == 0:
+        _console().print(f"nothing to clear: no entries in {path}")
+        return EXIT_OK
+    if not args.yes:
+        question = f"remove {n} entries ({what}) from {path}?"
+        if not sys.stdin.isatty():
+            return fail_usage(
+                f"{question} stdin is not a terminal, so nothing was removed: pass --yes to confirm"
+            )
+        print(f"{question} [y/N] ", end="", flush=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            print("nothing removed")
+            return EXIT_FAILED
+    store.close()
+    with _open(path, write=True) as writer:
+        n = writer.clear(args.kernel)
     _console().print(f"removed {n} entries ({what}) from {path}")
     return EXIT_OK
 
@@ -161,7 +194,7 @@ def _check(path: Path) -> int:
     from tritune.store import check_path
 
     con = _console()
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         con.print(f"ok: no store at {path} yet")
         return EXIT_OK
     problems = check_path(path)

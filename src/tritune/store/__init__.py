@@ -2,12 +2,24 @@
 
 Open the default store with :func:`open_store` (``$TRITUNE_STORE`` or the user cache dir).
 See :mod:`tritune.store.base` for what every store guarantees.
+
+Shared and read-only disks. A store decides which config your kernels run, so it is refused
+(StoreError naming the path and the fix) when it, its directory or its ``-wal``/``-shm``/``-journal``
+sidecars belong to another user (root excepted), when it is reached through another user's symlink
+or a symlink in a world-writable directory, or when a sidecar is a symlink or was planted next to a
+missing or empty store; new stores are created 0600 in 0700 directories (:mod:`tritune.store.safety`).
+A store that cannot be written (read-only filesystem, or the write bit cleared on the file or its
+directory: mode bits, because root ignores them for access) is opened read-only with SQLite's
+``immutable=1``/``mode=ro``: it serves lookups, and new results stay in memory with one
+:class:`ReadOnlyStoreWarning` (:class:`OverlayStore`). Reading commands open stores read-only and
+never create, convert or change a file.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from tritune.errors import StoreError
 from tritune.store.base import Store
 from tritune.store.exchange import FORMAT, load_export, parse_export
 from tritune.store.keys import (
@@ -21,14 +33,43 @@ from tritune.store.keys import (
     make_key,
 )
 from tritune.store.memory import MemoryStore
+from tritune.store.overlay import OverlayStore, ReadOnlyStoreWarning
 from tritune.store.pretuned import PretunedStore
 from tritune.store.records import CandidateRecord, Entry, KernelSummary, WinnerRecord, Write
-from tritune.store.sqlite import SQLiteStore, check_path, default_store_path
+from tritune.store.safety import read_only_reason, safe_store_path
+from tritune.store.sqlite import SQLiteStore, default_store_path
+from tritune.store.sqlite_check import check_path
 
 
-def open_store(path: str | Path | None = None, *, create: bool = True) -> SQLiteStore:
-    """The SQLite store at ``path``, else ``$TRITUNE_STORE``, else the user cache dir's."""
-    return SQLiteStore(path, create=create)
+def open_store(path: str | Path | None = None, *, create: bool = True, read_only: bool = False) -> Store:
+    """The store at ``path``, else ``$TRITUNE_STORE``, else the user cache dir's.
+
+    Normally a :class:`SQLiteStore`. Where the store cannot be written (a read-only filesystem or
+    directory, a file without write permission) it is opened read-only inside an
+    :class:`OverlayStore`: lookups are served from it, and new results stay in memory with one
+    warning. ``read_only=True`` is for reading commands: it never creates or changes a file, and a
+    missing store reads as an empty one. Unsafe stores (see :mod:`tritune.store.safety`) raise
+    StoreError in every mode.
+    """
+    p = Path(path).expanduser() if path is not None else default_store_path()
+    real = safe_store_path(p)
+    if read_only:
+        if not real.exists():
+            empty = MemoryStore()
+            empty.path = p
+            return empty
+        return SQLiteStore(p, create=False, read_only=True)
+    why = read_only_reason(real)
+    if why is None:
+        return SQLiteStore(p, create=create)
+    if real.exists() and real.stat().st_size > 0:
+        base: Store = SQLiteStore(p, create=False, read_only=True)
+    elif create:
+        base = MemoryStore()
+        base.path = p
+    else:
+        raise StoreError(f"no store at {p}: nothing has been tuned into it yet")
+    return OverlayStore(base, why)
 
 
 __all__ = [
@@ -38,7 +79,9 @@ __all__ = [
     "Entry",
     "KernelSummary",
     "MemoryStore",
+    "OverlayStore",
     "PretunedStore",
+    "ReadOnlyStoreWarning",
     "SQLiteStore",
     "Store",
     "TuningKey",

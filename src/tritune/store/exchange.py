@@ -40,6 +40,18 @@ from tritune.store.records import CandidateRecord, Write
 FORMAT = "tritune.store/1"
 MAX_REPORTED = 20
 
+# Plausible ranges, checked on import: a value outside them is a damaged or hostile file.
+#: Longest string anywhere in the file (a compiler error in a ``reason`` fits easily).
+MAX_STRING = 65_536
+#: Integers must fit in 64 bits, as SQLite and Triton hold them.
+INT_RANGE = (-(2**63), 2**63 - 1)
+#: No kernel launch is timed at more than an hour.
+MAX_TIME_MS = 3_600_000.0
+#: ``recorded_at`` is a unix time between 1970 and 2100.
+TIME_RANGE = (0.0, 4_102_444_800.0)
+_WARPS = {1, 2, 4, 8, 16, 32, 64}
+_LAUNCH_RANGES = {"num_stages": (0, 32), "num_ctas": (1, 16), "maxnreg": (1, 1024)}
+
 _KEY_STR_FIELDS = ("kernel", "source_hash", "triton_version", "device", "capability", "env_hash")
 _KEY_FIELDS = {*_KEY_STR_FIELDS, "key", "buckets", "dtypes"}
 _CAND_FIELDS = {"config", "status", "time_ms", "reason", "measurement", "provenance", "recorded_at"}
@@ -116,10 +128,29 @@ class _Checker:
 
     def config(self, v: Any, path: JPath) -> Config | None:
         try:
-            return Config.from_json(v)
+            cfg = Config.from_json(v)
         except ConfigError as e:
             self.bad(path, str(e))
             return None
+        ok = True
+        if cfg.num_warps not in _WARPS:
+            self.bad((*path, "num_warps"), f"{cfg.num_warps} is not a power of two from 1 to 64")
+            ok = False
+        for name, (lo, hi) in _LAUNCH_RANGES.items():
+            val = getattr(cfg, name)
+            if val is not None and not lo <= val <= hi:
+                self.bad((*path, name), f"{val} is outside {lo}..{hi}")
+                ok = False
+        return cfg if ok else None
+
+    def timestamp(self, v: dict[str, Any], path: JPath) -> bool:
+        t = v.get("recorded_at")
+        if not self.typed(v, "recorded_at", path, lambda x: x is None or _number(x), "a number or null"):
+            return False
+        if t is not None and not TIME_RANGE[0] <= t <= TIME_RANGE[1]:
+            self.bad((*path, "recorded_at"), f"{t!r} is not a unix time between 1970 and 2100")
+            return False
+        return True
 
     def key(self, v: Any, path: JPath) -> TuningKey | None:
         if not self.obj(v, path, _KEY_FIELDS, _KEY_STR_FIELDS):
@@ -166,8 +197,10 @@ class _Checker:
         if t is not None and not _number(t):
             self.bad((*path, "time_ms"), f"expected a number or null, got {_kind(t)}")
             ok = False
-        elif status is Status.MEASURED and (t is None or t < 0):
-            self.bad((*path, "time_ms"), f"a measured candidate needs time_ms >= 0, got {t!r}")
+        elif status is Status.MEASURED and (t is None or not 0 <= t <= MAX_TIME_MS):
+            self.bad(
+                (*path, "time_ms"), f"a measured candidate needs 0 <= time_ms <= {MAX_TIME_MS:g}, got {t!r}"
+            )
             ok = False
         elif status is not None and status is not Status.MEASURED and t is not None:
             self.bad((*path, "time_ms"), f"only measured candidates carry a time; status is {status.value}")
@@ -177,7 +210,7 @@ class _Checker:
             v, "measurement", path, lambda x: x is None or isinstance(x, dict), "an object or null"
         )
         ok &= self.typed(v, "provenance", path, lambda x: isinstance(x, dict), "an object")
-        ok &= self.typed(v, "recorded_at", path, lambda x: x is None or _number(x), "a number or null")
+        ok &= self.timestamp(v, path)
         if not ok or cfg is None or status is None:
             return None
         try:
@@ -233,7 +266,7 @@ class _Checker:
                     if t not in cands:
                         self.bad((*path, "ties", i), f"tie {t.id} is not among this entry's candidates")
         ok = self.typed(v, "provenance", path, lambda x: isinstance(x, dict), "an object")
-        ok &= self.typed(v, "recorded_at", path, lambda x: x is None or _number(x), "a number or null")
+        ok &= self.timestamp(v, path)
         ok &= self.typed(v, "time_ms", path, lambda x: x is None or _number(x), "a number or null")
         if cfg is None or not ok:
             return none
@@ -249,7 +282,29 @@ class _Checker:
 
 
 def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int):
+        return INT_RANGE[0] <= x <= INT_RANGE[1]
+    return isinstance(x, float) and math.isfinite(x)
+
+
+def _implausible(v: Any, path: JPath, bad: Callable[[JPath, str], None]) -> None:
+    """Report every string too long and number out of range anywhere in ``v``."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if len(k) > MAX_STRING:
+                bad(path, f"a field name of {len(k)} characters (at most {MAX_STRING})")
+            _implausible(x, (*path, k), bad)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            _implausible(x, (*path, i), bad)
+    elif isinstance(v, str):
+        if len(v) > MAX_STRING:
+            bad(path, f"a string of {len(v)} characters (at most {MAX_STRING})")
+    elif isinstance(v, (int, float)) and not isinstance(v, bool) and not _number(v):
+        shown = f"an integer of {len(str(abs(v)))} digits" if isinstance(v, int) else "a number"
+        bad(path, f"{shown} out of range (integers must fit in 64 bits, floats must be finite)")
 
 
 def _kind(v: Any) -> str:
@@ -268,7 +323,8 @@ def parse_export(text: str, source: str = "<export>") -> list[Write]:
     chk = _Checker(doc)
     top = doc.value
     writes: list[Write] = []
-    if chk.obj(top, (), None, ("format", "entries")):
+    _implausible(top, (), chk.bad)  # when it finds anything, the checks below would only add noise
+    if not chk.problems and chk.obj(top, (), None, ("format", "entries")):
         if top["format"] != FORMAT:
             chk.bad(("format",), f"{top['format']!r} is not a format this tritune reads; expected {FORMAT!r}")
         elif not isinstance(top["entries"], list):

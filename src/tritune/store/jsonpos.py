@@ -15,6 +15,9 @@ scanstring: Any = json.decoder.scanstring  # type: ignore[attr-defined]
 
 Path = tuple["str | int", ...]
 
+#: The deepest nesting read; a store export needs about six levels.
+MAX_DEPTH = 64
+
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
 
@@ -38,6 +41,8 @@ class Located:
             json.loads(text, parse_constant=_no_constant)
         except json.JSONDecodeError as e:
             raise JSONSyntaxError(e.msg, e.lineno, e.colno) from None
+        except RecursionError:
+            raise JSONSyntaxError(f"nested deeper than {MAX_DEPTH} levels", 1, 1) from None
         except ValueError as e:  # parse_constant; find where it is for the message
             m = re.search(r"-?(NaN|Infinity)", text)
             off = m.start() if m else 0
@@ -64,6 +69,10 @@ class Located:
         self.offsets[path] = i
         text = self.text
         c = text[i]
+        if len(path) >= MAX_DEPTH and c in "[{":
+            raise JSONSyntaxError(
+                f"nested deeper than {MAX_DEPTH} levels", self._line_of(text, i), i - text.rfind("\n", 0, i)
+            )
         if c == "{":
             obj: dict[str, Any] = {}
             i = self._skip(i + 1)

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from tritune.config import Config
 from tritune.errors import StoreCorruptError, StoreError
@@ -33,6 +34,7 @@ from tritune.outcome import Status
 from tritune.store.base import Snapshot, Store, apply_write, now
 from tritune.store.keys import TuningKey
 from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+from tritune.store.safety import create_store_file, read_only_reason, safe_store_path
 
 SCHEMA_VERSION = 1
 #: ``PRAGMA application_id`` of a tritune store: "TRTN" in ASCII.
@@ -77,18 +79,50 @@ def _dumps(v: Any) -> str:
 class SQLiteStore(Store):
     """The Store contract on one SQLite file. ``create=False`` refuses to create a missing file."""
 
-    def __init__(self, path: str | Path | None = None, *, create: bool = True, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        create: bool = True,
+        timeout: float = 60.0,
+        read_only: bool = False,
+    ) -> None:
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self.timeout = timeout
+        self.read_only = read_only
+        self.writable = not read_only
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._closed = False
-        if not self.path.exists():
-            if not create:
+        self._real = safe_store_path(self.path)
+        if read_only:
+            if not self._real.exists():
                 raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = self._open()
+        else:
+            reason = read_only_reason(self._real)
+            if reason is not None:
+                raise StoreError(
+                    f"cannot write the store {self.path}: {reason}; point TRITUNE_STORE / --store at a "
+                    "writable path"
+                )
+            if not self._real.exists():
+                if not create:
+                    raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
+                create_store_file(self._real)
+        self._conn = self._checked(self._open)
+
+    def _checked(self, opener: Callable[[], sqlite3.Connection]) -> sqlite3.Connection:
+        """Open, then check the path again: a file or sidecar planted between the first check and
+        SQLite's open (in a shared sticky directory) is refused before any lookup is served."""
+        conn = opener()
+        try:
+            if safe_store_path(self._real) != self._real:
+                raise StoreError(f"the store path {self.path} changed while it was being opened; try again")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     # -- opening -------------------------------------------------------------------------------
     def _corrupt(self, why: str) -> StoreCorruptError:
@@ -97,25 +131,33 @@ class SQLiteStore(Store):
             "TRITUNE_STORE / --store at another path"
         )
 
+    def _header(self) -> bytes:
+        """The first 100 bytes of the file (the SQLite header); refuses a file that is not SQLite."""
+        with open(self._real, "rb") as f:
+            head = f.read(100)
+        if head and not head.startswith(_HEADER):
+            raise self._corrupt("not a SQLite database")
+        return head
+
     def _open(self) -> sqlite3.Connection:
-        path = self.path
-        assert path is not None
-        if path.exists() and path.stat().st_size > 0:
-            with open(path, "rb") as f:
-                if f.read(len(_HEADER)) != _HEADER:
-                    raise self._corrupt("not a SQLite database")
-        conn = sqlite3.connect(path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        head = self._header()
+        if self.read_only:
+            return self._open_read_only(head)
+        conn = sqlite3.connect(
+            self._real, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
         try:
-            state = self._state(conn)
-            if state == "foreign":
+            # Refuse before anything is written: not even the journal mode of a foreign or newer file.
+            if self._state(conn) == "foreign":
                 raise self._corrupt("a SQLite database of another application")
+            self._refuse_newer(conn.execute("PRAGMA user_version").fetchone()[0])
             self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
             self._prepare(conn)
         except sqlite3.OperationalError as e:
             conn.close()
-            raise StoreError(f"cannot open the store {path}: {e}") from None
+            raise StoreError(f"cannot open the store {self.path}: {e}") from None
         except sqlite3.DatabaseError as e:
             conn.close()
             raise self._corrupt(str(e)) from None
@@ -123,6 +165,56 @@ class SQLiteStore(Store):
             conn.close()
             raise
         return conn
+
+    def _open_read_only(self, head: bytes) -> sqlite3.Connection:
+        """A connection that cannot write the file: ``immutable=1`` where the location is read-only and
+        no ``-wal`` holds newer data, else ``mode=ro``. A WAL-mode store in a writable place is opened
+        normally (so SQLite can share the ``-shm`` with live writers) but nothing is ever written."""
+        if len(head) < 100:
+            raise StoreError(f"{self.path} is empty: nothing has been tuned into it yet")
+        wal = self._real.with_name(self._real.name + "-wal")
+        has_wal = wal.exists() and wal.stat().st_size > 0
+        if read_only_reason(self._real) is not None:
+            mode = "ro" if has_wal else "ro&immutable=1"
+        else:
+            mode = "rw" if head[18] == 2 else "ro"  # header byte 18 is 2 in WAL mode
+        uri = f"file:{quote(str(self._real))}?mode={mode}"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            state = self._state(conn)
+            if state != "ours":
+                raise (
+                    StoreError(f"{self.path} holds no tritune tables yet: nothing has been tuned into it")
+                    if state == "fresh"
+                    else self._corrupt("a SQLite database of another application")
+                )
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            self._refuse_newer(version)
+            if version != SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has store schema {version}: open it once with a writing command "
+                    f"(cache import, tune) to migrate it to {SCHEMA_VERSION}"
+                )
+            conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.OperationalError as e:
+            conn.close()
+            raise StoreError(f"cannot read the store {self.path}: {e}") from None
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise self._corrupt(str(e)) from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _refuse_newer(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has store schema {version}, newer than this tritune's {SCHEMA_VERSION}: "
+                "upgrade tritune, or point TRITUNE_STORE / --store at another path"
+            )
 
     def _retry(self, fn: Callable[[], Any]) -> Any:
         deadline = time.monotonic() + self.timeout
@@ -171,11 +263,7 @@ class SQLiteStore(Store):
                         conn.execute(stmt)
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 version = 1
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} has store schema {version}, newer than this tritune's {SCHEMA_VERSION}: "
-                    "upgrade tritune, or point TRITUNE_STORE / --store at another path"
-                )
+            self._refuse_newer(version)
             while version < SCHEMA_VERSION:
                 step = MIGRATIONS.get(version)
                 if step is None:
@@ -194,7 +282,7 @@ class SQLiteStore(Store):
             raise StoreError(f"the store {self.path} is closed")
         if os.getpid() != self._pid:  # a forked child must not share its parent's connection
             self._pid = os.getpid()
-            self._conn = self._open()
+            self._conn = self._checked(self._open)
         return self._conn
 
     def _run(self, fn: Callable[[sqlite3.Connection], Any], *, write: bool) -> Any:
@@ -237,6 +325,8 @@ class SQLiteStore(Store):
     # -- the contract ----------------------------------------------------------------------------
     def record_many(self, writes: Iterable[Write]) -> None:
         writes = list(writes)
+        if self.read_only:
+            raise self._read_only(f"cannot record into {self.path}")
 
         def do(conn: sqlite3.Connection) -> None:
             t = now()
@@ -274,6 +364,9 @@ class SQLiteStore(Store):
         self._run(do, write=True)
 
     def clear(self, kernel: str | None = None) -> int:
+        if self.read_only:
+            raise self._read_only(f"cannot clear {self.path}")
+
         def do(conn: sqlite3.Connection) -> int:
             where, args = ("WHERE kernel=?", (kernel,)) if kernel is not None else ("", ())
             sub = f"(SELECT digest FROM keys {where})"
@@ -348,21 +441,3 @@ class SQLiteStore(Store):
             if self._conn is not None and not self._closed:
                 self._conn.close()
             self._closed = True
-
-
-def check_path(path: str | Path | None = None) -> list[str]:
-    """Problems of the store at ``path`` (default path when None), without creating or changing it.
-
-    A missing file is not a problem (nothing was tuned yet); a corrupt or foreign one is reported.
-    """
-    p = Path(path).expanduser() if path is not None else default_store_path()
-    if not p.exists():
-        return []
-    try:
-        store = SQLiteStore(p, create=False)
-    except StoreError as e:
-        return [str(e)]
-    try:
-        return store.check()
-    finally:
-        store.close()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 from tritune.config import Config
-from tritune.errors import TrituneError
+from tritune.errors import StoreError, TrituneError
 from tritune.outcome import Status
 from tritune.store.keys import TuningKey
 from tritune.store.records import CandidateRecord
@@ -61,3 +62,24 @@ def check_connection(conn: sqlite3.Connection, where: str) -> list[str]:
     except sqlite3.DatabaseError as e:
         problems.append(f"{where}: {e}")
     return problems[:MAX_PROBLEMS]
+
+
+def check_path(path: str | Path | None = None) -> list[str]:
+    """Problems of the store at ``path`` (default path when None), without creating or changing it.
+
+    A missing file is not a problem (nothing was tuned yet); an unsafe, corrupt or foreign one, or
+    one that is not a store yet, is reported.
+    """
+    from tritune.store.sqlite import SQLiteStore, default_store_path
+
+    p = Path(path).expanduser() if path is not None else default_store_path()
+    if not p.exists() and not p.is_symlink():
+        return []
+    try:
+        store = SQLiteStore(p, create=False, read_only=True)
+    except StoreError as e:  # unsafe, corrupt, foreign, empty or newer: one line each
+        return [str(e)]
+    try:
+        return store.check()
+    finally:
+        store.close()

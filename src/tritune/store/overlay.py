@@ -1,0 +1,92 @@
+"""``OverlayStore``: a read-only store that serves lookups and keeps new results in memory.
+
+A pretuned store baked into a container image, or one on a cluster's read-only filesystem, must
+still serve its winners; a tuning miss must still tune. :func:`tritune.store.open_store` wraps such
+a store in an ``OverlayStore``: reads see the base store with this process's results on top, and
+the first write emits one :class:`ReadOnlyStoreWarning` saying the results will not outlive the
+process. ``clear`` raises StoreError: the base cannot be changed.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterable
+
+from tritune.config import Config
+from tritune.store.base import Snapshot, Store
+from tritune.store.keys import TuningKey
+from tritune.store.memory import MemoryStore
+from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+
+
+class ReadOnlyStoreWarning(UserWarning):
+    """Results are kept in memory only, because the store on disk cannot be written."""
+
+
+class OverlayStore(Store):
+    """``base`` (read-only) with an in-memory layer on top; see the module docstring."""
+
+    def __init__(self, base: Store, why: str) -> None:
+        self.base = base
+        self.path = base.path
+        self.why = why
+        self._top = MemoryStore()
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def _warn_once(self) -> None:
+        with self._lock:
+            if self._warned:
+                return
+            self._warned = True
+        warnings.warn(
+            f"the tuning store {self.path} is read-only ({self.why}): new tuning results are kept in "
+            "memory for this process only; point TRITUNE_STORE at a writable path to keep them",
+            ReadOnlyStoreWarning,
+            stacklevel=3,
+        )
+
+    def record_many(self, writes: Iterable[Write]) -> None:
+        staged = []
+        for w in writes:
+            # A winner may be a config measured earlier and stored only in the base: bring its record.
+            have = {c.config for c in w.candidates} | {c.config for c in self._top.candidates(w.key)}
+            need = [c for c in ((w.winner, *w.ties) if w.winner is not None else ()) if c not in have]
+            extra = tuple(self.base.candidates(w.key, need)) if need else ()
+            staged.append(Write(w.key, extra + w.candidates, w.winner, w.ties, w.provenance, w.recorded_at))
+        self._top.record_many(staged)
+        self._warn_once()
+
+    def clear(self, kernel: str | None = None) -> int:
+        raise self._read_only(f"cannot clear {self.path} ({self.why})")
+
+    def lookup_winner(self, key: TuningKey) -> WinnerRecord | None:
+        return self._top.lookup_winner(key) or self.base.lookup_winner(key)
+
+    def candidates(self, key: TuningKey, configs: Iterable[Config] | None = None) -> list[CandidateRecord]:
+        wanted = None if configs is None else list(configs)
+        merged = {c.config: c for c in self.base.candidates(key, wanted)}
+        merged.update((c.config, c) for c in self._top.candidates(key, wanted))
+        return sorted(merged.values(), key=lambda r: r.config.id)
+
+    def snapshot(self, kernel: str | None = None) -> list[Snapshot]:
+        out: dict[str, Snapshot] = {k.digest: (k, w, c) for k, w, c in self.base.snapshot(kernel)}
+        for key, win, cands in self._top.snapshot(kernel):
+            _, old_win, old = out.get(key.digest, (key, None, []))
+            merged = {c.config: c for c in old}
+            merged.update((c.config, c) for c in cands)
+            out[key.digest] = (key, win or old_win, sorted(merged.values(), key=lambda r: r.config.id))
+        return sorted(out.values(), key=lambda s: (s[0].kernel, s[0].digest))
+
+    def entries(self, kernel: str | None = None) -> list[Entry]:
+        return [
+            Entry(k, w, len(c), sum(r.time_ms is not None for r in c)) for k, w, c in self.snapshot(kernel)
+        ]
+
+    def check(self) -> list[str]:
+        return self.base.check()
+
+    def close(self) -> None:
+        self._top.close()
+        self.base.close()
