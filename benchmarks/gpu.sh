@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One runner for the GPU checks, by named part (replaces one numbered script per run):
+#
+#   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
+#
+# Parts: tests dispatch gelu short libs tutorials serving. Each part writes under $RES/PART/ and appends
+# to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
+# everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
+# copied beside it. Wheels carried in .whl/ (FlagGems, Liger-Kernel, SQLAlchemy) are installed into
+# /tmp/site; Triton's tutorials, which are not committed, are read from .ref/tutorials.
+set -u
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TRITUNE_GPU_TESTS=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl 2>/dev/null \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
+RES=${RES:-/tmp/res}; OUT=${OUT:-/tmp/out}; mkdir -p "$RES" "$OUT"
+LOG=$RES/run.log
+{ date -u; git rev-parse HEAD 2>/dev/null; nproc; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv,noheader
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } >> "$LOG" 2>&1
+step() {  # step PART LIMIT_S CMD...: run one command of a part with its own empty Triton cache, log it
+  local part=$1 limit=$2; shift 2
+  mkdir -p "$RES/$part"
+  echo "== $part: $* (limit ${limit}s) $(date -u +%T)" | tee -a "$LOG"
+  local s; s=$(date +%s.%N)
+  TRITON_CACHE_DIR=$(mktemp -d) TRITUNE_STORE=$(mktemp -d)/store.db timeout "$limit" "$@" > "$RES/$part/$(basename "$1")_$(date +%s%N).log" 2>&1
+  local rc=$?
+  echo "   rc=$rc wall_s=$(python3 -c "import time; print(round(time.time() - $s, 1))")" | tee -a "$LOG"
+}
+for part in "$@"; do
+  case $part in
+    tests) step tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu tests/compat tests/screen/test_targets.py tests/tune -rs
+           tail -3 "$RES"/tests/*.log | tee -a "$LOG" ;;
+    dispatch) step dispatch 90 python3 benchmarks/dispatch.py --out "$RES/dispatch"
+              step dispatch 90 python3 benchmarks/compat_dispatch.py --out "$RES/dispatch" ;;
+    gelu) step gelu 300 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
+    short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" --quick ;;
+    libs) step libs 420 python3 benchmarks/real_libraries.py --out "$RES/libs" ;;
+    tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
+    serving) step serving 330 python3 benchmarks/serving.py --out "$RES/serving" --quick ;;
+    *) echo "unknown part $part" | tee -a "$LOG" ;;
+  esac
+done
+tar czf "$OUT/results.tgz" -C "$RES" . && cp "$LOG" "$OUT/run.log"
