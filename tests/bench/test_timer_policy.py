@@ -73,3 +73,21 @@ def test_bench_takes_a_policy(fake_device: Any) -> None:
     m = bench(lambda: fake_device.run(COLD_SHORT, 0.02, WARM_SHORT), measure="warm", budget_s=2.0)
     assert m.extra["measure"] == "warm" and m.calls_per_sample > 1
     assert m.median_ms == pytest.approx(WARM_SHORT, rel=0.02)
+
+
+def test_policy_timer_replays_the_graph_it_captured(fake_device: Any) -> None:
+    """A race times a candidate many times: the policy timer captures its graph once (the flush graph too)."""
+    fn = lambda: fake_device.run(COLD_SHORT, 0.02, WARM_SHORT)  # noqa: E731
+    timer = EventTimer.for_policy("cold", warmup_s=0.001)
+    first = timer.measure(fn, budget_s=0.5)
+    assert fake_device.graphs_captured == 2
+    again = timer.measure(fn, budget_s=0.5)
+    assert fake_device.graphs_captured == 2 and again.calls_per_sample == first.calls_per_sample
+    assert again.median_ms == pytest.approx(COLD_SHORT, rel=0.02)
+    other = lambda: fake_device.run(COLD_SHORT, 0.02, WARM_SHORT)  # noqa: E731
+    timer.measure(other, budget_s=0.5)
+    assert fake_device.graphs_captured == 3  # a new callable: its work graph; the flush graph is shared
+    plain = EventTimer.for_policy("cold", warmup_s=0.001, reuse_graphs=False)
+    plain.measure(fn, budget_s=0.2)
+    plain.measure(fn, budget_s=0.2)
+    assert fake_device.graphs_captured == 3 + 3  # without reuse: work captured every time, flushes once

@@ -89,6 +89,7 @@ class EventTimer:
         confidence: float = 0.95,
         batch_short: bool = False,
         short_ms: float = SHORT_KERNEL_MS,
+        reuse_graphs: bool = False,
     ) -> None:
         reason = gpu_unavailable_reason()
         if reason is not None:
@@ -105,6 +106,7 @@ class EventTimer:
         self.graph = graph
         self.batch_short = batch_short
         self.short_ms = short_ms
+        self.reuse_graphs = reuse_graphs
         self.warmup_s = warmup_s
         self.graph_ms = graph_ms
         self.batch_ms = batch_ms
@@ -112,6 +114,9 @@ class EventTimer:
         self._cycles_per_us_cache: float | None = None
         self._flush_ms: float | None = None
         self.pad_us = 0.0
+        # Captured graphs, by the ids of the callables (kept alive here so the ids stay theirs).
+        self._graph_cache: dict[tuple[int, ...], tuple[list[Callable[[], object]], Any, Any, int]] = {}
+        self._flush_graphs: dict[int, Any] = {}
         self._flush_buf = (
             torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=f"cuda:{self.device}")
             if flush_l2
@@ -123,6 +128,7 @@ class EventTimer:
         """The timer of a measurement policy, short kernels batched (see :mod:`tritune.bench.policy`)."""
         p = MeasurePolicy.parse(policy)
         kwargs.setdefault("batch_short", True)
+        kwargs.setdefault("reuse_graphs", True)
         return cls(device=device, flush_l2=p.flush_l2, graph=p.graph, **kwargs)
 
     @property
@@ -146,6 +152,7 @@ class EventTimer:
             "flush_bytes": self.flush_bytes,
             "graph": self.graph,
             "batch_short": self.batch_short,
+            "reuse_graphs": self.reuse_graphs,
             "short_ms": self.short_ms,
             "graph_ms": self.graph_ms,
             "warmup_s": self.warmup_s,
@@ -325,38 +332,66 @@ class EventTimer:
                 return samples, 1
             batch = _next_batch(samples, rel_tol, self.confidence, batch)
 
-    def _sample_graph(
-        self, fns: Sequence[Callable[[], object]], est_ms: float, budget_s: float, rel_tol: float,
-        min_samples: int, max_samples: int,
-    ) -> tuple[list[float], int]:  # fmt: skip
+    def _capture(self, body: Callable[[], None]) -> Any:
         torch = self._torch
-        # At least the launches a short kernel needs (kernel time only), at least graph_ms of GPU work.
-        calls = max(1, min(1000, int(self.graph_ms / est_ms)))
-        if self.batch_short:
-            calls = max(calls, launches_per_sample(est_ms - (self._flush_ms or 0.0), short_ms=self.short_ms))
-        work = torch.cuda.CUDAGraph()
-        flushes = torch.cuda.CUDAGraph() if self._flush_buf is not None else None
+        g = torch.cuda.CUDAGraph()
         # A Triton kernel finalized by the cyclic GC during capture would invalidate the graph.
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
             with torch.cuda.stream(torch.cuda.Stream()):
-                with torch.cuda.graph(work):
-                    for i in range(calls):
-                        self._flush()
-                        fns[i % len(fns)]()
-                if flushes is not None:
-                    with torch.cuda.graph(flushes):
-                        for _ in range(calls):
-                            self._flush()
+                with torch.cuda.graph(g):
+                    body()
         finally:
             if gc_was_enabled:
                 gc.enable()
         torch.cuda.synchronize(self.device)
-        work.replay()
-        if flushes is not None:
-            flushes.replay()
+        g.replay()
         torch.cuda.synchronize(self.device)
+        return g
+
+    def _graphs(self, fns: Sequence[Callable[[], object]], est_ms: float) -> tuple[Any, Any, int]:
+        """The work graph of ``fns`` (each launch after its flush when flushing), the graph of the flushes
+        alone (None without flush), and the launches in each. With ``reuse_graphs`` (what
+        :meth:`for_policy` sets, for :class:`~tritune.bench.timer.TimerMeasure`, which keeps one callable per
+        config) the work graph is captured on the first measurement of these callables and replayed by later
+        ones: a race times each candidate many times, and capturing 1000 launches each time would cost more
+        than timing them. A callable that launches something else on a later call must not be reused."""
+        ident = tuple(id(f) for f in fns)
+        cached = self._graph_cache.get(ident) if self.reuse_graphs else None
+        if cached is not None and cached[0] == list(fns):
+            return cached[1], cached[2], cached[3]
+        # At least the launches a short kernel needs (kernel time only), at least graph_ms of GPU work.
+        calls = max(1, min(1000, int(self.graph_ms / est_ms)))
+        if self.batch_short:
+            calls = max(calls, launches_per_sample(est_ms - (self._flush_ms or 0.0), short_ms=self.short_ms))
+
+        def work_body() -> None:
+            for i in range(calls):
+                self._flush()
+                fns[i % len(fns)]()
+
+        def flush_body() -> None:
+            for _ in range(calls):
+                self._flush()
+
+        work = self._capture(work_body)
+        flushes = None
+        if self._flush_buf is not None:
+            flushes = self._flush_graphs.get(calls)
+            if flushes is None:
+                flushes = self._flush_graphs[calls] = self._capture(flush_body)
+        if self.reuse_graphs:
+            if len(self._graph_cache) >= _GRAPH_CACHE_SIZE:
+                self._graph_cache.pop(next(iter(self._graph_cache)))
+            self._graph_cache[ident] = (list(fns), work, flushes, calls)
+        return work, flushes, calls
+
+    def _sample_graph(
+        self, fns: Sequence[Callable[[], object]], est_ms: float, budget_s: float, rel_tol: float,
+        min_samples: int, max_samples: int,
+    ) -> tuple[list[float], int]:  # fmt: skip
+        work, flushes, calls = self._graphs(fns, est_ms)
         samples: list[float] = []
         deadline = time.perf_counter() + budget_s
         batch = max(1, min(min_samples, 100))
@@ -405,6 +440,9 @@ def _next_batch(samples: list[float], rel_tol: float, confidence: float, batch: 
     return max(min(batch, 10), min(needed + 1, 2 * n, 5000))
 
 
+#: Most work graphs one timer keeps (the oldest is dropped first).
+_GRAPH_CACHE_SIZE = 512
+
 _TIMERS: dict[tuple[int | None, bool, bool, bool], EventTimer] = {}
 
 
@@ -440,7 +478,8 @@ def bench(
     key = (device, flush_l2, graph, batch)
     timer = _TIMERS.get(key)
     if timer is None:
-        timer = _TIMERS[key] = EventTimer(device=device, flush_l2=flush_l2, graph=graph, batch_short=batch)
+        timer = _TIMERS[key] = EventTimer(device=device, flush_l2=flush_l2, graph=graph, batch_short=batch,
+                                          reuse_graphs=False)  # a user's callable may launch other work next time
     return timer.measure(
         fn,
         budget_s=budget_s,
