@@ -7,7 +7,7 @@ import random
 import pytest
 
 from tritune.bench import Measurement, MeasurePolicy, TieCandidate, TieReport, break_tie, tie_report
-from tritune.bench.ties import TIE_RULE, tied_with
+from tritune.bench.ties import TIE_RULE, race_tie_report, tied_with
 from tritune.config import Config
 
 A, B, C, D = (Config({"BLOCK": 1024}, num_warps=w) for w in (1, 2, 4, 8))
@@ -74,3 +74,22 @@ def test_tied_with_uses_the_resolution() -> None:
     others = {B: fake_timer(1.004, seed=2), C: fake_timer(1.05, seed=3), D: fake_timer(1.0015, seed=4)}
     assert set(tied_with(lead, others, 0.01)) == {B, D}
     assert set(tied_with(lead, others, 0.06)) == {B, C, D}
+
+
+def test_race_tie_report_from_a_race_with_a_fake_measure() -> None:
+    """A real race over a FAKE ConfigMeasure (fixed times, 0.2% noise): three configs within 1%, one far off."""
+    from tritune.tune.race import RaceOptions, race
+
+    truth = {A: 1.000, B: 1.002, C: 1.001, D: 1.5}
+    rng = random.Random(7)
+
+    def fake_measure(c: Config, budget_s: float) -> Measurement:
+        return Measurement.from_samples([truth[c] * (1 + rng.uniform(-0.002, 0.002)) for _ in range(50)],
+                                        elapsed_s=budget_s)  # fmt: skip
+
+    res = race([A, B, C, D], fake_measure, RaceOptions())
+    rep = race_tie_report(res, "warm")
+    assert rep is not None and rep.measure is MeasurePolicy.WARM and rep.resolution == 0.01
+    assert set(rep.tied) == {A, B, C} and D not in rep.tied and rep.fastest == res.winner
+    assert rep.picked == break_tie([TieCandidate(c, res.outcome(c).measurement.median_ms) for c in rep.tied])  # type: ignore[union-attr]
+    assert race_tie_report(None) is None

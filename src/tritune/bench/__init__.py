@@ -25,7 +25,7 @@ from tritune.bench.stats import (
     within,
 )
 from tritune.bench.synthetic import synthetic_landscape
-from tritune.bench.ties import TIE_RULE, TieCandidate, TieReport, break_tie, tie_report
+from tritune.bench.ties import TIE_RULE, TieCandidate, TieReport, break_tie, race_tie_report, tie_report
 from tritune.bench.timer import ConfigMeasure, Failure, Runnable, Timer, TimerMeasure
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "median_ci",
     "median_ci_ranks",
     "overlaps",
+    "race_tie_report",
     "relative_halfwidth",
     "resolve_policy",
     "synthetic_landscape",

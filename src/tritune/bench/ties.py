@@ -1,7 +1,9 @@
 """Ties, reported honestly, and the stated rule that picks among them.
 
 When the fastest configs of a key are within the measurement's resolution of each other, no timing
-can say which is best: they are *tied*. :class:`TieReport` says so in words and values (which configs,
+can say which is best: they are *tied*. The resolution is the race's ``rel_tol`` (1%), the agreement
+aimed for between independent repeats, not the width of one run's interval: a config whose median is
+within it of the fastest is tied with it even when one run's samples could separate the two. :class:`TieReport` says so in words and values (which configs,
 at what resolution, under which policy, and which rule picked the winner), for ``choices()``, the
 result JSON and the report.
 
@@ -190,6 +192,24 @@ def tie_report(
         measure=MeasurePolicy.parse(measure),
         times_ms=tuple(measurements[c].median_ms for c in group),
     )
+
+
+def race_tie_report(result: Any, measure: MeasurePolicy | str = DEFAULT_POLICY) -> TieReport | None:
+    """The TieReport of a race's result (:class:`tritune.tune.race.RaceResult`: its ``winner``, ``ties``,
+    ``outcomes`` with measurements and binary facts, and ``options.rel_tol`` as the resolution); None when
+    nothing was measured. Typed loosely so the timing layer does not import the tuning layer."""
+    if result is None or result.winner is None:
+        return None
+    meas = {o.config: o.measurement for o in result.outcomes if o.measurement is not None}
+    res = float(result.options.rel_tol)
+    best = meas[result.winner].median_ms
+    # The race's ties (survivors it could not separate), and every config whose median is within the
+    # resolution of the winner's even if the race dropped it: an interval a few samples wide separates
+    # two configs within one run, but repeats of a short kernel differ by more than that (issue 19).
+    tied = [c for c in result.ties if c in meas]
+    tied += [c for c, m in meas.items() if c != result.winner and c not in tied and m.median_ms <= best * (1 + res)]
+    facts = {o.config: o.facts for o in result.outcomes if o.facts}
+    return tie_report(meas, fastest=result.winner, tied=tied, resolution=res, measure=measure, facts=facts)
 
 
 def _int_or_none(v: Any) -> int | None:
