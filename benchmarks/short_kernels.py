@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 
-from tritune.bench import EventTimer, Measurement, MeasurePolicy, Timer, TimerMeasure, tie_report  # noqa: E402
+from tritune.bench import EventTimer, Measurement, MeasurePolicy, Timer, TimerMeasure, race_tie_report  # noqa: E402
 from tritune.config import Config  # noqa: E402
 from tritune.tune.race import RaceOptions, race  # noqa: E402
 
@@ -99,6 +99,8 @@ class Tuning:
     method: str
     rep: int
     winner: Config | None
+    #: What the tie rule picks among the configs within the resolution of the winner (what tritune keeps).
+    picked: Config | None
     ties: tuple[Config, ...]
     stop: str
     wall_s: float
@@ -109,6 +111,7 @@ class Tuning:
     def to_json(self) -> dict[str, Any]:
         top = sorted(self.medians_ms.items(), key=lambda kv: kv[1])[:10]
         return {"method": self.method, "rep": self.rep, "winner": None if self.winner is None else self.winner.id,
+                "picked": None if self.picked is None else self.picked.id,
                 "ties": [c.id for c in self.ties], "stop": self.stop, "wall_s": self.wall_s, "device_s": self.device_s,
                 "top10_ms": [[c.id, t] for c, t in top], "tie_report": self.tie}  # fmt: skip
 
@@ -124,12 +127,10 @@ def tune_once(method: str, rep: int, configs: Sequence[Config], fns: Mapping[Con
     res = race(configs, measure, RaceOptions())
     wall = time.perf_counter() - t0
     meds = {o.config: o.measurement.median_ms for o in res.outcomes if o.measurement is not None}
-    tie = None
-    if res.winner is not None:
-        ms = {o.config: o.measurement for o in res.outcomes if o.measurement is not None}
-        tie = tie_report(ms, fastest=res.winner, tied=res.ties, resolution=res.options.rel_tol,
-                         measure=judged_as(method)).to_json()  # fmt: skip
-    return Tuning(method, rep, res.winner, res.ties, res.stop, wall, res.device_s, meds, tie)
+    tie = race_tie_report(res, judged_as(method))
+    picked = None if tie is None else tie.picked
+    return Tuning(method, rep, res.winner, picked, res.ties, res.stop, wall, res.device_s, meds,
+                  None if tie is None else tie.to_json())  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -175,8 +176,9 @@ def judge_set(tunings: Sequence[Tuning], policy: str, top_k: int) -> list[Config
     """Every tuning's winner, plus the top_k of the policy's first tuning."""
     out: list[Config] = []
     for t in tunings:
-        if t.winner is not None and t.winner not in out:
-            out.append(t.winner)
+        for c in (t.winner, t.picked):
+            if c is not None and c not in out:
+                out.append(c)
     first = next((t for t in tunings if t.method == policy), None)
     if first is not None:
         for c in sorted(first.medians_ms, key=lambda c: first.medians_ms[c])[:top_k]:
@@ -197,6 +199,7 @@ def run_case(name: str, configs: Sequence[Config], fns: Mapping[Config, Callable
                        budget_s=judge_budget_s, seed=i) for i, p in enumerate(POLICIES)}  # fmt: skip
     quality = {m: {p: [judged[p].quality(t.winner) for t in tunings if t.method == m] for p in POLICIES}
                for m in METHODS}  # fmt: skip
+    picked = {m: [judged[judged_as(m)].quality(t.picked) for t in tunings if t.method == m] for m in METHODS}
     wall = {m: statistics.median(t.wall_s for t in tunings if t.method == m) for m in METHODS}
     return {
         "case": name, "configs": len(configs),
@@ -206,6 +209,7 @@ def run_case(name: str, configs: Sequence[Config], fns: Mapping[Config, Callable
                        "rounds_ms": {c.id: list(v) for c, v in j.rounds_ms.items()}} for p, j in judged.items()},
         "quality": quality,  # method -> judged policy -> one quality per repeat
         "own_quality": {m: quality[m][judged_as(m)] for m in METHODS},
+        "picked_own_quality": picked,  # the tie rule's pick (fewest registers...) judged under its own policy
         "median_wall_s": wall,
         "wall_vs_default": {m: wall[m] / wall["default"] for m in METHODS},
     }  # fmt: skip
@@ -243,9 +247,11 @@ def tables(results: Sequence[Mapping[str, Any]]) -> str:
     tot = {m: sum(r["median_wall_s"][m] for r in results) for m in METHODS}
     worst = {m: max((q for r in results for q in r["own_quality"][m] if q is not None), default=float("nan"))
              for m in METHODS}  # fmt: skip
+    worst_pick = {m: max((q for r in results for q in r["picked_own_quality"][m] if q is not None),
+                         default=float("nan")) for m in METHODS}  # fmt: skip
     lines += ["", "summary over cases: worst own-policy quality, median tuning wall time (summed over cases) vs default"]
     for m in METHODS:
-        lines.append(f"{m:8} worst {worst[m]:.3f}   wall {tot[m]:7.2f} s   x{tot[m] / tot['default']:.2f}")
+        lines.append(f"{m:8} worst {worst[m]:.3f} (tie-rule pick {worst_pick[m]:.3f})   wall {tot[m]:7.2f} s   x{tot[m] / tot['default']:.2f}")
     return "\n".join(lines)
 
 

@@ -64,6 +64,7 @@ def test_run_case_judges_winners_under_every_policy() -> None:
     assert {t["winner"] for t in res["tunings"] if t["method"] in ("warm", "graph")} == {best_warm.id}
     for m in sk.METHODS:
         assert all(q == pytest.approx(1.0, abs=0.005) for q in res["own_quality"][m])
+        assert all(q == pytest.approx(1.0, abs=0.005) for q in res["picked_own_quality"][m])  # no ties here
     cold_judged_warm = res["quality"]["cold"]["warm"]
     assert all(q == pytest.approx(truth[best_cold]["warm"] / truth[best_warm]["warm"], rel=0.01) for q in cold_judged_warm)
     assert res["judged"]["cold"]["best_ms"] == pytest.approx(truth[best_cold]["cold"], rel=0.005)
