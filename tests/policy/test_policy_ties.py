@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from tritune.bench import Measurement, MeasurePolicy, TieCandidate, TieReport, break_tie, tie_report
+from tritune.bench import Failure, Measurement, MeasurePolicy, TieCandidate, TieReport, break_tie, tie_report
 from tritune.bench.ties import TIE_RULE, race_tie_report, tied_with
 from tritune.config import Config
 
@@ -83,8 +83,8 @@ def test_race_tie_report_from_a_race_with_a_fake_measure() -> None:
     truth = {A: 1.000, B: 1.002, C: 1.001, D: 1.5}
     rng = random.Random(7)
 
-    def fake_measure(c: Config, budget_s: float) -> Measurement:
-        return Measurement.from_samples([truth[c] * (1 + rng.uniform(-0.002, 0.002)) for _ in range(50)],
+    def fake_measure(config: Config, budget_s: float) -> Measurement | Failure:
+        return Measurement.from_samples([truth[config] * (1 + rng.uniform(-0.002, 0.002)) for _ in range(50)],
                                         elapsed_s=budget_s)  # fmt: skip
 
     res = race([A, B, C, D], fake_measure, RaceOptions())

@@ -92,7 +92,8 @@ def test_session_records_policy_and_tie_in_result_store_and_landscape(tmp_path: 
     wl = sw.gelu()
     store = open_store(str(tmp_path / "s.db"))
     res = tune([wl], keys=[sw.KEY], options=TuneOptions(race=sw.OPTS, ceilings=False, measure="graph", verify=False),
-               store=store, timer=sw.replay_timer(wl, 0), target=None, device="cpu", group=None)  # fmt: skip
+               store=store, timer=sw.replay_timer(wl, 0), target=None,  # type: ignore[arg-type]  # None: no compile
+               device="cpu", group=None)  # fmt: skip
     (w,) = res.workloads
     assert w.extra["measure"] == "graph" and w.extra["tie"]["measure"] == "graph"
     assert w.extra["winner"] == w.extra["tie"]["picked"]
