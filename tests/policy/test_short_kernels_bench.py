@@ -72,3 +72,15 @@ def test_run_case_judges_winners_under_every_policy() -> None:
     text = sk.tables([res])
     assert "cross-policy matrix" in text and "summary over cases" in text and "<-- above 1.01" not in text
     print(text)
+
+
+def test_gpu_fns_checks_every_config_against_the_oracle() -> None:
+    """The launch builder, run in Triton's interpreter: a config whose block misses part of a row is dropped."""
+    from softmax import softmax
+
+    good_cfg = Config({"BLOCK_N": 128}, num_warps=1, num_stages=1)
+    short_cfg = Config({"BLOCK_N": 32}, num_warps=1, num_stages=1)  # covers 32 of 100 columns: wrong
+    case = sk.Case("softmax_tiny", softmax, {"rows": 3, "cols": 100}, (good_cfg, short_cfg))
+    good, fns, dropped = sk.gpu_fns(case, device="cpu")
+    assert good == [good_cfg] and set(fns) == {good_cfg}
+    assert list(dropped) == [short_cfg.id] and dropped[short_cfg.id].startswith("incorrect")
