@@ -6,6 +6,10 @@
      "results": [{"config": {"kwargs": {...}, "num_warps": 8, "num_stages": 4}, "status": "measured", "time_ms": 0.1888},
                  {"config": {...}, "status": "illegal", "time_ms": null}]}
 
+``measure`` names the measurement policy the times were taken under (:mod:`tritune.bench.policy`); a
+landscape without it was recorded before policies existed, with the L2 flushed before each launch, and
+reads back as ``cold``, the default.
+
 Other fields (``provenance``, a per-result ``reason``, ...) may be present; readers ignore what they do not know.
 """
 
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritune.bench.policy import DEFAULT_POLICY, MeasurePolicy
 from tritune.config import Config
 from tritune.errors import ConfigError
 from tritune.outcome import Status
@@ -45,8 +50,10 @@ class Landscape:
     key: dict[str, Any]
     points: list[LandscapePoint]
     provenance: dict[str, Any] = field(default_factory=dict)
+    measure: MeasurePolicy = DEFAULT_POLICY
 
     def __post_init__(self) -> None:
+        self.measure = MeasurePolicy.parse(self.measure, where=f"landscape {self.kernel} measure")
         self._index = {p.config: p for p in self.points}
 
     def lookup(self, config: Config) -> LandscapePoint | None:
@@ -65,7 +72,8 @@ class Landscape:
         return min(self.measured, key=lambda p: p.time_ms or float("inf"))
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"format": FORMAT, "kernel": self.kernel, "device": self.device, "key": self.key}
+        d: dict[str, Any] = {"format": FORMAT, "kernel": self.kernel, "device": self.device, "key": self.key,
+                             "measure": self.measure.value}
         if self.provenance:
             d["provenance"] = self.provenance
         d["results"] = [p.to_json() for p in self.points]
@@ -88,13 +96,15 @@ class Landscape:
                 )
             except (KeyError, ValueError, TypeError) as e:
                 raise ConfigError(f"{source}: results[{i}] is malformed: {e}") from None
+        measure = MeasurePolicy.parse(d.get("measure", DEFAULT_POLICY.value), where=f"{source}: measure")
         return cls(str(d.get("kernel", "")), str(d.get("device", "")), dict(d.get("key", {})), points,
-                   dict(d.get("provenance", {})))
+                   dict(d.get("provenance", {})), measure)
 
     @classmethod
     def load(cls, path: str | Path) -> Landscape:
         return cls.from_json(json.loads(Path(path).read_text()), source=str(path))
 
     @classmethod
-    def from_points(cls, kernel: str, device: str, key: Mapping[str, Any], points: Iterable[LandscapePoint]) -> Landscape:
-        return cls(kernel, device, dict(key), list(points))
+    def from_points(cls, kernel: str, device: str, key: Mapping[str, Any], points: Iterable[LandscapePoint],
+                    measure: MeasurePolicy | str = DEFAULT_POLICY) -> Landscape:  # fmt: skip
+        return cls(kernel, device, dict(key), list(points), measure=MeasurePolicy.parse(measure))

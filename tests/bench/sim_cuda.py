@@ -3,6 +3,10 @@
 Work advances a simulated GPU clock (milliseconds, with seeded lognormal noise); events read that
 clock; a CUDA graph records the work captured in it and replays it. It checks the timer's control flow
 and arithmetic (warm-up, batches, stopping, graph-minus-flush), not real GPU behaviour.
+
+A toy L2: a kernel run with ``warm_ms`` takes ``warm_ms`` when the previous op on the device was a
+kernel (its data still cached) and ``ms`` after a flush (the buffer zeroing), so a test can tell
+whether the timer kept the cache state of its measurement policy.
 """
 
 from __future__ import annotations
@@ -20,20 +24,31 @@ class SimDevice:
         self.rng = random.Random(seed)
         self.l2_bytes = l2_bytes
         self.flush_ms_per_mb = flush_ms_per_mb
-        self.capturing: list[tuple[float, float]] | None = None
+        self.capturing: list[tuple[float, float, float | None]] | None = None
+        self.cached = False  # whether the last op was a kernel (toy L2 state)
         self.launches = 0
         self.graphs_captured = 0
 
-    def run(self, ms: float, noise: float = 0.0) -> None:
-        """One kernel of ``ms`` GPU milliseconds (queued into a graph while capturing)."""
+    def run(self, ms: float, noise: float = 0.0, warm_ms: float | None = None) -> None:
+        """One kernel of ``ms`` GPU milliseconds, ``warm_ms`` when L2 is warm (queued while capturing)."""
         if self.capturing is not None:
-            self.capturing.append((ms, noise))
+            self.capturing.append((ms, noise, warm_ms))
         else:
-            self._exec(ms, noise)
+            self._exec(ms, noise, warm_ms)
 
-    def _exec(self, ms: float, noise: float) -> None:
+    def flush(self, ms: float) -> None:
+        """The L2 flush: ``ms`` of work, after which the next kernel runs cold."""
+        if self.capturing is not None:
+            self.capturing.append((ms, 0.01, -1.0))
+        else:
+            self._exec(ms, 0.01, -1.0)
+
+    def _exec(self, ms: float, noise: float, warm_ms: float | None = None) -> None:
         self.launches += 1
-        self.clock_ms += ms * (self.rng.lognormvariate(0.0, noise) if noise else 1.0)
+        is_flush = warm_ms is not None and warm_ms < 0
+        base = warm_ms if (warm_ms is not None and warm_ms >= 0 and self.cached) else ms
+        self.cached = not is_flush
+        self.clock_ms += base * (self.rng.lognormvariate(0.0, noise) if noise else 1.0)
 
     def torch(self) -> Any:
         dev = self
@@ -43,7 +58,7 @@ class SimDevice:
                 self.nbytes = nbytes
 
             def zero_(self) -> None:
-                dev.run(self.nbytes / 2**20 * dev.flush_ms_per_mb, 0.01)
+                dev.flush(self.nbytes / 2**20 * dev.flush_ms_per_mb)
 
         class Event:
             def __init__(self, enable_timing: bool = False) -> None:
@@ -63,7 +78,7 @@ class SimDevice:
 
         class CUDAGraph:
             def __init__(self) -> None:
-                self.ops: list[tuple[float, float]] = []
+                self.ops: list[tuple[float, float, float | None]] = []
 
             def replay(self) -> None:
                 for op in self.ops:

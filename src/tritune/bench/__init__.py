@@ -1,5 +1,6 @@
 """Timing: the :class:`Measurement` value and its statistics, the Timer interfaces, the GPU event timer,
-the replay timer, and synthetic landscapes for CPU tests.
+the measurement policies (cold, warm, graph), tie reports, the replay timer, and synthetic landscapes
+for CPU tests.
 
 ``tritune.bench`` is also callable: ``tritune.bench(fn, ...)`` is :func:`tritune.bench.event.bench`,
 so the package and the function share one public name without one hiding the other.
@@ -12,6 +13,7 @@ import types
 from typing import Any
 
 from tritune.bench.event import EventTimer, bench, l2_cache_bytes
+from tritune.bench.policy import DEFAULT_POLICY, MeasurePolicy, launches_per_sample, resolve_policy
 from tritune.bench.replay import ReplayTimer
 from tritune.bench.stats import (
     Measurement,
@@ -23,25 +25,36 @@ from tritune.bench.stats import (
     within,
 )
 from tritune.bench.synthetic import synthetic_landscape
+from tritune.bench.ties import TIE_RULE, TieCandidate, TieReport, break_tie, race_tie_report, tie_report
 from tritune.bench.timer import ConfigMeasure, Failure, Runnable, Timer, TimerMeasure
 
 __all__ = [
+    "DEFAULT_POLICY",
+    "TIE_RULE",
     "ConfigMeasure",
     "EventTimer",
     "Failure",
+    "MeasurePolicy",
     "Measurement",
     "ReplayTimer",
     "Runnable",
+    "TieCandidate",
+    "TieReport",
     "Timer",
     "TimerMeasure",
     "bench",
+    "break_tie",
     "clearly_slower",
     "l2_cache_bytes",
+    "launches_per_sample",
     "median_ci",
     "median_ci_ranks",
     "overlaps",
+    "race_tie_report",
     "relative_halfwidth",
+    "resolve_policy",
     "synthetic_landscape",
+    "tie_report",
     "within",
 ]
 

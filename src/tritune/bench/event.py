@@ -9,6 +9,10 @@ median or the budget is spent.
 For kernels so short that launch overhead dominates even so, ``graph=True`` captures ``calls`` launches
 (each preceded by its flush) into one CUDA graph and a second graph of the flushes alone; one sample is
 ``(t(graph) - t(flushes)) / calls``. Without the flush it is ``t(graph) / calls``.
+
+``batch_short=True`` (what :meth:`EventTimer.for_policy` sets) does the same by itself for a kernel the
+warm-up finds short (:func:`~tritune.bench.policy.launches_per_sample` > 1), keeping the cache state of the
+timer's policy: flush+launch pairs when flushing, back-to-back launches when not.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tritune.bench.policy import SHORT_KERNEL_MS, MeasurePolicy, launches_per_sample
 from tritune.bench.stats import Measurement, relative_halfwidth
 from tritune.bench.timer import Runnable
 from tritune.device import gpu_unavailable_reason
@@ -82,6 +87,9 @@ class EventTimer:
         graph_ms: float = 2.0,
         batch_ms: float = 10.0,
         confidence: float = 0.95,
+        batch_short: bool = False,
+        short_ms: float = SHORT_KERNEL_MS,
+        reuse_graphs: bool = False,
     ) -> None:
         reason = gpu_unavailable_reason()
         if reason is not None:
@@ -96,6 +104,9 @@ class EventTimer:
         self.flush_l2 = flush_l2
         self.flush_bytes = max(2 * self.l2_bytes, 1 << 20) if flush_l2 else 0
         self.graph = graph
+        self.batch_short = batch_short
+        self.short_ms = short_ms
+        self.reuse_graphs = reuse_graphs
         self.warmup_s = warmup_s
         self.graph_ms = graph_ms
         self.batch_ms = batch_ms
@@ -103,11 +114,33 @@ class EventTimer:
         self._cycles_per_us_cache: float | None = None
         self._flush_ms: float | None = None
         self.pad_us = 0.0
+        # Captured graphs, by the ids of the callables (kept alive here so the ids stay theirs).
+        self._graph_cache: dict[tuple[int, ...], tuple[list[Callable[[], object]], Any, Any, int]] = {}
+        self._flush_graphs: dict[int, Any] = {}
         self._flush_buf = (
             torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=f"cuda:{self.device}")
             if flush_l2
             else None
         )
+
+    @classmethod
+    def for_policy(cls, policy: MeasurePolicy | str, *, device: int | None = None, **kwargs: Any) -> EventTimer:
+        """The timer of a measurement policy, short kernels batched (see :mod:`tritune.bench.policy`)."""
+        p = MeasurePolicy.parse(policy)
+        kwargs.setdefault("batch_short", True)
+        kwargs.setdefault("reuse_graphs", True)
+        # Shorter graphs than the plain graph mode's 2 ms: a capture costs the CPU one Python launch per
+        # call (1000 calls of a 2 us kernel take ~20 ms to capture), and 0.5 ms samples are still ~1000x the
+        # events' resolution.
+        kwargs.setdefault("graph_ms", 0.5)
+        return cls(device=device, flush_l2=p.flush_l2, graph=p.graph, **kwargs)
+
+    @property
+    def policy(self) -> MeasurePolicy:
+        """The policy this timer measures under: ``cold`` when it flushes, else ``graph`` or ``warm``."""
+        if self.flush_l2:
+            return MeasurePolicy.COLD
+        return MeasurePolicy.GRAPH if self.graph else MeasurePolicy.WARM
 
     # -- settings ------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -115,12 +148,16 @@ class EventTimer:
 
         return {
             "timer": self.name,
+            "measure": self.policy.value,
             "device": self.device_name,
             "l2_bytes": self.l2_bytes,
             "l2_source": self.l2_source,
             "flush_l2": self.flush_l2,
             "flush_bytes": self.flush_bytes,
             "graph": self.graph,
+            "batch_short": self.batch_short,
+            "reuse_graphs": self.reuse_graphs,
+            "short_ms": self.short_ms,
             "graph_ms": self.graph_ms,
             "warmup_s": self.warmup_s,
             "batch_ms": self.batch_ms,
@@ -187,7 +224,8 @@ class EventTimer:
         with self._torch.cuda.device(self.device):
             fn_ms, flush_ms = self._warm_up(fns, self.warmup_s if warmup_s is None else warmup_s)
             per_run_ms = fn_ms + flush_ms
-            if self.graph:
+            batched = self.batch_short and launches_per_sample(fn_ms, short_ms=self.short_ms) > 1
+            if self.graph or batched:
                 samples, calls = self._sample_graph(
                     fns, per_run_ms, budget_s, rel_tol, min_samples, max_samples
                 )
@@ -202,7 +240,10 @@ class EventTimer:
             min_samples=min_samples,
             elapsed_s=time.perf_counter() - t0,
             calls_per_sample=calls,
-            extra={"timer": "event-graph" if self.graph else "event"},
+            extra={
+                "timer": "event-graph" if self.graph or batched else "event",
+                "measure": self.policy.value,
+            },
         )
 
     def _warm_up(self, fns: Sequence[Callable[[], object]], warmup_s: float) -> tuple[float, float]:
@@ -295,35 +336,66 @@ class EventTimer:
                 return samples, 1
             batch = _next_batch(samples, rel_tol, self.confidence, batch)
 
-    def _sample_graph(
-        self, fns: Sequence[Callable[[], object]], est_ms: float, budget_s: float, rel_tol: float,
-        min_samples: int, max_samples: int,
-    ) -> tuple[list[float], int]:  # fmt: skip
+    def _capture(self, body: Callable[[], None]) -> Any:
         torch = self._torch
-        calls = max(1, min(1000, int(self.graph_ms / est_ms)))
-        work = torch.cuda.CUDAGraph()
-        flushes = torch.cuda.CUDAGraph() if self._flush_buf is not None else None
+        g = torch.cuda.CUDAGraph()
         # A Triton kernel finalized by the cyclic GC during capture would invalidate the graph.
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
             with torch.cuda.stream(torch.cuda.Stream()):
-                with torch.cuda.graph(work):
-                    for i in range(calls):
-                        self._flush()
-                        fns[i % len(fns)]()
-                if flushes is not None:
-                    with torch.cuda.graph(flushes):
-                        for _ in range(calls):
-                            self._flush()
+                with torch.cuda.graph(g):
+                    body()
         finally:
             if gc_was_enabled:
                 gc.enable()
         torch.cuda.synchronize(self.device)
-        work.replay()
-        if flushes is not None:
-            flushes.replay()
+        g.replay()
         torch.cuda.synchronize(self.device)
+        return g
+
+    def _graphs(self, fns: Sequence[Callable[[], object]], est_ms: float) -> tuple[Any, Any, int]:
+        """The work graph of ``fns`` (each launch after its flush when flushing), the graph of the flushes
+        alone (None without flush), and the launches in each. With ``reuse_graphs`` (what
+        :meth:`for_policy` sets, for :class:`~tritune.bench.timer.TimerMeasure`, which keeps one callable per
+        config) the work graph is captured on the first measurement of these callables and replayed by later
+        ones: a race times each candidate many times, and capturing 1000 launches each time would cost more
+        than timing them. A callable that launches something else on a later call must not be reused."""
+        ident = tuple(id(f) for f in fns)
+        cached = self._graph_cache.get(ident) if self.reuse_graphs else None
+        if cached is not None and cached[0] == list(fns):
+            return cached[1], cached[2], cached[3]
+        # At least the launches a short kernel needs (kernel time only), at least graph_ms of GPU work.
+        calls = max(1, min(1000, int(self.graph_ms / est_ms)))
+        if self.batch_short:
+            calls = max(calls, launches_per_sample(est_ms - (self._flush_ms or 0.0), short_ms=self.short_ms))
+
+        def work_body() -> None:
+            for i in range(calls):
+                self._flush()
+                fns[i % len(fns)]()
+
+        def flush_body() -> None:
+            for _ in range(calls):
+                self._flush()
+
+        work = self._capture(work_body)
+        flushes = None
+        if self._flush_buf is not None:
+            flushes = self._flush_graphs.get(calls)
+            if flushes is None:
+                flushes = self._flush_graphs[calls] = self._capture(flush_body)
+        if self.reuse_graphs:
+            if len(self._graph_cache) >= _GRAPH_CACHE_SIZE:
+                self._graph_cache.pop(next(iter(self._graph_cache)))
+            self._graph_cache[ident] = (list(fns), work, flushes, calls)
+        return work, flushes, calls
+
+    def _sample_graph(
+        self, fns: Sequence[Callable[[], object]], est_ms: float, budget_s: float, rel_tol: float,
+        min_samples: int, max_samples: int,
+    ) -> tuple[list[float], int]:  # fmt: skip
+        work, flushes, calls = self._graphs(fns, est_ms)
         samples: list[float] = []
         deadline = time.perf_counter() + budget_s
         batch = max(1, min(min_samples, 100))
@@ -372,7 +444,10 @@ def _next_batch(samples: list[float], rel_tol: float, confidence: float, batch: 
     return max(min(batch, 10), min(needed + 1, 2 * n, 5000))
 
 
-_TIMERS: dict[tuple[int | None, bool, bool], EventTimer] = {}
+#: Most work graphs one timer keeps (the oldest is dropped first).
+_GRAPH_CACHE_SIZE = 512
+
+_TIMERS: dict[tuple[int | None, bool, bool, bool], EventTimer] = {}
 
 
 def bench(
@@ -386,6 +461,7 @@ def bench(
     min_samples: int = 10,
     max_samples: int = 100_000,
     device: int | None = None,
+    measure: MeasurePolicy | str | None = None,
 ) -> Measurement:
     """Time ``fn`` on the GPU, like ``triton.testing.do_bench`` but returning a :class:`Measurement`.
 
@@ -395,11 +471,19 @@ def bench(
     Sampling stops when the median's 95% interval is within ``rel_tol`` or after ``budget_s`` seconds.
     ``fn`` may be a list of callables over different input copies (input rotation). Raises
     TimingUnavailableError, saying why, where there is no GPU.
+
+    ``measure`` (``"cold"``, ``"warm"``, ``"graph"``) overrides ``flush_l2`` and ``graph`` with a
+    measurement policy's settings and batches short kernels (:mod:`tritune.bench.policy`).
     """
-    key = (device, flush_l2, graph)
+    batch = False
+    if measure is not None:
+        p = MeasurePolicy.parse(measure)
+        flush_l2, graph, batch = p.flush_l2, p.graph, True
+    key = (device, flush_l2, graph, batch)
     timer = _TIMERS.get(key)
     if timer is None:
-        timer = _TIMERS[key] = EventTimer(device=device, flush_l2=flush_l2, graph=graph)
+        timer = _TIMERS[key] = EventTimer(device=device, flush_l2=flush_l2, graph=graph, batch_short=batch,
+                                          reuse_graphs=False)  # a user's callable may launch other work next time
     return timer.measure(
         fn,
         budget_s=budget_s,

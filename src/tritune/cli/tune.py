@@ -49,6 +49,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--store", metavar="PATH", help="the SQLite store (default: $TRITUNE_STORE or the user cache dir)")
     p.add_argument("--no-store", action="store_true", help="do not record results in the store")
     p.add_argument("--graph", action="store_true", help="time CUDA-graph replays (for very short kernels)")
+    p.add_argument("--measure", choices=["cold", "warm", "graph"], default=None,
+                   help="how to time: L2 flushed (cold), back-to-back (warm), or in a CUDA graph (graph); part of "
+                        "the store key (default: $TRITUNE_MEASURE, else cold)")
 
 
 def _record_paths(base: str, n: int) -> list[Path]:
@@ -134,7 +137,8 @@ def _run(args: argparse.Namespace, rank: int) -> int:
 
         store = open_store(args.store)
     opts = TuneOptions(jobs=args.jobs, compile_timeout=args.compile_timeout, verify=not args.no_verify,
-                       exhaustive=args.exhaustive, race=RaceOptions(), graph=args.graph)
+                       exhaustive=args.exhaustive, race=RaceOptions(), graph=args.graph,
+                       measure=args.measure)
     with make_progress(quiet=args.quiet or rank != 0) as progress:
         try:
             result = tune(workloads, keys=keys, options=opts, store=store, progress=progress)

@@ -9,6 +9,12 @@ Where no GPU is active (``TRITON_INTERPRET=1``, or no driver), keys are made wit
 capability ``"interpreter"``: entries tuned there never match, and are never matched by, an entry
 from a real GPU. ``PretunedStore.resolve`` is the one place that may serve a GPU entry to an
 interpreter key, on purpose (a shipped config is the config the interpreter runs).
+
+The measurement policy (:mod:`tritune.bench.policy`: ``cold``, ``warm``, ``graph``) is part of the key:
+a winner timed one way is not reused for another. Keys written before policies existed carry no
+``measure`` field and were timed cold, so a key without one reads back as ``cold``, the default; and a
+``cold`` key writes no ``measure`` field, so its canonical JSON and digest are exactly what they were
+before, and stores written then still match.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritune.bench.policy import DEFAULT_POLICY, MeasurePolicy
 from tritune.errors import ConfigError
 
 #: Device and capability recorded when no GPU is active.
@@ -106,6 +113,8 @@ class TuningKey:
     buckets: tuple[tuple[str, str], ...] = ()
     #: The argument dtypes as text, in argument order (e.g. ``"torch.float16"``), as Triton keys them.
     dtypes: tuple[str, ...] = field(default=())
+    #: How candidates were timed (:class:`~tritune.bench.policy.MeasurePolicy`); absent in old keys = cold.
+    measure: MeasurePolicy = DEFAULT_POLICY
 
     def __post_init__(self) -> None:
         for name in ("kernel", "source_hash", "triton_version", "device", "capability", "env_hash"):
@@ -126,6 +135,7 @@ class TuningKey:
         if isinstance(self.dtypes, str) or not all(isinstance(d, str) for d in self.dtypes):
             raise ConfigError(f"TuningKey.dtypes must be a sequence of strings, got {self.dtypes!r}")
         set_(self, "dtypes", tuple(self.dtypes))
+        set_(self, "measure", MeasurePolicy.parse(self.measure, where=f"TuningKey({self.kernel}).measure"))
 
     @property
     def key_dict(self) -> dict[str, Any]:
@@ -136,7 +146,8 @@ class TuningKey:
         return dict(self.buckets)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The key as JSON; ``measure`` only when it is not the default (old keys have none, same digest)."""
+        d: dict[str, Any] = {
             "kernel": self.kernel,
             "source_hash": self.source_hash,
             "triton_version": self.triton_version,
@@ -147,6 +158,9 @@ class TuningKey:
             "buckets": dict(self.buckets),
             "dtypes": list(self.dtypes),
         }
+        if self.measure is not DEFAULT_POLICY:
+            d["measure"] = self.measure.value
+        return d
 
     def dumps(self) -> str:
         """Canonical JSON text (sorted keys, no spaces): equal keys give equal text."""
@@ -160,7 +174,7 @@ class TuningKey:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> TuningKey:
         fields = ("kernel", "source_hash", "triton_version", "device", "capability", "env_hash")
-        unknown = set(d) - {*fields, "key", "buckets", "dtypes"}
+        unknown = set(d) - {*fields, "key", "buckets", "dtypes", "measure"}
         if unknown:
             raise ConfigError(f"unknown TuningKey field(s) {sorted(unknown)}")
         return cls(
@@ -168,6 +182,7 @@ class TuningKey:
             key=tuple(dict(d.get("key", {})).items()),
             buckets=tuple(dict(d.get("buckets", {})).items()),
             dtypes=tuple(d.get("dtypes", ())),
+            measure=MeasurePolicy.parse(d.get("measure", DEFAULT_POLICY.value), where="TuningKey JSON measure"),
         )
 
     def describe_key(self) -> str:
@@ -235,6 +250,7 @@ def make_key(
     buckets: Mapping[str, str] | None = None,
     dtypes: Iterable[str] = (),
     device: tuple[str, str] | None = None,
+    measure: MeasurePolicy | str = DEFAULT_POLICY,
 ) -> TuningKey:
     """The TuningKey of ``kernel`` (a jitted kernel or a ``KernelInfo``) on the current device.
 
@@ -257,6 +273,7 @@ def make_key(
         key=tuple((key or {}).items()),
         buckets=tuple((buckets or {}).items()),
         dtypes=tuple(dtypes),
+        measure=MeasurePolicy.parse(measure, where=f"{info.name}: measure"),
     )
 
 
@@ -266,6 +283,7 @@ def interpreter_key(
     *,
     buckets: Mapping[str, str] | None = None,
     dtypes: Iterable[str] = (),
+    measure: MeasurePolicy | str = DEFAULT_POLICY,
 ) -> TuningKey:
     """A TuningKey for a no-GPU context (device and capability ``"interpreter"``), whatever is installed."""
-    return make_key(kernel, key, buckets=buckets, dtypes=dtypes, device=(INTERPRETER, INTERPRETER))
+    return make_key(kernel, key, buckets=buckets, dtypes=dtypes, device=(INTERPRETER, INTERPRETER), measure=measure)

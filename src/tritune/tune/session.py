@@ -41,6 +41,9 @@ class TuneOptions:
     exhaustive: bool = False
     race: RaceOptions = field(default_factory=RaceOptions)
     graph: bool = False
+    #: The measurement policy (``"cold"``, ``"warm"``, ``"graph"``); None: ``$TRITUNE_MEASURE``, else cold.
+    #: ``graph=True`` without it keeps the old flushed-graph timer (recorded as cold).
+    measure: str | None = None
     ceilings: bool = True
     #: Farmed: rank 0 re-races the ranks' finalists (local winners and ties) on its own GPU, so the winner
     #: never rests on medians from two GPUs. Two H200s of one host ran the same matmul 5% apart (run 11).
@@ -75,7 +78,7 @@ def tune_key(
     """
     import torch
 
-    from tritune.bench import EventTimer, Failure, TimerMeasure
+    from tritune.bench import Failure, TimerMeasure, race_tie_report
     from tritune.kernel import as_interpreted, as_jit
     from tritune.space import check_static
     from tritune.tune.pipeline import LazyMeasure, Prepared, compile_and_race, load_binary
@@ -141,7 +144,7 @@ def tune_key(
 
         return call
 
-    timer = timer or EventTimer(graph=options.graph)
+    timer = timer or _timer(options)
 
     def make_measure() -> Any:
         if hasattr(timer, "measure_config"):  # the replay timer (tests): timings replayed, nothing launched
@@ -198,9 +201,13 @@ def tune_key(
         cands.append(CandidateResult(cfg, o.status, o.reason, extra))
         if progress is not None:
             progress.step(f"{kname} {cfg.id}", o.status.value, f"{m.median_ms:.4f} ms" if m is not None else "")
+    policy = _policy(options)
+    tie = race_tie_report(result, policy)
     wextra: dict[str, Any] = {
-        "winner": result.winner.to_json() if result and result.winner else None,
-        "ties": [c.to_json() for c in result.ties] if result else [],
+        "winner": tie.picked.to_json() if tie else None,  # the tie rule's pick among configs within resolution
+        "ties": [c.to_json() for c in tie.tied if c != tie.picked] if tie else [],
+        "measure": policy.value,
+        "tie": tie.to_json() if tie else None,
         "bytes": nbytes,
         "flops": nflops,
         "race": {k: v for k, v in result.to_json().items() if k != "candidates"} if result else None,
@@ -210,6 +217,20 @@ def tune_key(
     if store is not None:
         record(store, workload, key, args, wr, result)
     return wr, result
+
+
+def _policy(options: TuneOptions) -> Any:
+    from tritune.bench import resolve_policy
+
+    return resolve_policy(options.measure)
+
+
+def _timer(options: TuneOptions) -> Any:
+    from tritune.bench import EventTimer
+
+    if options.graph and options.measure is None:
+        return EventTimer(graph=True)
+    return EventTimer.for_policy(_policy(options))
 
 
 def _gpu_target(target: Any) -> Any:
@@ -232,15 +253,15 @@ def record(store: Any, workload: Workload, key: Mapping[str, Any], args: Sequenc
     """Write every candidate's outcome and the winner to the store, in one transaction."""
     from tritune.store import CandidateRecord, dtypes_of, make_key
 
-    tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args))
+    tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=wr.extra.get("measure", "cold"))
     recs = []
     for c in wr.candidates:
         m = c.extra.get("measurement")
         measured = c.status is Status.MEASURED and m is not None
         recs.append(CandidateRecord(c.config, c.status, m["median_ms"] if measured and m else None, c.reason,
                                     m if measured else None))
-    winner = result.winner if result else None
-    store.record(tkey, recs, winner, ties=result.ties if result else ())
+    winner = Config.from_json(wr.extra["winner"]) if wr.extra.get("winner") else None
+    store.record(tkey, recs, winner, ties=[Config.from_json(c) for c in wr.extra.get("ties", [])])
 
 
 def tune(
@@ -263,14 +284,13 @@ def tune(
     rank returns the same candidates and winners, with ``world_size`` and per-rank timings in the
     provenance. ``timer``/``target``/``device="cpu"`` exist for tests on machines without a GPU.
     """
-    from tritune.bench import EventTimer
     from tritune.dist.farm import job_group, rank_info
     from tritune.tune.provenance import measure_ceilings, provenance
 
     options = options or TuneOptions()
     tg = job_group(group)
     rank, world = (tg.rank, tg.world_size) if tg is not None else (0, 1)
-    timer = timer or EventTimer(graph=options.graph)
+    timer = timer or _timer(options)
     entries: list[WorkloadResult] = []
     compile_s = 0.0
     t0 = time.perf_counter()
@@ -323,6 +343,6 @@ def landscapes(result: RunResult) -> list[Any]:
                 pts.append(LandscapePoint(c.config, Status.MEASURED, float(m["median_ms"]), None))
             else:
                 pts.append(LandscapePoint(c.config, c.status, None, c.reason))
-        ls = Landscape(w.name, dev, dict(w.key), pts, dict(result.provenance))
+        ls = Landscape(w.name, dev, dict(w.key), pts, dict(result.provenance), w.extra.get("measure", "cold"))
         out.append(ls)
     return out

@@ -46,6 +46,9 @@ class Tuner:
     #: For tests of the tuning logic without a GPU: a replay timer (``tritune.bench.ReplayTimer``) whose
     #: ``measure_config`` replaces GPU timing. Choices it makes are labelled ``replayed``, never ``timed``.
     timer: Any = None
+    #: The measurement policy (``"cold"``, ``"warm"``, ``"graph"``; :mod:`tritune.bench.policy`); None: the
+    #: run's ``$TRITUNE_MEASURE``, else cold. Part of the store key: a winner timed one way is not reused for another.
+    measure: str | None = None
     _store: Any = field(default=None, init=False, repr=False)
     _pretuned: Any = field(default=None, init=False, repr=False)
 
@@ -81,7 +84,12 @@ class Tuner:
         buckets = {n: getattr(b, "name", "exact") for n, b in zip(names, spec.buckets)}
         dev = (INTERPRETER, INTERPRETER) if interpreter else None
         dtypes = tuple(str(d) for d in key[len(names):])
-        return make_key(tuned.info, values, buckets=buckets, dtypes=dtypes, device=dev)
+        return make_key(tuned.info, values, buckets=buckets, dtypes=dtypes, device=dev, measure=self.policy(tuned))
+
+    def policy(self, tuned: Autotuned) -> Any:
+        from tritune.bench import resolve_policy
+
+        return resolve_policy(kernel=self.measure, kernel_name=tuned.info.name)
 
     def lookup(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
                allowed: Sequence[Config] | None = None) -> Choice | None:  # fmt: skip
@@ -123,7 +131,7 @@ class Tuner:
 
     def tune(self, tuned: Autotuned, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
              args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
-        from tritune.bench import EventTimer, TimerMeasure
+        from tritune.bench import EventTimer, TimerMeasure, race_tie_report
         from tritune.store import CandidateRecord
         from tritune.tune import pipeline
         from tritune.tune.autotune import Choice
@@ -133,7 +141,8 @@ class Tuner:
         gpu = gpu_unavailable_reason() is None
         tkey = self.tuning_key(tuned, key, interpreter=not gpu)
         clock = time.perf_counter()
-        stats: dict[str, Any] = {"candidates": len(legal)}
+        policy = self.policy(tuned)
+        stats: dict[str, Any] = {"candidates": len(legal), "measure": policy.value}
         todo = list(legal) if self.distributed or st is None else st.missing(tkey, legal)
         asked = set(todo)  # every one of these gets a record, failures included
         if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
@@ -166,7 +175,7 @@ class Tuner:
                 return self.timer.measure_config
             if tuned.do_bench is not None:
                 return _UserBench(tuned.do_bench, make_fn)
-            timer = EventTimer()
+            timer = EventTimer.for_policy(policy)
             timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
             return TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
 
@@ -212,14 +221,19 @@ class Tuner:
                                             m.to_json() if ok and m is not None else None))
                 if ok and m is not None:
                     timings[o.config] = [m.median_ms, m.q1_ms, m.q3_ms]
-            if result.winner is not None and result.winner_measurement is not None:
-                winner, best_ms = result.winner, result.winner_measurement.median_ms
+            tie = race_tie_report(result, policy)
+            if tie is not None:
+                stats["tie"] = tie.to_json()
+            if tie is not None and result.winner_measurement is not None:  # the tie rule's pick among equals
+                winner = tie.picked
+                best_ms = result.outcome(winner).measurement.median_ms
         if st is not None and not self.distributed:
             old = st.lookup_winner(tkey)
             if old is not None and old.time_ms is not None and (best_ms is None or old.time_ms <= best_ms):
                 winner, best_ms = old.config, old.time_ms
         if st is not None and (not self.distributed or _rank() == 0):
-            st.record(tkey, recs, winner, ties=result.ties if result is not None and winner == result.winner else ())
+            tied = tuple(stats["tie"]["tied"]) if "tie" in stats else ()
+            st.record(tkey, recs, winner, ties=[t for t in tied if Config.from_json(t) != winner])
         if winner is None:
             raise NoLegalConfigError(
                 f"{tuned.info.name}: no candidate could be timed for key {tuned.key_spec.as_dict(key)}:\n"

@@ -1,0 +1,95 @@
+"""Tie reports and the tie-breaking rule (a pure function), with timings from a labelled FAKE timer."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tritune.bench import Failure, Measurement, MeasurePolicy, TieCandidate, TieReport, break_tie, tie_report
+from tritune.bench.ties import TIE_RULE, race_tie_report, tied_with
+from tritune.config import Config
+
+A, B, C, D = (Config({"BLOCK": 1024}, num_warps=w) for w in (1, 2, 4, 8))
+
+
+def fake_timer(median_ms: float, spread: float = 0.002, n: int = 200, seed: int = 0) -> Measurement:
+    """FAKE timer: ``n`` samples spread uniformly by ``spread`` (relative) around ``median_ms``."""
+    rng = random.Random(seed)
+    return Measurement.from_samples([median_ms * (1 + rng.uniform(-spread, spread)) for _ in range(n)])
+
+
+def test_fewest_registers_first() -> None:
+    cands = [TieCandidate(A, 1.00, registers=64, shared=0), TieCandidate(B, 1.01, registers=32, shared=4096)]
+    assert break_tie(cands) == B
+
+
+def test_then_least_shared_memory() -> None:
+    cands = [TieCandidate(A, 1.00, 32, 8192), TieCandidate(B, 1.01, 32, 1024), TieCandidate(C, 0.99, 32, None)]
+    assert break_tie(cands) == B  # unknown shared memory ranks last
+
+
+def test_then_best_under_the_other_policies() -> None:
+    cands = [
+        TieCandidate(A, 1.00, 32, 0, {"cold": 5.0, "graph": 1.9}),
+        TieCandidate(B, 1.01, 32, 0, {"cold": 4.8, "graph": 1.8}),
+        TieCandidate(C, 0.99, 32, 0, {"cold": 5.5}),  # graph unknown: only "cold" is shared by all
+    ]
+    assert break_tie(cands) == B
+    # Without the other policies' times: the smallest median, then the id.
+    assert break_tie([TieCandidate(A, 1.0), TieCandidate(B, 0.9)]) == B
+    assert break_tie([TieCandidate(B, 1.0), TieCandidate(A, 1.0)]) == min(A, B, key=lambda c: c.id)
+
+
+def test_rule_is_order_independent() -> None:
+    cands = [TieCandidate(c, 1.0 + i / 100, 40 - 8 * (i % 2), 1024 * i) for i, c in enumerate([A, B, C, D])]
+    picks = {break_tie(cands[i:] + cands[:i]) for i in range(4)}
+    assert picks == {B}
+    with pytest.raises(ValueError):
+        break_tie([])
+
+
+def test_tie_report_from_fake_measurements() -> None:
+    meas = {A: fake_timer(1.000, seed=1), B: fake_timer(1.003, seed=2), C: fake_timer(1.001, seed=3)}
+    facts = {A: {"registers": 64, "shared": 0}, B: {"registers": 40, "shared": 0}, C: {"registers": 40, "shared": 512}}
+    rep = tie_report(meas, fastest=A, tied=[B, C], resolution=0.01, measure="graph", facts=facts)
+    assert rep.is_tie and rep.tied == (A, C, B)  # fastest first, then by median
+    assert rep.picked == B and rep.measure is MeasurePolicy.GRAPH
+    assert rep.spread == pytest.approx(meas[B].median_ms / meas[A].median_ms - 1)
+    line = rep.describe()
+    assert "3 configs tied within 1.0% (graph" in line and f"picked {B.id}" in line and TIE_RULE in line
+    assert TieReport.from_json(rep.to_json()) == rep
+
+
+def test_clear_winner_is_no_tie() -> None:
+    meas = {A: fake_timer(1.0)}
+    rep = tie_report(meas, fastest=A, tied=[], resolution=0.01)
+    assert not rep.is_tie and rep.picked == A and rep.spread == 0.0 and "wins clearly" in rep.describe()
+    with pytest.raises(ValueError, match="tied must start with fastest"):
+        TieReport(fastest=A, picked=B, tied=(A,), resolution=0.01)
+
+
+def test_tied_with_uses_the_resolution() -> None:
+    lead = fake_timer(1.000, seed=1)
+    others = {B: fake_timer(1.004, seed=2), C: fake_timer(1.05, seed=3), D: fake_timer(1.0015, seed=4)}
+    assert set(tied_with(lead, others, 0.01)) == {B, D}
+    assert set(tied_with(lead, others, 0.06)) == {B, C, D}
+
+
+def test_race_tie_report_from_a_race_with_a_fake_measure() -> None:
+    """A real race over a FAKE ConfigMeasure (fixed times, 0.2% noise): three configs within 1%, one far off."""
+    from tritune.tune.race import RaceOptions, race
+
+    truth = {A: 1.000, B: 1.002, C: 1.001, D: 1.5}
+    rng = random.Random(7)
+
+    def fake_measure(config: Config, budget_s: float) -> Measurement | Failure:
+        return Measurement.from_samples([truth[config] * (1 + rng.uniform(-0.002, 0.002)) for _ in range(50)],
+                                        elapsed_s=budget_s)  # fmt: skip
+
+    res = race([A, B, C, D], fake_measure, RaceOptions())
+    rep = race_tie_report(res, "warm")
+    assert rep is not None and rep.measure is MeasurePolicy.WARM and rep.resolution == 0.01
+    assert set(rep.tied) == {A, B, C} and D not in rep.tied and rep.fastest == res.winner
+    assert rep.picked == break_tie([TieCandidate(c, res.outcome(c).measurement.median_ms) for c in rep.tied])  # type: ignore[union-attr]
+    assert race_tie_report(None) is None
