@@ -54,6 +54,9 @@ def test_resolve_fallback_order(tmp_path: Path) -> None:
     assert p.resolve(make_test_key(device="NVIDIA L4", capability="cuda:89")) is None  # another arch: tune
     assert p.resolve(make_test_key(n=8192)) is None  # another bucket
     assert p.resolve(make_test_key(source_hash="edited")) is None  # edited kernel: never served
+    # a winner measured cold never serves a key tuned under another measurement policy, on any device
+    assert p.resolve(make_test_key(measure="warm")) is None
+    assert p.resolve(make_test_key(device="NVIDIA H100", measure="graph")) is None
     interp = make_test_key(device=INTERPRETER, capability=INTERPRETER)
     # any device for the interpreter, deterministically: "NVIDIA A100" sorts before "NVIDIA H200"
     assert p.resolve(interp).config == B  # type: ignore[union-attr]

@@ -84,6 +84,7 @@ class PretunedStore(Store):
             and e.key.key == key.key
             and e.key.buckets == key.buckets
             and e.key.dtypes == key.dtypes
+            and e.key.measure == key.measure  # a winner measured cold never serves a warm or graph key
         ]
 
         def order(w: WinnerRecord) -> tuple[str, str, str, str]:
