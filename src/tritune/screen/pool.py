@@ -60,6 +60,7 @@ class _Worker:
                     path,
                     name,
                     json.dumps(target.to_json()),
+                    *(() if gate else ("nogate",)),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,  # Triton prints failing PTX to stdout; the reason carries the error

@@ -20,7 +20,9 @@ from tritune.config import Config
 from tritune.errors import KernelSpecError
 from tritune.kernel import as_jit
 
-_BINDERS: dict[tuple[int, str], tuple[Any, Any]] = {}
+#: Keyed by ``id(jit)`` and holding the kernel itself: a hit counts only when it is the same object, so a
+#: freed kernel's id, once reused by another kernel, can never hand out the first kernel's binder.
+_BINDERS: dict[tuple[int, str], tuple[Any, Any, Any]] = {}
 _LOCK = threading.Lock()
 
 
@@ -38,11 +40,11 @@ def _binder(jit: Any, target: Any) -> tuple[Any, Any]:
     key = (id(jit), repr(target))
     with _LOCK:
         hit = _BINDERS.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not jit:
             backend = make_backend(target)
-            hit = (backend, create_function_from_signature(jit.signature, jit.params, backend))
+            hit = (jit, backend, create_function_from_signature(jit.signature, jit.params, backend))
             _BINDERS[key] = hit
-    return hit
+    return hit[1], hit[2]
 
 
 def launch_kwargs(jit: Any, config: Config, caller_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def tune_key(
     from tritune.space import check_static
     from tritune.tune.pipeline import LazyMeasure, Prepared, compile_and_race, load_binary
     from tritune.tune.precompile import start_precompile
-    from tritune.verify.compare import compare, poison
+    from tritune.verify.run import check_candidate
 
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     compile_jit = as_jit(workload.kernel)
@@ -111,24 +111,11 @@ def tune_key(
                 return got
             facts = got
         if expected is not None:
-            for a, p in zip(args, pristine):
-                if isinstance(a, torch.Tensor):
-                    a.copy_(p)
-            for i in workload.outputs:
-                poison(args[i])
-            try:
-                jit[grid](*args, **kw, **cfg.kwargs, **cfg.launch_options())
-                if device != "cpu":
-                    torch.cuda.synchronize()
-            except Exception as e:
-                return Failure(Status.LAUNCH_FAILED, f"{kname} {cfg.id}: {type(e).__name__}: {e}")
-            bad = []
-            for pos, i in enumerate(workload.outputs):
-                cmp = compare(args[i], expected[pos], atol=workload.atol, rtol=workload.rtol, name=f"args[{i}]")
-                if not cmp.ok:
-                    bad.append(cmp.detail)
-            if bad:
-                return Failure(Status.INCORRECT, f"{kname} {cfg.id}: " + "; ".join(bad))
+            checked = check_candidate(workload, key, cfg, args, pristine, kw, expected, jit, device == "cpu")
+            if checked.status is Status.ERROR:
+                return Failure(Status.LAUNCH_FAILED, checked.reason or f"{kname} {cfg.id}: the launch failed")
+            if checked.status is not Status.CORRECT:
+                return Failure(checked.status, checked.reason or f"{kname} {cfg.id}: incorrect")
         return facts
 
     def make_fn(cfg: Config) -> Any:
