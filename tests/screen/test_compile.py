@@ -112,9 +112,9 @@ def test_in_process_timeout_kills_ptxas(wl, fresh_cache: Path) -> None:
     r = screen_candidate(w, key, w.make_args(key, "cpu"), slow, SM90, timeout=4.0)
     assert r.status is Status.COMPILE_TIMEOUT, r.reason
     assert "4 s compile timeout" in r.reason
-    from tritune.screen.candidate import _children
+    from tritune.workers.procs import children
 
-    assert not [p for p in _children(os.getpid()) if _comm(p).startswith("ptxas")]
+    assert not [p for p in children(os.getpid()) if _comm(p).startswith("ptxas")]
 
 
 def _comm(pid: int) -> str:

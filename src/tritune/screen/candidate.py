@@ -29,6 +29,7 @@ from tritune.screen.occupancy import Resources, occupancy, violations, warnings_
 from tritune.screen.specialize import Specialization, compile_error_reason, specialize
 from tritune.screen.targets import Target
 from tritune.space import check_static
+from tritune.workers.procs import children
 
 #: The resource fields every screened candidate carries in ``extra`` (None where not known).
 FIELDS = (
@@ -143,7 +144,7 @@ class PtxasWatchdog:
             return
         self.fired = True
         while not self._done.is_set():
-            for pid in _children(os.getpid()):
+            for pid in children(os.getpid()):
                 try:
                     with open(f"/proc/{pid}/comm") as f:
                         name = f.read().strip()
@@ -153,21 +154,6 @@ class PtxasWatchdog:
                 except OSError:
                     continue
             self._done.wait(0.05)
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(x) for x in f.read().split()]
-        except OSError:
-            continue
-    return out
 
 
 def _result(config: Config, status: Status, reason: str | None, **fields: Any) -> CandidateResult:
