@@ -78,3 +78,22 @@ def test_close_kills_busy_workers_and_their_children_at_once() -> None:
     assert time.monotonic() - t < 5
     time.sleep(0.2)
     assert not any(_alive(p) for p in (*pids, *kids))
+
+
+def test_kill_tree_stops_a_process_and_its_children() -> None:
+    import subprocess
+
+    from tritune.workers.procs import children, kill_tree
+
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"])
+    deadline = time.monotonic() + 10
+    while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kids = children(proc.pid)
+    assert len(kids) == 2
+    t = time.monotonic()
+    kill_tree(proc.pid)
+    proc.wait(5)  # gone at once, not after its 60 s
+    assert time.monotonic() - t < 5
+    time.sleep(0.2)
+    assert not any(_alive(k) for k in kids)

@@ -214,11 +214,10 @@ class WorkerService:
         self.start_timeout = start_timeout
         self.name = name
         self.start_error = start_error
-        self.restarts = 0  #: workers started to replace one that was killed or died
+        self.restarts = 0  #: workers killed or lost (each is replaced when there is work for it)
         self.killed: list[int] = []  #: process groups killed for running past a timeout
         self._queue: deque[_Task] = deque()
         self._workers: list[_Worker] = []
-        self._replace = 0
         self._closed = False
         _LIVE.add(self)
 
@@ -294,9 +293,6 @@ class WorkerService:
                 w.send(self._queue.popleft())
         waiting = len(self._queue) - sum(1 for w in self._workers if w.task is None)
         while waiting > 0 and len(self._workers) < self.jobs:
-            if self._replace:
-                self._replace -= 1
-                self.restarts += 1
             w = _Worker(self.start)
             self._workers.append(w)
             if w.ready:
@@ -305,7 +301,7 @@ class WorkerService:
 
     def _drop(self, w: _Worker) -> None:
         self._workers.remove(w)
-        self._replace += 1
+        self.restarts += 1
 
     def _receive(self, w: _Worker) -> list[Done | Lost]:
         try:
