@@ -48,7 +48,7 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
     from kernels import scale_kernel
 
     import tritune
-    from tritune.tune.race import RaceOptions
+    from tritune.engine.race import RaceOptions
 
     data: dict[str, Any] = {"rank": rank}
     try:

@@ -22,7 +22,7 @@ from tritune.landscape import Landscape
 from tritune.outcome import Status
 from tritune.store import SQLiteStore
 from tritune.testing.store_contract import make_test_key
-from tritune.tune.race import RaceOptions
+from tritune.engine.race import RaceOptions
 
 OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
 NOISE = 0.05

@@ -22,7 +22,7 @@ from tritune.errors import ConfigError, DistributedError
 from tritune.outcome import Status
 from tritune.store import MemoryStore
 from tritune.testing.store_contract import make_test_key
-from tritune.tune.race import RaceOptions, race
+from tritune.engine.race import RaceOptions, race
 
 OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
 CONFIGS = synthetic_landscape(30, seed=1).configs
@@ -186,3 +186,23 @@ def test_benchmark_script_runs_on_cpu_replay_with_one_rank(tmp_path: Path) -> No
     doc = json.loads((tmp_path / "dist_tune.json").read_text())
     assert doc["world_size"] == 1 and doc["all_identical"] and doc["store_candidates_per_key"] == [30]
     assert doc["rows"][0]["winner"] == synthetic_landscape(30, seed=0, near=(0.02, 0.04)).best.config.id
+
+
+def test_rank_and_world_alone_and_broken(monkeypatch) -> None:
+    """Not initialized: (0, 1). FAKE broken state (initialized, but the default group cannot answer): an
+    error that says so, never a silent world of 1 in which this rank would tune alone."""
+    import torch.distributed as tdist
+
+    from tritune.dist import rank_and_world
+    from tritune.errors import DistributedError
+
+    assert rank_and_world() == (0, 1)
+    monkeypatch.setattr(tdist, "is_initialized", lambda: True)
+
+    def broken() -> int:
+        raise RuntimeError("Default process group has not been initialized")
+
+    monkeypatch.setattr(tdist, "get_rank", broken)
+    monkeypatch.setattr(tdist, "get_world_size", broken)
+    with pytest.raises(DistributedError, match="cannot say this process's rank"):
+        rank_and_world()

@@ -13,7 +13,7 @@ from tritune.config import Config
 
 
 class FakeCompiling:
-    """FAKE :class:`tritune.tune.precompile.Compiling` (module docstring): deterministic, event-free."""
+    """FAKE :class:`tritune.engine.precompile.Compiling` (module docstring): deterministic, event-free."""
 
     def __init__(self, configs: Sequence[Config], late: Mapping[Config, str | None],
                  failed: Mapping[Config, str] | None = None, workers: int = 4) -> None:  # fmt: skip

@@ -13,10 +13,10 @@ from fake_compiling import FakeCompiling
 
 from tritune.bench import Failure, ReplayTimer, synthetic_landscape
 from tritune.config import Config
+from tritune.engine import precompile as pc
+from tritune.engine.pipeline import LazyMeasure, compile_and_race
+from tritune.engine.race import RaceOptions
 from tritune.outcome import Status
-from tritune.tune import precompile as pc
-from tritune.tune.pipeline import LazyMeasure, compile_and_race
-from tritune.tune.race import RaceOptions
 
 OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
 
@@ -62,7 +62,7 @@ def test_every_config_gets_an_outcome_and_the_late_best_wins() -> None:
 def test_load_binary_records_any_backend_error_as_compile_failed() -> None:
     """FAKE JIT objects: the backend's own errors (an MLIR pass failure, ptxas) are compile_failed with the
     reason, never an exception that would lose every other candidate of the key."""
-    from tritune.tune.pipeline import load_binary
+    from tritune.engine.pipeline import load_binary
 
     class Jit:
         def __init__(self, exc: Exception | None) -> None:

@@ -4,8 +4,8 @@ import torch
 
 from kernels import scale_kernel
 from tritune import Config
+from tritune.engine.precompile import _cached, _locate, precompile
 from tritune.screen.specialize import cuda_target, specialize
-from tritune.tune.precompile import _cached, _locate, precompile
 
 
 def test_precompile_fills_tritons_cache_in_workers(tmp_path, monkeypatch):
@@ -37,7 +37,7 @@ import json, sys
 import torch, triton, triton.language as tl
 from tritune import Config
 from tritune.screen.specialize import cuda_target, specialize
-from tritune.tune import precompile as pc
+from tritune.engine import precompile as pc
 
 
 def build():
@@ -95,7 +95,7 @@ def test_compiling_maps_timeouts_and_errors_to_configs_and_races_what_finished()
     the stuck one is given up as compile_timeout while the others are handed out."""
     import time
 
-    from tritune.tune.precompile import Compiling
+    from tritune.engine.precompile import Compiling
     from tritune.workers import Forked, WorkerService
 
     quick, bad, stuck, later = (Config({"BLOCK": b}) for b in (64, 128, 16384, 256))
@@ -118,7 +118,7 @@ import json, os
 import torch, triton, triton.language as tl
 from tritune import Config
 from tritune.screen.specialize import cuda_target, specialize
-from tritune.tune import precompile as pc
+from tritune.engine import precompile as pc
 
 
 @triton.jit

@@ -13,9 +13,9 @@ import tritune
 from kernels import scale_kernel
 from tritune.bench import ReplayTimer
 from tritune.config import Config
+from tritune.engine.race import RaceOptions
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
-from tritune.tune.race import RaceOptions
 from tritune.tune.session import TuneOptions, tune
 
 CONFIGS = [Config({"BLOCK": 256}), Config({"BLOCK": 512})]

@@ -16,10 +16,10 @@ from fake_compiling import FakeCompiling
 import tritune
 from kernels import scale_kernel
 from tritune.bench import ReplayTimer
+from tritune.engine import precompile as pc
+from tritune.engine.race import RaceOptions
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
-from tritune.tune import precompile as pc
-from tritune.tune.race import RaceOptions
 
 N = 3000
 CONFIGS = [tritune.Config({"BLOCK": b}, num_warps=w) for b in (64, 128, 256, 512, 1024) for w in (1, 2, 4, 8)]
@@ -32,8 +32,9 @@ def _times() -> dict[tritune.Config, float]:
 
 
 def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(monkeypatch, tmp_path):
+    from tritune.engine import pipeline
     from tritune.store import keys as store_keys
-    from tritune.tune import pipeline, tuner
+    from tritune.tune import tuner
 
     monkeypatch.setattr(tuner, "gpu_unavailable_reason", lambda: None)  # FAKE: "a GPU is here"
     monkeypatch.setattr(store_keys, "current_device", lambda: ("FAKE GPU", "9.0"))

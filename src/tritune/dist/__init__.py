@@ -44,7 +44,13 @@ host, so it does not work across machines at all.
 
 from __future__ import annotations
 
-from tritune.dist.group import DEFAULT_TIMEOUT_S, TuningGroup, check_agreement, default_tuning_group
+from tritune.dist.group import (
+    DEFAULT_TIMEOUT_S,
+    TuningGroup,
+    check_agreement,
+    default_tuning_group,
+    rank_and_world,
+)
 from tritune.dist.race import (
     WINNER_RULE,
     DistributedRaceResult,
@@ -80,6 +86,7 @@ __all__ = [
     "measurement_record",
     "merge_shares",
     "pick_winner",
+    "rank_and_world",
     "record_on_rank0",
     "split_configs",
 ]

@@ -15,13 +15,13 @@ from typing import Any
 from tritune.bench.stats import Measurement
 from tritune.bench.timer import Failure
 from tritune.config import Config, as_config
-from tritune.dist.group import TuningGroup, resolve_group
+from tritune.dist.group import TuningGroup, rank_and_world, resolve_group
 from tritune.dist.race import DistributedRaceResult, pick_winner
 from tritune.outcome import Status
 from tritune.store.base import Store
 from tritune.store.keys import TuningKey
 from tritune.store.records import CandidateRecord, WinnerRecord, Write, thaw_json
-from tritune.tune.race import RaceResult
+from tritune.engine.race import RaceResult
 
 
 def candidate_records(
@@ -82,7 +82,7 @@ def record_on_rank0(
     global rank (0 when not initialized). Not a collective. Returns the stored winner on rank 0, None elsewhere.
     """
     if rank is None:
-        rank = result.rank if isinstance(result, DistributedRaceResult) else _global_rank()
+        rank = result.rank if isinstance(result, DistributedRaceResult) else rank_and_world()[0]
     if rank != 0:
         return None
     prov = dict(provenance or {})
@@ -92,14 +92,6 @@ def record_on_rank0(
     records = candidate_records(result, prov)
     winner = result.winner
     return store.record(key, records, winner, ties=result.ties if winner is not None else (), provenance=prov)
-
-
-def _global_rank() -> int:
-    try:
-        import torch.distributed as dist
-    except ImportError:  # pragma: no cover
-        return 0
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
 def _measurement(rec: CandidateRecord) -> Measurement | None:

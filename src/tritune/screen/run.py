@@ -217,7 +217,7 @@ def _static_result(config: Config, rule: str, reason: str, tgt: Target) -> Candi
 def _provenance(tgt: Target, jobs: int, timeout: float | None) -> dict[str, Any]:
     import triton
 
-    from tritune import __version__
+    from tritune._version import __version__
 
     return {
         "tritune": __version__,

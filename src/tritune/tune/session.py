@@ -5,8 +5,8 @@ the GPU refuses to load for its shared memory or registers), ``compile_failed``/
 ``incorrect`` (wrong against the oracle, checked before any timing), ``launch_failed``, or ``measured``.
 Compiling happens in forked worker processes, longest compile first, and the timing overlaps it: the
 configs compiled first are loaded, verified and raced while the last ones compile, and the race goes on
-with those (:func:`tritune.tune.pipeline.compile_and_race`, the decorator's path too). Timing is a race
-(:mod:`tritune.tune.race`) on CUDA events. Registers, spills and shared memory come from the loaded
+with those (:func:`tritune.engine.pipeline.compile_and_race`, the decorator's path too). Timing is a race
+(:mod:`tritune.engine.race`) on CUDA events. Registers, spills and shared memory come from the loaded
 binaries, as the driver reports them.
 
 **Farmed over ranks** (``torchrun ... -m tritune tune``, or any initialized process group of 2+ ranks):
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritune.config import Config
+from tritune.engine.race import RaceOptions, RaceResult
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
-from tritune.tune.race import RaceOptions, RaceResult
 from tritune.workload import Workload
 
 
@@ -76,10 +76,10 @@ def tune_key(
     import torch
 
     from tritune.bench import EventTimer, Failure, TimerMeasure
+    from tritune.engine.pipeline import LazyMeasure, Prepared, compile_and_race, load_binary
+    from tritune.engine.precompile import start_precompile
     from tritune.kernel import as_interpreted, as_jit
     from tritune.space import check_static
-    from tritune.tune.pipeline import LazyMeasure, Prepared, compile_and_race, load_binary
-    from tritune.tune.precompile import start_precompile
     from tritune.verify.run import check_candidate
 
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
+from tritune.dist.group import rank_and_world
+from tritune.engine.race import RaceOptions
 from tritune.errors import NoLegalConfigError
 from tritune.outcome import Status
 from tritune.space.legality import format_rejections
-from tritune.tune.race import RaceOptions
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned, Choice
@@ -97,7 +98,7 @@ class Tuner:
             hit = st.lookup_winner(tkey)
             if hit is not None and hit.config in legal and not st.missing(tkey, tuned.configs):
                 found = hit.config
-        if self.distributed and _world() > 1:
+        if self.distributed and rank_and_world()[1] > 1:
             from tritune.dist import agree_on_cached
 
             # One rank's hit is every rank's hit: no rank tunes alone while the others wait.
@@ -107,8 +108,8 @@ class Tuner:
     def tune(self, tuned: Autotuned, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
              args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
         from tritune.bench import EventTimer, TimerMeasure
+        from tritune.engine import pipeline
         from tritune.store import CandidateRecord
-        from tritune.tune import pipeline
         from tritune.tune.autotune import Choice
         from tritune.tune.simple import candidate_call
 
@@ -155,7 +156,7 @@ class Tuner:
             compiling = None
             if gpu and self.precompile and share:
                 from tritune.device import current_target
-                from tritune.tune.precompile import start_precompile
+                from tritune.engine.precompile import start_precompile
 
                 compiling = start_precompile(tuned._launcher(), share, args, kwargs, current_target(), self.jobs or None,
                                              self.compile_timeout)  # fmt: skip
@@ -193,7 +194,7 @@ class Tuner:
             old = st.lookup_winner(tkey)
             if old is not None and old.time_ms is not None and (best_ms is None or old.time_ms <= best_ms):
                 winner, best_ms = old.config, old.time_ms
-        if st is not None and (not self.distributed or _rank() == 0):
+        if st is not None and (not self.distributed or rank_and_world()[0] == 0):
             st.record(tkey, recs, winner, ties=result.ties if result is not None and winner == result.winner else ())
         if winner is None:
             raise NoLegalConfigError(
@@ -227,21 +228,3 @@ class _UserBench:
 
 def _label(tuned: Autotuned, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
-
-
-def _world() -> int:
-    try:
-        import torch.distributed as dist
-
-        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-    except Exception:  # pragma: no cover
-        return 1
-
-
-def _rank() -> int:
-    try:
-        import torch.distributed as dist
-
-        return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-    except Exception:  # pragma: no cover
-        return 0

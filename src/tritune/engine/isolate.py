@@ -31,7 +31,7 @@ from tritune.errors import TimingUnavailableError
 from tritune.outcome import Status
 from tritune.workers import Done, Spawned, WorkerService
 
-DEFAULT_RUNNER = "tritune.tune.isolate:gpu_runner"
+DEFAULT_RUNNER = "tritune.engine.isolate:gpu_runner"
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ class IsolatedBench:
             resolve_runner(runner)  # a bad spec fails here, not in every worker
         self.runner = runner
         self.timeout_s = timeout_s
-        self._service = WorkerService(Spawned("tritune.tune.isolate:_handler", runner, dict(env or {})), 1,
+        self._service = WorkerService(Spawned("tritune.engine.isolate:_handler", runner, dict(env or {})), 1,
                                       timeout=timeout_s, retries=0, start_timeout=start_timeout_s,
                                       name="benchmark worker", start_error=TimingUnavailableError)  # fmt: skip
         self._ids = itertools.count()

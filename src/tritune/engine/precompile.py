@@ -238,7 +238,7 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
         if where is None:  # no worker could find this kernel: the JIT compiles it at its first launch
             return Compiling(jit.__name__, failed)
         module, qualname = where
-        start = Spawned("tritune.tune.precompile:_spawned_handler", list(sys.path), {"TRITON_INTERPRET": None})
+        start = Spawned("tritune.engine.precompile:_spawned_handler", list(sys.path), {"TRITON_INTERPRET": None})
         tasks = [(cfg, (module, qualname, list(sys.path), spec.signature, spec.constexprs, spec.attrs,
                         dict(spec.options.__dict__), tgt)) for cfg, spec in todo]  # fmt: skip
     service = WorkerService(start, jobs, timeout=timeout, name="compile worker")

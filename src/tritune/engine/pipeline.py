@@ -3,7 +3,7 @@
 The decorator and ``tritune tune`` (one process, or each rank of a farm for its share) all tune through
 :func:`compile_and_race`:
 
-1. the compiles were started on the worker service (:func:`tritune.tune.precompile.start_precompile`),
+1. the compiles were started on the worker service (:func:`tritune.engine.precompile.start_precompile`),
    longest compile first;
 2. once at most ``tail`` compiles are left (half the workers idle: only stragglers remain), the configs
    compiled so far are loaded in this process (``prepare``: the GPU's own resource check, then the
@@ -25,12 +25,12 @@ from typing import Any, Protocol
 
 from tritune.bench.timer import ConfigMeasure, Failure
 from tritune.config import Config
+from tritune.engine.race import CandidateOutcome, RaceOptions, RaceResult, race, sweep
 from tritune.outcome import Status
-from tritune.tune.race import CandidateOutcome, RaceOptions, RaceResult, race, sweep
 
 
 class Compiles(Protocol):
-    """Compiles in flight, as :func:`compile_and_race` sees them (:class:`tritune.tune.precompile.Compiling`)."""
+    """Compiles in flight, as :func:`compile_and_race` sees them (:class:`tritune.engine.precompile.Compiling`)."""
 
     @property
     def failed(self) -> Mapping[Config, str]: ...
@@ -118,7 +118,7 @@ def compile_and_race(
 ) -> RaceResult:
     """Race ``configs`` as their compiles finish (module docstring); every config gets an outcome.
 
-    ``compiling``: the compiles (:class:`~tritune.tune.precompile.Compiling`) started on ``configs`` (None: the JIT
+    ``compiling``: the compiles (:class:`~tritune.engine.precompile.Compiling`) started on ``configs`` (None: the JIT
     compiles each at its first load, here). ``prepare(config)`` loads one compiled config and checks it:
     a Failure to record, or None/a mapping of facts to keep on its outcome. ``measure`` times a config
     (wrap it in :class:`LazyMeasure` to set the timer up only once something is timed).
