@@ -68,14 +68,6 @@ class DistributedRaceResult(RaceResult):
     rank_wall_s: tuple[float, ...] = ()
     rule: str = WINNER_RULE
 
-    def rank_of(self, config: Any) -> int:
-        """The group rank that measured ``config``."""
-        cid = as_config(config).id
-        for i, r in self.measured_on:
-            if i == cid:
-                return r
-        raise KeyError(f"{cid} was not a candidate of this race")
-
     def to_json(self) -> dict[str, Any]:
         d = super().to_json()
         d["distributed"] = {

@@ -9,7 +9,6 @@ in a :class:`tritune.screen.pool.CompilePool` of worker processes.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -244,7 +243,3 @@ def summary_counts(result: RunResult) -> dict[str, Any]:
                 rule = str(c.extra.get("rule") or "other")
                 rules[rule] = rules.get(rule, 0) + 1
     return {"status": status, "illegal_by_rule": rules}
-
-
-def dumps_key(key: Mapping[str, Any]) -> str:
-    return json.dumps(dict(key), sort_keys=True)

@@ -109,6 +109,3 @@ def make_fast(jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, An
         return FastLauncher(jit, cfg, args, defaults)
     except TypeError:
         return None
-
-
-Launch = Callable[[Sequence[Any], Any], Any]
