@@ -44,6 +44,7 @@ host, so it does not work across machines at all.
 
 from __future__ import annotations
 
+from tritune.dist.farm import Farm
 from tritune.dist.group import (
     DEFAULT_TIMEOUT_S,
     TuningGroup,
@@ -72,6 +73,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "WINNER_RULE",
     "DistributedRaceResult",
+    "Farm",
     "FarmItem",
     "TuningGroup",
     "agree_on_cached",

@@ -12,9 +12,14 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from tritune.engine.job import TuningJob
+from tritune.engine.race import RaceResult
+
 from tritune.dist.group import DEFAULT_TIMEOUT_S, TuningGroup, default_tuning_group, rank_and_world
+from tritune.dist.race import distributed_race
 
 
 def job_group(group: Any = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) -> TuningGroup | None:
@@ -31,6 +36,20 @@ def job_group(group: Any = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) -> Tuni
     if rank_and_world()[1] < 2:
         return None
     return default_tuning_group(timeout_s)
+
+
+@dataclass(frozen=True)
+class Farm:
+    """Spreads a :class:`~tritune.engine.job.TuningJob` over the ranks of ``group`` (a TuningGroup, a torch
+    process group, or None for the whole job): each rank compiles and races its share, the shares' outcomes
+    are merged on every rank (:func:`tritune.dist.distributed_race`). Collective."""
+
+    group: TuningGroup | Any | None = None
+
+    def race(self, job: TuningJob) -> RaceResult:
+        return distributed_race(job.candidates, job.measure, label=job.label, group=self.group, options=job.race,
+                                method=job.method, run_share=job.run_share,
+                                retime_finalists=job.retime_finalists)  # fmt: skip
 
 
 def rank_info(tg: TuningGroup, label: str, info: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tritune.config import Config
@@ -245,6 +246,21 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
     for cfg, payload in tasks:
         service.submit(cfg, payload)
     return Compiling(jit.__name__, failed, service, [cfg for cfg, _ in tasks], on_close)
+
+
+@dataclass(frozen=True)
+class Precompiler:
+    """A tuning job's compiler: :func:`start_precompile` of ``jit`` for ``target`` with these arguments."""
+
+    jit: Any
+    args: Sequence[Any]
+    kwargs: Mapping[str, Any]
+    target: Any
+    jobs: int | None = None
+    timeout: float | None = None
+
+    def __call__(self, configs: Sequence[Config]) -> Compiling:
+        return start_precompile(self.jit, configs, self.args, self.kwargs, self.target, self.jobs, self.timeout)
 
 
 def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any], target: Any,

@@ -20,14 +20,28 @@ candidate; only the caller's rank 0 should write (``tune`` writes the store on r
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritune.bench import EventTimer, Failure
 from tritune.config import Config
+from tritune.device import current_target, gpu_unavailable_reason
+from tritune.dist.farm import Farm, job_group, rank_info
+from tritune.dist.race import WINNER_RULE
+from tritune.engine.job import TuningJob, timer_measure
+from tritune.engine.pipeline import Prepared, load_binary
+from tritune.engine.precompile import Precompiler
 from tritune.engine.race import RaceOptions, RaceResult
+from tritune.kernel import as_interpreted, as_jit
+from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
+from tritune.screen.targets import get_target
+from tritune.space import check_static
+from tritune.store import CandidateRecord, dtypes_of, make_key
+from tritune.tune.provenance import measure_ceilings, provenance
+from tritune.verify.run import check_candidate
 from tritune.workload import Workload
 
 
@@ -75,13 +89,6 @@ def tune_key(
     """
     import torch
 
-    from tritune.bench import EventTimer, Failure, TimerMeasure
-    from tritune.engine.pipeline import LazyMeasure, Prepared, compile_and_race, load_binary
-    from tritune.engine.precompile import start_precompile
-    from tritune.kernel import as_interpreted, as_jit
-    from tritune.space import check_static
-    from tritune.verify.run import check_candidate
-
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     compile_jit = as_jit(workload.kernel)
     kname = workload.info.name
@@ -118,7 +125,7 @@ def tune_key(
                 return Failure(checked.status, checked.reason or f"{kname} {cfg.id}: incorrect")
         return facts
 
-    def make_fn(cfg: Config) -> Any:
+    def make_fn(cfg: Config) -> Callable[[], object]:
         grid = workload.grid_for(cfg, key)
         opts = {**kw, **cfg.kwargs, **cfg.launch_options()}
         launcher = jit[grid]
@@ -128,39 +135,18 @@ def tune_key(
 
         return call
 
-    timer = timer or EventTimer(graph=options.graph)
-
-    def make_measure() -> Any:
-        if hasattr(timer, "measure_config"):  # the replay timer (tests): timings replayed, nothing launched
-            return timer.measure_config
-        timer.warm_device(0.05)
-        return TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol, warmup_s=0.002)
-
-    measure = LazyMeasure(make_measure)
     gpu_target = _gpu_target(target)
-    method = "sweep" if options.exhaustive else "race"
-    stats: dict[str, Any] = {}
-
-    def run(share: list[Config]) -> RaceResult:
-        compiling = None
-        if gpu_target is not None and share:
-            compiling = start_precompile(compile_jit, share, args, kw, gpu_target, options.jobs or None,
-                                         options.compile_timeout)  # fmt: skip
-        return compile_and_race(share, prepare=prepare, measure=measure, options=options.race,
-                                compiling=compiling, method=method, stats=stats)  # fmt: skip
-
-    result: RaceResult | None = None
-    if legal:  # the same list on every rank: static rules only
-        if progress is not None:
-            progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
-        if group is not None:
-            from tritune.dist import distributed_race
-
-            result = distributed_race(legal, measure, label=f"{workload.name} {dict(key)}", group=group,
-                                      options=options.race, method=method, run_share=run,
-                                      retime_finalists=options.retime_finalists)  # fmt: skip
-        else:
-            result = run(legal)
+    compiler = None
+    if gpu_target is not None:
+        compiler = Precompiler(compile_jit, args, kw, gpu_target, options.jobs or None, options.compile_timeout)
+    job = TuningJob(f"{workload.name} {dict(key)}", tuple(legal), prepare,
+                    timer_measure(timer, make_fn, options.race.rel_tol, lambda: EventTimer(graph=options.graph)),
+                    options.race, compiler, Farm(group) if group is not None else None,
+                    "sweep" if options.exhaustive else "race", options.retime_finalists)  # fmt: skip
+    stats = job.stats
+    if legal and progress is not None:  # the same list on every rank: static rules only
+        progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
+    result = job.run()
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
     for cfg in workload.candidates():
@@ -204,12 +190,8 @@ def _gpu_target(target: Any) -> Any:
     if target is None:
         return None
     if target == "auto":
-        from tritune.device import current_target, gpu_unavailable_reason
-
         return current_target() if gpu_unavailable_reason() is None else None
     if isinstance(target, str):
-        from tritune.screen.targets import get_target
-
         return get_target(target).gpu_target()
     return target
 
@@ -217,8 +199,6 @@ def _gpu_target(target: Any) -> Any:
 def record(store: Any, workload: Workload, key: Mapping[str, Any], args: Sequence[Any], wr: WorkloadResult,
            result: RaceResult | None) -> None:
     """Write every candidate's outcome and the winner to the store, in one transaction."""
-    from tritune.store import CandidateRecord, dtypes_of, make_key
-
     tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args))
     recs = []
     for c in wr.candidates:
@@ -250,10 +230,6 @@ def tune(
     rank returns the same candidates and winners, with ``world_size`` and per-rank timings in the
     provenance. ``timer``/``target``/``device="cpu"`` exist for tests on machines without a GPU.
     """
-    from tritune.bench import EventTimer
-    from tritune.dist.farm import job_group, rank_info
-    from tritune.tune.provenance import measure_ceilings, provenance
-
     options = options or TuneOptions()
     tg = job_group(group)
     rank, world = (tg.rank, tg.world_size) if tg is not None else (0, 1)
@@ -273,8 +249,6 @@ def tune(
     extra: dict[str, Any] = {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3)}
     prov_extra: dict[str, Any] = {}
     if tg is not None:
-        from tritune.dist import WINNER_RULE
-
         winners = [[w.name, w.key, w.extra.get("winner")] for w in entries]
         ranks = rank_info(tg, "tune summary", {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3),
                                               "winners": winners})  # fmt: skip
@@ -298,8 +272,6 @@ def tune(
 
 def landscapes(result: RunResult) -> list[Any]:
     """One ``tritune.landscape/1`` per key of a tune result (median times; failures keep their status)."""
-    from tritune.landscape import Landscape, LandscapePoint
-
     out = []
     dev = str(result.provenance.get("gpu", ""))
     for w in result.workloads:

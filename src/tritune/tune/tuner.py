@@ -10,18 +10,26 @@ faster of the new race winner and the stored winner: adding a config to the list
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tritune.bench import EventTimer
+from tritune.bench.timer import ConfigMeasure
 from tritune.config import Config
-from tritune.device import gpu_unavailable_reason
+from tritune.device import current_target, gpu_unavailable_reason
+from tritune.dist.farm import Farm
 from tritune.dist.group import rank_and_world
+from tritune.engine.job import TuningJob, timer_measure
+from tritune.engine.pipeline import Prepared, load_binary
+from tritune.engine.precompile import Precompiler
 from tritune.engine.race import RaceOptions
 from tritune.errors import NoLegalConfigError
 from tritune.outcome import Status
+from tritune.screen.specialize import cuda_target, frontend_rejection
 from tritune.space.legality import format_rejections
+from tritune.store import CandidateRecord
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned, Choice
@@ -107,9 +115,6 @@ class Tuner:
 
     def tune(self, tuned: Autotuned, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
              args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
-        from tritune.bench import EventTimer, TimerMeasure
-        from tritune.engine import pipeline
-        from tritune.store import CandidateRecord
         from tritune.tune.autotune import Choice
         from tritune.tune.simple import candidate_call
 
@@ -121,8 +126,6 @@ class Tuner:
         todo = list(legal) if self.distributed or st is None else st.missing(tkey, legal)
         asked = set(todo)  # every one of these gets a record, failures included
         if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
-            from tritune.screen.specialize import cuda_target, frontend_rejection
-
             for cfg in todo:
                 why_not = frontend_rejection(tuned.fn, args, cfg, cuda_target(90), kwargs)
                 if why_not is not None:
@@ -132,47 +135,27 @@ class Tuner:
         named = tuned._named(args, kwargs)
         saved = {n: named[n].clone() for n in tuned.restore_value}  # before any candidate runs
 
-        def make_fn(cfg: Config) -> Any:
+        def make_fn(cfg: Config) -> Callable[[], object]:
             call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid, saved)
             cleanups.append(cleanup)
             return call
 
-        def prepare(cfg: Config) -> Any:
-            return pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid) if gpu else None
+        def prepare(cfg: Config) -> Prepared:
+            return load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid) if gpu else None
 
-        def make_measure() -> Any:
-            if self.timer is not None:
-                return self.timer.measure_config
-            if tuned.do_bench is not None:
-                return _UserBench(tuned.do_bench, make_fn)
-            timer = EventTimer()
-            timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
-            return TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
-
-        measure = pipeline.LazyMeasure(make_measure)
-
-        def run(share: list[Config]) -> Any:
-            """Compile ``share`` in workers and race it as the compiles finish (one rank's share, or all)."""
-            compiling = None
-            if gpu and self.precompile and share:
-                from tritune.device import current_target
-                from tritune.engine.precompile import start_precompile
-
-                compiling = start_precompile(tuned._launcher(), share, args, kwargs, current_target(), self.jobs or None,
-                                             self.compile_timeout)  # fmt: skip
-            # Race what compiled first once half the workers are idle (only stragglers are left).
-            return pipeline.compile_and_race(share, prepare=prepare, measure=measure, options=self.race,
-                                             compiling=compiling, stats=stats)  # fmt: skip
-
-        result: Any = None
-        if todo and self.distributed:
-            from tritune.dist import distributed_race
-
-            # Each rank compiles and races its own share; the shares' outcomes are merged on every rank.
-            result = distributed_race(todo, measure, label=_label(tuned, key), options=self.race,
-                                      retime_finalists=self.retime_finalists, run_share=run)  # fmt: skip
-        elif todo:
-            result = run(todo)
+        if self.timer is None and tuned.do_bench is not None:
+            measure: ConfigMeasure = _UserBench(tuned.do_bench, make_fn)
+        else:
+            measure = timer_measure(self.timer, make_fn, self.race.rel_tol, EventTimer)
+        compiler = None
+        if gpu and self.precompile:  # every uncached config compiles in a worker, slowest first
+            compiler = Precompiler(tuned._launcher(), args, kwargs, current_target(), self.jobs or None,
+                                   self.compile_timeout)  # fmt: skip
+        # Each rank compiles and races its own share; the shares' outcomes are merged on every rank.
+        job = TuningJob(_label(tuned, key), tuple(todo), prepare, measure, self.race, compiler,
+                        Farm() if self.distributed else None, retime_finalists=self.retime_finalists,
+                        stats=stats)  # fmt: skip
+        result = job.run()
         for c in cleanups:
             c()
         stats["total_s"] = round(time.perf_counter() - clock, 3)
@@ -186,7 +169,7 @@ class Tuner:
                 ok = o.status is Status.MEASURED and m is not None
                 if not ok:
                     rejected[o.config] = o.reason or o.status.value
-                recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok else None, o.reason,
+                recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok and m is not None else None, o.reason,
                                             m.to_json() if ok and m is not None else None))
             if result.winner is not None and result.winner_measurement is not None:
                 winner, best_ms = result.winner, result.winner_measurement.median_ms
