@@ -165,12 +165,34 @@ _CACHE: dict[Any, Any] = {}
 
 
 
+def _check(w: Any, key: dict[str, Any], akey: tuple[Any, ...], args: list[Any], cfg: Config) -> Failure | None:
+    """Worker side: ``cfg``'s outputs against the oracle (verify's own check); the Failure, or None if correct."""
+    import torch
+
+    from tritune.kernel import as_jit
+    from tritune.verify.run import check_candidate
+
+    okey = (*akey, "oracle")
+    if okey not in _CACHE:
+        pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        expected = list(w.oracle([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine]))
+        _CACHE[okey] = (pristine, expected)
+    pristine, expected = _CACHE[okey]
+    got = check_candidate(w, key, cfg, args, pristine, w.caller_kwargs(key), expected, as_jit(w.kernel), False)
+    if got.status is Status.CORRECT:
+        return None
+    status = Status.LAUNCH_FAILED if got.status is Status.ERROR else got.status
+    return Failure(status, got.reason or f"{cfg.id}: {got.status.value}")
+
+
 def gpu_runner(task: BenchTask) -> Measurement | Failure:
     """Launch ``task``'s workload kernel with its config on the GPU and time it with the event timer.
 
     Options (``task.options``): ``rel_tol`` (0.01), ``min_samples`` (5), ``warmup_s`` for a config's
     first timing (0.005), ``rewarm_s`` for later ones (0.001), ``flush_l2`` (True), ``graph`` (False),
-    ``seed`` (0, for the inputs). Workload, inputs per key, launches and timers are kept between tasks.
+    ``seed`` (0, for the inputs), ``verify`` (False: True checks a config's outputs against the workload's
+    oracle, as ``verify`` does, before its first timing). Workload, inputs per key, launches and timers are
+    kept between tasks.
     """
     import torch
     from triton.compiler.errors import CompilationError
@@ -198,6 +220,10 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
     cfg = task.config_obj
     fkey = (*akey, cfg)
     first = fkey not in _CACHE
+    if first and opts.get("verify") and w.oracle is not None:
+        wrong = _check(w, key, akey, args, cfg)
+        if wrong is not None:
+            return wrong
     if first:
         kernel = as_jit(w.kernel)
         grid = w.grid_for(cfg, key)

@@ -11,13 +11,14 @@ on its share.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tritune.bench.timer import ConfigMeasure, TimerMeasure
 from tritune.config import Config
 from tritune.engine.pipeline import Compiles, LazyMeasure, Prepared, compile_and_race
 from tritune.engine.race import RaceOptions, RaceResult
+from tritune.engine.sticky import StickyGuard
 
 #: Starts compiling a list of configs (:class:`tritune.engine.precompile.Precompiler`).
 Compiler = Callable[[Sequence[Config]], Compiles]
@@ -43,14 +44,23 @@ class TuningJob:
     method: str = "race"
     retime_finalists: bool = True
     stats: dict[str, Any] = field(default_factory=dict)
+    #: A measure in a fresh process, for the candidates left after a sticky CUDA error (:mod:`.sticky`).
+    recover: Callable[[], ConfigMeasure] | None = None
+    #: Whether this process's CUDA context is lost, for launch errors that do not say so themselves.
+    probe: Callable[[], str | None] | None = None
 
     def run(self) -> RaceResult | None:
-        """The race over every candidate (None when there are none); farmed when the job has a ``farm``."""
+        """The race over every candidate (None when there are none); farmed when the job has a ``farm``.
+
+        A sticky CUDA error costs its candidate only: ``prepare`` and ``measure`` run behind a StickyGuard.
+        """
         if not self.candidates:
             return None
+        guard = StickyGuard(self.prepare, self.measure, self.recover, self.probe)
+        guarded = replace(self, prepare=guard.prepare, measure=guard.measure, recover=None)
         if self.farm is not None:
-            return self.farm.race(self)
-        return self.run_share(list(self.candidates))
+            return self.farm.race(guarded)
+        return guarded.run_share(list(self.candidates))
 
     def run_share(self, share: list[Config]) -> RaceResult:
         """Compile ``share`` and race it as the compiles finish (one rank's share, or every candidate)."""

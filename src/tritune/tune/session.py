@@ -25,18 +25,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritune.bench import EventTimer, Failure
+from tritune.bench.timer import ConfigMeasure
 from tritune.config import Config
 from tritune.device import current_target, gpu_unavailable_reason
 from tritune.dist.farm import Farm, job_group, rank_info
 from tritune.dist.race import WINNER_RULE
+from tritune.engine.isolate import IsolatedBench
 from tritune.engine.job import TuningJob, timer_measure
 from tritune.engine.pipeline import Prepared, load_binary
 from tritune.engine.precompile import Precompiler
 from tritune.engine.race import RaceOptions, RaceResult
+from tritune.engine.sticky import cuda_context_error
 from tritune.kernel import as_interpreted, as_jit
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
+from tritune.screen.run import locate
 from tritune.screen.targets import get_target
 from tritune.space import check_static
 from tritune.store import CandidateRecord, dtypes_of, make_key
@@ -139,14 +143,30 @@ def tune_key(
     compiler = None
     if gpu_target is not None:
         compiler = Precompiler(compile_jit, args, kw, gpu_target, options.jobs or None, options.compile_timeout)
+    benches: list[IsolatedBench] = []
+    path = locate(workload) if device != "cpu" else None
+
+    def recover() -> ConfigMeasure:
+        """After a sticky CUDA error: the other candidates are checked and timed in a fresh process."""
+        assert path is not None
+        benches.append(IsolatedBench(timeout_s=120.0))
+        return benches[-1].measure_for(path, workload.name, dict(key), verify=expected is not None,
+                                       graph=options.graph, rel_tol=options.race.rel_tol)  # fmt: skip
+
     job = TuningJob(f"{workload.name} {dict(key)}", tuple(legal), prepare,
                     timer_measure(timer, make_fn, options.race.rel_tol, lambda: EventTimer(graph=options.graph)),
                     options.race, compiler, Farm(group) if group is not None else None,
-                    "sweep" if options.exhaustive else "race", options.retime_finalists)  # fmt: skip
+                    "sweep" if options.exhaustive else "race", options.retime_finalists,
+                    recover=recover if path is not None else None,
+                    probe=cuda_context_error if device != "cpu" else None)  # fmt: skip
     stats = job.stats
     if legal and progress is not None:  # the same list on every rank: static rules only
         progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
-    result = job.run()
+    try:
+        result = job.run()
+    finally:
+        for bench in benches:
+            bench.close()
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
     for cfg in workload.candidates():

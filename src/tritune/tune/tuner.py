@@ -25,6 +25,7 @@ from tritune.engine.job import TuningJob, timer_measure
 from tritune.engine.pipeline import Prepared, load_binary
 from tritune.engine.precompile import Precompiler
 from tritune.engine.race import RaceOptions
+from tritune.engine.sticky import cuda_context_error
 from tritune.errors import NoLegalConfigError
 from tritune.outcome import Status
 from tritune.screen.specialize import cuda_target, frontend_rejection
@@ -154,7 +155,7 @@ class Tuner:
         # Each rank compiles and races its own share; the shares' outcomes are merged on every rank.
         job = TuningJob(_label(tuned, key), tuple(todo), prepare, measure, self.race, compiler,
                         Farm() if self.distributed else None, retime_finalists=self.retime_finalists,
-                        stats=stats)  # fmt: skip
+                        stats=stats, probe=cuda_context_error if gpu else None)  # fmt: skip
         result = job.run()
         for c in cleanups:
             c()
