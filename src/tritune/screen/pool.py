@@ -62,7 +62,7 @@ class CompilePool:
             payloads = {t.id: (dict(t.key), t.config.to_json()) for t in tasks}
             for end in svc.run(payloads.items()):
                 task = by_id[int(end.id)]  # type: ignore[call-overload]
-                result = _result(task, end, timeout)
+                result = pool_result(task, end, timeout)
                 results[task.id] = result
                 if on_result is not None:
                     on_result(task, result)
@@ -70,7 +70,8 @@ class CompilePool:
         return results
 
 
-def _result(task: Task, end: Done | Lost, timeout: float | None) -> CandidateResult:
+def pool_result(task: Task, end: Done | Lost, timeout: float | None) -> CandidateResult:
+    """The candidate's result from a worker task's end: its own, or compile_timeout/compile_failed."""
     if isinstance(end, Done):
         return CandidateResult.from_json(end.result)  # type: ignore[arg-type]
     extra: dict[str, Any] = dict.fromkeys(FIELDS)

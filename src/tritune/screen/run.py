@@ -22,10 +22,11 @@ from tritune.errors import WorkloadError
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
 from tritune.screen.candidate import FIELDS, quiet_triton, screen_spec
-from tritune.screen.pool import CompilePool, Task
+from tritune.screen.pool import CompilePool, Task, pool_result
 from tritune.screen.specialize import Specialization, specialize
 from tritune.screen.targets import Target, get_target
 from tritune.space import check_static
+from tritune.workers import Forked, WorkerService
 from tritune.workload import Workload, load_workloads
 
 Progress = Callable[[int, int, CandidateResult], None]
@@ -171,10 +172,9 @@ def _screen_workload(
     t0 = time.perf_counter()
     hashes = list(unique)
     if jobs == 1 or path is None:
-        for h in hashes:
-            _, config, spec = unique[h]
-            by_hash[h] = screen_spec(spec, config, tgt, timeout, gate)
-            note(by_hash[h])
+        # One forked worker: it inherits the workload object (no file needed) and, like the pool's workers,
+        # is killed with its ptxas when a compile runs past the timeout.
+        by_hash = _screen_forked(unique, tgt, timeout, gate, note)
     else:
         # Longest first: the pool's wall time is bounded by its slowest compiles (ptxas on big tiles with
         # few warps), so start those first instead of finding them last with the other workers idle.
@@ -204,6 +204,21 @@ def _screen_workload(
         wr.extra["compile_s_total"] = round(compile_total, 3)
         wr.extra["wall_s"] = round(wall, 3)
         out.append(wr)
+    return out
+
+
+def _screen_forked(unique: Mapping[str, tuple[int, Config, Specialization]], tgt: Target, timeout: float | None,
+                   gate: bool, note: Callable[[CandidateResult], None]) -> dict[str, CandidateResult]:  # fmt: skip
+    def screen_one(h: object) -> object:
+        _, config, spec = unique[str(h)]
+        return screen_spec(spec, config, tgt, gate).to_json()
+
+    out: dict[str, CandidateResult] = {}
+    with WorkerService(Forked(screen_one), 1, timeout=timeout, name="compile worker") as svc:
+        for end in svc.run((h, h) for h in unique):
+            h = str(end.id)
+            out[h] = pool_result(Task(0, {}, unique[h][1]), end, timeout)
+            note(out[h])
     return out
 
 

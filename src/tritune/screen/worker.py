@@ -38,7 +38,7 @@ def handler(init: tuple[str, str, str, bool]) -> Callable[[object], object]:
             args_by_key.clear()  # one key's tensors at a time
             args_by_key[kid] = workload.make_args(key, "cpu")
         config = Config.from_json(config_json)
-        result = screen_candidate(workload, key, args_by_key[kid], config, target, timeout=None, gate=gate)
+        result = screen_candidate(workload, key, args_by_key[kid], config, target, gate=gate)
         return result.to_json()
 
     return screen_one
