@@ -3,8 +3,9 @@
 For each key, the workload's arguments are made on the CPU and every candidate is specialized the way
 the JIT would specialize it on the GPU. Candidates that Triton would file under the same cache hash
 (two keys whose arguments specialize alike) are compiled once. Statically illegal candidates are never
-compiled; the rest go to :func:`tritune.screen.candidate.screen_spec`, in this process (``jobs=1``) or
-in a :class:`tritune.screen.pool.CompilePool` of worker processes.
+compiled; the rest go to :func:`tritune.screen.candidate.screen_spec` on the worker service: one forked
+worker (``jobs=1``, or a workload object that no file defines) or a :class:`tritune.screen.pool.CompilePool`
+of spawned ones. Either way a compile past the timeout is killed with its ptxas.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def screen(
 ) -> RunResult:
     """Screen every candidate of ``workload`` (an object, or a file path and optional ``name``) for ``target``.
 
-    ``jobs`` worker processes compile in parallel (default: one per core); ``jobs=1`` compiles in this
-    process. ``compile_timeout`` bounds each candidate's compile (None for no bound). ``keys`` replaces
+    ``jobs`` worker processes compile in parallel (default: one per core); ``jobs=1`` compiles in one forked
+    worker. ``compile_timeout`` bounds each candidate's compile (None for no bound). ``keys`` replaces
     the workload's own keys. ``configs`` screens only
     those candidates instead of the whole space. ``gate=False`` runs ptxas even for
     configs already known not to launch (same verdicts, more time; their binaries land in the cache). Returns a ``RunResult`` with command ``screen`` whose candidates have the
@@ -85,7 +86,7 @@ def screen(
         if jobs > 1 and pairs[0][1] is None:
             raise WorkloadError(
                 f"workload {workload.name!r} was not defined in a file, so worker processes cannot rebuild it; "
-                "pass its file path, or jobs=1 to compile in this process"
+                "pass its file path, or jobs=1 to compile in one forked worker"
             )
     else:
         path = Path(workload)
