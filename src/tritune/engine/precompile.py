@@ -158,6 +158,11 @@ class Compiling:
         """Block until at most ``max_pending`` compiles are left; the configs that finished without failing."""
         done: list[Config] = []
         while len(self.pending) > max_pending and self._service is not None:
+            if not self._service.busy:  # never expected: every submitted compile ends once; do not spin
+                for cfg in list(self.pending):
+                    self.failed[cfg] = f"{self.name} {cfg.id}: its compile ended without a result"
+                    del self.pending[cfg]
+                break
             for end in self._service.results():
                 cfg = end.id
                 assert isinstance(cfg, Config)
