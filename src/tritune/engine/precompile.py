@@ -159,9 +159,9 @@ class Compiling:
         done: list[Config] = []
         while len(self.pending) > max_pending and self._service is not None:
             if not self._service.busy:  # never expected: every submitted compile ends once; do not spin
-                for cfg in list(self.pending):
-                    self.failed[cfg] = f"{self.name} {cfg.id}: its compile ended without a result"
-                    del self.pending[cfg]
+                for lost in list(self.pending):
+                    self.failed[lost] = f"{self.name} {lost.id}: its compile ended without a result"
+                    del self.pending[lost]
                 break
             for end in self._service.results():
                 cfg = end.id
