@@ -102,6 +102,7 @@ def test_compiling_maps_timeouts_and_errors_to_configs_and_races_what_finished()
     svc = WorkerService(Forked(_fake_compile), 2, timeout=1.0)
     for cfg, payload in ((stuck, 60.0), (quick, 0.0), (bad, "ptxas fatal: out of registers"), (later, 0.2)):
         svc.submit(cfg, payload)
+    assert len(svc._workers) == 2 and svc.busy == 4  # the compiles started at submit, before anyone waits
     closed = []
     c = Compiling("k", {}, svc, [stuck, quick, bad, later], on_close=lambda: closed.append(1))
     assert c.workers == 2

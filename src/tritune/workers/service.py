@@ -223,8 +223,10 @@ class WorkerService:
 
     # -- the caller's side ------------------------------------------------------------------------------
     def submit(self, task_id: Hashable, payload: object, timeout: float | object | None = _NO_TIMEOUT) -> None:
+        """Queue a task; it starts at once when a worker is free or can be started (compiles do not wait)."""
         t = self.timeout if timeout is _NO_TIMEOUT else timeout
         self._queue.append(_Task(task_id, payload, t))  # type: ignore[arg-type]
+        self._dispatch()
 
     @property
     def busy(self) -> int:
