@@ -254,6 +254,8 @@ def tune(
     tg = job_group(group)
     rank, world = (tg.rank, tg.world_size) if tg is not None else (0, 1)
     timer = timer or EventTimer(graph=options.graph)
+    # Before any candidate runs: a sticky CUDA error in one would leave no device to describe afterwards.
+    prov = provenance(timer=timer.to_json(), race=options.race.to_json(), jobs=options.jobs)
     entries: list[WorkloadResult] = []
     compile_s = 0.0
     t0 = time.perf_counter()
@@ -278,14 +280,14 @@ def tune(
                       "rank_wall_s": [r["wall_s"] for r in ranks],
                       "rank_compile_s": [r["compile_s"] for r in ranks]}  # fmt: skip
     if options.ceilings and rank == 0 and device != "cpu" and any(w.bytes or w.flops for w in workloads):
-        extra["ceilings"] = measure_ceilings()
+        lost = cuda_context_error()  # a sticky CUDA error of a candidate leaves nothing to measure with
+        extra["ceilings"] = measure_ceilings() if lost is None else {"unavailable": lost.splitlines()[0]}
     timing = (
         f"timed on {getattr(timer, 'device_name', '?')} with CUDA events, L2 flushed between runs "
         f"({getattr(timer, 'flush_bytes', 0) >> 20} MiB), medians with 95% order-statistic intervals; "
         + ("every legal candidate timed to completion" if options.exhaustive else "racing (slow candidates dropped early)")
         + (f"; farmed over {world} ranks, each candidate timed on one rank's GPU" if tg is not None else "")
     )
-    prov = provenance(timer=timer.to_json(), race=options.race.to_json(), jobs=options.jobs)
     prov.update(prov_extra)
     return RunResult("tune", timing, entries, provenance=prov, extra=extra)
 
