@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     out["measurements"] = rows
 
     if not args.no_isolate:
-        from tritune.tune.isolate import BenchTask, IsolatedBench
+        from tritune.engine.isolate import BenchTask, IsolatedBench
 
         here = Path(__file__).resolve()
         with IsolatedBench(timeout_s=60.0) as iso:

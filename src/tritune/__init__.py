@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from tritune import bucket
+from tritune._version import __version__
 from tritune.bench import Measurement
 from tritune.config import Config
 from tritune.errors import (

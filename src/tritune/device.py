@@ -32,6 +32,11 @@ def current_target() -> object:
         from triton.runtime import driver
 
         return driver.active.get_current_target()
-    from tritune.screen.specialize import cuda_target
-
     return cuda_target(90)
+
+
+def cuda_target(arch: int = 90, warp_size: int = 32) -> object:
+    """A ``GPUTarget`` for an NVIDIA compute capability, e.g. ``cuda_target(90)`` for Hopper."""
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget("cuda", arch, warp_size)

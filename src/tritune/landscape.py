@@ -6,7 +6,7 @@
      "results": [{"config": {"kwargs": {...}, "num_warps": 8, "num_stages": 4}, "status": "measured", "time_ms": 0.1888},
                  {"config": {...}, "status": "illegal", "time_ms": null}]}
 
-``measure`` names the measurement policy the times were taken under (:mod:`tritune.bench.policy`); a
+``measure`` names the measurement policy the times were taken under (:mod:`tritune.measure`); a
 landscape without it was recorded before policies existed, with the L2 flushed before each launch, and
 reads back as ``cold``, the default.
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritune.bench.policy import DEFAULT_POLICY, MeasurePolicy
 from tritune.config import Config
 from tritune.errors import ConfigError
+from tritune.measure import DEFAULT_POLICY, MeasurePolicy
 from tritune.outcome import Status
 
 FORMAT = "tritune.landscape/1"

@@ -26,7 +26,7 @@ from tritune.outcome import Status
 
 
 def version() -> str:
-    from tritune import __version__
+    from tritune._version import __version__
 
     return __version__
 

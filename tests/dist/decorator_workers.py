@@ -48,7 +48,7 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
     from kernels import scale_kernel
 
     import tritune
-    from tritune.tune.race import RaceOptions
+    from tritune.engine.race import RaceOptions
 
     data: dict[str, Any] = {"rank": rank}
     try:
@@ -73,7 +73,9 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
         first = launch(store_a, timer)
         data["first"] = {"config": first.config.id, "source": first.source}
         data["measured"] = sorted(timer.measured)
-        # Partial miss: rank 0 looks in an empty store, the others in the one just written.
+        # Partial miss: rank 0 looks in an empty store, the others in the one just written. Rank 0 writes it
+        # after the race every rank shares: wait for that write, or a rank may look before it is there.
+        dist.barrier()
         second = launch(store_b if rank == 0 else store_a, CountingReplay(seed=20 + rank))
         data["second"] = {"config": second.config.id, "source": second.source}
     except BaseException:

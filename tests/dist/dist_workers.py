@@ -22,7 +22,7 @@ from tritune.landscape import Landscape
 from tritune.outcome import Status
 from tritune.store import SQLiteStore
 from tritune.testing.store_contract import make_test_key
-from tritune.tune.race import RaceOptions
+from tritune.engine.race import RaceOptions
 
 OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
 NOISE = 0.05
@@ -72,7 +72,7 @@ def _finish(out: Path, rank: int, data: dict[str, Any]) -> None:
 
 
 def tune_all(rank: int, world: int, init_file: str, out_dir: str, store_path: str) -> None:
-    """Every scenario that should succeed, in one process group: race, sweep, re-time, lookup, farm, checks."""
+    """Every scenario that should succeed, in one process group: race, sweep, re-time, lookup, checks."""
     from tritune import dist as td
     from tritune.errors import DistributedError
 
@@ -132,8 +132,6 @@ def tune_all(rank: int, world: int, init_file: str, out_dir: str, store_path: st
         local = land.configs[5] if rank == world - 1 else None
         got = td.agree_on_cached("synthetic n=4096", local, group=tg)
         data["cached"] = None if got is None else got.id
-
-        data["farm"] = _farm(td, tg, rank, world, store_path + ".farm")
 
         errors = {}
         try:
@@ -197,27 +195,6 @@ def _interpreted(td: Any, tg: Any, rank: int) -> dict[str, Any]:
     m = InterpretedGelu(rank)
     res = td.distributed_race(m.wl.candidates(), m, label="gelu n=4096 (interpreter)", group=tg, options=OPTS)
     return {"winner": res.winner.id if res.winner else None, "launched": sorted(m.launches)}
-
-
-def _farm(td: Any, tg: Any, rank: int, world: int, store_path: str) -> dict[str, Any]:
-    keys = [{"n": 4096}, {"n": 8192}]
-    lands = {k["n"]: landscape(k["n"]) for k in keys}
-    configs = lands[4096].configs  # both landscapes hold the same 40 configs
-    items = td.farm_items("synthetic", keys, configs)
-    mine = td.farm_split(items, rank, world)
-    timers = {n: ReplayTimer(land, noise=NOISE, seed=rank) for n, land in lands.items()}
-    records = []
-    for it in mine:
-        n = it.key_dict["n"]
-        measured = timers[n].measure_config(it.config, 0.01)
-        records.append(
-            (make_test_key("synthetic", n), td.measurement_record(it.config, measured, {"rank": rank}))
-        )
-    before = CountingStore.writes
-    store = CountingStore(store_path)
-    writes = td.gather_records(records, group=tg, store=store)
-    return {"items": [it.id for it in mine], "writes": CountingStore.writes - before,
-            "returned": None if writes is None else len(writes)}  # fmt: skip
 
 
 def crash_one(rank: int, world: int, init_file: str, out_dir: str, timeout_s: float) -> None:

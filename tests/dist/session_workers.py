@@ -18,7 +18,7 @@ from tritune.bench import ReplayTimer
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
 from tritune.store import SQLiteStore
-from tritune.tune.race import RaceOptions
+from tritune.engine.race import RaceOptions
 
 GELU = Path(__file__).resolve().parents[2] / "examples" / "gelu.py"
 KEY = {"n": 4096}

@@ -22,7 +22,7 @@ from tritune.errors import ConfigError, DistributedError
 from tritune.outcome import Status
 from tritune.store import MemoryStore
 from tritune.testing.store_contract import make_test_key
-from tritune.tune.race import RaceOptions, race
+from tritune.engine.race import RaceOptions, race
 
 OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
 CONFIGS = synthetic_landscape(30, seed=1).configs
@@ -60,16 +60,6 @@ def test_split_rejects_bad_ranks_duplicates_and_bad_costs() -> None:
         td.split_configs(CONFIGS[:3], 0, 2, cost=lambda c: float("inf"))
 
 
-def test_farm_split_spreads_every_item_once() -> None:
-    items = td.farm_items("gelu", [{"n": 4096}, {"n": 10_000}], CONFIGS[:5])
-    parts = [td.farm_split(items, r, 3) for r in range(3)]
-    ids = [it.id for p in parts for it in p]
-    assert len(ids) == len(set(ids)) == 10 and {len(p) for p in parts} == {3, 4}
-    assert td.farm_split(list(reversed(items)), 1, 3) == parts[1]
-    assert td.FarmItem("gelu", {"n": 4096}, CONFIGS[0]).id == items[0].id  # mapping or pairs: same id
-
-
-# -- the winner rule -------------------------------------------------------------------------------------
 def test_winner_is_smallest_median_then_smallest_id_and_ties_overlap() -> None:
     a, b, c, d = CONFIGS[:4]
     first_id = min(a, b, key=lambda x: x.id)
@@ -98,24 +88,6 @@ def test_merge_gives_the_same_answer_whatever_order_shares_arrive() -> None:
 
 
 # -- records ---------------------------------------------------------------------------------------------
-def test_farm_writes_pick_winners_per_key_and_keep_failures() -> None:
-    a, b, c = CONFIGS[:3]
-    k1, k2 = make_test_key("k", 1), make_test_key("k", 2)
-    recs = [
-        (k1, td.measurement_record(a, _m(2.0))),
-        (k1, td.measurement_record(b, _m(1.0))),
-        (k1, td.measurement_record(c, Failure(Status.ILLEGAL, "too big"))),
-        (k2, td.measurement_record(a, Failure(Status.LAUNCH_FAILED, "boom"))),
-    ]
-    writes = {w.key: w for w in td.farm_writes(recs)}
-    assert writes[k1].winner == b and len(writes[k1].candidates) == 3
-    assert writes[k2].winner is None
-    store = MemoryStore()
-    store.record_many(list(writes.values()))
-    assert store.lookup_winner(k1).config == b and store.lookup_winner(k2) is None  # type: ignore[union-attr]
-
-
-# -- world size 1, in this process --------------------------------------------------------------------
 @pytest.fixture
 def world1(tmp_path: Path) -> Iterator[None]:
     import torch.distributed as dist
@@ -186,3 +158,23 @@ def test_benchmark_script_runs_on_cpu_replay_with_one_rank(tmp_path: Path) -> No
     doc = json.loads((tmp_path / "dist_tune.json").read_text())
     assert doc["world_size"] == 1 and doc["all_identical"] and doc["store_candidates_per_key"] == [30]
     assert doc["rows"][0]["winner"] == synthetic_landscape(30, seed=0, near=(0.02, 0.04)).best.config.id
+
+
+def test_rank_and_world_alone_and_broken(monkeypatch) -> None:
+    """Not initialized: (0, 1). FAKE broken state (initialized, but the default group cannot answer): an
+    error that says so, never a silent world of 1 in which this rank would tune alone."""
+    import torch.distributed as tdist
+
+    from tritune.dist import rank_and_world
+    from tritune.errors import DistributedError
+
+    assert rank_and_world() == (0, 1)
+    monkeypatch.setattr(tdist, "is_initialized", lambda: True)
+
+    def broken() -> int:
+        raise RuntimeError("Default process group has not been initialized")
+
+    monkeypatch.setattr(tdist, "get_rank", broken)
+    monkeypatch.setattr(tdist, "get_world_size", broken)
+    with pytest.raises(DistributedError, match="cannot say this process's rank"):
+        rank_and_world()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tritune.bench import DEFAULT_POLICY, MeasurePolicy, launches_per_sample, resolve_policy
-from tritune.bench.policy import ENV_VAR, MAX_LAUNCHES_PER_SAMPLE, SHORT_KERNEL_MS
 from tritune.errors import ConfigError
+from tritune.measure import ENV_VAR, MAX_LAUNCHES_PER_SAMPLE, SHORT_KERNEL_MS
 
 
 def test_policy_settings() -> None:

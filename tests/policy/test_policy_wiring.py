@@ -14,9 +14,9 @@ import triton
 import tritune
 from kernels import scale_kernel
 from tritune.bench import ReplayTimer
-from tritune.bench.policy import ENV_VAR
 from tritune.errors import ConfigError
 from tritune.landscape import Landscape, LandscapePoint
+from tritune.measure import ENV_VAR
 from tritune.outcome import Status
 from tritune.store import open_store
 

@@ -105,16 +105,20 @@ def test_screen_compiles_under_the_jits_own_cache_key(wl, monkeypatch: pytest.Mo
 
 
 @pytest.mark.slow
-def test_in_process_timeout_kills_ptxas(wl, fresh_cache: Path) -> None:
-    w = wl["mm_slow"]
-    slow = w.candidates()[1]
-    key = w.keys[0]
-    r = screen_candidate(w, key, w.make_args(key, "cpu"), slow, SM90, timeout=4.0)
-    assert r.status is Status.COMPILE_TIMEOUT, r.reason
-    assert "4 s compile timeout" in r.reason
-    from tritune.screen.candidate import _children
+def test_jobs_1_timeout_kills_the_worker_and_ptxas(wl, fresh_cache: Path) -> None:
+    """jobs=1 compiles in one forked worker (the workload object needs no file) with the same timeout."""
+    import dataclasses
 
-    assert not [p for p in _children(os.getpid()) if _comm(p).startswith("ptxas")]
+    from tritune.screen import screen
+    from tritune.workers.procs import descendants
+
+    w = dataclasses.replace(wl["mm_slow"])  # not a module-level object of any file
+    r = screen(w, "sm90", jobs=1, compile_timeout=4.0)
+    fast, slow = r.workloads[0].candidates
+    assert slow.status is Status.COMPILE_TIMEOUT, slow.reason
+    assert "4 s timeout" in (slow.reason or "") and "ptxas were killed" in (slow.reason or "")
+    assert fast.status is Status.FITS
+    assert not [p for p in descendants(os.getpid()) if "ptxas" in _comm(p)]
 
 
 def _comm(pid: int) -> str:

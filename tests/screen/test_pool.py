@@ -66,3 +66,14 @@ def _processes_in_group(pgid: int) -> list[int]:
             except OSError:
                 continue
     return out
+
+
+@pytest.mark.slow
+def test_gate_false_reaches_the_workers(wl, fresh_cache) -> None:
+    """``gate=False`` with jobs > 1 runs ptxas for a block that cannot launch (issue 14: the flag was lost)."""
+    gated = screen(WORKLOADS, "sm90", name="mm_too_big", jobs=2)
+    ungated = screen(WORKLOADS, "sm90", name="mm_too_big", jobs=2, gate=False)
+    (g,) = gated.workloads[0].candidates
+    (u,) = ungated.workloads[0].candidates
+    assert g.status is Status.ILLEGAL and g.extra["stage"] == "llir"
+    assert u.status is Status.ILLEGAL and u.extra["stage"] == "cubin" and u.extra["registers"] > 0

@@ -9,8 +9,8 @@ import os
 import time
 
 from tritune.bench import Failure, Measurement
+from tritune.engine.isolate import BenchTask
 from tritune.outcome import Status
-from tritune.tune.isolate import BenchTask
 
 
 def fake_runner(task: BenchTask) -> Measurement | Failure:

@@ -9,10 +9,10 @@ import pytest
 
 from tritune.bench import Failure, Measurement
 from tritune.config import Config
+from tritune.engine.isolate import BenchTask, IsolatedBench, resolve_runner
+from tritune.engine.race import RaceOptions, race
 from tritune.errors import TimingUnavailableError
 from tritune.outcome import Status
-from tritune.tune.isolate import BenchTask, IsolatedBench, resolve_runner
-from tritune.tune.race import RaceOptions, race
 
 FAKES = f"{Path(__file__).parent / 'isolate_fakes.py'}:fake_runner"
 
@@ -82,11 +82,11 @@ def test_bad_runner_specs() -> None:
         resolve_runner("no_colon")
     with pytest.raises(ValueError, match="no function"):
         resolve_runner(f"{Path(__file__).parent / 'isolate_fakes.py'}:missing")
-    assert callable(resolve_runner("tritune.tune.isolate:gpu_runner"))
+    assert callable(resolve_runner("tritune.engine.isolate:gpu_runner"))
 
 
 def test_gpu_runner_says_why_it_cannot_time_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tritune.tune.isolate import gpu_runner
+    from tritune.engine.isolate import gpu_runner
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     with pytest.raises(TimingUnavailableError, match="cannot time on a GPU"):

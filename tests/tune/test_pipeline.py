@@ -1,46 +1,24 @@
 """compile_and_race: every config ends with an outcome, the race starts while stragglers compile, the late
 best still wins, and the session records compile failures.
 
-FAKES, to test the orchestration on CPU: compile workers are futures this test resolves, loading is a
-function of the test's choosing, and the TIMINGS ARE SYNTHETIC (a made-up landscape, replayed).
+FAKES, to test the orchestration on CPU: compile workers are FakeCompiling (tests/tune/fake_compiling.py:
+the stragglers finish exactly when the pipeline waits for them, no timers), loading is a function of the
+test's choosing, and the TIMINGS ARE SYNTHETIC (a made-up landscape, replayed).
 """
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future
-
 import pytest
+from fake_compiling import FakeCompiling
 
 from tritune.bench import Failure, ReplayTimer, synthetic_landscape
 from tritune.config import Config
+from tritune.engine import precompile as pc
+from tritune.engine.pipeline import LazyMeasure, compile_and_race
+from tritune.engine.race import RaceOptions
 from tritune.outcome import Status
-from tritune.tune import precompile as pc
-from tritune.tune.pipeline import LazyMeasure, compile_and_race
-from tritune.tune.race import RaceOptions
 
 OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
-
-
-def _fake_compiling(configs: list[Config], late: dict[Config, str | None], failed: dict[Config, str],
-                    delay: float = 0.2) -> pc.Compiling:  # fmt: skip
-    """FAKE workers: configs not in ``late`` are compiled at once; ``late`` ones finish after ``delay``
-    with the given error (None: success); ``failed`` failed before any worker took them."""
-    futs: dict[Config, Future] = {}
-    for c in configs:
-        if c in failed:
-            continue
-        f: Future = Future()
-        futs[c] = f
-        if c not in late:
-            f.set_result(None)
-
-    def finish() -> None:
-        for c, why in late.items():
-            futs[c].set_result(why)
-
-    threading.Timer(delay, finish).start()
-    return pc.Compiling("k", dict(failed), futs)
 
 
 def test_every_config_gets_an_outcome_and_the_late_best_wins() -> None:
@@ -49,7 +27,7 @@ def test_every_config_gets_an_outcome_and_the_late_best_wins() -> None:
     best = land.best.config
     others = [c for c in cfgs if c != best]
     broken, spec_bad, too_big, wrong = others[0], others[1], others[2], others[3]
-    compiling = _fake_compiling(cfgs, {best: None, broken: "ptxas fatal"}, {spec_bad: "k: bad signature"})
+    compiling = FakeCompiling(cfgs, {best: None, broken: "ptxas fatal"}, {spec_bad: "k: bad signature"}, workers=4)
     pending_when_timed: list[int] = []
     replay = ReplayTimer(land, noise=0.02, seed=0)
 
@@ -64,8 +42,7 @@ def test_every_config_gets_an_outcome_and_the_late_best_wins() -> None:
             return Failure(Status.INCORRECT, "args[1] differs")
         return {"registers": 32, "shared": 0}
 
-    stats: dict = {}
-    compiling.workers = 4  # FAKE: as if 4 workers ran these; the race starts when at most half are busy
+    stats: dict = {}  # FAKE: as if 4 workers ran these; the race starts when at most half are busy
     res = compile_and_race(cfgs, prepare=prepare, measure=measure, options=OPTS, compiling=compiling,
                            stats=stats)  # fmt: skip
     assert [o.config for o in res.outcomes] == cfgs  # one outcome each, in the given order
@@ -79,12 +56,13 @@ def test_every_config_gets_an_outcome_and_the_late_best_wins() -> None:
     assert res.outcome(best).facts == {"registers": 32, "shared": 0}
     assert res.outcome(broken).facts is None and res.outcome(broken).measurement is None
     assert stats["compiled_s"] <= stats["loaded_s"]
+    assert compiling.waits == [2, 0] and compiling.closed
 
 
 def test_load_binary_records_any_backend_error_as_compile_failed() -> None:
     """FAKE JIT objects: the backend's own errors (an MLIR pass failure, ptxas) are compile_failed with the
     reason, never an exception that would lose every other candidate of the key."""
-    from tritune.tune.pipeline import load_binary
+    from tritune.engine.pipeline import load_binary
 
     class Jit:
         def __init__(self, exc: Exception | None) -> None:
@@ -113,10 +91,8 @@ def test_compile_timeout_is_its_own_outcome_and_sweep_times_everything() -> None
     land = synthetic_landscape(12, seed=4)
     cfgs = land.configs
     slow = cfgs[5]
-    compiling = _fake_compiling(cfgs, {}, {})
-    compiling.failed[slow] = "k slow: compile_timeout: still compiling after 60 s"
+    compiling = FakeCompiling(cfgs, {}, {slow: "k slow: compile_timeout: still compiling after 60 s"})
     compiling.timed_out.add(slow)
-    compiling.pending.pop(slow)
     res = compile_and_race(cfgs, prepare=lambda c: None, measure=ReplayTimer(land, seed=1).measure_config,
                            options=OPTS, compiling=compiling, method="sweep")  # fmt: skip
     assert res.outcome(slow).status is Status.COMPILE_TIMEOUT
@@ -155,7 +131,7 @@ def test_session_records_a_failed_compile_with_its_reason(monkeypatch, tmp_path)
     broken = wl.candidates()[1]
 
     def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # type: ignore[no-untyped-def]
-        return _fake_compiling(list(todo), {broken: "ptxas fatal: out of registers"}, {}, delay=0.05)
+        return FakeCompiling(list(todo), {broken: "ptxas fatal: out of registers"})
 
     monkeypatch.setattr(pc, "start_precompile", fake_start)
     store = open_store(str(tmp_path / "s.db"))

@@ -4,8 +4,8 @@ import torch
 
 from kernels import scale_kernel
 from tritune import Config
+from tritune.engine.precompile import _cached, _locate, precompile
 from tritune.screen.specialize import cuda_target, specialize
-from tritune.tune.precompile import _cached, _locate, precompile
 
 
 def test_precompile_fills_tritons_cache_in_workers(tmp_path, monkeypatch):
@@ -37,7 +37,7 @@ import json, sys
 import torch, triton, triton.language as tl
 from tritune import Config
 from tritune.screen.specialize import cuda_target, specialize
-from tritune.tune import precompile as pc
+from tritune.engine import precompile as pc
 
 
 def build():
@@ -80,80 +80,38 @@ def test_forked_workers_compile_a_kernel_defined_in_a_function(tmp_path):
     assert res["left"] == 0  # the kernel is not kept alive after the pool
 
 
-def test_a_compile_past_the_timeout_is_given_up_and_the_rest_go_on():
-    """FAKE futures stand in for the workers: one compile finishes, one is still running past the timeout."""
+def _fake_compile(payload):  # type: ignore[no-untyped-def]
+    """FAKE compile for forked workers: sleeps ``payload`` seconds, or returns the error string it is given."""
     import time
-    from concurrent.futures import Future
 
-    from tritune.tune.precompile import Compiling
+    if isinstance(payload, str):
+        return payload
+    time.sleep(payload)
+    return None
 
-    quick, stuck = Config({"BLOCK": 64}), Config({"BLOCK": 16384}, num_warps=1)
-    f_quick: Future = Future()
-    f_stuck: Future = Future()
-    f_stuck.set_running_or_notify_cancel()  # a worker took it, and ptxas never returns
-    f_quick.set_result(None)
-    c = Compiling("k", {}, {stuck: f_stuck, quick: f_quick}, timeout=0.3)
+
+def test_compiling_maps_timeouts_and_errors_to_configs_and_races_what_finished():
+    """FAKE compiles on the real worker service: one config is stuck past the timeout, one fails, two finish;
+    the stuck one is given up as compile_timeout while the others are handed out."""
+    import time
+
+    from tritune.engine.precompile import Compiling
+    from tritune.workers import Forked, WorkerService
+
+    quick, bad, stuck, later = (Config({"BLOCK": b}) for b in (64, 128, 16384, 256))
+    svc = WorkerService(Forked(_fake_compile), 2, timeout=1.0)
+    for cfg, payload in ((stuck, 60.0), (quick, 0.0), (bad, "ptxas fatal: out of registers"), (later, 0.2)):
+        svc.submit(cfg, payload)
+    assert len(svc._workers) == 2 and svc.busy == 4  # the compiles started at submit, before anyone waits
+    closed = []
+    c = Compiling("k", {}, svc, [stuck, quick, bad, later], on_close=lambda: closed.append(1))
+    assert c.workers == 2
+    first = c.wait(1)  # everything but one straggler
+    assert set(first) == {quick, later} and "out of registers" in c.failed[bad] and list(c.pending) == [stuck]
     t = time.monotonic()
-    assert c.wait(0) == [quick]
-    assert 0.3 <= time.monotonic() - t < 3
+    assert c.wait(0) == [] and time.monotonic() - t < 5
     assert c.timed_out == {stuck} and "compile_timeout" in c.failed[stuck] and "16384" in c.failed[stuck]
-    assert not c.pending
-
-
-def test_kill_tree_stops_a_worker_and_its_children():
-    import subprocess
-    import time
-    from pathlib import Path
-
-    from tritune.tune.precompile import _kill_tree
-
-    proc = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"])
-    time.sleep(0.3)
-    kids = []
-    for f in Path(f"/proc/{proc.pid}/task").glob("*/children"):
-        kids += [int(x) for x in f.read_text().split()]
-    assert len(kids) == 2
-    t = time.monotonic()
-    _kill_tree(proc.pid)
-    proc.wait(5)  # gone at once, not after its 60 s (it may exit 0 when its children die first)
-    assert time.monotonic() - t < 5
-    time.sleep(0.2)
-    for k in kids:  # the grandchildren are gone too (or zombies reaped by init)
-        try:
-            state = Path(f"/proc/{k}/stat").read_text().split()[2]
-        except FileNotFoundError:
-            continue
-        assert state == "Z"
-
-
-def test_a_queued_compile_gets_its_own_clock_once_a_worker_is_free():
-    """FAKE futures, one worker: A is stuck; B is queued behind it (the pool already marks it running).
-    A is given up after the timeout; B's clock starts only when A's worker frees up, and B then finishes."""
-    import threading
-    import time
-    from concurrent.futures import Future
-
-    from tritune.tune.precompile import Compiling
-
-    a, b = Config({"BLOCK": 16384}, num_warps=1), Config({"BLOCK": 64})
-    fa: Future = Future()
-    fb: Future = Future()
-    fa.set_running_or_notify_cancel()
-    fb.set_running_or_notify_cancel()
-
-    class OneWorker:
-        _max_workers = 1
-
-        def shutdown(self, wait=True, cancel_futures=False):
-            pass
-
-    c = Compiling("k", {}, {a: fa, b: fb}, pool=OneWorker(), timeout=0.4)  # type: ignore[arg-type]
-    threading.Timer(0.9, lambda: fa.set_result(None)).start()  # A's ptxas ends late; B then runs
-    threading.Timer(1.1, lambda: fb.set_result(None)).start()  # B compiles in 0.2 s: within its timeout
-    t = time.monotonic()
-    assert c.wait(0) == [b]
-    assert c.timed_out == {a} and b not in c.failed
-    assert time.monotonic() - t >= 1.0
+    assert not c.pending and closed == [1]
 
 
 _CRASH_SCRIPT = r"""
@@ -161,7 +119,7 @@ import json, os
 import torch, triton, triton.language as tl
 from tritune import Config
 from tritune.screen.specialize import cuda_target, specialize
-from tritune.tune import precompile as pc
+from tritune.engine import precompile as pc
 
 
 @triton.jit
@@ -190,9 +148,9 @@ print(json.dumps({"failed": {cfg.id: why for cfg, why in c.failed.items()}, "ok"
 
 
 def test_a_compiler_crash_fails_only_its_config_and_one_config_still_compiles_in_a_worker(tmp_path):
-    """A compile that kills its worker (FAKE: os.abort() for BLOCK=1024) breaks the pool; each config the
-    pool had is compiled again in a worker of its own, so only the crashing ones are compile_failed. Even a
-    single uncached config compiles in a worker (where it has a timeout), not in this process."""
+    """A compile that kills its worker (FAKE: os.abort() for BLOCK=1024) costs only its config: it is tried
+    once more in a fresh worker, then compile_failed. Even a single uncached config compiles in a worker
+    (where it has a timeout), not in this process."""
     import json
     import os
     import subprocess

@@ -11,10 +11,10 @@ import pytest
 
 from tritune.bench import Failure, Measurement, ReplayTimer, synthetic_landscape
 from tritune.config import Config
+from tritune.engine.race import RaceOptions, outcomes_by_status, race, sweep
 from tritune.errors import ConfigError, TimingUnavailableError
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
-from tritune.tune.race import RaceOptions, outcomes_by_status, race, sweep
 
 OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
 NOISE = 0.05  # 5% lognormal: a few-µs GPU kernel timed with events is about this noisy

@@ -1,27 +1,25 @@
 """The decorator races the configs compiled first while the slowest compiles finish, then goes on.
 
 FAKES, to test the orchestration logic on CPU: the GPU check is patched to say "a GPU is here", the
-compile workers are replaced by futures this test resolves (two stragglers finish 0.3 s late, one of
-them failing to compile), the compile-and-load check always passes, and the TIMINGS ARE SYNTHETIC (a
+compile workers are FakeCompiling (tests/tune/fake_compiling.py: two stragglers finish only when the
+decorator waits for them after its first race, one of them failing to compile; no timers), the compile-and-load check always passes, and the TIMINGS ARE SYNTHETIC (a
 made-up landscape replayed through ``Tuner(timer=...)``). The kernel itself really runs, in Triton's
 interpreter.
 """
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future
-
 import torch
 import triton
+from fake_compiling import FakeCompiling
 
 import tritune
 from kernels import scale_kernel
 from tritune.bench import ReplayTimer
+from tritune.engine import precompile as pc
+from tritune.engine.race import RaceOptions
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
-from tritune.tune import precompile as pc
-from tritune.tune.race import RaceOptions
 
 N = 3000
 CONFIGS = [tritune.Config({"BLOCK": b}, num_warps=w) for b in (64, 128, 256, 512, 1024) for w in (1, 2, 4, 8)]
@@ -34,42 +32,28 @@ def _times() -> dict[tritune.Config, float]:
 
 
 def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(monkeypatch, tmp_path):
+    from tritune.engine import pipeline
     from tritune.store import keys as store_keys
-    from tritune.tune import pipeline, tuner
+    from tritune.tune import tuner
 
     monkeypatch.setattr(tuner, "gpu_unavailable_reason", lambda: None)  # FAKE: "a GPU is here"
     monkeypatch.setattr(store_keys, "current_device", lambda: ("FAKE GPU", "9.0"))
     monkeypatch.setattr("tritune.device.current_target", lambda: None)
     monkeypatch.setattr(pipeline, "load_binary", lambda *a, **k: {})  # FAKE: every binary loads
     timed_while_pending: list[int] = []
-    late: dict[tritune.Config, Future] = {}
+    started: list[FakeCompiling] = []
 
     def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # FAKE compile workers
-        assert not late, f"a second tuning asked to compile {[c.id for c in todo]}"
-        futs: dict[tritune.Config, Future] = {}
-        for c in todo:
-            f: Future = Future()
-            futs[c] = f
-            if c in (BEST, BROKEN):
-                late[c] = f
-            else:
-                f.set_result(None)
-        compiling = pc.Compiling("scale_kernel", {}, futs)
-        compiling.workers = 4  # FAKE: as if 4 workers ran these
-
-        def finish() -> None:
-            late[BEST].set_result(None)
-            late[BROKEN].set_result("ptxas fatal: out of memory")
-
-        threading.Timer(0.3, finish).start()
-        return compiling
+        assert not started, f"a second tuning asked to compile {[c.id for c in todo]}"
+        started.append(FakeCompiling(list(todo), {BEST: None, BROKEN: "ptxas fatal: out of memory"}, workers=4))
+        return started[0]
 
     monkeypatch.setattr(pc, "start_precompile", fake_start)
     pts = [LandscapePoint(c, Status.MEASURED, t) for c, t in _times().items()]
     replay = ReplayTimer(Landscape.from_points("scale_kernel", "synthetic", {"n": N}, pts), noise=0.01, seed=0)
 
     def measure_config(config, budget_s):
-        timed_while_pending.append(sum(not f.done() for f in late.values()))
+        timed_while_pending.append(len(started[0].pending))
         return replay.measure_config(config, budget_s)
 
     class Timer:

@@ -13,7 +13,6 @@ import types
 from typing import Any
 
 from tritune.bench.event import EventTimer, bench, l2_cache_bytes
-from tritune.bench.policy import DEFAULT_POLICY, MeasurePolicy, launches_per_sample, resolve_policy
 from tritune.bench.replay import ReplayTimer
 from tritune.bench.stats import (
     Measurement,
@@ -27,6 +26,7 @@ from tritune.bench.stats import (
 from tritune.bench.synthetic import synthetic_landscape
 from tritune.bench.ties import TIE_RULE, TieCandidate, TieReport, break_tie, race_tie_report, tie_report
 from tritune.bench.timer import ConfigMeasure, Failure, Runnable, Timer, TimerMeasure
+from tritune.measure import DEFAULT_POLICY, MeasurePolicy, launches_per_sample, resolve_policy
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -11,7 +11,7 @@ For kernels so short that launch overhead dominates even so, ``graph=True`` capt
 ``(t(graph) - t(flushes)) / calls``. Without the flush it is ``t(graph) / calls``.
 
 ``batch_short=True`` (what :meth:`EventTimer.for_policy` sets) does the same by itself for a kernel the
-warm-up finds short (:func:`~tritune.bench.policy.launches_per_sample` > 1), keeping the cache state of the
+warm-up finds short (:func:`~tritune.measure.launches_per_sample` > 1), keeping the cache state of the
 timer's policy: flush+launch pairs when flushing, back-to-back launches when not.
 """
 
@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tritune.bench.policy import SHORT_KERNEL_MS, MeasurePolicy, launches_per_sample
 from tritune.bench.stats import Measurement, relative_halfwidth
 from tritune.bench.timer import Runnable
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import TimingUnavailableError
+from tritune.measure import SHORT_KERNEL_MS, MeasurePolicy, launches_per_sample
 
 #: Used only when neither torch nor the CUDA driver reports the L2 size (Triton's own flush size).
 DEFAULT_FLUSH_BYTES = 256 * 1024 * 1024
@@ -125,7 +125,7 @@ class EventTimer:
 
     @classmethod
     def for_policy(cls, policy: MeasurePolicy | str, *, device: int | None = None, **kwargs: Any) -> EventTimer:
-        """The timer of a measurement policy, short kernels batched (see :mod:`tritune.bench.policy`)."""
+        """The timer of a measurement policy, short kernels batched (see :mod:`tritune.measure`)."""
         p = MeasurePolicy.parse(policy)
         kwargs.setdefault("batch_short", True)
         kwargs.setdefault("reuse_graphs", True)
@@ -473,7 +473,7 @@ def bench(
     TimingUnavailableError, saying why, where there is no GPU.
 
     ``measure`` (``"cold"``, ``"warm"``, ``"graph"``) overrides ``flush_l2`` and ``graph`` with a
-    measurement policy's settings and batches short kernels (:mod:`tritune.bench.policy`).
+    measurement policy's settings and batches short kernels (:mod:`tritune.measure`).
     """
     batch = False
     if measure is not None:

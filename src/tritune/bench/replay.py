@@ -1,6 +1,6 @@
 """The replay timer: timings read from a recorded landscape, with seeded noise, so tuning runs on CPU.
 
-It plays the part of a GPU for :mod:`tritune.tune.race`, search strategies and the store's tests: asked
+It plays the part of a GPU for :mod:`tritune.engine.race`, search strategies and the store's tests: asked
 to time a config for ``budget_s`` seconds, it draws samples ``t * exp(N(0, noise))`` (lognormal, median
 exactly the recorded ``t``) until the median's interval meets ``rel_tol`` or the *simulated* device time,
 ``t + overhead_ms`` per sample, reaches the budget. A config the landscape records as failed yields that

@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritune.bench.policy import DEFAULT_POLICY, MeasurePolicy
 from tritune.bench.stats import Measurement, within
 from tritune.config import Config
+from tritune.measure import DEFAULT_POLICY, MeasurePolicy
 
 #: The tie-breaking rule in words (what reports and JSON print).
 TIE_RULE = (

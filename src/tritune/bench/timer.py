@@ -5,7 +5,7 @@ Two shapes, because a replay has no callable to run:
 * ``Timer.measure(fn, budget_s=..., ...) -> Measurement`` times a zero-argument callable (or a list of
   them, one per copy of the inputs, cycled in turn). :class:`~tritune.bench.event.EventTimer` is the GPU one.
 * ``ConfigMeasure(config, budget_s) -> Measurement | Failure`` times one candidate config for about
-  ``budget_s`` seconds. The race (:mod:`tritune.tune.race`) only knows this shape, so it runs unchanged on
+  ``budget_s`` seconds. The race (:mod:`tritune.engine.race`) only knows this shape, so it runs unchanged on
   :meth:`ReplayTimer.measure_config <tritune.bench.replay.ReplayTimer.measure_config>` (CPU tests) and on
   :class:`TimerMeasure`, which turns a Timer plus "how to build the launch for a config" into one.
 """

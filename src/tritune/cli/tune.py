@@ -128,7 +128,7 @@ def _run(args: argparse.Namespace, rank: int) -> int:
         return fail_usage(str(e))
     if why is not None:
         return _untimed(args, workloads, keys, why) if rank == 0 else EXIT_OK
-    from tritune.tune.race import RaceOptions
+    from tritune.engine.race import RaceOptions
     from tritune.tune.session import TuneOptions, landscapes, tune
 
     store = None

@@ -28,10 +28,6 @@ matmul 5% apart, so medians from different GPUs decide nothing.
 job's own backend, with ``monitored_barrier`` timeouts; create it at startup with
 ``TuningGroup.create(timeout_s)`` on every rank, or let the first tuning create it.
 
-**Offline farm.** :func:`farm_split` deals (workload, key, config) :class:`FarmItem` s over the ranks;
-each rank measures its share and :func:`gather_records` merges every rank's records on rank 0, which
-alone writes them (winners per key by the same rule) to its store in one atomic write.
-
 **Across nodes: one writer, then export/import.** Only global rank 0 writes, to a SQLite store on its
 own local disk; other nodes get the results with ``tritune cache export`` there and ``tritune cache
 import`` on each node (or by shipping the file), and in a later job :func:`agree_on_cached` lets a
@@ -44,7 +40,14 @@ host, so it does not work across machines at all.
 
 from __future__ import annotations
 
-from tritune.dist.group import DEFAULT_TIMEOUT_S, TuningGroup, check_agreement, default_tuning_group
+from tritune.dist.farm import Farm
+from tritune.dist.group import (
+    DEFAULT_TIMEOUT_S,
+    TuningGroup,
+    check_agreement,
+    default_tuning_group,
+    rank_and_world,
+)
 from tritune.dist.race import (
     WINNER_RULE,
     DistributedRaceResult,
@@ -53,33 +56,23 @@ from tritune.dist.race import (
     merge_shares,
     pick_winner,
 )
-from tritune.dist.records import (
-    candidate_records,
-    farm_writes,
-    gather_records,
-    measurement_record,
-    record_on_rank0,
-)
-from tritune.dist.split import FarmItem, farm_items, farm_split, split_configs
+from tritune.dist.records import candidate_records, record_on_rank0
+from tritune.dist.split import split_configs
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "WINNER_RULE",
     "DistributedRaceResult",
-    "FarmItem",
+    "Farm",
     "TuningGroup",
     "agree_on_cached",
     "candidate_records",
     "check_agreement",
     "default_tuning_group",
     "distributed_race",
-    "farm_items",
-    "farm_split",
-    "farm_writes",
-    "gather_records",
-    "measurement_record",
     "merge_shares",
     "pick_winner",
+    "rank_and_world",
     "record_on_rank0",
     "split_configs",
 ]

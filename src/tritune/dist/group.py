@@ -38,6 +38,27 @@ def _dist() -> Any:
     return dist
 
 
+def rank_and_world() -> tuple[int, int]:
+    """This process's global rank and the job's world size: ``(0, 1)`` when torch.distributed is not
+    initialized (one process tunes alone, as it should). The one place that asks; when the distributed state
+    is broken (initialized, but the default group cannot answer) it raises rather than let a rank tune alone.
+    """
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return 0, 1
+    if not (dist.is_available() and dist.is_initialized()):
+        return 0, 1
+    try:
+        return int(dist.get_rank()), int(dist.get_world_size())
+    except Exception as e:
+        raise DistributedError(
+            f"torch.distributed is initialized but cannot say this process's rank ({type(e).__name__}: {e}); "
+            "tuning alone would give this rank a different winner from the others: fix or destroy the "
+            "process group before tuning"
+        ) from None
+
+
 def _check_timeout(timeout_s: float) -> float:
     if not timeout_s > 0:
         raise DistributedError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")

@@ -3,7 +3,7 @@
 Every rank calls :func:`distributed_race` with the same candidates and its own ``measure`` (its own
 GPU). The ranks check that they agree on what they tune, split the candidates deterministically
 (:func:`~tritune.dist.split.split_configs`), and each races only its share with
-:func:`tritune.tune.race.race`, so each candidate is measured on exactly one rank. The shares' outcomes
+:func:`tritune.engine.race.race`, so each candidate is measured on exactly one rank. The shares' outcomes
 are gathered and every rank applies the same rule to the same data:
 
 **The winner rule.** The finalists are each rank's local winner and local ties (a config its race
@@ -31,8 +31,8 @@ from tritune.config import Config, as_config
 from tritune.dist.group import TuningGroup, check_agreement, resolve_group
 from tritune.dist.split import split_configs
 from tritune.errors import ConfigError, DistributedError
-from tritune.tune.pipeline import compile_and_race
-from tritune.tune.race import CandidateOutcome, RaceOptions, RaceResult, RaceStop, race
+from tritune.engine.pipeline import compile_and_race
+from tritune.engine.race import CandidateOutcome, RaceOptions, RaceResult, RaceStop, race
 
 WINNER_RULE = (
     "finalists = each rank's local winner and ties; winner = smallest median, then smallest config id; "
@@ -67,14 +67,6 @@ class DistributedRaceResult(RaceResult):
     label: str = ""
     rank_wall_s: tuple[float, ...] = ()
     rule: str = WINNER_RULE
-
-    def rank_of(self, config: Any) -> int:
-        """The group rank that measured ``config``."""
-        cid = as_config(config).id
-        for i, r in self.measured_on:
-            if i == cid:
-                return r
-        raise KeyError(f"{cid} was not a candidate of this race")
 
     def to_json(self) -> dict[str, Any]:
         d = super().to_json()
@@ -216,7 +208,7 @@ def distributed_race(
     runs on the rank that owns the config, before any timing (compile, load, verify: work that is split
     too): it returns None for a config to time, or the Failure to record for it. ``run_share(share)``
     replaces the rank's whole local part (prepare and race): it must return an outcome for every config
-    of ``share`` (:func:`tritune.tune.pipeline.compile_and_race` compiles the share and races it as the
+    of ``share`` (:func:`tritune.engine.pipeline.compile_and_race` compiles the share and races it as the
     compiles finish). Raises
     DistributedError on every rank when the ranks disagree, a rank fails, crashes or does not arrive.
     """

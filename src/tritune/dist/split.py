@@ -1,4 +1,4 @@
-"""Deterministic work splits: which rank measures which candidate, or which offline work item.
+"""Deterministic work splits: which rank measures which candidate.
 
 Every rank computes the same split from the same list, with no communication: items are put in a
 canonical order (by their id) first, so the order in which a rank built its list does not matter.
@@ -11,16 +11,12 @@ Two ways to deal them out:
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from tritune.config import Config, as_config
 from tritune.errors import ConfigError, DistributedError
-
-T = TypeVar("T")
 
 
 def _check_rank(rank: int, world: int) -> None:
@@ -60,63 +56,3 @@ def split_configs(
     ids = [c.id for c in cfgs]
     ranks = assign(ids, world, None if cost is None else [float(cost(c)) for c in cfgs])
     return sorted((c for c, r in zip(cfgs, ranks, strict=True) if r == rank), key=lambda c: c.id)
-
-
-@dataclass(frozen=True)
-class FarmItem:
-    """One unit of offline tuning work: one config of one workload at one key.
-
-    ``key`` holds (name, value) pairs, sorted; ``id`` is the canonical JSON of all three, the same on
-    every rank, and is what :func:`farm_split` sorts by.
-    """
-
-    workload: str
-    key: tuple[tuple[str, Any], ...]
-    config: Config
-
-    def __post_init__(self) -> None:
-        pairs = self.key.items() if isinstance(self.key, Mapping) else self.key
-        object.__setattr__(self, "key", tuple(sorted((str(k), v) for k, v in pairs)))
-        object.__setattr__(self, "config", as_config(self.config))
-
-    @property
-    def key_dict(self) -> dict[str, Any]:
-        return dict(self.key)
-
-    @property
-    def id(self) -> str:
-        return json.dumps(
-            [self.workload, [list(p) for p in self.key], self.config.dumps()],
-            sort_keys=True,
-            separators=(",", ":"),
-            default=str,
-        )
-
-
-def farm_items(workload: str, keys: Iterable[Mapping[str, Any]], configs: Iterable[Any]) -> list[FarmItem]:
-    """Every (key, config) pair of one workload as FarmItems."""
-    cfgs = [as_config(c) for c in configs]
-    return [FarmItem(workload, tuple(dict(k).items()), c) for k in keys for c in cfgs]
-
-
-def farm_split(
-    items: Iterable[T],
-    rank: int,
-    world: int,
-    *,
-    item_id: Callable[[T], str] | None = None,
-    cost: Callable[[T], float] | None = None,
-) -> list[T]:
-    """The items rank ``rank`` of ``world`` works on, in id order (see the module docstring).
-
-    ``item_id`` gives each item's stable id (default: ``item.id``, as FarmItem has). With the default
-    round-robin the configs of one key are spread over all ranks, so a key's work ends at about the
-    same time everywhere.
-    """
-    _check_rank(rank, world)
-    lst = list(items)
-    ident = item_id or (lambda it: it.id)  # type: ignore[attr-defined]
-    ids = [ident(it) for it in lst]
-    ranks = assign(ids, world, None if cost is None else [float(cost(it)) for it in lst])
-    mine = sorted((i for i, r in enumerate(ranks) if r == rank), key=lambda i: ids[i])
-    return [lst[i] for i in mine]

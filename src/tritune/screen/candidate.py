@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import signal
 import threading
 import time
 import warnings
@@ -110,66 +108,6 @@ def quiet_triton() -> Iterator[None]:
         yield
 
 
-class PtxasWatchdog:
-    """Kill this process's ``ptxas`` children once ``timeout`` seconds have passed (the in-process timeout).
-
-    Worker processes are killed whole by the pool instead; this covers ``jobs=1`` in the calling process,
-    where the runaway part of a compile is ``ptxas``, a child process that can be stopped by its id. The
-    Python and LLVM stages cannot be interrupted in-process: past the deadline, ``ptxas`` is killed as
-    soon as it starts.
-    """
-
-    def __init__(self, timeout: float | None) -> None:
-        self.timeout = timeout
-        self.fired = False
-        self.killed = 0
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> PtxasWatchdog:
-        if self.timeout is not None and self.timeout > 0:
-            self._thread = threading.Thread(target=self._watch, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._done.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _watch(self) -> None:
-        assert self.timeout is not None
-        if self._done.wait(self.timeout):
-            return
-        self.fired = True
-        while not self._done.is_set():
-            for pid in _children(os.getpid()):
-                try:
-                    with open(f"/proc/{pid}/comm") as f:
-                        name = f.read().strip()
-                    if name.startswith("ptxas"):
-                        os.kill(pid, signal.SIGKILL)
-                        self.killed += 1
-                except OSError:
-                    continue
-            self._done.wait(0.05)
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(x) for x in f.read().split()]
-        except OSError:
-            continue
-    return out
-
-
 def _result(config: Config, status: Status, reason: str | None, **fields: Any) -> CandidateResult:
     extra: dict[str, Any] = dict.fromkeys(FIELDS)
     extra["warnings"] = []
@@ -177,10 +115,11 @@ def _result(config: Config, status: Status, reason: str | None, **fields: Any) -
     return CandidateResult(config, status, reason, extra)
 
 
-def screen_spec(
-    spec: Specialization, config: Config, target: Target, timeout: float | None = None, gate: bool = True
-) -> CandidateResult:
+def screen_spec(spec: Specialization, config: Config, target: Target, gate: bool = True) -> CandidateResult:
     """Compile one specialized candidate for ``target`` and judge it against the target's limits.
+
+    This compiles in the calling process, with no timeout: :func:`tritune.screen.screen` runs it on the
+    worker service, where a compile past its timeout is killed with its ptxas.
 
     ``gate=False`` runs ptxas even for a block that cannot launch (the verdict is the same; the GPU
     proof script uses it so that every binary is in Triton's cache before it launches them).
@@ -190,11 +129,10 @@ def screen_spec(
     threads = config.num_warps * target.warp_size
     name = spec.kernel_name
     t0 = time.perf_counter()
-    watchdog = PtxasWatchdog(timeout)
     try:
         # Triton prints a failing ptxas's whole PTX to stdout; the reason below carries the error instead.
         gate_cm = launch_gate(target) if gate else contextlib.nullcontext()
-        with quiet_triton(), compiler_language(), gate_cm, watchdog:
+        with quiet_triton(), compiler_language(), gate_cm:
             with contextlib.redirect_stdout(io.StringIO()):
                 kernel = spec.compile()
     except _OverLimit as e:
@@ -224,14 +162,6 @@ def screen_spec(
         )
     except Exception as e:
         elapsed = round(time.perf_counter() - t0, 3)
-        if watchdog.killed:
-            return _result(
-                config,
-                Status.COMPILE_TIMEOUT,
-                f"{name} {config.id}: ptxas ran past the {timeout:g} s compile timeout and was stopped",
-                threads=threads,
-                compile_s=elapsed,
-            )
         return _result(
             config,
             Status.COMPILE_FAILED,
@@ -299,7 +229,6 @@ def screen_candidate(
     args: Sequence[Any],
     config: Config,
     target: Target,
-    timeout: float | None = None,
     gate: bool = True,
 ) -> CandidateResult:
     """Static rules, then :func:`screen_spec`. ``args`` are ``workload``'s arguments for ``key`` (CPU is fine).
@@ -320,4 +249,4 @@ def screen_candidate(
         )
     with quiet_triton():
         spec = specialize(workload.kernel, args, config, target.gpu_target(), caller_kwargs)
-    return screen_spec(spec, config, target, timeout, gate)
+    return screen_spec(spec, config, target, gate)

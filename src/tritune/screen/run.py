@@ -3,13 +3,13 @@
 For each key, the workload's arguments are made on the CPU and every candidate is specialized the way
 the JIT would specialize it on the GPU. Candidates that Triton would file under the same cache hash
 (two keys whose arguments specialize alike) are compiled once. Statically illegal candidates are never
-compiled; the rest go to :func:`tritune.screen.candidate.screen_spec`, in this process (``jobs=1``) or
-in a :class:`tritune.screen.pool.CompilePool` of worker processes.
+compiled; the rest go to :func:`tritune.screen.candidate.screen_spec` on the worker service: one forked
+worker (``jobs=1``, or a workload object that no file defines) or a :class:`tritune.screen.pool.CompilePool`
+of spawned ones. Either way a compile past the timeout is killed with its ptxas.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -23,10 +23,11 @@ from tritune.errors import WorkloadError
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
 from tritune.screen.candidate import FIELDS, quiet_triton, screen_spec
-from tritune.screen.pool import CompilePool, Task
+from tritune.screen.pool import CompilePool, Task, pool_result
 from tritune.screen.specialize import Specialization, specialize
 from tritune.screen.targets import Target, get_target
 from tritune.space import check_static
+from tritune.workers import Forked, WorkerService
 from tritune.workload import Workload, load_workloads
 
 Progress = Callable[[int, int, CandidateResult], None]
@@ -69,8 +70,8 @@ def screen(
 ) -> RunResult:
     """Screen every candidate of ``workload`` (an object, or a file path and optional ``name``) for ``target``.
 
-    ``jobs`` worker processes compile in parallel (default: one per core); ``jobs=1`` compiles in this
-    process. ``compile_timeout`` bounds each candidate's compile (None for no bound). ``keys`` replaces
+    ``jobs`` worker processes compile in parallel (default: one per core); ``jobs=1`` compiles in one forked
+    worker. ``compile_timeout`` bounds each candidate's compile (None for no bound). ``keys`` replaces
     the workload's own keys. ``configs`` screens only
     those candidates instead of the whole space. ``gate=False`` runs ptxas even for
     configs already known not to launch (same verdicts, more time; their binaries land in the cache). Returns a ``RunResult`` with command ``screen`` whose candidates have the
@@ -85,7 +86,7 @@ def screen(
         if jobs > 1 and pairs[0][1] is None:
             raise WorkloadError(
                 f"workload {workload.name!r} was not defined in a file, so worker processes cannot rebuild it; "
-                "pass its file path, or jobs=1 to compile in this process"
+                "pass its file path, or jobs=1 to compile in one forked worker"
             )
     else:
         path = Path(workload)
@@ -172,10 +173,9 @@ def _screen_workload(
     t0 = time.perf_counter()
     hashes = list(unique)
     if jobs == 1 or path is None:
-        for h in hashes:
-            _, config, spec = unique[h]
-            by_hash[h] = screen_spec(spec, config, tgt, timeout, gate)
-            note(by_hash[h])
+        # One forked worker: it inherits the workload object (no file needed) and, like the pool's workers,
+        # is killed with its ptxas when a compile runs past the timeout.
+        by_hash = _screen_forked(unique, tgt, timeout, gate, note)
     else:
         # Longest first: the pool's wall time is bounded by its slowest compiles (ptxas on big tiles with
         # few warps), so start those first instead of finding them last with the other workers idle.
@@ -208,6 +208,21 @@ def _screen_workload(
     return out
 
 
+def _screen_forked(unique: Mapping[str, tuple[int, Config, Specialization]], tgt: Target, timeout: float | None,
+                   gate: bool, note: Callable[[CandidateResult], None]) -> dict[str, CandidateResult]:  # fmt: skip
+    def screen_one(h: object) -> object:
+        _, config, spec = unique[str(h)]
+        return screen_spec(spec, config, tgt, gate).to_json()
+
+    out: dict[str, CandidateResult] = {}
+    with WorkerService(Forked(screen_one), 1, timeout=timeout, name="compile worker") as svc:
+        for end in svc.run((h, h) for h in unique):
+            h = str(end.id)
+            out[h] = pool_result(Task(0, {}, unique[h][1]), end, timeout)
+            note(out[h])
+    return out
+
+
 def _static_result(config: Config, rule: str, reason: str, tgt: Target) -> CandidateResult:
     extra: dict[str, Any] = dict.fromkeys(FIELDS)
     extra.update(warnings=[], threads=config.num_warps * tgt.warp_size, rule=f"static:{rule}", stage="static")
@@ -217,7 +232,7 @@ def _static_result(config: Config, rule: str, reason: str, tgt: Target) -> Candi
 def _provenance(tgt: Target, jobs: int, timeout: float | None) -> dict[str, Any]:
     import triton
 
-    from tritune import __version__
+    from tritune._version import __version__
 
     return {
         "tritune": __version__,
@@ -244,7 +259,3 @@ def summary_counts(result: RunResult) -> dict[str, Any]:
                 rule = str(c.extra.get("rule") or "other")
                 rules[rule] = rules.get(rule, 0) + 1
     return {"status": status, "illegal_by_rule": rules}
-
-
-def dumps_key(key: Mapping[str, Any]) -> str:
-    return json.dumps(dict(key), sort_keys=True)

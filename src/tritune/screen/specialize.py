@@ -17,18 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritune.config import Config
+from tritune.device import cuda_target
 from tritune.errors import KernelSpecError
 from tritune.kernel import as_jit
 
-_BINDERS: dict[tuple[int, str], tuple[Any, Any]] = {}
+#: Keyed by ``id(jit)`` and holding the kernel itself: a hit counts only when it is the same object, so a
+#: freed kernel's id, once reused by another kernel, can never hand out the first kernel's binder.
+__all__ = ["Specialization", "cuda_target", "frontend_rejection", "launch_kwargs", "specialize"]
+
+_BINDERS: dict[tuple[int, str], tuple[Any, Any, Any]] = {}
 _LOCK = threading.Lock()
-
-
-def cuda_target(arch: int = 90, warp_size: int = 32) -> Any:
-    """A ``GPUTarget`` for an NVIDIA compute capability, e.g. ``cuda_target(90)`` for Hopper."""
-    from triton.backends.compiler import GPUTarget
-
-    return GPUTarget("cuda", arch, warp_size)
 
 
 def _binder(jit: Any, target: Any) -> tuple[Any, Any]:
@@ -38,11 +36,11 @@ def _binder(jit: Any, target: Any) -> tuple[Any, Any]:
     key = (id(jit), repr(target))
     with _LOCK:
         hit = _BINDERS.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not jit:
             backend = make_backend(target)
-            hit = (backend, create_function_from_signature(jit.signature, jit.params, backend))
+            hit = (jit, backend, create_function_from_signature(jit.signature, jit.params, backend))
             _BINDERS[key] = hit
-    return hit
+    return hit[1], hit[2]
 
 
 def launch_kwargs(jit: Any, config: Config, caller_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:

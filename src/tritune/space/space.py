@@ -114,10 +114,6 @@ class Space:
         opts = {k: v for k, v in values.items() if k in LAUNCH_OPTIONS}
         return Config(kwargs, **opts)
 
-    def values_of(self, config: Config) -> dict[str, Any]:
-        d = config.as_dict()
-        return {k: d.get(k, LAUNCH_OPTIONS.get(k)) for k in self.params}
-
     def all_configs(self) -> Iterator[Config]:
         """Every combination (or every listed member), constrained or not, in a stable order."""
         if self._order is not None:

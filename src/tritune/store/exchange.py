@@ -60,7 +60,7 @@ _WIN_FIELDS = {"config", "time_ms", "ties", "provenance", "recorded_at"}
 
 def export_doc(snapshots: list[Snapshot]) -> dict[str, Any]:
     """The export document of ``snapshots`` (see the module docstring)."""
-    from tritune import __version__
+    from tritune._version import __version__
     from tritune.store.base import now
 
     entries = [

@@ -10,7 +10,7 @@ capability ``"interpreter"``: entries tuned there never match, and are never mat
 from a real GPU. ``PretunedStore.resolve`` is the one place that may serve a GPU entry to an
 interpreter key, on purpose (a shipped config is the config the interpreter runs).
 
-The measurement policy (:mod:`tritune.bench.policy`: ``cold``, ``warm``, ``graph``) is part of the key:
+The measurement policy (:mod:`tritune.measure`: ``cold``, ``warm``, ``graph``) is part of the key:
 a winner timed one way is not reused for another. Keys written before policies existed carry no
 ``measure`` field and were timed cold, so a key without one reads back as ``cold``, the default; and a
 ``cold`` key writes no ``measure`` field, so its canonical JSON and digest are exactly what they were
@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tritune.bench.policy import DEFAULT_POLICY, MeasurePolicy
 from tritune.errors import ConfigError
+from tritune.measure import DEFAULT_POLICY, MeasurePolicy
 
 #: Device and capability recorded when no GPU is active.
 INTERPRETER = "interpreter"
@@ -113,7 +113,7 @@ class TuningKey:
     buckets: tuple[tuple[str, str], ...] = ()
     #: The argument dtypes as text, in argument order (e.g. ``"torch.float16"``), as Triton keys them.
     dtypes: tuple[str, ...] = field(default=())
-    #: How candidates were timed (:class:`~tritune.bench.policy.MeasurePolicy`); absent in old keys = cold.
+    #: How candidates were timed (:class:`~tritune.measure.MeasurePolicy`); absent in old keys = cold.
     measure: MeasurePolicy = DEFAULT_POLICY
 
     def __post_init__(self) -> None:

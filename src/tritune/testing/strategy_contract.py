@@ -159,9 +159,3 @@ CHECKS: tuple[Callable[[Factory], None], ...] = (
     check_finds_best_when_exhausted,
     check_failures_never_best,
 )
-
-
-def check_strategy(factory: Factory) -> None:
-    """Run every contract check on ``factory``."""
-    for check in CHECKS:
-        check(factory)

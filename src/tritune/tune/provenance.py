@@ -26,7 +26,7 @@ def provenance(**extra: Any) -> dict[str, Any]:
     import torch
     import triton
 
-    from tritune import __version__
+    from tritune._version import __version__
 
     d: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

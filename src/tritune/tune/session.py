@@ -5,8 +5,8 @@ the GPU refuses to load for its shared memory or registers), ``compile_failed``/
 ``incorrect`` (wrong against the oracle, checked before any timing), ``launch_failed``, or ``measured``.
 Compiling happens in forked worker processes, longest compile first, and the timing overlaps it: the
 configs compiled first are loaded, verified and raced while the last ones compile, and the race goes on
-with those (:func:`tritune.tune.pipeline.compile_and_race`, the decorator's path too). Timing is a race
-(:mod:`tritune.tune.race`) on CUDA events. Registers, spills and shared memory come from the loaded
+with those (:func:`tritune.engine.pipeline.compile_and_race`, the decorator's path too). Timing is a race
+(:mod:`tritune.engine.race`) on CUDA events. Registers, spills and shared memory come from the loaded
 binaries, as the driver reports them.
 
 **Farmed over ranks** (``torchrun ... -m tritune tune``, or any initialized process group of 2+ ranks):
@@ -20,14 +20,32 @@ candidate; only the caller's rank 0 should write (``tune`` writes the store on r
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritune.bench import EventTimer, Failure, race_tie_report, resolve_policy
+from tritune.bench.timer import ConfigMeasure
 from tritune.config import Config
+from tritune.device import current_target, gpu_unavailable_reason
+from tritune.dist.farm import Farm, job_group, rank_info
+from tritune.dist.race import WINNER_RULE
+from tritune.engine.isolate import IsolatedBench
+from tritune.engine.job import TuningJob, timer_measure
+from tritune.engine.pipeline import Prepared, load_binary
+from tritune.engine.precompile import Precompiler
+from tritune.engine.race import RaceOptions, RaceResult
+from tritune.engine.sticky import cuda_context_error
+from tritune.kernel import as_interpreted, as_jit
+from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
-from tritune.tune.race import RaceOptions, RaceResult
+from tritune.screen.run import locate
+from tritune.screen.targets import get_target
+from tritune.space import check_static
+from tritune.store import CandidateRecord, dtypes_of, make_key
+from tritune.tune.provenance import measure_ceilings, provenance
+from tritune.verify.run import check_candidate
 from tritune.workload import Workload
 
 
@@ -78,13 +96,6 @@ def tune_key(
     """
     import torch
 
-    from tritune.bench import Failure, TimerMeasure, race_tie_report
-    from tritune.kernel import as_interpreted, as_jit
-    from tritune.space import check_static
-    from tritune.tune.pipeline import LazyMeasure, Prepared, compile_and_race, load_binary
-    from tritune.tune.precompile import start_precompile
-    from tritune.verify.compare import compare, poison
-
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     compile_jit = as_jit(workload.kernel)
     kname = workload.info.name
@@ -114,27 +125,14 @@ def tune_key(
                 return got
             facts = got
         if expected is not None:
-            for a, p in zip(args, pristine):
-                if isinstance(a, torch.Tensor):
-                    a.copy_(p)
-            for i in workload.outputs:
-                poison(args[i])
-            try:
-                jit[grid](*args, **kw, **cfg.kwargs, **cfg.launch_options())
-                if device != "cpu":
-                    torch.cuda.synchronize()
-            except Exception as e:
-                return Failure(Status.LAUNCH_FAILED, f"{kname} {cfg.id}: {type(e).__name__}: {e}")
-            bad = []
-            for pos, i in enumerate(workload.outputs):
-                cmp = compare(args[i], expected[pos], atol=workload.atol, rtol=workload.rtol, name=f"args[{i}]")
-                if not cmp.ok:
-                    bad.append(cmp.detail)
-            if bad:
-                return Failure(Status.INCORRECT, f"{kname} {cfg.id}: " + "; ".join(bad))
+            checked = check_candidate(workload, key, cfg, args, pristine, kw, expected, jit, device == "cpu")
+            if checked.status is Status.ERROR:
+                return Failure(Status.LAUNCH_FAILED, checked.reason or f"{kname} {cfg.id}: the launch failed")
+            if checked.status is not Status.CORRECT:
+                return Failure(checked.status, checked.reason or f"{kname} {cfg.id}: incorrect")
         return facts
 
-    def make_fn(cfg: Config) -> Any:
+    def make_fn(cfg: Config) -> Callable[[], object]:
         grid = workload.grid_for(cfg, key)
         opts = {**kw, **cfg.kwargs, **cfg.launch_options()}
         launcher = jit[grid]
@@ -144,39 +142,34 @@ def tune_key(
 
         return call
 
-    timer = timer or _timer(options)
-
-    def make_measure() -> Any:
-        if hasattr(timer, "measure_config"):  # the replay timer (tests): timings replayed, nothing launched
-            return timer.measure_config
-        timer.warm_device(0.05)
-        return TimerMeasure(timer, make_fn, rel_tol=options.race.rel_tol, warmup_s=0.002)
-
-    measure = LazyMeasure(make_measure)
     gpu_target = _gpu_target(target)
-    method = "sweep" if options.exhaustive else "race"
-    stats: dict[str, Any] = {}
+    compiler = None
+    if gpu_target is not None:
+        compiler = Precompiler(compile_jit, args, kw, gpu_target, options.jobs or None, options.compile_timeout)
+    benches: list[IsolatedBench] = []
+    path = locate(workload) if device != "cpu" else None
 
-    def run(share: list[Config]) -> RaceResult:
-        compiling = None
-        if gpu_target is not None and share:
-            compiling = start_precompile(compile_jit, share, args, kw, gpu_target, options.jobs or None,
-                                         options.compile_timeout)  # fmt: skip
-        return compile_and_race(share, prepare=prepare, measure=measure, options=options.race,
-                                compiling=compiling, method=method, stats=stats)  # fmt: skip
+    def recover() -> ConfigMeasure:
+        """After a sticky CUDA error: the other candidates are checked and timed in a fresh process."""
+        assert path is not None
+        benches.append(IsolatedBench(timeout_s=120.0))
+        return benches[-1].measure_for(path, workload.name, dict(key), verify=expected is not None,
+                                       graph=options.graph, rel_tol=options.race.rel_tol)  # fmt: skip
 
-    result: RaceResult | None = None
-    if legal:  # the same list on every rank: static rules only
-        if progress is not None:
-            progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
-        if group is not None:
-            from tritune.dist import distributed_race
-
-            result = distributed_race(legal, measure, label=f"{workload.name} {dict(key)}", group=group,
-                                      options=options.race, method=method, run_share=run,
-                                      retime_finalists=options.retime_finalists)  # fmt: skip
-        else:
-            result = run(legal)
+    job = TuningJob(f"{workload.name} {dict(key)}", tuple(legal), prepare,
+                    timer_measure(timer, make_fn, options.race.rel_tol, lambda: _timer(options)),
+                    options.race, compiler, Farm(group) if group is not None else None,
+                    "sweep" if options.exhaustive else "race", options.retime_finalists,
+                    recover=recover if path is not None else None,
+                    probe=cuda_context_error if device != "cpu" else None)  # fmt: skip
+    stats = job.stats
+    if legal and progress is not None:  # the same list on every rank: static rules only
+        progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
+    try:
+        result = job.run()
+    finally:
+        for bench in benches:
+            bench.close()
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
     for cfg in workload.candidates():
@@ -220,14 +213,10 @@ def tune_key(
 
 
 def _policy(options: TuneOptions) -> Any:
-    from tritune.bench import resolve_policy
-
     return resolve_policy(options.measure)
 
 
 def _timer(options: TuneOptions) -> Any:
-    from tritune.bench import EventTimer
-
     if options.graph and options.measure is None:
         return EventTimer(graph=True)
     return EventTimer.for_policy(_policy(options))
@@ -238,12 +227,8 @@ def _gpu_target(target: Any) -> Any:
     if target is None:
         return None
     if target == "auto":
-        from tritune.device import current_target, gpu_unavailable_reason
-
         return current_target() if gpu_unavailable_reason() is None else None
     if isinstance(target, str):
-        from tritune.screen.targets import get_target
-
         return get_target(target).gpu_target()
     return target
 
@@ -251,8 +236,6 @@ def _gpu_target(target: Any) -> Any:
 def record(store: Any, workload: Workload, key: Mapping[str, Any], args: Sequence[Any], wr: WorkloadResult,
            result: RaceResult | None) -> None:
     """Write every candidate's outcome and the winner to the store, in one transaction."""
-    from tritune.store import CandidateRecord, dtypes_of, make_key
-
     tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=wr.extra.get("measure", "cold"))
     recs = []
     for c in wr.candidates:
@@ -284,13 +267,12 @@ def tune(
     rank returns the same candidates and winners, with ``world_size`` and per-rank timings in the
     provenance. ``timer``/``target``/``device="cpu"`` exist for tests on machines without a GPU.
     """
-    from tritune.dist.farm import job_group, rank_info
-    from tritune.tune.provenance import measure_ceilings, provenance
-
     options = options or TuneOptions()
     tg = job_group(group)
     rank, world = (tg.rank, tg.world_size) if tg is not None else (0, 1)
     timer = timer or _timer(options)
+    # Before any candidate runs: a sticky CUDA error in one would leave no device to describe afterwards.
+    prov = provenance(timer=timer.to_json(), race=options.race.to_json(), jobs=options.jobs)
     entries: list[WorkloadResult] = []
     compile_s = 0.0
     t0 = time.perf_counter()
@@ -306,8 +288,6 @@ def tune(
     extra: dict[str, Any] = {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3)}
     prov_extra: dict[str, Any] = {}
     if tg is not None:
-        from tritune.dist import WINNER_RULE
-
         winners = [[w.name, w.key, w.extra.get("winner")] for w in entries]
         ranks = rank_info(tg, "tune summary", {"wall_s": round(wall, 3), "compile_s": round(compile_s, 3),
                                               "winners": winners})  # fmt: skip
@@ -317,22 +297,20 @@ def tune(
                       "rank_wall_s": [r["wall_s"] for r in ranks],
                       "rank_compile_s": [r["compile_s"] for r in ranks]}  # fmt: skip
     if options.ceilings and rank == 0 and device != "cpu" and any(w.bytes or w.flops for w in workloads):
-        extra["ceilings"] = measure_ceilings()
+        lost = cuda_context_error()  # a sticky CUDA error of a candidate leaves nothing to measure with
+        extra["ceilings"] = measure_ceilings() if lost is None else {"unavailable": lost.splitlines()[0]}
     timing = (
         f"timed on {getattr(timer, 'device_name', '?')} with CUDA events, L2 flushed between runs "
         f"({getattr(timer, 'flush_bytes', 0) >> 20} MiB), medians with 95% order-statistic intervals; "
         + ("every legal candidate timed to completion" if options.exhaustive else "racing (slow candidates dropped early)")
         + (f"; farmed over {world} ranks, each candidate timed on one rank's GPU" if tg is not None else "")
     )
-    prov = provenance(timer=timer.to_json(), race=options.race.to_json(), jobs=options.jobs)
     prov.update(prov_extra)
     return RunResult("tune", timing, entries, provenance=prov, extra=extra)
 
 
 def landscapes(result: RunResult) -> list[Any]:
     """One ``tritune.landscape/1`` per key of a tune result (median times; failures keep their status)."""
-    from tritune.landscape import Landscape, LandscapePoint
-
     out = []
     dev = str(result.provenance.get("gpu", ""))
     for w in result.workloads:

@@ -10,17 +10,27 @@ faster of the new race winner and the stored winner: adding a config to the list
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tritune.bench import EventTimer, race_tie_report
+from tritune.bench.timer import ConfigMeasure
 from tritune.config import Config
-from tritune.device import gpu_unavailable_reason
+from tritune.device import current_target, gpu_unavailable_reason
+from tritune.dist.farm import Farm
+from tritune.dist.group import rank_and_world
+from tritune.engine.job import TuningJob, timer_measure
+from tritune.engine.pipeline import Prepared, load_binary
+from tritune.engine.precompile import Precompiler
+from tritune.engine.race import RaceOptions
+from tritune.engine.sticky import cuda_context_error
 from tritune.errors import NoLegalConfigError
 from tritune.outcome import Status
+from tritune.screen.specialize import cuda_target, frontend_rejection
 from tritune.space.legality import format_rejections
-from tritune.tune.race import RaceOptions
+from tritune.store import CandidateRecord
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned, Choice
@@ -46,7 +56,7 @@ class Tuner:
     #: For tests of the tuning logic without a GPU: a replay timer (``tritune.bench.ReplayTimer``) whose
     #: ``measure_config`` replaces GPU timing. Choices it makes are labelled ``replayed``, never ``timed``.
     timer: Any = None
-    #: The measurement policy (``"cold"``, ``"warm"``, ``"graph"``; :mod:`tritune.bench.policy`); None: the
+    #: The measurement policy (``"cold"``, ``"warm"``, ``"graph"``; :mod:`tritune.measure`); None: the
     #: run's ``$TRITUNE_MEASURE``, else cold. Part of the store key: a winner timed one way is not reused for another.
     measure: str | None = None
     _store: Any = field(default=None, init=False, repr=False)
@@ -122,7 +132,7 @@ class Tuner:
             hit = st.lookup_winner(tkey)
             if hit is not None and hit.config in legal and not st.missing(tkey, tuned.candidates):
                 found = hit.config
-        if self.distributed and _world() > 1:
+        if self.distributed and rank_and_world()[1] > 1:
             from tritune.dist import agree_on_cached
 
             # One rank's hit is every rank's hit: no rank tunes alone while the others wait.
@@ -131,9 +141,6 @@ class Tuner:
 
     def tune(self, tuned: Autotuned, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
              args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
-        from tritune.bench import EventTimer, TimerMeasure, race_tie_report
-        from tritune.store import CandidateRecord
-        from tritune.tune import pipeline
         from tritune.tune.autotune import Choice
         from tritune.tune.simple import candidate_call
 
@@ -146,8 +153,6 @@ class Tuner:
         todo = list(legal) if self.distributed or st is None else st.missing(tkey, legal)
         asked = set(todo)  # every one of these gets a record, failures included
         if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
-            from tritune.screen.specialize import cuda_target, frontend_rejection
-
             for cfg in todo:
                 why_not = frontend_rejection(tuned.fn, args, cfg, cuda_target(90),
                                              tuned.launch_kwargs(cfg, args, kwargs))
@@ -158,51 +163,31 @@ class Tuner:
         named = tuned._named(args, kwargs)
         saved = {n: named[n].clone() for n in tuned.restore_value if named.get(n) is not None}  # before any run
 
-        def make_fn(cfg: Config) -> Any:
+        def make_fn(cfg: Config) -> Callable[[], object]:
             call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid, saved)
             cleanups.append(cleanup)
             return call
 
-        def prepare(cfg: Config) -> Any:
+        def prepare(cfg: Config) -> Prepared:
             if not gpu:
                 return None
             if cfg.pre_hook is not None:  # as Triton: it may set what the compile depends on (a descriptor's block)
                 cfg.pre_hook({**named, **cfg.kwargs, **cfg.launch_options()})
-            return pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
+            return load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
 
-        def make_measure() -> Any:
-            if self.timer is not None:
-                return self.timer.measure_config
-            if tuned.do_bench is not None:
-                return _UserBench(tuned.do_bench, make_fn)
-            timer = EventTimer.for_policy(policy)
-            timer.warm_device(0.05)  # clocks up once, so each candidate needs only a short warm-up
-            return TimerMeasure(timer, make_fn, rel_tol=self.race.rel_tol, warmup_s=0.002)
-
-        measure = pipeline.LazyMeasure(make_measure)
-
-        def run(share: list[Config]) -> Any:
-            """Compile ``share`` in workers and race it as the compiles finish (one rank's share, or all)."""
-            compiling = None
-            if gpu and self.precompile and share and not tuned.compiles_in_process(share):
-                from tritune.device import current_target
-                from tritune.tune.precompile import start_precompile
-
-                compiling = start_precompile(tuned._launcher(), share, args, kwargs, current_target(), self.jobs or None,
-                                             self.compile_timeout)  # fmt: skip
-            # Race what compiled first once half the workers are idle (only stragglers are left).
-            return pipeline.compile_and_race(share, prepare=prepare, measure=measure, options=self.race,
-                                             compiling=compiling, stats=stats)  # fmt: skip
-
-        result: Any = None
-        if todo and self.distributed:
-            from tritune.dist import distributed_race
-
-            # Each rank compiles and races its own share; the shares' outcomes are merged on every rank.
-            result = distributed_race(todo, measure, label=_label(tuned, key), options=self.race,
-                                      retime_finalists=self.retime_finalists, run_share=run)  # fmt: skip
-        elif todo:
-            result = run(todo)
+        if self.timer is None and tuned.do_bench is not None:
+            measure: ConfigMeasure = _UserBench(tuned.do_bench, make_fn)
+        else:
+            measure = timer_measure(self.timer, make_fn, self.race.rel_tol, lambda: EventTimer.for_policy(policy))
+        compiler = None
+        if gpu and self.precompile and not tuned.compiles_in_process(todo):  # each in a worker, slowest first
+            compiler = Precompiler(tuned._launcher(), args, kwargs, current_target(), self.jobs or None,
+                                   self.compile_timeout)  # fmt: skip
+        # Each rank compiles and races its own share; the shares' outcomes are merged on every rank.
+        job = TuningJob(_label(tuned, key), tuple(todo), prepare, measure, self.race, compiler,
+                        Farm() if self.distributed else None, retime_finalists=self.retime_finalists,
+                        stats=stats, probe=cuda_context_error if gpu else None)  # fmt: skip
+        result = job.run()
         for c in cleanups:
             c()
         stats["total_s"] = round(time.perf_counter() - clock, 3)
@@ -217,7 +202,7 @@ class Tuner:
                 ok = o.status is Status.MEASURED and m is not None
                 if not ok:
                     rejected[o.config] = o.reason or o.status.value
-                recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok else None, o.reason,
+                recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok and m is not None else None, o.reason,
                                             m.to_json() if ok and m is not None else None))
                 if ok and m is not None:
                     timings[o.config] = [m.median_ms, m.q1_ms, m.q3_ms]
@@ -226,12 +211,13 @@ class Tuner:
                 stats["tie"] = tie.to_json()
             if tie is not None and result.winner_measurement is not None:  # the tie rule's pick among equals
                 winner = tie.picked
-                best_ms = result.outcome(winner).measurement.median_ms
+                picked = result.outcome(winner).measurement
+                best_ms = picked.median_ms if picked is not None else None
         if st is not None and not self.distributed:
             old = st.lookup_winner(tkey)
             if old is not None and old.time_ms is not None and (best_ms is None or old.time_ms <= best_ms):
                 winner, best_ms = old.config, old.time_ms
-        if st is not None and (not self.distributed or _rank() == 0):
+        if st is not None and (not self.distributed or rank_and_world()[0] == 0):
             tied = tuple(stats["tie"]["tied"]) if "tie" in stats else ()
             st.record(tkey, recs, winner, ties=[t for t in tied if Config.from_json(t) != winner])
         if winner is None:
@@ -266,21 +252,3 @@ class _UserBench:
 
 def _label(tuned: Autotuned, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
-
-
-def _world() -> int:
-    try:
-        import torch.distributed as dist
-
-        return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-    except Exception:  # pragma: no cover
-        return 1
-
-
-def _rank() -> int:
-    try:
-        import torch.distributed as dist
-
-        return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-    except Exception:  # pragma: no cover
-        return 0

@@ -132,9 +132,6 @@ def _verify_one(
     reference: tuple[str, list[Any]] | None,
     aliased: frozenset[int] = frozenset(),
 ) -> CandidateResult:
-    import torch
-
-    kname = workload.info.name
     rej = check_static(cfg, workload.info, caller_kw, workload.space)
     if rej is not None:
         return CandidateResult(cfg, Status.ILLEGAL, rej.reason, {"max_abs_error": None, "unwritten": None})
@@ -144,6 +141,33 @@ def _verify_one(
         return CandidateResult(cfg, Status.ERROR, str(e), {"max_abs_error": None, "unwritten": None})
     if why is not None:
         return CandidateResult(cfg, Status.ILLEGAL, why, {"max_abs_error": None, "unwritten": None})
+    return check_candidate(workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, reference,
+                           aliased)  # fmt: skip
+
+
+def check_candidate(
+    workload: Workload,
+    key: Mapping[str, Any],
+    cfg: Config,
+    args: list[Any],
+    pristine: list[Any],
+    caller_kw: dict[str, Any],
+    expected: list[Any] | None,
+    runner: Any,
+    on_cpu: bool,
+    reference: tuple[str, list[Any]] | None = None,
+    aliased: frozenset[int] | None = None,
+) -> CandidateResult:
+    """The one correctness check of ``verify`` and ``tune``: restore the inputs, poison the outputs that alias
+    no input, launch ``cfg`` once and compare its outputs with ``expected`` (or ``reference``).
+
+    ``correct``, ``incorrect`` or ``error`` (the launch raised), with ``max_abs_error`` and ``unwritten``.
+    """
+    import torch
+
+    kname = workload.info.name
+    if aliased is None:
+        aliased = _aliased_outputs(args, workload.outputs)
     for a, p in zip(args, pristine):
         if isinstance(a, torch.Tensor):
             a.copy_(p)

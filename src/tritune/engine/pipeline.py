@@ -3,7 +3,7 @@
 The decorator and ``tritune tune`` (one process, or each rank of a farm for its share) all tune through
 :func:`compile_and_race`:
 
-1. the compiles were started in forked workers (:func:`tritune.tune.precompile.start_precompile`),
+1. the compiles were started on the worker service (:func:`tritune.engine.precompile.start_precompile`),
    longest compile first;
 2. once at most ``tail`` compiles are left (half the workers idle: only stragglers remain), the configs
    compiled so far are loaded in this process (``prepare``: the GPU's own resource check, then the
@@ -19,14 +19,30 @@ their reasons. Binary facts from loading (registers, spills, shared memory) ride
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from tritune.bench.timer import ConfigMeasure, Failure
 from tritune.config import Config
+from tritune.engine.race import CandidateOutcome, RaceOptions, RaceResult, race, sweep
 from tritune.outcome import Status
-from tritune.tune.race import CandidateOutcome, RaceOptions, RaceResult, race, sweep
+
+
+class Compiles(Protocol):
+    """Compiles in flight, as :func:`compile_and_race` sees them (:class:`tritune.engine.precompile.Compiling`)."""
+
+    @property
+    def failed(self) -> Mapping[Config, str]: ...
+    @property
+    def timed_out(self) -> Collection[Config]: ...
+    @property
+    def pending(self) -> Collection[Config]: ...
+    @property
+    def workers(self) -> int: ...
+    def wait(self, max_pending: int = 0) -> list[Config]: ...
+    def close(self) -> None: ...
+
 
 #: What ``prepare`` returns for one config: a Failure to record, or the loaded binary's facts (or None).
 Prepared = Failure | Mapping[str, Any] | None
@@ -95,14 +111,14 @@ def compile_and_race(
     prepare: Callable[[Config], Prepared],
     measure: ConfigMeasure,
     options: RaceOptions,
-    compiling: Any = None,
+    compiling: Compiles | None = None,
     method: str = "race",
     tail: int | None = None,
     stats: dict[str, Any] | None = None,
 ) -> RaceResult:
     """Race ``configs`` as their compiles finish (module docstring); every config gets an outcome.
 
-    ``compiling``: the :class:`~tritune.tune.precompile.Compiling` started on ``configs`` (None: the JIT
+    ``compiling``: the compiles (:class:`~tritune.engine.precompile.Compiling`) started on ``configs`` (None: the JIT
     compiles each at its first load, here). ``prepare(config)`` loads one compiled config and checks it:
     a Failure to record, or None/a mapping of facts to keep on its outcome. ``measure`` times a config
     (wrap it in :class:`LazyMeasure` to set the timer up only once something is timed).
@@ -116,7 +132,8 @@ def compile_and_race(
     failures: dict[Config, Failure] = {}
     facts: dict[Config, Mapping[str, Any]] = {}
     def compile_failure(c: Config) -> Failure:
-        timed_out = c in getattr(compiling, "timed_out", ())
+        assert compiling is not None
+        timed_out = c in compiling.timed_out
         return Failure(Status.COMPILE_TIMEOUT if timed_out else Status.COMPILE_FAILED, compiling.failed[c])
 
     def load(cfgs: Sequence[Config]) -> list[Config]:
@@ -136,7 +153,7 @@ def compile_and_race(
 
     first: RaceResult | None = None
     if tail is None:
-        tail = max(1, getattr(compiling, "workers", 0) // 2)
+        tail = max(1, (compiling.workers if compiling is not None else 0) // 2)
     compiled_at: float | None = None
     try:
         if compiling is not None and compiling.pending and method == "race":

@@ -2,7 +2,8 @@
 only itself.
 
 An illegal memory access poisons the whole CUDA context: every later launch in that process fails. So
-the timing runs in a worker subprocess (``spawn``: CUDA cannot survive ``fork``). A candidate whose
+the timing runs in a spawned worker of the worker service (:mod:`tritune.workers`; CUDA cannot survive
+``fork``). A candidate whose
 worker hangs past ``timeout_s``, dies, or raises is recorded as ``launch_failed`` with the reason; the
 worker is killed and replaced, and the next candidate goes on in a fresh one.
 
@@ -17,12 +18,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import multiprocessing as mp
-import os
-import traceback
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +29,9 @@ from tritune.bench.timer import ConfigMeasure, Failure
 from tritune.config import Config, as_config
 from tritune.errors import TimingUnavailableError
 from tritune.outcome import Status
+from tritune.workers import Done, Spawned, WorkerService
 
-DEFAULT_RUNNER = "tritune.tune.isolate:gpu_runner"
+DEFAULT_RUNNER = "tritune.engine.isolate:gpu_runner"
 
 
 @dataclass(frozen=True)
@@ -80,30 +79,13 @@ def resolve_runner(spec: str) -> Callable[[BenchTask], Measurement | Failure]:
     return fn  # type: ignore[no-any-return]
 
 
-def _worker_main(conn: Connection, runner_spec: str, env: Mapping[str, str]) -> None:
-    os.environ.update(env)
-    try:
-        runner = resolve_runner(runner_spec)
-    except BaseException as e:
-        conn.send(("startup_error", f"{type(e).__name__}: {e}"))
-        return
-    conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            task = conn.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
-        try:
-            conn.send(("ok", runner(task)))
-        except BaseException as e:
-            tb = traceback.format_exc(limit=4)
-            conn.send(("error", (type(e).__name__, f"{type(e).__name__}: {e}", tb)))
+def _handler(runner_spec: str) -> Callable[[BenchTask], Measurement | Failure]:
+    """Worker side: the runner the spec names, called for each task."""
+    return resolve_runner(runner_spec)
 
 
 class IsolatedBench:
-    """Runs :class:`BenchTask` s in a worker process, replacing the worker after any crash, hang or error.
+    """Runs :class:`BenchTask` s in one worker of the worker service, replacing it after any crash, hang or error.
 
     ``run(task)`` returns the runner's Measurement or Failure, or ``Failure(LAUNCH_FAILED, reason)``
     when the worker hung past ``timeout_s`` (killed), died (exit code in the reason) or raised (the
@@ -124,63 +106,18 @@ class IsolatedBench:
             resolve_runner(runner)  # a bad spec fails here, not in every worker
         self.runner = runner
         self.timeout_s = timeout_s
-        self.start_timeout_s = start_timeout_s
-        self.env = dict(env or {})
-        self.restarts = 0
-        self._ctx = mp.get_context("spawn")
-        self._proc: Any = None
-        self._conn: Connection | None = None
-        self.worker_pid: int | None = None
+        self._service = WorkerService(Spawned("tritune.engine.isolate:_handler", runner, dict(env or {})), 1,
+                                      timeout=timeout_s, retries=0, start_timeout=start_timeout_s,
+                                      name="benchmark worker", start_error=TimingUnavailableError)  # fmt: skip
+        self._ids = itertools.count()
 
-    # -- worker lifecycle ----------------------------------------------------------------------------
-    def _start(self) -> Connection:
-        parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, args=(child, self.runner, self.env), daemon=True)
-        proc.start()
-        child.close()
-        self._proc, self._conn = proc, parent
-        if not parent.poll(self.start_timeout_s):
-            self._kill()
-            raise TimingUnavailableError(
-                f"the benchmark worker did not start within {self.start_timeout_s} s"
-            )
-        try:
-            kind, payload = parent.recv()
-        except EOFError:
-            code = proc.exitcode
-            self._kill()
-            raise TimingUnavailableError(
-                f"the benchmark worker died while starting (exit code {code})"
-            ) from None
-        if kind != "ready":
-            self._kill()
-            raise TimingUnavailableError(f"the benchmark worker could not start: {payload}")
-        self.worker_pid = int(payload)
-        return parent
-
-    def _kill(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-        if self._proc is not None:
-            if self._proc.is_alive():
-                self._proc.kill()
-            self._proc.join(timeout=10)
-        self._proc = self._conn = None
-        self.worker_pid = None
-
-    def _replace(self) -> None:
-        self._kill()
-        self.restarts += 1
+    @property
+    def restarts(self) -> int:
+        return self._service.restarts
 
     def close(self) -> None:
-        """Stop the worker (politely, then by force)."""
-        if self._conn is not None and self._proc is not None and self._proc.is_alive():
-            try:
-                self._conn.send(None)
-                self._proc.join(timeout=5)
-            except (OSError, BrokenPipeError):
-                pass
-        self._kill()
+        """Stop the worker."""
+        self._service.close()
 
     def __enter__(self) -> IsolatedBench:
         return self
@@ -188,50 +125,28 @@ class IsolatedBench:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- work ----------------------------------------------------------------------------------------
     def run(self, task: BenchTask, *, timeout_s: float | None = None) -> Measurement | Failure:
         """Run one task in the worker; see the class docstring for what a crash or hang gives."""
-        conn = self._conn if self._conn is not None else self._start()
         cid = task.config_obj.id
         limit = self.timeout_s if timeout_s is None else timeout_s
-        try:
-            conn.send(task)
-        except (OSError, BrokenPipeError):
-            self._replace()
-            return Failure(
-                Status.LAUNCH_FAILED, f"{cid}: the benchmark worker was gone before the task was sent"
-            )
-        if not conn.poll(limit):
-            self._replace()
-            return Failure(
-                Status.LAUNCH_FAILED,
-                f"{cid}: no result after {limit:g} s (the kernel hung or ran far too long); "
-                "its worker was killed and replaced",
-            )
-        try:
-            kind, payload = conn.recv()
-        except EOFError:
-            proc = self._proc
-            if proc is not None:
-                proc.join(timeout=10)
-            code = None if proc is None else proc.exitcode
-            self._replace()
-            return Failure(
-                Status.LAUNCH_FAILED,
-                f"{cid}: the benchmark worker died (exit code {code}), as after an illegal memory access "
-                "or a crash in the driver; it was replaced",
-            )
-        if kind == "ok":
-            if not isinstance(payload, (Measurement, Failure)):
+        self._service.submit(next(self._ids), task, timeout=limit)
+        ends = list(self._service.run())
+        (end,) = ends
+        if isinstance(end, Done):
+            if not isinstance(end.result, (Measurement, Failure)):
                 raise TypeError(
-                    f"runner {self.runner} returned {type(payload).__name__}, not Measurement/Failure"
+                    f"runner {self.runner} returned {type(end.result).__name__}, not Measurement/Failure"
                 )
-            return payload
-        type_name, message, _tb = payload
-        self._replace()
-        if type_name == "TimingUnavailableError":
-            raise TimingUnavailableError(message)
-        return Failure(Status.LAUNCH_FAILED, f"{cid}: {message} (its worker was replaced)")
+            return end.result
+        if end.why == "timeout":
+            why = f"no result after {limit:g} s (the kernel hung or ran far too long); its worker was killed and replaced"
+        elif end.why == "died":
+            why = f"{end.reason}, as after an illegal memory access or a crash in the driver; it was replaced"
+        elif isinstance(end.error, TimingUnavailableError):
+            raise TimingUnavailableError(str(end.error))
+        else:
+            why = f"{end.reason} (its worker was replaced)"
+        return Failure(Status.LAUNCH_FAILED, f"{cid}: {why}")
 
     def measure_for(
         self, workload_path: str | Path, workload_name: str, key: Mapping[str, Any], **options: Any
@@ -250,12 +165,34 @@ _CACHE: dict[Any, Any] = {}
 
 
 
+def _check(w: Any, key: dict[str, Any], akey: tuple[Any, ...], args: list[Any], cfg: Config) -> Failure | None:
+    """Worker side: ``cfg``'s outputs against the oracle (verify's own check); the Failure, or None if correct."""
+    import torch
+
+    from tritune.kernel import as_jit
+    from tritune.verify.run import check_candidate
+
+    okey = (*akey, "oracle")
+    if okey not in _CACHE:
+        pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        expected = list(w.oracle([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine]))
+        _CACHE[okey] = (pristine, expected)
+    pristine, expected = _CACHE[okey]
+    got = check_candidate(w, key, cfg, args, pristine, w.caller_kwargs(key), expected, as_jit(w.kernel), False)
+    if got.status is Status.CORRECT:
+        return None
+    status = Status.LAUNCH_FAILED if got.status is Status.ERROR else got.status
+    return Failure(status, got.reason or f"{cfg.id}: {got.status.value}")
+
+
 def gpu_runner(task: BenchTask) -> Measurement | Failure:
     """Launch ``task``'s workload kernel with its config on the GPU and time it with the event timer.
 
     Options (``task.options``): ``rel_tol`` (0.01), ``min_samples`` (5), ``warmup_s`` for a config's
     first timing (0.005), ``rewarm_s`` for later ones (0.001), ``flush_l2`` (True), ``graph`` (False),
-    ``seed`` (0, for the inputs). Workload, inputs per key, launches and timers are kept between tasks.
+    ``seed`` (0, for the inputs), ``verify`` (False: True checks a config's outputs against the workload's
+    oracle, as ``verify`` does, before its first timing). Workload, inputs per key, launches and timers are
+    kept between tasks.
     """
     import torch
     from triton.compiler.errors import CompilationError
@@ -283,6 +220,10 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
     cfg = task.config_obj
     fkey = (*akey, cfg)
     first = fkey not in _CACHE
+    if first and opts.get("verify") and w.oracle is not None:
+        wrong = _check(w, key, akey, args, cfg)
+        if wrong is not None:
+            return wrong
     if first:
         kernel = as_jit(w.kernel)
         grid = w.grid_for(cfg, key)

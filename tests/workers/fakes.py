@@ -1,0 +1,36 @@
+"""FAKE task handlers for the worker service tests: they sleep, crash, raise or start ``sleep`` children.
+
+Nothing here compiles or touches a GPU; each stands in for what a compile or a timing can do.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+
+def fake_handler(payload: object) -> object:
+    mode, value = payload  # type: ignore[misc]
+    if mode == "echo":
+        return (value, os.getpid())
+    if mode == "sleep":  # a compile that outlasts its timeout
+        time.sleep(float(value))
+        return ("slept", os.getpid())
+    if mode == "grandchild":  # a worker whose ptxas (here: sleep) runs on
+        subprocess.Popen(["sleep", "60"])
+        time.sleep(60)
+    if mode == "abort":  # a compiler crash taking the worker down
+        os.abort()
+    if mode == "raise":
+        raise RuntimeError(f"CUDA error: an illegal memory access was encountered ({value})")
+    raise ValueError(mode)
+
+
+def make_fake_handler(init: object) -> object:
+    """FAKE factory for spawned workers; ``init == "fail"`` stands in for a workload that cannot load."""
+    if init == "fail":
+        from tritune.errors import WorkloadLoadError
+
+        raise WorkloadLoadError("fake.py: the workload could not be loaded")
+    return fake_handler

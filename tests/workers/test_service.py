@@ -1,0 +1,99 @@
+"""The worker service with FAKE handlers (tests/workers/fakes.py): results, timeouts that kill the whole
+process group, a crash that costs only its task, errors, start failures, and shutdown."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from fakes import fake_handler
+
+from tritune.errors import WorkloadLoadError
+from tritune.workers import Done, Forked, Lost, Spawned, WorkerService
+from tritune.workers.procs import descendants
+
+HERE = str(Path(__file__).parent)
+SPAWNED = Spawned("fakes:make_fake_handler", None, {"PYTHONPATH": HERE})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("start", [Forked(fake_handler), SPAWNED], ids=["forked", "spawned"])
+def test_results_timeout_crash_and_error_each_cost_only_their_task(start: Forked | Spawned) -> None:
+    with WorkerService(start, 2, timeout=30.0, retries=1) as svc:
+        got = {r.id: r for r in svc.run((i, ("echo", i)) for i in range(5))}
+        assert {i: r.result[0] for i, r in got.items()} == {i: i for i in range(5)}  # type: ignore[union-attr]
+        assert len({r.result[1] for r in got.values()}) <= 2 and os.getpid() not in {r.result[1] for r in got.values()}  # type: ignore[union-attr]
+        svc.submit("slow", ("grandchild", None), timeout=1.0)
+        svc.submit("crash", ("abort", None))
+        svc.submit("bad", ("raise", 7))
+        svc.submit("after", ("echo", "still here"))
+        out = {r.id: r for r in svc.run()}
+    slow, crash, bad, after = out["slow"], out["crash"], out["bad"], out["after"]
+    assert isinstance(slow, Lost) and slow.why == "timeout" and "after 1 s" in slow.reason
+    assert isinstance(crash, Lost) and crash.why == "died" and "2 times" in crash.reason and "exit code -6" in crash.reason
+    assert isinstance(bad, Lost) and bad.why == "raised" and "illegal memory access was encountered (7)" in bad.reason
+    assert isinstance(bad.error, RuntimeError)
+    assert isinstance(after, Done) and after.result[0] == "still here"  # type: ignore[index]
+    assert len(svc.killed) == 1 and not _alive(svc.killed[0])
+    assert svc.restarts >= 3  # the timed-out worker, the crashed one (twice) and the raising one were replaced
+
+
+def test_the_clock_of_a_task_starts_when_a_worker_takes_it() -> None:
+    """One worker: A sleeps past its 1 s timeout, B (queued behind it) needs 0.5 s of its own 1 s."""
+    with WorkerService(Forked(fake_handler), 1, timeout=1.0) as svc:
+        t = time.monotonic()
+        out = {r.id: r for r in svc.run([("a", ("sleep", 30)), ("b", ("sleep", 0.5))])}
+    assert isinstance(out["a"], Lost) and out["a"].why == "timeout"
+    assert isinstance(out["b"], Done) and time.monotonic() - t >= 1.5
+
+
+def test_a_worker_that_cannot_start_raises_its_own_error() -> None:
+    bad = Spawned("fakes:make_fake_handler", "fail", {"PYTHONPATH": HERE})
+    with pytest.raises(WorkloadLoadError, match="could not be loaded"), WorkerService(bad, 1) as svc:
+        list(svc.run([(1, ("echo", 1))]))
+
+
+def test_close_kills_busy_workers_and_their_children_at_once() -> None:
+    svc = WorkerService(Forked(fake_handler), 2)
+    svc.submit(1, ("grandchild", None))
+    svc.submit(2, ("grandchild", None))
+    assert svc.results(wait_s=0.5) == []
+    pids = [w.pid for w in svc._workers]
+    deadline = time.monotonic() + 10
+    while sum(len(descendants(p)) for p in pids) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kids = [k for p in pids for k in descendants(p)]
+    assert len(kids) == 2
+    t = time.monotonic()
+    svc.close()
+    assert time.monotonic() - t < 5
+    time.sleep(0.2)
+    assert not any(_alive(p) for p in (*pids, *kids))
+
+
+def test_kill_tree_stops_a_process_and_its_children() -> None:
+    import subprocess
+
+    from tritune.workers.procs import children, kill_tree
+
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"])
+    deadline = time.monotonic() + 10
+    while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kids = children(proc.pid)
+    assert len(kids) == 2
+    t = time.monotonic()
+    kill_tree(proc.pid)
+    proc.wait(5)  # gone at once, not after its 60 s
+    assert time.monotonic() - t < 5
+    time.sleep(0.2)
+    assert not any(_alive(k) for k in kids)
