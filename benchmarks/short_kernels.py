@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 from tritune.bench import EventTimer, Measurement, MeasurePolicy, Timer, TimerMeasure, race_tie_report  # noqa: E402
 from tritune.config import Config  # noqa: E402
-from tritune.tune.race import RaceOptions, race  # noqa: E402
+from tritune.engine.race import RaceOptions, race  # noqa: E402
 
 METHODS = ("default", "cold", "warm", "graph")
 POLICIES = ("cold", "warm", "graph")

@@ -78,7 +78,7 @@ def test_tied_with_uses_the_resolution() -> None:
 
 def test_race_tie_report_from_a_race_with_a_fake_measure() -> None:
     """A real race over a FAKE ConfigMeasure (fixed times, 0.2% noise): three configs within 1%, one far off."""
-    from tritune.tune.race import RaceOptions, race
+    from tritune.engine.race import RaceOptions, race
 
     truth = {A: 1.000, B: 1.002, C: 1.001, D: 1.5}
     rng = random.Random(7)

@@ -195,7 +195,7 @@ def tie_report(
 
 
 def race_tie_report(result: Any, measure: MeasurePolicy | str = DEFAULT_POLICY) -> TieReport | None:
-    """The TieReport of a race's result (:class:`tritune.tune.race.RaceResult`: its ``winner``, ``ties``,
+    """The TieReport of a race's result (:class:`tritune.engine.race.RaceResult`: its ``winner``, ``ties``,
     ``outcomes`` with measurements and binary facts, and ``options.rel_tol`` as the resolution); None when
     nothing was measured. Typed loosely so the timing layer does not import the tuning layer."""
     if result is None or result.winner is None:
