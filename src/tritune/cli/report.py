@@ -8,6 +8,7 @@ import sys
 import webbrowser
 from pathlib import Path
 
+from tritune.cli.common import output_path_problem
 from tritune.errors import ReportInputError
 
 
@@ -52,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
 
     src = Path(args.result)
     out = Path(args.out) if args.out else src.with_name(src.stem + "_report")
+    problem = output_path_problem("--out", str(out), directory=True)
+    if problem is not None:
+        print(f"tritune report: {problem}", file=sys.stderr)
+        return 2
     try:
         report = build_report(load_result(src), out, source=str(src))
     except ReportInputError as e:

@@ -8,7 +8,9 @@ from typing import Any
 from tritune.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_USAGE,
     add_workload_args,
+    check_outputs,
     emit_json,
     ensure_interpreter_without_gpu,
     fail_usage,
@@ -32,6 +34,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = check_outputs(args, "json")
+    if problem is not None:
+        return fail_usage(problem)
     ensure_interpreter_without_gpu()
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
@@ -47,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
             report = verify(workloads, keys=keys, progress=progress)
         except TrituneError as e:
             return fail_usage(str(e))
-    emit_json(args, report.dumps())
+    written = emit_json(args, report.dumps())
     stream = out_stream(args)
     if not (args.quiet and args.json == "-"):
         print(render_table(report), file=stream)
+    if not written:
+        return EXIT_USAGE
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -235,6 +235,21 @@ def group_letters(w: WorkloadResult) -> dict[str, str]:
     return out
 
 
+def agreement_sentence(w: WorkloadResult) -> str:
+    """With no oracle: that candidates were compared with each other, and how they split into agreement groups."""
+    groups = w.extra.get("agreement_groups") or []
+    head = "NO ORACLE: the candidates were compared with each other, not checked against expected values"
+    if not groups:
+        return f"{head}; none ran to completion"
+    if len(groups) == 1:
+        return f"{head}; all {len(groups[0])} that ran agree within atol/rtol (one agreement group)"
+    sizes = ", ".join(str(len(g)) for g in groups)
+    return (
+        f"{head}; they DISAGREE: {len(groups)} agreement groups of sizes {sizes}. At least one group is wrong "
+        "and nothing here says which: give the workload an oracle"
+    )
+
+
 def bitwise_sentence(w: WorkloadResult) -> str:
     """One sentence on the bit-identity of this key's outputs, from ``bitwise_identical`` and ``groups``."""
     groups = groups_of(w)
