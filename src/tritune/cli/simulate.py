@@ -75,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
             sim = simulate(landscape, name, args.budget, args.seeds, noise=args.noise, on_run=on_run)
         except TrituneError as e:
             return fail_usage(f"{args.landscape}: {e}")
-    payload = sim.to_json()
-    payload["landscape"] = str(args.landscape)
+    payload = {"command": "simulate", **sim.to_json(), "landscape": str(args.landscape)}
     written = emit_json(args, json.dumps(payload, indent=1))
     stream = out_stream(args)
     print(

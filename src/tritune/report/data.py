@@ -41,9 +41,16 @@ class Ceilings:
 
 def load_result(path: str | Path) -> RunResult:
     """Read a result JSON written by tritune; a clear :class:`ReportInputError` when it cannot be read."""
+    return parse_result(read_json(path), source=str(path))
+
+
+def read_json(path: str | Path) -> Any:
+    """The parsed JSON at ``path``; a clear :class:`ReportInputError` when it cannot be read."""
     p = Path(path)
+    if p.is_dir():
+        raise ReportInputError(f"{p}: is a directory; pass the JSON that tritune verify/screen/tune/simulate wrote")
     try:
-        data = json.loads(p.read_text())
+        return json.loads(p.read_text())
     except FileNotFoundError:
         raise ReportInputError(
             f"{p}: no such file; pass the JSON that tritune verify/screen/tune wrote"
@@ -54,7 +61,6 @@ def load_result(path: str | Path) -> RunResult:
         raise ReportInputError(
             f"{p}: not JSON ({e}); pass the JSON that tritune verify/screen/tune wrote"
         ) from None
-    return parse_result(data, source=str(p))
 
 
 def parse_result(data: Any, *, source: str = "result") -> RunResult:
