@@ -178,12 +178,17 @@ def _run(args: argparse.Namespace, rank: int) -> int:
 def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str) -> int:
     """No GPU: verify instead, and say plainly that nothing was timed."""
 
+    from tritune.cli.verify import announce_interpreter_cost
     from tritune.outcome import Status
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
     from tritune.results import CandidateResult, RunResult
     from tritune.verify import verify
 
+    try:
+        announce_interpreter_cost(workloads, keys)
+    except TrituneError as e:
+        return fail_usage(str(e))
     with make_progress(quiet=args.quiet) as progress:
         try:
             report = verify(workloads, keys=keys, progress=progress)

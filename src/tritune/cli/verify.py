@@ -33,6 +33,19 @@ def add_parser(sub: Any) -> None:
     add_workload_args(p)
 
 
+def announce_interpreter_cost(workloads: list[Any], keys: list[dict[str, Any]] | None) -> None:
+    """Under Triton's interpreter, say up front which keys will take long, and how to pick a smaller one."""
+    import sys
+
+    from tritune.device import interpreter_on
+    from tritune.verify.estimate import announcements
+
+    if not interpreter_on():
+        return
+    for line in announcements(workloads, keys):
+        print(f"tritune: warning: {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     problem = check_outputs(args, "json")
     if problem is not None:
@@ -45,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         keys = parse_keys(args.key)
         workloads = load(args)
+        announce_interpreter_cost(workloads, keys)
     except TrituneError as e:
         return fail_usage(str(e))
     with make_progress(quiet=args.quiet) as progress:
