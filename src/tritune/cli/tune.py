@@ -149,11 +149,11 @@ def _run(args: argparse.Namespace, rank: int) -> int:
         store = open_store(args.store)
     opts = TuneOptions(jobs=args.jobs, compile_timeout=args.compile_timeout, verify=not args.no_verify,
                        exhaustive=args.exhaustive, race=RaceOptions(), graph=args.graph)
-    with make_progress(quiet=args.quiet or rank != 0) as progress:
-        try:
+    try:
+        with make_progress(quiet=args.quiet or rank != 0) as progress:
             result = tune(workloads, keys=keys, options=opts, store=store, progress=progress)
-        except TrituneError as e:
-            return fail_usage(f"rank {rank}: {e}" if _dist_initialized() else str(e))
+    except TrituneError as e:
+        return fail_usage(f"rank {rank}: {e}" if _dist_initialized() else str(e))
     ok = all(w.extra.get("winner") for w in result.workloads)
     if rank != 0:
         if result.extra.get("winners_identical_across_ranks") is False:
@@ -189,11 +189,11 @@ def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str
         announce_interpreter_cost(workloads, keys)
     except TrituneError as e:
         return fail_usage(str(e))
-    with make_progress(quiet=args.quiet) as progress:
-        try:
+    try:
+        with make_progress(quiet=args.quiet) as progress:
             report = verify(workloads, keys=keys, progress=progress)
-        except TrituneError as e:
-            return fail_usage(str(e))
+    except TrituneError as e:
+        return fail_usage(str(e))
     for w in report.workloads:
         w.extra.update(winner=None, ties=[])
         w.candidates = [

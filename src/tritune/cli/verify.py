@@ -61,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
         announce_interpreter_cost(workloads, keys)
     except TrituneError as e:
         return fail_usage(str(e))
-    with make_progress(quiet=args.quiet) as progress:
-        try:
+    try:  # the error line comes after the progress display has closed: it is the last thing printed
+        with make_progress(quiet=args.quiet) as progress:
             report = verify(workloads, keys=keys, progress=progress)
-        except TrituneError as e:
-            return fail_usage(str(e))
+    except TrituneError as e:
+        return fail_usage(str(e))
     written = emit_json(args, report.dumps())
     stream = out_stream(args)
     if not (args.quiet and args.json == "-"):
