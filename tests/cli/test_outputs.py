@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -73,3 +74,16 @@ def test_report_out_onto_a_file_is_refused(tmp_path, capsys):
     assert main(["report", str(res), "--out", str(not_a_dir)]) == 2
     assert "is not a directory" in capsys.readouterr().err
     assert not_a_dir.read_text() == "keep me\n"
+
+
+def test_a_write_that_fails_after_the_checks_keeps_the_result(capsys):
+    """/proc passes the writability check (even for root) but no file can be created there."""
+    assert main(["verify", GELU, "--key", "n=64", "--json", "/proc/tritune-r.json", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "could not write the result" in err and "saved to " in err
+    kept = Path(err.split("saved to ")[1].split(" instead")[0])
+    try:
+        data = json.loads(kept.read_text())
+        assert data["command"] == "verify" and data["workloads"][0]["key"] == {"n": 64}
+    finally:
+        kept.unlink()

@@ -133,7 +133,17 @@ def emit_json(args: argparse.Namespace, payload: str) -> bool:
         with open(args.json, "w") as f:
             f.write(payload + "\n")
     except OSError as e:
-        print(f"tritune: error: --json {args.json}: could not write the result ({e.strerror or e})", file=sys.stderr)
+        # The path passed the checks made before the work, yet the write failed: keep the work anyway.
+        import tempfile
+
+        fd, kept = tempfile.mkstemp(prefix="tritune-result-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            f.write(payload + "\n")
+        print(
+            f"tritune: error: --json {args.json}: could not write the result ({e.strerror or e}); "
+            f"it was saved to {kept} instead",
+            file=sys.stderr,
+        )
         return False
     return True
 
