@@ -54,3 +54,14 @@ def test_unwritten_output_is_incorrect_with_or_without_an_oracle():
         assert "never written" in (by_block[512].reason or "")
         assert by_block[256].status is (Status.CORRECT if oracle else Status.COMPARED)
         assert not report.ok
+
+
+def test_the_html_report_of_a_no_oracle_verify_says_so(tmp_path):
+    from kernels import elementwise_workload, wrong_value_kernel
+    from tritune.report.build import build_report
+
+    w = elementwise_workload("noora", wrong_value_kernel)
+    w.oracle = None
+    report = build_report(tritune.verify(w), tmp_path / "rep")
+    html = report.html.read_text()
+    assert "NO ORACLE" in html and "DISAGREE" in html and "compared" in html
