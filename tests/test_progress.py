@@ -102,3 +102,18 @@ def test_step_without_stage_and_overrun_are_tolerated():
     assert "working: an unknown number of candidates" in text
     assert "timing 2/2 c: measured" in text
     p.close()  # closing twice is harmless
+
+
+def test_a_stage_of_unknown_size_gets_its_total_later():
+    """Screen starts before it has counted: no "0 candidates" and no "1/0" lines."""
+    out = io.StringIO()
+    with make_progress(stream=out) as p:
+        p.stage("compiling for sm90", None)
+        p.set_total(3)
+        for label in "abc":
+            p.step(label, "fits")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "tritune: compiling for sm90: an unknown number of candidates"
+    assert lines[1] == "tritune: compiling for sm90: 3 candidates"
+    assert lines[2].startswith("tritune: compiling for sm90 1/3 a: fits")
+    assert not any(" 0 candidates" in line or "/0 " in line for line in lines)

@@ -9,12 +9,14 @@ class Status(str, Enum):
     """What happened to one candidate config.
 
     Screening gives ``fits``/``illegal``/``compile_failed``/``compile_timeout``; verification gives
-    ``correct``/``incorrect``/``illegal``/``error``; timing gives ``measured``/``illegal``/``compile_failed``/
+    ``correct``/``incorrect``/``illegal``/``error``, and ``compared`` where no oracle was given (the
+    candidate ran and wrote every output; it was only compared with the others: see its agreement group); timing gives ``measured``/``illegal``/``compile_failed``/
     ``compile_timeout``/``launch_failed``/``incorrect``, and ``not_timed`` where no GPU timing was possible.
     """
 
     FITS = "fits"
     CORRECT = "correct"
+    COMPARED = "compared"
     MEASURED = "measured"
     INCORRECT = "incorrect"
     ILLEGAL = "illegal"

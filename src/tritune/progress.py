@@ -67,7 +67,8 @@ def _fmt_best(label: str, median_ms: float, ci_low_ms: float, ci_high_ms: float)
 class Progress:
     """What a command calls while it works. This base class does nothing (it is the quiet behaviour).
 
-    ``stage(name, total)`` starts a stage of ``total`` candidates (the previous stage ends);
+    ``stage(name, total)`` starts a stage of ``total`` candidates (the previous stage ends; ``None``
+    while the number is not known yet, then ``set_total(n)``);
     ``step(label, status, detail)`` marks one candidate done, counting it as a failure when
     ``Status(status).is_failure``; ``best(...)`` shows the current best with its confidence interval;
     ``note(text)`` prints one line of commentary; ``close()`` ends the display (idempotent).
@@ -84,13 +85,24 @@ class Progress:
         self._lock = threading.Lock()
 
     # -- the interface --------------------------------------------------------------------------
-    def stage(self, name: str, total: int) -> None:
-        if total < 0:
+    def stage(self, name: str, total: int | None) -> None:
+        if total is not None and total < 0:
             raise ValueError(f"progress stage {name!r}: total must be >= 0, got {total}")
         with self._lock:
             self._end_stage()
-            self.stage_name, self.total, self.done, self.failures = _clean(name), int(total), 0, 0
+            self.stage_name, self.done, self.failures = _clean(name), 0, 0
+            self.total = None if total is None else int(total)
             self._on_stage()
+
+    def set_total(self, total: int) -> None:
+        """The current stage's total, once it is known (a stage started with ``total=None``)."""
+        if total < 0:
+            raise ValueError(f"progress total must be >= 0, got {total}")
+        with self._lock:
+            if self.stage_name is None or self.total == total:
+                return
+            self.total = max(int(total), self.done)
+            self._on_total()
 
     def step(self, label: str, status: Status | str, detail: str = "") -> None:
         st = _status(status)
@@ -138,6 +150,7 @@ class Progress:
         self.stage_name = None
 
     def _on_stage(self) -> None: ...
+    def _on_total(self) -> None: ...
     def _on_stage_end(self) -> None: ...
     def _on_step(self, label: str, status: Status, detail: str) -> None: ...
     def _on_best(self) -> None: ...
@@ -164,8 +177,13 @@ class PlainProgress(Progress):
 
     def _on_stage(self) -> None:
         self._stage_t0 = time.monotonic()
-        total = "an unknown number of" if self.total is None else str(self.total)
-        self._line(f"{self.stage_name}: {total} candidates")
+        if self.total is None:
+            self._line(f"{self.stage_name}: an unknown number of candidates")
+        else:
+            self._line(f"{self.stage_name}: {self.total} candidates")
+
+    def _on_total(self) -> None:
+        self._line(f"{self.stage_name}: {self.total} candidates")
 
     def _on_step(self, label: str, status: Status, detail: str) -> None:
         elapsed = time.monotonic() - self._stage_t0
@@ -241,6 +259,9 @@ class RichProgress(Progress):
 
     def _on_stage(self) -> None:
         self._task = self._bars.add_task(self.stage_name or "", total=self.total, **self._fields())
+
+    def _on_total(self) -> None:
+        self._bars.update(self._task, total=self.total, **self._fields())
 
     def _on_step(self, label: str, status: Status, detail: str) -> None:
         self._bars.update(self._task, completed=self.done, total=self.total, **self._fields())

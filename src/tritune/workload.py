@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+import sysconfig
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tritune.config import Config, as_config
-from tritune.errors import WorkloadError, WorkloadLoadError
+from tritune.errors import TrituneError, WorkloadError, WorkloadLoadError
 from tritune.kernel import KernelInfo
 from tritune.space import Space
 
@@ -78,8 +80,18 @@ class Workload:
         return list(self.space.all_configs())
 
     # -- building a launch --------------------------------------------------------------------------
+    def call_user(self, what: str, fn: Callable[..., Any], *a: Any) -> Any:
+        """Call the user's ``fn``; an exception it raises becomes a one-line :class:`WorkloadError`
+        naming the workload, ``what`` was called and the user's own frame (file:line)."""
+        try:
+            return fn(*a)
+        except TrituneError:
+            raise
+        except Exception as e:
+            raise WorkloadError(f"workload {self.name!r}: {what} raised {describe_exception(e)}") from e
+
     def make_args(self, key: Key, device: str) -> list[Any]:
-        args = list(self.args(key, device))
+        args = list(self.call_user(f"args({_key_text(key)}, {device!r})", self.args, key, device))
         for i in self.outputs:
             if not -len(args) <= i < len(args):
                 raise WorkloadError(
@@ -95,11 +107,23 @@ class Workload:
     def caller_kwargs(self, key: Key) -> dict[str, Any]:
         if self.kwargs is None:
             return {}
-        kw = self.kwargs(key) if callable(self.kwargs) else self.kwargs
+        kw = self.call_user(f"kwargs({_key_text(key)})", self.kwargs, key) if callable(self.kwargs) else self.kwargs
         return dict(kw)
 
+    def expected_outputs(self, args: Sequence[Any]) -> list[Any] | None:
+        """The oracle's outputs for ``args`` (``None`` without an oracle), checked against ``outputs``."""
+        if self.oracle is None:
+            return None
+        expected = list(self.call_user("the oracle", self.oracle, args))
+        if len(expected) != len(self.outputs):
+            raise WorkloadError(
+                f"workload {self.name!r}: the oracle returned {len(expected)} values for {len(self.outputs)} "
+                f"outputs {list(self.outputs)}; return one expected tensor per output, in that order"
+            )
+        return expected
+
     def grid_for(self, config: Config, key: Key) -> tuple[int, ...]:
-        g = self.grid(config.as_dict(), key)
+        g = self.call_user(f"grid(meta of {config.id}, {_key_text(key)})", self.grid, config.as_dict(), key)
         if isinstance(g, int):
             return (g,)
         return tuple(int(x) for x in g)
@@ -114,14 +138,47 @@ class Workload:
         return f"Workload({self.name!r}, kernel={self.info.name}, {len(self.candidates())} candidates, keys={self.keys})"
 
 
+def _key_text(key: Key) -> str:
+    return "{" + ", ".join(f"{k}={v!r}" for k, v in key.items()) + "}"
+
+
+def _library_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    dirs.add(os.path.dirname(os.path.abspath(__file__)))  # tritune itself, also when installed editable
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+
+
+def user_frame(exc: BaseException) -> str | None:
+    """``file:line in function`` of the innermost frame of ``exc`` in the user's own code, if any."""
+    libs = _library_dirs()
+    frames = traceback.extract_tb(exc.__traceback__)
+    for fs in reversed(frames):
+        if not os.path.realpath(fs.filename).startswith(libs) and not fs.filename.startswith("<"):
+            return f"{fs.filename}:{fs.lineno} in {fs.name}"
+    return None
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line: the exception's type, the first line of its message and the user's frame."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    where = user_frame(exc)
+    return f"{text} (at {where})" if where else text
+
+
 def load_workloads(path: str | Path, name: str | None = None) -> list[Workload]:
     """Import a Python file and return its module-level ``Workload`` objects (one, if ``name`` is given).
 
-    Import errors are raised as :class:`WorkloadLoadError` carrying the Python traceback.
+    Import errors are raised as :class:`WorkloadLoadError`, one line naming the user's frame.
     """
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise WorkloadLoadError(f"{path}: is a directory; pass the Python file that defines the workloads")
+    if not path.exists():
         raise WorkloadLoadError(f"{path}: no such file")
+    if not path.is_file():
+        raise WorkloadLoadError(f"{path}: not a regular file; pass the Python file that defines the workloads")
     mod_name = f"tritune_workload_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
@@ -132,8 +189,9 @@ def load_workloads(path: str | Path, name: str | None = None) -> list[Workload]:
     try:
         spec.loader.exec_module(module)
     except Exception as e:
-        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-        raise WorkloadLoadError(f"{path}: importing it failed:\n{tb}") from e
+        raise WorkloadLoadError(
+            f"{path}: importing it failed: {describe_exception(e)}; `python {path}` shows the whole traceback"
+        ) from e
     finally:
         sys.path.pop(0)
     found = [v for v in vars(module).values() if isinstance(v, Workload)]

@@ -8,6 +8,7 @@ configs the space trusts to fit do fit in shared memory.
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,11 @@ def test_matmul_tma_compiles_for_sm90_with_hopper_warp_groups(tma_workloads, tmp
     assert plain.extra["threads"] == 256
     assert ws.extra["threads"] == 384  # one producer and two consumer warp groups, from num_warps=4
     assert 200_000 < plain.extra["shared"] <= 232448 and 200_000 < ws.extra["shared"] <= 232448
+
+
+def test_no_expected_output_pins_a_machine_dependent_float():
+    """An expected output must hold on every CPU: no float with more than two significant digits in it."""
+    pinned = re.compile(r"\d\.\d{2,}(e[-+]?\d+)?|\d\.\d+e[-+]?\d+")
+    for path in sorted((CHAPTER / "expected").glob("*.txt")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            assert not pinned.search(line), f"{path.name}:{n} pins a float: {line.strip()}"

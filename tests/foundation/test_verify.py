@@ -118,13 +118,18 @@ def test_json_shape():
     assert tritune.RunResult.from_json(d).to_json() == d
 
 
-def test_no_oracle_compares_against_first_correct():
+def test_no_oracle_labels_agreement_groups_not_correctness():
     w = elementwise_workload("noora", wrong_value_kernel)
     w2 = tritune.Workload(name="noora", kernel=wrong_value_kernel, configs=w.configs, args=w.args, grid=w.grid,
                           outputs=[1], keys=w.keys)
-    e = tritune.verify(w2).workloads[0]
-    assert [c.status for c in e.candidates] == [Status.CORRECT, Status.CORRECT, Status.INCORRECT]
-    assert e.extra["reference"] == "BLOCK=256,num_warps=4,num_stages=3"
+    report = tritune.verify(w2)
+    e = report.workloads[0]
+    assert [c.status for c in e.candidates] == [Status.COMPARED] * 3
+    assert [c.extra["agreement_group"] for c in e.candidates] == [1, 1, 2]
+    assert e.extra["agreement_groups"] == [["BLOCK=256,num_warps=4,num_stages=3", "BLOCK=512,num_warps=4,num_stages=3"],
+                                           ["BLOCK=1024,num_warps=4,num_stages=3"]]
+    assert e.extra["reference"] is None and e.extra["oracle"] is False
+    assert not report.ok and len(report.failures) == 3  # a disagreement fails every candidate of the key
 
 
 def test_workload_validation_messages():

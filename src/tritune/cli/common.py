@@ -6,11 +6,15 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from tritune.errors import TrituneError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: Set by the CLI when it switched Triton's interpreter on itself: the real reason there is no GPU.
+INTERPRET_REASON_ENV = "TRITUNE_INTERPRET_REASON"
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
@@ -54,10 +58,12 @@ def ensure_interpreter_without_gpu() -> str | None:
     from tritune.device import gpu_unavailable_reason, interpreter_on
 
     if interpreter_on():
-        return gpu_unavailable_reason()
+        return os.environ.get(INTERPRET_REASON_ENV) or gpu_unavailable_reason()
     reason = gpu_unavailable_reason()
     if reason is not None:
         os.environ["TRITON_INTERPRET"] = "1"
+        # Remembered (also for worker processes) so nothing later says the *user* set TRITON_INTERPRET.
+        os.environ[INTERPRET_REASON_ENV] = reason
     return reason
 
 
@@ -67,14 +73,79 @@ def load(args: argparse.Namespace) -> list[Any]:
     return load_workloads(args.path, args.workload)
 
 
-def emit_json(args: argparse.Namespace, payload: str) -> None:
+#: Suffixes of files an output option never overwrites: a workload's or a project's own sources.
+SOURCE_SUFFIXES = frozenset(
+    {".py", ".pyi", ".pyx", ".ipynb", ".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp", ".sh", ".toml",
+     ".cfg", ".ini", ".md", ".rst"}
+)
+
+
+def output_path_problem(option: str, value: str, *, directory: bool = False) -> str | None:
+    """Why ``value`` cannot receive the output of ``option`` (checked before any work starts), or ``None``.
+
+    The parent folder must exist and be writable, a directory is not a file (and a file not a directory
+    when ``directory``), and an existing source file (``.py`` and the like) is never overwritten.
+    """
+    p = Path(value)
+    if directory:
+        if p.exists() and not p.is_dir():
+            return f"{option} {value}: exists and is not a directory; give a folder for the output"
+        if p.is_dir():
+            return None if os.access(p, os.W_OK | os.X_OK) else f"{option} {value}: folder is not writable"
+    else:
+        if p.is_dir():
+            return f"{option} {value}: is a directory; give a file name such as {p / 'result.json'}"
+        if p.exists() and p.suffix.lower() in SOURCE_SUFFIXES:
+            return (
+                f"{option} {value}: refusing to overwrite an existing {p.suffix} file; "
+                "give a new file name ending in .json"
+            )
+        if p.exists() and not os.access(p, os.W_OK):
+            return f"{option} {value}: the file exists and is not writable"
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        return f"{option} {value}: folder {parent} does not exist; create it first (mkdir -p {parent})"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{option} {value}: folder {parent} is not writable; choose another place"
+    return None
+
+
+def check_outputs(args: argparse.Namespace, *options: str) -> str | None:
+    """The first problem with the output paths among ``options`` (``"json"``, ``"record"``...) in ``args``."""
+    for name in options:
+        value = getattr(args, name, None)
+        if not value or (name == "json" and value == "-"):
+            continue
+        problem = output_path_problem("--" + name.replace("_", "-"), value)
+        if problem is not None:
+            return problem
+    return None
+
+
+def emit_json(args: argparse.Namespace, payload: str) -> bool:
+    """Write ``payload`` where ``--json`` says; ``False`` (after one line on stderr) when that failed."""
     if not getattr(args, "json", None):
-        return
+        return True
     if args.json == "-":
         sys.stdout.write(payload + "\n")
-    else:
+        return True
+    try:
         with open(args.json, "w") as f:
             f.write(payload + "\n")
+    except OSError as e:
+        # The path passed the checks made before the work, yet the write failed: keep the work anyway.
+        import tempfile
+
+        fd, kept = tempfile.mkstemp(prefix="tritune-result-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            f.write(payload + "\n")
+        print(
+            f"tritune: error: --json {args.json}: could not write the result ({e.strerror or e}); "
+            f"it was saved to {kept} instead",
+            file=sys.stderr,
+        )
+        return False
+    return True
 
 
 def fail_usage(message: str) -> int:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 #: command name -> module under tritune.cli that implements it.
@@ -46,7 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Triton 3.9 warns in every process that compiles while TRITON_DEFAULT_FP_FUSION is unset. tritune keeps
+#: Triton's default either way, so its commands do not repeat that notice (nor do their worker processes).
+FP_FUSION_NOTICE = "TRITON_DEFAULT_FP_FUSION is unset"
+
+
+def silence_triton_notices() -> None:
+    warnings.filterwarnings("ignore", message=FP_FUSION_NOTICE, category=UserWarning)
+    entry = f"ignore:{FP_FUSION_NOTICE}:UserWarning"
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if entry not in current:
+        os.environ["PYTHONWARNINGS"] = f"{current},{entry}" if current else entry
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    silence_triton_notices()
     parser = build_parser()
     args = parser.parse_args(argv)
     mod = importlib.import_module(COMMANDS[args.command])

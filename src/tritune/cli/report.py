@@ -8,21 +8,23 @@ import sys
 import webbrowser
 from pathlib import Path
 
+from tritune.cli.common import output_path_problem
 from tritune.errors import ReportInputError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser(
         "report",
-        help="write report.html and PNG figures from a verify/screen/tune result JSON",
+        help="write report.html and PNG figures from a verify/screen/tune/simulate result JSON",
         description=(
             "Write DIR/report.html (self-contained: figures embedded, readable offline) and each figure as "
-            "a PNG, from any result JSON that tritune verify, screen or tune wrote. Needs matplotlib "
+            "a PNG, from any result JSON that tritune verify, screen, tune or simulate wrote (a simulate "
+            "result gets a convergence figure). Needs matplotlib "
             "(pip install 'tritune[report]')."
         ),
     )
     p.add_argument(
-        "result", metavar="RESULT.json", help="the JSON written by tritune verify/screen/tune --json"
+        "result", metavar="RESULT.json", help="the JSON written by tritune verify/screen/tune/simulate --json"
     )
     p.add_argument(
         "--out", metavar="DIR", default=None, help="output folder (default: RESULT_report next to it)"
@@ -48,12 +50,26 @@ def open_in_browser(html: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tritune.report.build import build_report
-    from tritune.report.data import load_result
+    from tritune.report.data import parse_result, read_json
+    from tritune.report.simulate import build_simulate_report, is_simulate_result
 
     src = Path(args.result)
     out = Path(args.out) if args.out else src.with_name(src.stem + "_report")
+    problem = output_path_problem("--out", str(out), directory=True)
+    if problem is not None:
+        print(f"tritune report: {problem}", file=sys.stderr)
+        return 2
     try:
-        report = build_report(load_result(src), out, source=str(src))
+        data = read_json(src)
+        if is_simulate_result(data):
+            html, pngs = build_simulate_report(data, out, str(src))
+            print(html)
+            for png in pngs:
+                print(png)
+            if args.open:
+                print(open_in_browser(html), file=sys.stderr)
+            return 0
+        report = build_report(parse_result(data, source=str(src)), out, source=str(src))
     except ReportInputError as e:
         print(f"tritune report: {e}", file=sys.stderr)
         return 2

@@ -13,7 +13,9 @@ from typing import Any
 from tritune.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_USAGE,
     add_workload_args,
+    check_outputs,
     emit_json,
     fail_usage,
     out_stream,
@@ -78,15 +80,21 @@ def run(args: argparse.Namespace) -> int:
         return fail_usage(f"--jobs must be at least 1, got {args.jobs}")
     if args.compile_timeout <= 0:
         return fail_usage(f"--compile-timeout must be positive, got {args.compile_timeout:g}")
+    problem = check_outputs(args, "json")
+    if problem is not None:
+        return fail_usage(problem)
     try:
         keys = parse_keys(args.key)
         target = get_target(args.target)
     except TrituneError as e:
         return fail_usage(str(e))
     with make_progress(quiet=args.quiet) as progress:
-        progress.stage(f"compiling for {target.sm}", total=0)
+        progress.stage(f"compiling for {target.sm}", total=None)
 
         def step(done: int, total: int, result: Any) -> None:
+            if done == 1 and progress.done:  # the next workload: its own count
+                progress.stage(f"compiling for {target.sm}", total)
+            progress.set_total(total)
             progress.step(result.config.id, result.status, result.reason or "")
 
         try:
@@ -101,11 +109,13 @@ def run(args: argparse.Namespace) -> int:
             )
         except TrituneError as e:
             return fail_usage(str(e))
-    emit_json(args, result.dumps())
+    written = emit_json(args, result.dumps())
     stream = out_stream(args)
     if not (args.quiet and args.json == "-"):
         print(render_table(result), file=stream)
         print(summary_line(result), file=stream)
+    if not written:
+        return EXIT_USAGE
     if any(not w.by_status(Status.FITS) for w in result.workloads):
         return EXIT_FAILED
     return EXIT_OK

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from tritune.cli.common import EXIT_OK, emit_json, fail_usage, out_stream
+from tritune.cli.common import EXIT_OK, EXIT_USAGE, check_outputs, emit_json, fail_usage, out_stream
 from tritune.errors import TrituneError
 
 
@@ -52,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
         return fail_usage(f"--seeds {args.seeds} must be at least 1")
     if not args.noise >= 0:
         return fail_usage(f"--noise {args.noise} must be >= 0 (a relative spread such as 0.02)")
+    problem = check_outputs(args, "json")
+    if problem is not None:
+        return fail_usage(problem)
     try:
         landscape = Landscape.load(args.landscape)
     except FileNotFoundError:
@@ -72,9 +75,8 @@ def run(args: argparse.Namespace) -> int:
             sim = simulate(landscape, name, args.budget, args.seeds, noise=args.noise, on_run=on_run)
         except TrituneError as e:
             return fail_usage(f"{args.landscape}: {e}")
-    payload = sim.to_json()
-    payload["landscape"] = str(args.landscape)
-    emit_json(args, json.dumps(payload, indent=1))
+    payload = {"command": "simulate", **sim.to_json(), "landscape": str(args.landscape)}
+    written = emit_json(args, json.dumps(payload, indent=1))
     stream = out_stream(args)
     print(
         f"{name} on {landscape.kernel or args.landscape}: budget {args.budget:g} = {sim.budget_evaluations} of "
@@ -95,4 +97,4 @@ def run(args: argparse.Namespace) -> int:
         f"median evals to 2% {_fmt(sim.median_evals_to_2pct, 1)}",
         file=stream,
     )
-    return EXIT_OK
+    return EXIT_OK if written else EXIT_USAGE

@@ -21,7 +21,9 @@ from typing import Any
 from tritune.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_USAGE,
     add_workload_args,
+    check_outputs,
     emit_json,
     ensure_interpreter_without_gpu,
     fail_usage,
@@ -116,7 +118,19 @@ def _run_farmed(args: argparse.Namespace) -> int:
             dist.destroy_process_group()
 
 
+def _option_problem(args: argparse.Namespace) -> str | None:
+    """Bad option values and unwritable output paths, found before any work starts."""
+    if args.jobs is not None and args.jobs < 1:
+        return f"--jobs must be at least 1 (compile worker processes), got {args.jobs}"
+    if not args.compile_timeout > 0:
+        return f"--compile-timeout must be a positive number of seconds, got {args.compile_timeout:g}"
+    return check_outputs(args, "json", "record")
+
+
 def _run(args: argparse.Namespace, rank: int) -> int:
+    problem = _option_problem(args)
+    if problem is not None:
+        return fail_usage(problem) if rank == 0 else EXIT_USAGE
     why = ensure_interpreter_without_gpu()
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
@@ -135,46 +149,65 @@ def _run(args: argparse.Namespace, rank: int) -> int:
     if not args.no_store and rank == 0:
         from tritune.store import open_store
 
-        store = open_store(args.store)
+        try:
+            store = open_store(args.store)
+        except TrituneError as e:  # a directory, another user's store, an unwritable place: one line
+            return fail_usage(str(e))
     opts = TuneOptions(jobs=args.jobs, compile_timeout=args.compile_timeout, verify=not args.no_verify,
                        exhaustive=args.exhaustive, race=RaceOptions(), graph=args.graph,
                        measure=args.measure)
-    with make_progress(quiet=args.quiet or rank != 0) as progress:
-        try:
+    try:
+        with make_progress(quiet=args.quiet or rank != 0) as progress:
             result = tune(workloads, keys=keys, options=opts, store=store, progress=progress)
-        except TrituneError as e:
-            return fail_usage(f"rank {rank}: {e}" if _dist_initialized() else str(e))
+    except TrituneError as e:
+        return fail_usage(f"rank {rank}: {e}" if _dist_initialized() else str(e))
     ok = all(w.extra.get("winner") for w in result.workloads)
     if rank != 0:
         if result.extra.get("winners_identical_across_ranks") is False:
             print(f"tritune tune: rank {rank}: the ranks ended with different winners", file=sys.stderr)
         return EXIT_OK if ok else EXIT_FAILED
-    emit_json(args, result.dumps())
+    written = emit_json(args, result.dumps())
     if args.record:
         lss = landscapes(result)
         for ls, path in zip(lss, _record_paths(args.record, len(lss))):
-            ls.write(path)
+            try:
+                ls.write(path)
+            except OSError as e:
+                print(f"tritune: error: --record {path}: could not write ({e.strerror or e})", file=sys.stderr)
+                written = False
     if not (args.quiet and args.json == "-"):
         print(render_table(result), file=out_stream(args))
+    if not written:
+        return EXIT_USAGE
     return EXIT_OK if ok else EXIT_FAILED
 
 
 def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str) -> int:
     """No GPU: verify instead, and say plainly that nothing was timed."""
 
+    from tritune.cli.verify import announce_interpreter_cost
     from tritune.outcome import Status
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
     from tritune.results import CandidateResult, RunResult
     from tritune.verify import verify
 
-    with make_progress(quiet=args.quiet) as progress:
-        report = verify(workloads, keys=keys, progress=progress)
+    try:
+        announce_interpreter_cost(workloads, keys)
+    except TrituneError as e:
+        return fail_usage(str(e))
+    try:
+        with make_progress(quiet=args.quiet) as progress:
+            report = verify(workloads, keys=keys, progress=progress)
+    except TrituneError as e:
+        return fail_usage(str(e))
     for w in report.workloads:
         w.extra.update(winner=None, ties=[])
         w.candidates = [
             CandidateResult(c.config, Status.NOT_TIMED, f"correct, but not timed: {why}", c.extra)
             if c.status is Status.CORRECT
+            else CandidateResult(c.config, Status.NOT_TIMED, f"{c.reason}; not timed: {why}", c.extra)
+            if c.status is Status.COMPARED
             else c
             for c in w.candidates
         ]
@@ -185,8 +218,14 @@ def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str
         report.workloads,
         provenance=report.provenance,
     )
-    emit_json(args, result.dumps())
+    written = emit_json(args, result.dumps())
     if not (args.quiet and args.json == "-"):
         print(render_table(result), file=out_stream(args))
     print(f"tritune tune: no timing happened: {why}. Run this on a machine with a CUDA GPU.", file=sys.stderr)
-    return EXIT_FAILED
+    if args.record:
+        print(
+            f"tritune tune: --record {args.record} was not written: a landscape holds timings, and nothing "
+            "was timed here",
+            file=sys.stderr,
+        )
+    return EXIT_FAILED if written else EXIT_USAGE

@@ -8,7 +8,9 @@ from typing import Any
 from tritune.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_USAGE,
     add_workload_args,
+    check_outputs,
     emit_json,
     ensure_interpreter_without_gpu,
     fail_usage,
@@ -31,7 +33,23 @@ def add_parser(sub: Any) -> None:
     add_workload_args(p)
 
 
+def announce_interpreter_cost(workloads: list[Any], keys: list[dict[str, Any]] | None) -> None:
+    """Under Triton's interpreter, say up front which keys will take long, and how to pick a smaller one."""
+    import sys
+
+    from tritune.device import interpreter_on
+    from tritune.verify.estimate import announcements
+
+    if not interpreter_on():
+        return
+    for line in announcements(workloads, keys):
+        print(f"tritune: warning: {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
+    problem = check_outputs(args, "json")
+    if problem is not None:
+        return fail_usage(problem)
     ensure_interpreter_without_gpu()
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
@@ -40,15 +58,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         keys = parse_keys(args.key)
         workloads = load(args)
+        announce_interpreter_cost(workloads, keys)
     except TrituneError as e:
         return fail_usage(str(e))
-    with make_progress(quiet=args.quiet) as progress:
-        try:
+    try:  # the error line comes after the progress display has closed: it is the last thing printed
+        with make_progress(quiet=args.quiet) as progress:
             report = verify(workloads, keys=keys, progress=progress)
-        except TrituneError as e:
-            return fail_usage(str(e))
-    emit_json(args, report.dumps())
+    except TrituneError as e:
+        return fail_usage(str(e))
+    written = emit_json(args, report.dumps())
     stream = out_stream(args)
     if not (args.quiet and args.json == "-"):
         print(render_table(report), file=stream)
+    if not written:
+        return EXIT_USAGE
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -41,9 +41,16 @@ class Ceilings:
 
 def load_result(path: str | Path) -> RunResult:
     """Read a result JSON written by tritune; a clear :class:`ReportInputError` when it cannot be read."""
+    return parse_result(read_json(path), source=str(path))
+
+
+def read_json(path: str | Path) -> Any:
+    """The parsed JSON at ``path``; a clear :class:`ReportInputError` when it cannot be read."""
     p = Path(path)
+    if p.is_dir():
+        raise ReportInputError(f"{p}: is a directory; pass the JSON that tritune verify/screen/tune/simulate wrote")
     try:
-        data = json.loads(p.read_text())
+        return json.loads(p.read_text())
     except FileNotFoundError:
         raise ReportInputError(
             f"{p}: no such file; pass the JSON that tritune verify/screen/tune wrote"
@@ -54,7 +61,6 @@ def load_result(path: str | Path) -> RunResult:
         raise ReportInputError(
             f"{p}: not JSON ({e}); pass the JSON that tritune verify/screen/tune wrote"
         ) from None
-    return parse_result(data, source=str(p))
 
 
 def parse_result(data: Any, *, source: str = "result") -> RunResult:
@@ -233,6 +239,21 @@ def group_letters(w: WorkloadResult) -> dict[str, str]:
         for cid in g:
             out[cid] = tag
     return out
+
+
+def agreement_sentence(w: WorkloadResult) -> str:
+    """With no oracle: that candidates were compared with each other, and how they split into agreement groups."""
+    groups = w.extra.get("agreement_groups") or []
+    head = "NO ORACLE: the candidates were compared with each other, not checked against expected values"
+    if not groups:
+        return f"{head}; none ran to completion"
+    if len(groups) == 1:
+        return f"{head}; all {len(groups[0])} that ran agree within atol/rtol (one agreement group)"
+    sizes = ", ".join(str(len(g)) for g in groups)
+    return (
+        f"{head}; they DISAGREE: {len(groups)} agreement groups of sizes {sizes}. At least one group is wrong "
+        "and nothing here says which: give the workload an oracle"
+    )
 
 
 def bitwise_sentence(w: WorkloadResult) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tritune.report.data import (
     Ceilings,
+    agreement_sentence,
     bitwise_sentence,
     gbps_of,
     group_letters,
@@ -112,6 +113,8 @@ def candidates_table(command: str, w: WorkloadResult) -> str:
 
 def _summary(command: str, w: WorkloadResult) -> str:
     parts = [", ".join(f"{n} {escape(s)}" for s, n in w.counts().items())]
+    if w.extra.get("oracle") is False:
+        parts.append(f"<strong>{escape(agreement_sentence(w))}</strong>")
     if command == "verify" or "groups" in w.extra or "bitwise_identical" in w.extra:
         parts.append(escape(bitwise_sentence(w)))
     win = winner(w) if any(timing_of(c) for c in w.candidates) else None

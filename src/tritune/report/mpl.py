@@ -16,6 +16,7 @@ from tritune.outcome import Status
 STATUS_COLORS: dict[Status, str] = {
     Status.MEASURED: "#4e79a7",
     Status.CORRECT: "#59a14f",
+    Status.COMPARED: "#a0cbe8",
     Status.FITS: "#76b7b2",
     Status.INCORRECT: "#e15759",
     Status.ILLEGAL: "#bab0ac",

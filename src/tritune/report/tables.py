@@ -13,6 +13,7 @@ from typing import IO, Any
 
 from tritune.outcome import Status
 from tritune.report.data import (
+    agreement_sentence,
     bitwise_sentence,
     gbps_of,
     group_letters,
@@ -29,6 +30,7 @@ from tritune.results import CandidateResult, RunResult, WorkloadResult
 _STYLE = {
     Status.MEASURED: "green",
     Status.CORRECT: "green",
+    Status.COMPARED: "cyan",
     Status.FITS: "green",
     Status.INCORRECT: "bold red",
     Status.ILLEGAL: "yellow",
@@ -63,11 +65,14 @@ def _columns(command: str, w: WorkloadResult) -> list[Column]:
     right = {"justify": "right", "overflow": "fold"}
     if command == "verify":
         letters = group_letters(w)
-        return [
-            ("max abs error", lambda c, w: _fmt(c.extra.get("max_abs_error"), ".3g"), right),
-            ("unwritten", lambda c, w: _fmt(c.extra.get("unwritten"), "d"), right),
-            ("group", lambda c, w: letters.get(c.config.id, "—"), {"justify": "center"}),
-        ]
+        vcols: list[Column] = []
+        if w.extra.get("oracle") is False:
+            vcols.append(("agrees with", lambda c, w: _agreement_cell(c, w), {"justify": "center"}))
+        else:
+            vcols.append(("max abs error", lambda c, w: _fmt(c.extra.get("max_abs_error"), ".3g"), right))
+        vcols.append(("unwritten", lambda c, w: _fmt(c.extra.get("unwritten"), "d"), right))
+        vcols.append(("bit group", lambda c, w: letters.get(c.config.id, "—"), {"justify": "center"}))
+        return vcols
     if command == "screen":
         return [
             ("smem B", lambda c, w: _fmt(c.extra.get("shared"), "d"), right),
@@ -92,6 +97,13 @@ def _columns(command: str, w: WorkloadResult) -> list[Column]:
     return cols
 
 
+def _agreement_cell(c: CandidateResult, w: WorkloadResult) -> str:
+    g = c.extra.get("agreement_group")
+    if g is None:
+        return "—"
+    return f"group {g} of {len(w.extra.get('agreement_groups') or ())}"
+
+
 def _order(command: str, w: WorkloadResult) -> list[CandidateResult]:
     """Timed candidates fastest first, then the rest in their recorded order."""
     if command != "tune" and not any(timing_of(c) for c in w.candidates):
@@ -104,6 +116,8 @@ def _summary(command: str, w: WorkloadResult) -> str:
     counts = ", ".join(f"{n} {s}" for s, n in w.counts().items())
     lines = [f"{len(w.candidates)} candidates: {counts}"]
     if command == "verify":
+        if w.extra.get("oracle") is False:
+            lines.append(agreement_sentence(w))
         lines.append(bitwise_sentence(w))
     if any(timing_of(c) for c in w.candidates) or "winner" in w.extra:
         win = winner(w)

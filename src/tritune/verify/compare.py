@@ -22,6 +22,21 @@ def poison(t: Any) -> None:
         t.fill_(sentinel(t.dtype))
 
 
+def still_poisoned(t: Any) -> int:
+    """How many elements of ``t`` still hold the poison (NaN, or the integer sentinel): never written.
+
+    With no oracle this is all tritune can tell about unwritten elements, so a kernel that legitimately
+    writes NaN needs an oracle (where NaN expected counts as written).
+    """
+    import torch
+
+    if t.dtype == torch.bool:
+        return 0
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        return int(torch.isnan(t).sum())
+    return int((t == sentinel(t.dtype)).sum())
+
+
 def sentinel(dtype: Any) -> int:
     import torch
 

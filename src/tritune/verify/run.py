@@ -13,14 +13,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tritune.config import Config
-from tritune.device import gpu_unavailable_reason
-from tritune.errors import KernelSpecError
+from tritune.device import gpu_unavailable_reason, interpreter_on
+from tritune.errors import KernelSpecError, WorkloadError
 from tritune.kernel import as_interpreted, as_jit
 from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
 from tritune.screen.specialize import cuda_target, frontend_rejection
 from tritune.space import check_static
-from tritune.verify.compare import compare, digest, poison
+from tritune.verify.agreement import AgreementGroups, label
+from tritune.verify.compare import compare, digest, poison, still_poisoned
 from tritune.workload import Workload
 
 NO_TIMING = "no timing: verify checks correctness only and never times a candidate"
@@ -35,7 +36,15 @@ class VerifyReport(RunResult):
 
     @property
     def failures(self) -> list[tuple[WorkloadResult, CandidateResult]]:
-        return [(w, c) for w in self.workloads for c in w.candidates if c.status is not Status.CORRECT]
+        """Candidates not correct, and with no oracle every candidate of a key whose candidates disagree."""
+        out = []
+        for w in self.workloads:
+            split = len(w.extra.get("agreement_groups") or ()) > 1
+            for c in w.candidates:
+                if c.status is Status.CORRECT or (c.status is Status.COMPARED and not split):
+                    continue
+                out.append((w, c))
+        return out
 
     @property
     def ok(self) -> bool:
@@ -83,28 +92,19 @@ def verify_key(
     args = workload.make_args(key, device)
     pristine = [_clone(a) for a in args]
     caller_kw = workload.caller_kwargs(key)
-    expected: list[Any] | None = None
-    if workload.oracle is not None:
-        expected = list(workload.oracle([_clone(a) for a in pristine]))
-        if len(expected) != len(workload.outputs):
-            raise KernelSpecError(
-                f"workload {workload.name!r}: the oracle returned {len(expected)} values for "
-                f"{len(workload.outputs)} outputs"
-            )
+    expected = workload.expected_outputs([_clone(a) for a in pristine])
     runner = as_interpreted(workload.kernel) if on_cpu else as_jit(workload.kernel)
     aliased = _aliased_outputs(args, workload.outputs)
     results: list[CandidateResult] = []
     digests: dict[str, list[str]] = {}
-    reference: tuple[str, list[Any]] | None = None
+    agreement = AgreementGroups(workload.atol, workload.rtol) if expected is None else None
     kname = workload.info.name
     for cfg in configs if configs is not None else workload.candidates():
-        res = _verify_one(
-            workload, key, cfg, args, pristine, caller_kw, expected, runner, target, on_cpu, reference, aliased
-        )
-        if res.status is Status.CORRECT:
+        res = _verify_one(workload, key, cfg, args, pristine, caller_kw, expected, runner, target, on_cpu, aliased)
+        if res.status in (Status.CORRECT, Status.COMPARED):
             outs = [args[i] for i in workload.outputs]
-            if expected is None and reference is None:
-                reference = (cfg.id, [o.clone() for o in outs])
+            if agreement is not None:
+                agreement.add(cfg.id, outs)
             digests.setdefault(digest(outs), []).append(cfg.id)
         results.append(res)
         if progress is not None:
@@ -113,8 +113,12 @@ def verify_key(
     extra: dict[str, Any] = {
         "bitwise_identical": (len(groups) == 1) if groups else None,
         "groups": groups,
-        "reference": "oracle" if expected is not None else (reference[0] if reference else None),
+        "reference": "oracle" if expected is not None else None,
     }
+    if agreement is not None:
+        results = label(results, agreement)
+        extra["oracle"] = False
+        extra["agreement_groups"] = agreement.members
     return WorkloadResult(workload.name, dict(key), results, extra)
 
 
@@ -129,7 +133,6 @@ def _verify_one(
     runner: Any,
     target: Any,
     on_cpu: bool,
-    reference: tuple[str, list[Any]] | None,
     aliased: frozenset[int] = frozenset(),
 ) -> CandidateResult:
     rej = check_static(cfg, workload.info, caller_kw, workload.space)
@@ -174,7 +177,10 @@ def check_candidate(
     for i in workload.outputs:
         if i not in aliased:
             poison(args[i])
-    grid = workload.grid_for(cfg, key)
+    try:
+        grid = workload.grid_for(cfg, key)
+    except WorkloadError as e:
+        return CandidateResult(cfg, Status.ERROR, str(e), {"max_abs_error": None, "unwritten": None})
     try:
         with _quiet_numpy():
             runner[grid](*args, **caller_kw, **cfg.kwargs, **cfg.launch_options())
@@ -195,29 +201,36 @@ def check_candidate(
             {"max_abs_error": None, "unwritten": None},
         )
     outs = [args[i] for i in workload.outputs]
-    if expected is not None:
-        wants, against = expected, "the oracle"
-    elif reference is not None:
-        wants, against = reference[1], f"the first correct candidate {reference[0]} (no oracle given)"
-    else:
-        # No oracle and this is the first candidate that ran: it becomes the reference if fully written.
-        wants, against = None, "itself"
+    if expected is None:
+        return _check_written(kname, cfg, workload.outputs, outs)
     worst = 0.0
     unwritten = 0
     reasons = []
     for pos, (i, out) in enumerate(zip(workload.outputs, outs)):
-        if wants is None:
-            cmp = compare(out, out, atol=workload.atol, rtol=workload.rtol, name=f"args[{i}]")
-        else:
-            cmp = compare(out, wants[pos], atol=workload.atol, rtol=workload.rtol, name=f"args[{i}]")
+        cmp = compare(out, expected[pos], atol=workload.atol, rtol=workload.rtol, name=f"args[{i}]")
         worst = max(worst, cmp.max_abs_error)
         unwritten += cmp.unwritten
         if not cmp.ok:
             reasons.append(cmp.detail)
     extra = {"max_abs_error": worst, "unwritten": unwritten}
     if reasons:
-        return CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id} vs {against}: " + "; ".join(reasons), extra)
+        return CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id} vs the oracle: " + "; ".join(reasons), extra)
     return CandidateResult(cfg, Status.CORRECT, None, extra)
+
+
+def _check_written(kname: str, cfg: Config, positions: Sequence[int], outs: Sequence[Any]) -> CandidateResult:
+    """No oracle: an output left (partly) unwritten is incorrect; otherwise the candidate is ``compared``."""
+    unwritten = 0
+    reasons = []
+    for i, out in zip(positions, outs):
+        n = still_poisoned(out)
+        unwritten += n
+        if n:
+            reasons.append(f"{n} of {out.numel()} elements of args[{i}] were never written (still poisoned)")
+    extra = {"max_abs_error": None, "unwritten": unwritten}
+    if reasons:
+        return CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id}: " + "; ".join(reasons), extra)
+    return CandidateResult(cfg, Status.COMPARED, None, extra)
 
 
 def _aliased_outputs(args: Sequence[Any], outputs: Sequence[int]) -> frozenset[int]:
@@ -239,6 +252,16 @@ def _key_str(key: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in key.items())
 
 
+def _no_gpu_reason() -> str | None:
+    """Why there is no GPU; when the CLI itself turned the interpreter on, its reason, not "TRITON_INTERPRET=1"."""
+    import os
+
+    why = gpu_unavailable_reason()
+    if why is not None and interpreter_on():
+        return os.environ.get("TRITUNE_INTERPRET_REASON") or why
+    return why
+
+
 def verify(
     workload: Workload | Sequence[Workload],
     *,
@@ -253,7 +276,7 @@ def verify(
     what the legality check compiles for: the current GPU's, or sm_90 without one.
     """
     workloads = [workload] if isinstance(workload, Workload) else list(workload)
-    why_no_gpu = gpu_unavailable_reason()
+    why_no_gpu = _no_gpu_reason()
     device = "cpu" if why_no_gpu else "cuda"
     if target is None:
         from tritune.device import current_target
