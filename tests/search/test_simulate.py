@@ -36,7 +36,7 @@ def test_replay_space_screens_out_illegal_and_tells_failures() -> None:
     assert set(space.configs()) == set(land.configs)
     assert set(illegal) == set(SCREENED_OUT)
     failed = next(p for p in land.points if p.status is Status.COMPILE_FAILED)
-    assert ReplayEvaluator(land)(failed.config) == (Status.COMPILE_FAILED, None)
+    assert ReplayEvaluator(land)(failed.config) == (Status.COMPILE_FAILED, None, None)
     with pytest.raises(SearchError, match="not in the landscape"):
         ReplayEvaluator(land)(Config({"BLOCK": 3}))
 

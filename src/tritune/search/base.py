@@ -42,10 +42,13 @@ class Budget:
 
     evaluations: int | None = None
     seconds: float | None = None
+    share: float | None = None
 
     def __post_init__(self) -> None:
-        if self.evaluations is None and self.seconds is None:
-            raise SearchError("a Budget needs evaluations=N or seconds=S (or both)")
+        if self.evaluations is None and self.seconds is None and self.share is None:
+            raise SearchError("a Budget needs evaluations=N, seconds=S or share=F (a fraction of the space)")
+        if self.share is not None and not (0 < self.share <= 1):
+            raise SearchError(f"Budget(share={self.share!r}): a fraction of the space must be in (0, 1]")
         if self.evaluations is not None and (isinstance(self.evaluations, bool) or self.evaluations < 1):
             raise SearchError(f"Budget(evaluations={self.evaluations!r}): must be a positive integer")
         if self.seconds is not None and not (self.seconds > 0 and math.isfinite(self.seconds)):
@@ -60,8 +63,60 @@ class Budget:
             raise SearchError("a budget fraction of an empty space is empty")
         return cls(evaluations=max(1, math.ceil(fraction * n_configs - 1e-9)))
 
+    @classmethod
+    def parse(cls, text: str | float | int | Budget) -> Budget:
+        """One parser for every budget form the CLI and the decorator accept.
+
+        ``"25%"`` or ``"0.25"`` (or ``0.25``): a fraction of the legal configs, kept as ``share`` until
+        :meth:`resolve` knows the space; ``"200"`` (or ``200``): that many evaluations; ``"90s"``,
+        ``"1.5m"``: wall-clock seconds. Forms join with ``+`` or ``,`` and the first limit reached stops:
+        ``"25%+120s"``.
+        """
+        if isinstance(text, Budget):
+            return text
+        if isinstance(text, bool):
+            raise SearchError(f"budget {text!r} is not a budget; give '25%', '0.25', '200' or '90s'")
+        if isinstance(text, (int, float)):
+            text = repr(text)
+        if not isinstance(text, str) or not text.strip():
+            raise SearchError(f"budget {text!r} is not a budget; give '25%', '0.25', '200' or '90s'")
+        fields: dict[str, float] = {}
+        for part in text.replace(",", "+").split("+"):
+            kind, value = _parse_part(part.strip(), text)
+            if kind in fields:
+                raise SearchError(f"budget {text!r} gives the {kind} limit twice; give each form once")
+            fields[kind] = value
+        evals = fields.get("evaluations")
+        return cls(
+            evaluations=None if evals is None else int(evals),
+            seconds=fields.get("seconds"),
+            share=fields.get("share"),
+        )
+
+    def resolve(self, n_configs: int) -> Budget:
+        """This budget with its ``share`` turned into evaluations of a space of ``n_configs`` legal configs."""
+        if self.share is None:
+            return self
+        if n_configs < 1:
+            raise SearchError("a budget fraction of an empty space is empty")
+        n = max(1, math.ceil(self.share * n_configs - 1e-9))
+        evals = n if self.evaluations is None else min(n, self.evaluations)
+        return Budget(evaluations=evals, seconds=self.seconds)
+
+    def __str__(self) -> str:
+        parts = []
+        if self.share is not None:
+            parts.append(f"{self.share:.4g} of the space")
+        if self.evaluations is not None:
+            parts.append(f"{self.evaluations} evaluations")
+        if self.seconds is not None:
+            parts.append(f"{self.seconds:g} s")
+        return " or ".join(parts)
+
     def exhausted(self, evaluations: int, elapsed_s: float) -> bool:
         """True once either limit is reached."""
+        if self.share is not None:
+            raise SearchError(f"budget '{self}' is a fraction of the space: resolve(n_configs) it first")
         if self.evaluations is not None and evaluations >= self.evaluations:
             return True
         return self.seconds is not None and elapsed_s >= self.seconds
@@ -69,6 +124,37 @@ class Budget:
     def remaining(self, evaluations: int) -> int | None:
         """Evaluations left, or ``None`` when only time limits the search."""
         return None if self.evaluations is None else max(0, self.evaluations - evaluations)
+
+
+_UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def _parse_part(part: str, whole: str) -> tuple[str, float]:
+    """One form of :meth:`Budget.parse`: ``("share" | "evaluations" | "seconds", value)``."""
+    hint = "give a fraction ('25%' or '0.25'), a count ('200') or seconds ('90s', '2m')"
+    low = part.lower()
+    try:
+        if low.endswith("%"):
+            share = float(low[:-1]) / 100.0
+            if not 0 < share <= 1:
+                raise SearchError(f"budget {whole!r}: {part!r} must be a percentage in (0, 100]")
+            return "share", share
+        for unit in sorted(_UNITS, key=len, reverse=True):
+            if low.endswith(unit):
+                secs = float(low[: -len(unit)]) * _UNITS[unit]
+                if not (secs > 0 and math.isfinite(secs)):
+                    raise SearchError(f"budget {whole!r}: {part!r} must be a positive time")
+                return "seconds", secs
+        value = float(low)
+    except ValueError:
+        raise SearchError(f"budget {whole!r}: cannot read {part!r}; {hint}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise SearchError(f"budget {whole!r}: {part!r} must be positive; {hint}")
+    if value < 1 or (value == 1 and "." in low):
+        return "share", value
+    if value != int(value):
+        raise SearchError(f"budget {whole!r}: {part!r} is neither a fraction (<= 1) nor a whole count; {hint}")
+    return "evaluations", value
 
 
 @dataclass(frozen=True)
@@ -153,6 +239,7 @@ class Strategy(ABC):
         self._asked = np.zeros(len(self.candidates), dtype=bool)
         self._pending: set[int] = set()
         self._best: Observation | None = None
+        self._ci: dict[int, tuple[float, float]] = {}
 
     # -- the interface ---------------------------------------------------------------------------
     def ask(self, n: int = 1) -> list[Config]:
@@ -175,8 +262,20 @@ class Strategy(ABC):
             out.append(c)
         return out
 
-    def tell(self, config: Config, status: Status, time_ms: float | None = None) -> None:
-        """Report the outcome of an asked config: ``Status.MEASURED`` with its time, or a failure status."""
+    def tell(
+        self,
+        config: Config,
+        status: Status,
+        time_ms: float | None = None,
+        *,
+        ci: tuple[float, float] | None = None,
+    ) -> None:
+        """Report the outcome of an asked config: ``Status.MEASURED`` with its time, or a failure status.
+
+        ``ci`` is the measurement's confidence interval of the time, ``(low_ms, high_ms)`` (a
+        :class:`~tritune.bench.stats.Measurement`'s ``ci_low_ms, ci_high_ms``). Strategies treat configs
+        whose intervals overlap as ties (:meth:`ties`, :attr:`noise`) rather than chase the noise.
+        """
         config = as_config(config)
         i = self.index.get(config)
         if i is None or i not in self._pending:
@@ -185,7 +284,72 @@ class Strategy(ABC):
                 f"{self.name}.tell({config.id}): this config {why}; tell each asked config once"
             )
         obs = check_told(config, status, time_ms)
+        if ci is not None:
+            self._record_ci(i, obs, ci)
         self._pending.discard(i)
+        self._record(i, obs)
+
+    def preload(
+        self, config: Config, status: Status, time_ms: float | None = None, *, ci: tuple[float, float] | None = None
+    ) -> bool:
+        """Teach an outcome measured before this search (a stored result) without it being asked.
+
+        The config is marked asked, so it is never proposed, and it counts as told. Returns False (and
+        does nothing) for a config outside the candidates or already known: a stored result for a
+        config the space no longer has is not an error.
+        """
+        config = as_config(config)
+        i = self.index.get(config)
+        if i is None or self._asked[i]:
+            return False
+        obs = check_told(config, status, time_ms)
+        if ci is not None:
+            self._record_ci(i, obs, ci)
+        self._asked[i] = True
+        self._record(i, obs)
+        return True
+
+    def _record_ci(self, i: int, obs: Observation, ci: tuple[float, float]) -> None:
+        try:
+            lo, hi = (float(v) for v in ci)
+        except (TypeError, ValueError):
+            raise SearchError(f"{obs.config.id}: ci={ci!r} must be a pair (low_ms, high_ms)") from None
+        if not obs.ok or obs.time_ms is None:
+            raise SearchError(f"{obs.config.id}: a failure ({obs.status.value}) has no confidence interval")
+        if not (0 < lo <= obs.time_ms <= hi and math.isfinite(hi)):
+            raise SearchError(
+                f"{obs.config.id}: ci=({lo!r}, {hi!r}) must satisfy 0 < low <= time_ms={obs.time_ms!r} <= high"
+            )
+        self._ci[i] = (lo, hi)
+
+    @property
+    def noise(self) -> float:
+        """The relative half-width of a typical measurement's interval: the median over told intervals (0 if none)."""
+        if not self._ci:
+            return 0.0
+        widths = [math.log(hi / lo) / 2.0 for lo, hi in self._ci.values()]
+        return float(np.median(widths))
+
+    def ties(self) -> list[Observation]:
+        """Measured observations tied with the best: their interval overlaps the best's.
+
+        Without intervals, a config ties only with an identical time. The best comes first.
+        """
+        best = self._best
+        if best is None or best.time_ms is None:
+            return []
+        bi = self.index[best.config]
+        _, bhi = self._ci.get(bi, (best.time_ms, best.time_ms))
+        out = [best]
+        for obs in self.history:
+            if obs is best or not obs.ok or obs.time_ms is None:
+                continue
+            lo, _ = self._ci.get(self.index[obs.config], (obs.time_ms, obs.time_ms))
+            if lo <= bhi:
+                out.append(obs)
+        return out
+
+    def _record(self, i: int, obs: Observation) -> None:
         self.history.append(obs)
         if obs.ok and (self._best is None or obs.time_ms < self._best.time_ms):  # type: ignore[operator]
             self._best = obs
@@ -206,6 +370,15 @@ class Strategy(ABC):
 
     def is_asked(self, i: int) -> bool:
         return bool(self._asked[i])
+
+    def mark_asked(self, config: Config) -> None:
+        """Mark a legal, unasked config as asked by the caller (warm starts); it must be told later."""
+        config = as_config(config)
+        i = self.index.get(config)
+        if i is None or self._asked[i]:
+            raise SearchError(f"{self.name}: {config.id} is not an unasked legal candidate")
+        self._asked[i] = True
+        self._pending.add(i)
 
     @property
     def evaluations(self) -> int:

@@ -33,26 +33,32 @@ WITHIN = 1.02
 class ReplayEvaluator:
     """An evaluator that looks each config up in a landscape, with optional seeded multiplicative noise."""
 
-    def __init__(self, landscape: Landscape, *, noise: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, landscape: Landscape, *, noise: float = 0.0, seed: int = 0, report_ci: bool = True
+    ) -> None:
         if not (noise >= 0 and math.isfinite(noise)):
             raise SearchError(f"noise={noise!r} must be a finite relative spread >= 0")
         self.landscape = landscape
         self.noise = float(noise)
+        self.report_ci = bool(report_ci)
         self._rng = np.random.default_rng([int(seed), 0x5EA])
 
-    def __call__(self, config: Config) -> tuple[Status, float | None]:
+    def __call__(self, config: Config) -> tuple[Status, float | None, tuple[float, float] | None]:
         point = self.landscape.lookup(config)
         if point is None:
             raise SearchError(
                 f"{config.id} is not in the landscape of {self.landscape.kernel!r}; it cannot be replayed"
             )
         if point.status is not Status.MEASURED:
-            return point.status, None
+            return point.status, None, None
         if point.time_ms is None:
-            return Status.ERROR, None
+            return Status.ERROR, None, None
         if self.noise == 0.0:
-            return Status.MEASURED, point.time_ms
-        return Status.MEASURED, point.time_ms * math.exp(self.noise * float(self._rng.standard_normal()))
+            return Status.MEASURED, point.time_ms, None
+        t = point.time_ms * math.exp(self.noise * float(self._rng.standard_normal()))
+        # The 95% interval a real measurement with this spread would report (a Measurement's ci_*_ms).
+        half = math.exp(1.96 * self.noise)
+        return Status.MEASURED, t, ((t / half, t * half) if self.report_ci else None)
 
 
 def replay_space(landscape: Landscape) -> tuple[Space, list[Config]]:

@@ -185,7 +185,7 @@ class GaussianProcess:
             self._cols[i] = col
         return col
 
-    def predict(self, idx: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def predict(self, idx: np.ndarray, y: np.ndarray, *, noise_var: float = 0.0) -> np.ndarray:
         """Posterior mean at every candidate given values ``y`` at candidates ``idx``.
 
         Past ``max_points`` values the model keeps the lowest half of ``max_points`` and an even spread (by
@@ -209,6 +209,7 @@ class GaussianProcess:
             self._fit(idx, r)
             self._fitted_at = told
         _, nugget, _ = self._params(self.hp)
+        nugget = max(nugget, noise_var / (scale * scale))  # measured noise is a floor on the nugget
         cross = np.stack([self._column(int(i)) for i in idx], axis=1)
         k = cross[idx]
         k[np.diag_indices_from(k)] += nugget
@@ -256,7 +257,9 @@ class SurrogateSearch(Strategy):
     measured log times, or a factor (> 1) over the best time, above which times are capped before
     fitting, so that cliffs (register spills, 10x slow configs) do not bend the model where the fast
     configs are; ``alpha``: ridge penalty (of the ridge model and of the failure model), or ``None`` to
-    choose it at each fit by leave-one-out error among :data:`ALPHAS` (the failure model then uses 1).
+    choose it at each fit by leave-one-out error among :data:`ALPHAS` (the failure model then uses 1);
+    ``diversity``: how strongly each pick of one batch pushes the next picks away from its neighbourhood
+    (a share of the scores' spread; 0 gives the plain model ranking).
     """
 
     name = "surrogate"
@@ -276,6 +279,7 @@ class SurrogateSearch(Strategy):
         spread: bool = True,
         reach: int = 2,
         alpha: float | None = None,
+        diversity: float = 0.5,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -295,6 +299,7 @@ class SurrogateSearch(Strategy):
         self.spread = bool(spread)
         self.reach = max(1, int(reach))
         self.alpha = None if alpha is None else float(alpha)
+        self.diversity = float(diversity)
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
         self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
         self._gp = GaussianProcess(self._unit, self._x) if model == "gp" else None
@@ -318,7 +323,8 @@ class SurrogateSearch(Strategy):
         x = self._x[idx]
         alpha = self.alpha
         if self._gp is not None:
-            score = self._gp.predict(idx, y)
+            sigma = self.noise / 1.96  # the interval's half-width in log time, as a standard deviation
+            score = self._gp.predict(idx, y, noise_var=sigma * sigma)
         else:
             if alpha is None:
                 alpha = min(ALPHAS, key=lambda a: loo_error(x, y - y.mean(), a))
@@ -360,8 +366,15 @@ class SurrogateSearch(Strategy):
         if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 3:
             return [self.candidates[i] for i in self._space_filling(n)]
         score = self._scores()
-        best_first = sorted(self._measured, key=self._measured.__getitem__)[: self.top]
+        # Around the best few, and around every config tied with the best when measurements are noisy:
+        # a tie is as likely the true best as the lowest median is.
+        tied = [self.index[o.config] for o in self.ties()[: 2 * self.top]]
+        best_first = list(dict.fromkeys(sorted(self._measured, key=self._measured.__getitem__)[: self.top] + tied))
         local = self._local(best_first)
+        # A batch spreads out: each pick raises the score of candidates near it (local penalization),
+        # so ask(16) is not 16 configs of one neighbourhood when the pool has other good regions.
+        bump = self.diversity * max(float(np.std(score)), 1e-3)
+        penalty = np.zeros(len(self.candidates))
         out: list[int] = []
         while len(out) < n:
             free = ~self._asked
@@ -370,10 +383,27 @@ class SurrogateSearch(Strategy):
                 break
             if self.rng.random() < self.explore:
                 out.append(int(self.rng.choice(np.flatnonzero(free))))
-                continue
-            self._guided += 1
-            go_global = self.global_every > 0 and self._guided % self.global_every == 0
-            pool = free if go_global or not (local & free).any() else local & free
-            cand = np.flatnonzero(pool)
-            out.append(int(cand[np.argmin(score[cand])]))
+            else:
+                self._guided += 1
+                go_global = self.global_every > 0 and self._guided % self.global_every == 0
+                pool = free if go_global or not (local & free).any() else local & free
+                cand = np.flatnonzero(pool)
+                out.append(int(cand[np.argmin(score[cand] + penalty[cand])]))
+            if n > 1:
+                r2 = (((self._unit - self._unit[out[-1]]) / 0.25) ** 2).sum(axis=1)
+                penalty += bump * matern52(r2)
         return [self.candidates[i] for i in out]
+
+    def best(self) -> Observation | None:
+        """The fastest measured config; among configs tied with it (overlapping intervals), the model's pick.
+
+        With noisy measurements the lowest median is often a lucky draw. The model's posterior mean at a
+        measured config pools its neighbours' measurements (the measured noise is a floor on the nugget),
+        so among the ties the one the model ranks fastest is the better bet. Without intervals nothing
+        ties and this is the plain fastest.
+        """
+        ties = self.ties()
+        if len(ties) < 2 or self._gp is None or len(self._measured) < 3:
+            return super().best()
+        score = self._scores()
+        return min(ties, key=lambda o: (float(score[self.index[o.config]]), o.time_ms or 0.0))
