@@ -147,7 +147,9 @@ def generate(per_variant: int = 2, folder: Path = HERE, first_seed: int = 100) -
         model = fit(Landscape.load(path))
         for v, (label, compress, floor) in enumerate(VARIANTS):
             for k in range(per_variant):
-                out.append(sample(model, first_seed + 97 * v + k, compress=compress, floor=floor, label=label))
+                out.append(
+                    sample(model, first_seed + 97 * v + k, compress=compress, floor=floor, label=label)
+                )
     return out
 
 

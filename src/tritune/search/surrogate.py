@@ -280,6 +280,8 @@ class SurrogateSearch(Strategy):
         reach: int = 2,
         alpha: float | None = None,
         diversity: float = 0.5,
+        pick: str = "min",
+        noise_aware: bool = True,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -300,6 +302,10 @@ class SurrogateSearch(Strategy):
         self.reach = max(1, int(reach))
         self.alpha = None if alpha is None else float(alpha)
         self.diversity = float(diversity)
+        if pick not in ("min", "model"):
+            raise SearchError(f"surrogate pick={pick!r} must be 'min' or 'model'")
+        self.pick = pick
+        self.noise_aware = bool(noise_aware)
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
         self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
         self._gp = GaussianProcess(self._unit, self._x) if model == "gp" else None
@@ -323,7 +329,7 @@ class SurrogateSearch(Strategy):
         x = self._x[idx]
         alpha = self.alpha
         if self._gp is not None:
-            sigma = self.noise / 1.96  # the interval's half-width in log time, as a standard deviation
+            sigma = self.noise / 1.96 if self.noise_aware else 0.0  # the interval's half-width, as a std
             score = self._gp.predict(idx, y, noise_var=sigma * sigma)
         else:
             if alpha is None:
@@ -368,7 +374,7 @@ class SurrogateSearch(Strategy):
         score = self._scores()
         # Around the best few, and around every config tied with the best when measurements are noisy:
         # a tie is as likely the true best as the lowest median is.
-        tied = [self.index[o.config] for o in self.ties()[: 2 * self.top]]
+        tied = [self.index[o.config] for o in self.ties()[: 2 * self.top]] if self.noise_aware else []
         best_first = list(dict.fromkeys(sorted(self._measured, key=self._measured.__getitem__)[: self.top] + tied))
         local = self._local(best_first)
         # A batch spreads out: each pick raises the score of candidates near it (local penalization),
@@ -403,7 +409,7 @@ class SurrogateSearch(Strategy):
         ties and this is the plain fastest.
         """
         ties = self.ties()
-        if len(ties) < 2 or self._gp is None or len(self._measured) < 3:
+        if self.pick != "model" or len(ties) < 2 or self._gp is None or len(self._measured) < 3:
             return super().best()
         score = self._scores()
         return min(ties, key=lambda o: (float(score[self.index[o.config]]), o.time_ms or 0.0))
