@@ -94,9 +94,21 @@ def fit(land: Landscape, alpha: float = 0.3) -> FittedModel:
 
 
 def sample(
-    model: FittedModel, seed: int, *, compress: float = 1.0, floor: float = 0.0, label: str = ""
+    model: FittedModel,
+    seed: int,
+    *,
+    compress: float = 1.0,
+    floor: float = 0.0,
+    label: str = "",
+    size: int | None = None,
+    drift: float = 0.15,
 ) -> Landscape:
-    """A new SYNTHETIC landscape over the model's configs (see the module docstring)."""
+    """A new SYNTHETIC landscape over the model's configs (see the module docstring).
+
+    ``size`` makes one member of a family of keys: landscapes of one seed share the sampled structure,
+    and each size drifts every effect by ``exp(N(0, drift))`` and draws its own roughness, as one
+    kernel's landscapes at several problem sizes do.
+    """
     rng = np.random.default_rng(seed)
     main = []
     for eff in model.main:
@@ -106,6 +118,12 @@ def sample(
         main.append(e)
     pairs = {k: v * math.exp(rng.normal(0, 0.4)) for k, v in model.pairs.items()}
     rough = min(model.roughness, ROUGHNESS_CAP) * float(rng.uniform(0.5, 2.0))
+    if size is not None:
+        rng = np.random.default_rng([seed, size])
+        main = [
+            e * math.exp(rng.normal(0, drift)) + rng.normal(0, drift * float(np.std(e)), len(e)) for e in main
+        ]
+        pairs = {k: v * math.exp(rng.normal(0, drift)) for k, v in pairs.items()}
     logt = np.full(len(model.coords), model.bias)
     for a, eff in enumerate(main):
         logt += eff[model.coords[:, a]]
@@ -123,7 +141,10 @@ def sample(
         else:
             points.append(LandscapePoint(p.config, p.status, None, p.reason))
     name = f"{model.source.kernel}~{label or 'fit'}{seed}"
-    land = Landscape.from_points(name, DEVICE, dict(model.source.key), points)
+    key = dict(model.source.key)
+    if size is not None:
+        key["size"] = size
+    land = Landscape.from_points(name, DEVICE, key, points)
     land.provenance = {
         "synthetic": True,
         "generator": "benchmarks/landscapes/fitted.py",
@@ -132,8 +153,19 @@ def sample(
         "compress": compress,
         "floor": floor,
         "roughness": rough,
+        "size": size,
     }
     return land
+
+
+def families(keys: int = 4, per_landscape: int = 2, folder: Path = HERE) -> list[list[Landscape]]:
+    """Families of ``keys`` related landscapes (sizes 1, 2, 4, ...) per recorded landscape, for transfer."""
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        model = fit(Landscape.load(path))
+        for k in range(per_landscape):
+            out.append([sample(model, 500 + k, label="fam", size=2**j) for j in range(keys)])
+    return out
 
 
 #: Variants per real landscape: (label, compress, floor). "short" imitates a ~6 us kernel.

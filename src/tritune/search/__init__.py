@@ -10,24 +10,28 @@ replays recorded landscapes so strategies can be measured with no GPU.
 from __future__ import annotations
 
 from tritune.search.base import Budget, Observation, SearchStrategy, Strategy
-from tritune.search.driver import SearchResult, run_search
+from tritune.search.driver import SearchDriver, SearchResult, run_search
 from tritune.search.exhaustive import ExhaustiveSearch
 from tritune.search.neighbourhood import NeighbourhoodSearch
 from tritune.search.random_search import RandomSearch
 from tritune.search.registry import DEFAULT, get, names, register, resolve, unregister
 from tritune.search.surrogate import SurrogateSearch
+from tritune.search.transfer import KeyResults, TransferSearch
 
 __all__ = [
     "DEFAULT",
     "Budget",
     "ExhaustiveSearch",
+    "KeyResults",
     "NeighbourhoodSearch",
     "Observation",
     "RandomSearch",
+    "SearchDriver",
     "SearchResult",
     "SearchStrategy",
     "Strategy",
     "SurrogateSearch",
+    "TransferSearch",
     "get",
     "names",
     "register",

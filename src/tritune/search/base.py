@@ -153,7 +153,9 @@ def _parse_part(part: str, whole: str) -> tuple[str, float]:
     if value < 1 or (value == 1 and "." in low):
         return "share", value
     if value != int(value):
-        raise SearchError(f"budget {whole!r}: {part!r} is neither a fraction (<= 1) nor a whole count; {hint}")
+        raise SearchError(
+            f"budget {whole!r}: {part!r} is neither a fraction (<= 1) nor a whole count; {hint}"
+        )
     return "evaluations", value
 
 
@@ -290,7 +292,12 @@ class Strategy(ABC):
         self._record(i, obs)
 
     def preload(
-        self, config: Config, status: Status, time_ms: float | None = None, *, ci: tuple[float, float] | None = None
+        self,
+        config: Config,
+        status: Status,
+        time_ms: float | None = None,
+        *,
+        ci: tuple[float, float] | None = None,
     ) -> bool:
         """Teach an outcome measured before this search (a stored result) without it being asked.
 

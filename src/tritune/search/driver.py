@@ -17,7 +17,9 @@ from tritune.outcome import Status
 from tritune.search.base import Budget, Observation, SearchStrategy, Strategy, check_told
 
 #: What an evaluator returns for one config.
-Evaluate = Callable[[Config], "tuple[Status, float | None] | tuple[Status, float | None, tuple[float, float] | None]"]
+Evaluate = Callable[
+    [Config], "tuple[Status, float | None] | tuple[Status, float | None, tuple[float, float] | None]"
+]
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,9 @@ class SearchDriver:
                 f"got {type(strategy).__name__}"
             )
         if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-            raise SearchError(f"SearchDriver(width={width!r}): the compile pool width must be a positive integer")
+            raise SearchError(
+                f"SearchDriver(width={width!r}): the compile pool width must be a positive integer"
+            )
         self.strategy = strategy
         self.width = width
         self.budget = Budget.parse(budget).resolve(len(strategy.candidates))

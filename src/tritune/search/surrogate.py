@@ -312,6 +312,17 @@ class SurrogateSearch(Strategy):
         self._measured: dict[int, float] = {}
         self._failed: set[int] = set()
         self._guided = 0
+        self._prior: np.ndarray | None = None
+
+    def set_prior(self, log_times: np.ndarray) -> None:
+        """A prior log time for every candidate (other keys' landscape: :mod:`tritune.search.transfer`)."""
+        prior = np.asarray(log_times, dtype=float)
+        if prior.shape != (len(self.candidates),) or not np.isfinite(prior).all():
+            raise SearchError(
+                f"{self.name}: a prior needs one finite log time per candidate ({len(self.candidates)}), "
+                f"got shape {prior.shape}"
+            )
+        self._prior = prior
 
     def _observe(self, index: int, obs: Observation) -> None:
         if obs.ok and obs.time_ms is not None:
@@ -328,14 +339,22 @@ class SurrogateSearch(Strategy):
             y = np.minimum(y, cap)
         x = self._x[idx]
         alpha = self.alpha
+        base = np.zeros(len(self.candidates))
+        if self._prior is not None and len(y) >= 2:
+            # Transfer: the model learns this key's departure from the prior (other keys' landscape),
+            # after a least-squares scale and shift of the prior to this key's times.
+            p = self._prior[idx]
+            slope = float(np.clip(np.polyfit(p, y, 1)[0], 0.2, 2.0)) if np.ptp(p) > 1e-9 else 1.0
+            base = slope * self._prior
+            y = y - base[idx]
         if self._gp is not None:
             sigma = self.noise / 1.96 if self.noise_aware else 0.0  # the interval's half-width, as a std
-            score = self._gp.predict(idx, y, noise_var=sigma * sigma)
+            score = base + self._gp.predict(idx, y, noise_var=sigma * sigma)
         else:
             if alpha is None:
                 alpha = min(ALPHAS, key=lambda a: loo_error(x, y - y.mean(), a))
             w = ridge_fit(x, y - y.mean(), alpha)
-            score = ridge_predict(w, self._x) + y.mean()
+            score = base + ridge_predict(w, self._x) + y.mean()
         if self._failed:
             told = np.concatenate([idx, np.fromiter(self._failed, dtype=np.int64)])
             fail = np.concatenate([np.zeros(len(idx)), np.ones(len(self._failed))])
@@ -371,11 +390,18 @@ class SurrogateSearch(Strategy):
     def _propose(self, n: int) -> Sequence[Config]:
         if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 3:
             return [self.candidates[i] for i in self._space_filling(n)]
+        return self._propose_guided(n)
+
+    def _propose_guided(self, n: int, exclude: Sequence[Config] = ()) -> list[Config]:
+        """``n`` model-guided picks (local, global, a seeded share random), none of ``exclude``."""
+        skip = [self.index[c] for c in exclude]
         score = self._scores()
         # Around the best few, and around every config tied with the best when measurements are noisy:
         # a tie is as likely the true best as the lowest median is.
         tied = [self.index[o.config] for o in self.ties()[: 2 * self.top]] if self.noise_aware else []
-        best_first = list(dict.fromkeys(sorted(self._measured, key=self._measured.__getitem__)[: self.top] + tied))
+        best_first = list(
+            dict.fromkeys(sorted(self._measured, key=self._measured.__getitem__)[: self.top] + tied)
+        )
         local = self._local(best_first)
         # A batch spreads out: each pick raises the score of candidates near it (local penalization),
         # so ask(16) is not 16 configs of one neighbourhood when the pool has other good regions.
@@ -385,6 +411,7 @@ class SurrogateSearch(Strategy):
         while len(out) < n:
             free = ~self._asked
             free[out] = False
+            free[skip] = False
             if not free.any():
                 break
             if self.rng.random() < self.explore:
