@@ -138,13 +138,15 @@ def test_record_takes_a_measurement_and_its_interval_reaches_the_strategy() -> N
         driver.record(batch[0], 1.0)
 
 
-def test_ties_are_the_overlapping_intervals() -> None:
+def test_ties_are_the_times_inside_the_best_interval() -> None:
     s = get("random", SPACE, seed=0)
-    a, b, c = s.ask(3)
+    a, b, c, e = s.ask(4)
     s.tell(a, Status.MEASURED, 1.00, ci=(0.98, 1.02))
-    s.tell(b, Status.MEASURED, 1.03, ci=(1.01, 1.05))  # overlaps a's interval
-    s.tell(c, Status.MEASURED, 1.10, ci=(1.08, 1.12))  # clearly slower
+    s.tell(b, Status.MEASURED, 1.015, ci=(0.995, 1.035))  # inside a's interval: a tie
+    s.tell(c, Status.MEASURED, 1.03, ci=(1.01, 1.05))  # intervals overlap, but 1.03 is outside a's
+    s.tell(e, Status.MEASURED, 1.10, ci=(1.08, 1.12))  # clearly slower
     assert [o.config for o in s.ties()] == [a, b]  # type: ignore[attr-defined]
+    assert s.noise == pytest.approx(0.02, rel=0.05)  # type: ignore[attr-defined]
     with pytest.raises(SearchError, match="low <= time_ms"):
         d = s.ask(1)[0]
         s.tell(d, Status.MEASURED, 1.0, ci=(1.01, 1.02))
@@ -175,3 +177,26 @@ def test_a_batch_as_wide_as_the_pool_is_diverse() -> None:
         for x, y in itertools.combinations(dicts, 2)
     )
     assert far >= 4
+
+
+def test_the_batch_penalty_spreads_a_batch_further_than_the_plain_ranking() -> None:
+    """Averaged over seeds, diversity=1 spreads ask(16) wider (grid distance) than diversity=0."""
+    from tritune.search.surrogate import SurrogateSearch
+
+    space = Space(
+        {"BM": [32, 64, 128, 256], "BN": [32, 64, 128, 256], "BK": [32, 64, 128], "num_warps": [2, 4, 8]}
+    )
+
+    def spread(diversity: float) -> float:
+        total = 0.0
+        for seed in range(4):
+            s = SurrogateSearch(space, seed=seed, diversity=diversity, explore=0.0)
+            for c in s.ask(16):
+                d = c.as_dict()
+                s.tell(c, Status.MEASURED, 1 + abs(math.log2(d["BM"] * d["BN"]) - 14) + 0.1 * d["num_warps"])
+            batch = s.ask(12)
+            u = s._unit[[s.index[c] for c in batch]]
+            total += float(sum(abs(x - y).sum() for x, y in itertools.combinations(u, 2)))
+        return total
+
+    assert spread(1.0) > spread(0.0)

@@ -338,8 +338,9 @@ class Strategy(ABC):
         return float(np.median(widths))
 
     def ties(self) -> list[Observation]:
-        """Measured observations tied with the best: their interval overlaps the best's.
+        """Measured observations tied with the best: their time lies inside the best's interval.
 
+        (Stricter than overlapping intervals, which would tie configs up to two half-widths apart.)
         Without intervals, a config ties only with an identical time. The best comes first.
         """
         best = self._best
@@ -351,8 +352,7 @@ class Strategy(ABC):
         for obs in self.history:
             if obs is best or not obs.ok or obs.time_ms is None:
                 continue
-            lo, _ = self._ci.get(self.index[obs.config], (obs.time_ms, obs.time_ms))
-            if lo <= bhi:
+            if obs.time_ms <= bhi:
                 out.append(obs)
         return out
 
