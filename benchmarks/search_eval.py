@@ -49,6 +49,54 @@ def load_fitted(folder: Path, per_variant: int) -> list[tuple[str, Landscape]]:
     return [(f"{land.kernel} (SYN)", land) for land in generate(per_variant, folder)]
 
 
+def transfer_main(args: argparse.Namespace) -> int:
+    """Each key of each SYNTHETIC family as the new key, the other 3 tuned: transfer vs a cold search."""
+    from tritune.search.simulate_transfer import simulate_transfer
+
+    sys.path.insert(0, str(Path(__file__).parent / "landscapes"))
+    from fitted import families  # type: ignore[import-not-found]
+
+    folder = args.folder or Path(__file__).parent / "landscapes"
+    noises = [float(x) for x in str(args.noise).split(",")]
+    print(
+        f"transfer: budget {args.budget:.0%}, {args.seeds} seeds, noise {noises}; evaluations until the pick is "
+        "within 2% of the true best (median over seeds); target: transfer <= 0.25 x cold"
+    )
+    header = (
+        f"{'family (SYNTHETIC)':22} {'key':>5} {'noise':>5} {'evals':>5} {'cold':>6} {'transf':>6} "
+        f"{'ratio':>6} {'cold med':>8} {'tr med':>7} {'tr p90':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows: list[dict[str, Any]] = []
+    fractions: list[float] = []
+    for fam in families(4, args.transfer, folder):
+        for noise in noises:
+            for r in simulate_transfer(fam, budget=args.budget, seeds=args.seeds, noise=noise):
+                frac = r.fraction
+                if frac is not None:
+                    fractions.append(frac)
+                print(
+                    f"{r.kernel[:22]:22} {r.key.get('size', '-'):>5} {noise:5.2f} {r.budget_evaluations:5d} "
+                    f"{fmt(r.cold_evals, 1):>6} {fmt(r.transfer_evals, 1):>6} {fmt(frac, 2):>6} "
+                    f"{fmt(r.cold_median):>8} {fmt(r.transfer_median):>7} {fmt(r.transfer_p90):>7}",
+                    flush=True,
+                )
+                rows.append({**r.to_json(), "noise": noise})
+    if fractions:
+        fractions.sort()
+        med = fractions[len(fractions) // 2]
+        print(
+            f"median transfer/cold evaluations ratio over {len(fractions)} keys: {med:.2f} (target <= 0.25)"
+        )
+    if args.out:
+        args.out.write_text(
+            json.dumps({"budget": args.budget, "seeds": args.seeds, "rows": rows}, indent=1) + "\n"
+        )
+        print(f"wrote {args.out}")
+    return 0
+
+
 def fmt(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -77,7 +125,15 @@ def main(argv: list[str] | None = None) -> int:
         help="add N SYNTHETIC landscapes per variant fitted to each recorded one (landscapes/fitted.py)",
     )
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
+    ap.add_argument(
+        "--transfer",
+        type=int,
+        default=0,
+        help="instead: transfer between keys on N fitted families of 4 keys per recorded landscape",
+    )
     args = ap.parse_args(argv)
+    if args.transfer:
+        return transfer_main(args)
     if args.folder is None and not args.synthetic:
         ap.error("give a landscape folder, --synthetic, or both")
     names = (
