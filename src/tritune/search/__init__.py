@@ -3,8 +3,15 @@
     strategy = tritune.search.get("surrogate", space, seed=0, illegal=screened_out)
     result = tritune.search.run_search(strategy, evaluate, Budget(evaluations=50))
 
-``evaluate`` is any callable ``config -> (Status, time_ms | None)``. :mod:`tritune.search.simulate`
-replays recorded landscapes so strategies can be measured with no GPU.
+``evaluate`` is any callable ``config -> (Status, time_ms | None)`` (or with a third item, the
+measurement's ``(ci_low_ms, ci_high_ms)``). :mod:`tritune.search.simulate` replays recorded landscapes
+so strategies can be measured with no GPU.
+
+For a tuning engine, :class:`SearchDriver` is the whole search side: ``Budget.parse("25%" | "200" |
+"90s")``, batches as wide as the compile pool (``next_batch``), outcomes back as Measurements
+(``record``), resume from stored results (``known=``), transfer from other keys (``TransferSearch`` or
+``warm=``), and ``done`` / ``why_stopped`` / ``summary()``. This package imports nothing of tune, cli or
+report.
 """
 
 from __future__ import annotations
