@@ -259,7 +259,12 @@ class SurrogateSearch(Strategy):
     configs are; ``alpha``: ridge penalty (of the ridge model and of the failure model), or ``None`` to
     choose it at each fit by leave-one-out error among :data:`ALPHAS` (the failure model then uses 1);
     ``diversity``: how strongly each pick of one batch pushes the next picks away from its neighbourhood
-    (a share of the scores' spread; 0 gives the plain model ranking).
+    (a share of the scores' spread; 0 gives the plain model ranking); ``pick``: ``"min"`` reports the
+    lowest measured time, ``"model"`` the tie (times inside the best's interval) the model ranks
+    fastest; ``noise_aware``: use told intervals (a nugget floor of the measured noise, and local moves
+    around every tie); ``pattern_every``: every that many guided asks, a one-axis move from the best
+    whatever the model says (0: never; it helped GELU-like landscapes with an edge optimum and hurt
+    noisy matmul ones, see benchmarks/results/2026-12-01-cpu/search_eval_session4).
     """
 
     name = "surrogate"
@@ -282,6 +287,7 @@ class SurrogateSearch(Strategy):
         diversity: float = 0.5,
         pick: str = "min",
         noise_aware: bool = True,
+        pattern_every: int = 0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -306,6 +312,7 @@ class SurrogateSearch(Strategy):
             raise SearchError(f"surrogate pick={pick!r} must be 'min' or 'model'")
         self.pick = pick
         self.noise_aware = bool(noise_aware)
+        self.pattern_every = max(0, int(pattern_every))
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
         self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
         self._gp = GaussianProcess(self._unit, self._x) if model == "gp" else None
@@ -420,6 +427,13 @@ class SurrogateSearch(Strategy):
                 self._guided += 1
                 go_global = self.global_every > 0 and self._guided % self.global_every == 0
                 pool = free if go_global or not (local & free).any() else local & free
+                if self.pattern_every > 0 and self._guided % self.pattern_every == 0:
+                    # A pattern step: a one-axis move from the best config whatever the model thinks of
+                    # it, so an optimum at an edge the model extrapolates badly is still reached.
+                    step = np.zeros(len(self.candidates), dtype=bool)
+                    step[self.grid.neighbours(best_first[0])] = True
+                    if (step & free).any():
+                        pool = step & free
                 cand = np.flatnonzero(pool)
                 out.append(int(cand[np.argmin(score[cand] + penalty[cand])]))
             if n > 1:
