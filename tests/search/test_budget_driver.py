@@ -200,3 +200,41 @@ def test_the_batch_penalty_spreads_a_batch_further_than_the_plain_ranking() -> N
         return total
 
     assert spread(1.0) > spread(0.0)
+
+
+def test_run_search_resolves_a_share_against_the_strategy_space() -> None:
+    from tritune.search import run_search
+
+    result = run_search(
+        get("random", SPACE, seed=0), lambda c: (Status.MEASURED, fake_time(c)), Budget.parse("25%")
+    )
+    assert result.evaluations == math.ceil(0.25 * 84) and result.stopped == "budget"
+
+
+def test_driver_resumes_failures_and_measurements_and_takes_transfer() -> None:
+    from tritune.search import KeyResults, TransferSearch
+
+    configs = SPACE.configs()
+    neighbour = KeyResults({"n": 2}, {c: fake_time(c) * 1.1 for c in configs})
+    strategy = TransferSearch(SPACE, key={"n": 1}, neighbours=[neighbour], seed=0)
+    stored = [
+        (configs[0], Status.COMPILE_FAILED),
+        (configs[1], Measurement.from_samples([2.0, 2.1, 2.2, 2.0, 2.1])),
+    ]
+    driver = SearchDriver(strategy, "12", width=6, known=stored)
+    assert driver.resumed == 2
+    first = driver.next_batch()
+    assert first[0] == neighbour.winner() and configs[0] not in first and configs[1] not in first
+    for c in first:
+        driver.record(c, fake_time(c))
+    run(driver)
+    assert driver.spent == 12 and driver.best is not None
+    assert (
+        driver.best.time_ms
+        == min(
+            fake_time(c)
+            for c in driver.strategy.candidates
+            if c in {o.config for o in driver.history} | {configs[1]}
+        )
+        or driver.best.config == neighbour.winner()
+    )
