@@ -229,12 +229,5 @@ def test_driver_resumes_failures_and_measurements_and_takes_transfer() -> None:
         driver.record(c, fake_time(c))
     run(driver)
     assert driver.spent == 12 and driver.best is not None
-    assert (
-        driver.best.time_ms
-        == min(
-            fake_time(c)
-            for c in driver.strategy.candidates
-            if c in {o.config for o in driver.history} | {configs[1]}
-        )
-        or driver.best.config == neighbour.winner()
-    )
+    known_times = [o.time_ms for o in driver.history if o.time_ms is not None] + [2.1]  # + the stored median
+    assert driver.best.time_ms == min(known_times)
