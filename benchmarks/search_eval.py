@@ -41,6 +41,62 @@ def load_landscapes(folder: Path | None, synthetic: bool, seed: int = 0) -> list
     return out
 
 
+def load_fitted(folder: Path, per_variant: int) -> list[tuple[str, Landscape]]:
+    """SYNTHETIC landscapes sampled from models fitted to the recorded ones (landscapes/fitted.py)."""
+    sys.path.insert(0, str(Path(__file__).parent / "landscapes"))
+    from fitted import generate  # type: ignore[import-not-found]
+
+    return [(f"{land.kernel} (SYN)", land) for land in generate(per_variant, folder)]
+
+
+def transfer_main(args: argparse.Namespace) -> int:
+    """Each key of each SYNTHETIC family as the new key, the other 3 tuned: transfer vs a cold search."""
+    from tritune.search.simulate_transfer import simulate_transfer
+
+    sys.path.insert(0, str(Path(__file__).parent / "landscapes"))
+    from fitted import families  # type: ignore[import-not-found]
+
+    folder = args.folder or Path(__file__).parent / "landscapes"
+    noises = [float(x) for x in str(args.noise).split(",")]
+    print(
+        f"transfer: budget {args.budget:.0%}, {args.seeds} seeds, noise {noises}; evaluations until the pick is "
+        "within 2% of the true best (median over seeds); target: transfer <= 0.25 x cold"
+    )
+    header = (
+        f"{'family (SYNTHETIC)':22} {'key':>5} {'noise':>5} {'evals':>5} {'cold':>6} {'transf':>6} "
+        f"{'ratio':>6} {'cold med':>8} {'tr med':>7} {'tr p90':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows: list[dict[str, Any]] = []
+    fractions: list[float] = []
+    for fam in families(4, args.transfer, folder):
+        for noise in noises:
+            for r in simulate_transfer(fam, budget=args.budget, seeds=args.seeds, noise=noise):
+                frac = r.fraction
+                if frac is not None:
+                    fractions.append(frac)
+                print(
+                    f"{r.kernel[:22]:22} {r.key.get('size', '-'):>5} {noise:5.2f} {r.budget_evaluations:5d} "
+                    f"{fmt(r.cold_evals, 1):>6} {fmt(r.transfer_evals, 1):>6} {fmt(frac, 2):>6} "
+                    f"{fmt(r.cold_median):>8} {fmt(r.transfer_median):>7} {fmt(r.transfer_p90):>7}",
+                    flush=True,
+                )
+                rows.append({**r.to_json(), "noise": noise})
+    if fractions:
+        fractions.sort()
+        med = fractions[len(fractions) // 2]
+        print(
+            f"median transfer/cold evaluations ratio over {len(fractions)} keys: {med:.2f} (target <= 0.25)"
+        )
+    if args.out:
+        args.out.write_text(
+            json.dumps({"budget": args.budget, "seeds": args.seeds, "rows": rows}, indent=1) + "\n"
+        )
+        print(f"wrote {args.out}")
+    return 0
+
+
 def fmt(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -59,54 +115,96 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--budget", type=float, default=0.25, help="fraction of the legal configs (default 0.25)")
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--noise", type=float, default=0.0, help="relative multiplicative replay noise")
+    ap.add_argument(
+        "--noise", default="0", help="relative multiplicative replay noise; comma-separated for several"
+    )
+    ap.add_argument(
+        "--fitted",
+        type=int,
+        default=0,
+        help="add N SYNTHETIC landscapes per variant fitted to each recorded one (landscapes/fitted.py)",
+    )
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
+    ap.add_argument(
+        "--transfer",
+        type=int,
+        default=0,
+        help="instead: transfer between keys on N fitted families of 4 keys per recorded landscape",
+    )
     args = ap.parse_args(argv)
+    if args.transfer:
+        return transfer_main(args)
     if args.folder is None and not args.synthetic:
         ap.error("give a landscape folder, --synthetic, or both")
     names = (
         args.strategies.split(",") if args.strategies else [n for n in registry.names() if n != "exhaustive"]
     )
     lands = load_landscapes(args.folder, args.synthetic, args.synthetic_seed)
+    if args.fitted:
+        lands += load_fitted(args.folder or Path(__file__).parent / "landscapes", args.fitted)
+    noises = [float(x) for x in str(args.noise).split(",")]
     if not lands:
         ap.error(f"no *.json landscapes in {args.folder}")
     results: list[dict[str, Any]] = []
     failing: dict[str, int] = {n: 0 for n in names}
+    worse: dict[str, int] = {n: 0 for n in names}
     print(
-        f"budget {args.budget:.0%} of legal configs, {args.seeds} seeds, noise {args.noise}; "
+        f"budget {args.budget:.0%} of legal configs, {args.seeds} seeds, noise {noises}; "
         f"targets: median <= {TARGET_MEDIAN}, p90 <= {TARGET_P90}; default strategy: {registry.DEFAULT}"
     )
-    header = f"{'landscape':34} {'legal':>5} {'evals':>5} {'strategy':14} {'median':>7} {'p90':>7} {'to2%':>6} {'s':>6}"
+    header = (
+        f"{'landscape':30} {'noise':>5} {'legal':>5} {'evals':>5} {'strategy':13} {'median':>7} {'p90':>7} "
+        f"{'to2%':>5} {'s':>5}"
+    )
     print(header)
     print("-" * len(header))
     for label, land in lands:
-        for name in names:
-            t0 = time.perf_counter()
-            try:
-                sim: Simulation = simulate(land, name, args.budget, args.seeds, noise=args.noise)
-            except SearchError as e:
-                if "tritune[search]" not in str(e):
-                    raise
-                # an optional extra (optuna, for 'tpe') is not installed here
-                print(f"{label:34} {'':>5} {'':>5} {name:14} skipped: {e}")
-                continue
-            secs = time.perf_counter() - t0
-            med, p90 = sim.median_best_ratio, sim.p90_best_ratio
-            met = med is not None and p90 is not None and med <= TARGET_MEDIAN and p90 <= TARGET_P90
-            failing[name] += not met
-            print(
-                f"{label:34} {sim.legal_configs:5d} {sim.budget_evaluations:5d} {name:14} {fmt(med):>7} "
-                f"{fmt(p90):>7} {fmt(sim.median_evals_to_2pct, 0):>6} {secs:6.1f}{'' if met else '  MISS'}"
-            )
-            results.append(
-                {"landscape": label, "provenance": land.provenance, "seconds": secs, **sim.to_json()}
-            )
+        for noise in noises:
+            rand: Simulation | None = None
+            for name in names:
+                t0 = time.perf_counter()
+                try:
+                    sim: Simulation = simulate(land, name, args.budget, args.seeds, noise=noise)
+                except SearchError as e:
+                    if "tritune[search]" not in str(e):
+                        raise
+                    print(f"{label:30} {noise:5.2f} {'':>5} {'':>5} {name:13} skipped: {e}")
+                    continue
+                secs = time.perf_counter() - t0
+                med, p90 = sim.median_best_ratio, sim.p90_best_ratio
+                met = med is not None and p90 is not None and med <= TARGET_MEDIAN and p90 <= TARGET_P90
+                if name == "random":
+                    rand = sim
+                # "never worse than random": the median and the p90 both at most random's (+0.5% slack
+                # for seed noise); judged for strategies run after random in --strategies.
+                bad = (
+                    rand is not None
+                    and name != "random"
+                    and med is not None
+                    and p90 is not None
+                    and (
+                        med > (rand.median_best_ratio or 9) + 0.005
+                        or p90 > (rand.p90_best_ratio or 9) + 0.005
+                    )
+                )
+                failing[name] += not met
+                worse[name] += bad
+                flag = ("" if met else "  MISS") + ("  WORSE-THAN-RANDOM" if bad else "")
+                print(
+                    f"{label[:30]:30} {noise:5.2f} {sim.legal_configs:5d} {sim.budget_evaluations:5d} {name:13} "
+                    f"{fmt(med):>7} {fmt(p90):>7} {fmt(sim.median_evals_to_2pct, 0):>5} {secs:5.1f}{flag}",
+                    flush=True,
+                )
+                results.append(
+                    {"landscape": label, "provenance": land.provenance, "seconds": secs, **sim.to_json()}
+                )
         print()
-    print("landscapes missing a target, per strategy: " + ", ".join(f"{n}={k}" for n, k in failing.items()))
+    print("rows missing a target, per strategy: " + ", ".join(f"{n}={k}" for n, k in failing.items()))
+    print("rows worse than random, per strategy: " + ", ".join(f"{n}={k}" for n, k in worse.items()))
     if args.out:
         args.out.write_text(
             json.dumps(
-                {"budget": args.budget, "seeds": args.seeds, "noise": args.noise, "results": results},
+                {"budget": args.budget, "seeds": args.seeds, "noise": noises, "results": results},
                 indent=1,
             )
             + "\n"

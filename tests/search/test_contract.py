@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tritune.search import registry
+from tritune.search.transfer import KeyResults
 from tritune.space import Space
 from tritune.testing.strategy_contract import CHECKS, SCREENED_OUT, contract_space, fake_evaluate
 
@@ -15,6 +16,9 @@ from tritune.testing.strategy_contract import CHECKS, SCREENED_OUT, contract_spa
 def _factory(name: str) -> Any:
     if name == "tpe":
         pytest.importorskip("optuna", reason="the 'tpe' strategy needs the search extra (optuna)")
+    if name == "transfer":  # transfer needs tuned neighbours: one FAKE neighbour key, from the fake landscape
+        neighbour = KeyResults({"n": 2}, {c: fake_evaluate(c)[1] for c in contract_space().configs()})
+        return functools.partial(registry.get, name, key={"n": 1}, neighbours=[neighbour])
     return functools.partial(registry.get, name)
 
 

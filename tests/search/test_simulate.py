@@ -36,7 +36,7 @@ def test_replay_space_screens_out_illegal_and_tells_failures() -> None:
     assert set(space.configs()) == set(land.configs)
     assert set(illegal) == set(SCREENED_OUT)
     failed = next(p for p in land.points if p.status is Status.COMPILE_FAILED)
-    assert ReplayEvaluator(land)(failed.config) == (Status.COMPILE_FAILED, None)
+    assert ReplayEvaluator(land)(failed.config) == (Status.COMPILE_FAILED, None, None)
     with pytest.raises(SearchError, match="not in the landscape"):
         ReplayEvaluator(land)(Config({"BLOCK": 3}))
 
@@ -130,3 +130,32 @@ def test_cli_usage_errors_exit_2(
 def test_cli_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", str(tmp_path / "absent.json")]) == 2
     assert "no such landscape file" in capsys.readouterr().err
+
+
+def test_noisy_simulation_spends_part_of_the_budget_on_finalists() -> None:
+    """With noise, the re-measured finalists count in the evaluations, which never exceed the budget."""
+    from tritune.search.base import Budget
+    from tritune.search.simulate import simulate_one
+
+    land = _fitted_or_fake()
+    quiet = simulate_one(land, "random", Budget(evaluations=20), seed=0)
+    noisy = simulate_one(land, "random", Budget(evaluations=20), seed=0, noise=0.02)
+    assert quiet.evaluations == 20 and noisy.evaluations == 20
+    none = simulate_one(land, "random", Budget(evaluations=20), seed=0, noise=0.02, confirm=0.0)
+    assert none.evaluations == 20
+    assert noisy.best_ratio is not None and noisy.best_ratio >= 1.0
+
+
+def _fitted_or_fake():  # type: ignore[no-untyped-def]
+    import itertools
+    import math
+
+    from tritune.config import Config
+    from tritune.landscape import Landscape, LandscapePoint
+    from tritune.outcome import Status
+
+    points = [
+        LandscapePoint(Config({"B": b}, num_warps=w), Status.MEASURED, 1 + abs(math.log2(b) - 7) + 0.1 * w)
+        for b, w in itertools.product([16, 32, 64, 128, 256, 512], [1, 2, 4, 8])
+    ]
+    return Landscape.from_points("fake", "FAKE", {}, points)

@@ -151,3 +151,18 @@ def test_unknown_model_is_refused() -> None:
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_ridge_model_passes_the_contract(check: Any) -> None:
     check(functools.partial(SurrogateSearch, model="ridge"))
+
+
+def test_pattern_steps_move_one_axis_from_the_best() -> None:
+    """pattern_every=1: every guided pick is a one-axis grid move from the best measured config."""
+    space = Space({"BLOCK": pow2(16, 1024), "num_warps": [1, 2, 4, 8], "num_stages": [1, 2, 3]})
+    s = SurrogateSearch(space, seed=0, pattern_every=1, explore=0.0)
+    for c in s.ask(10):
+        s.tell(c, Status.MEASURED, float(c.as_dict()["BLOCK"]) / c.num_warps)
+    for _ in range(3):
+        best = s.best()
+        assert best is not None
+        (c,) = s.ask(1)
+        step = np.abs(s.grid.coords[s.index[c]] - s.grid.coords[s.index[best.config]])
+        assert (step > 0).sum() == 1, f"{c.id} is not a one-axis move from {best.config.id}"
+        s.tell(c, Status.MEASURED, float(c.as_dict()["BLOCK"]) / c.num_warps)

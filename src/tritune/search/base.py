@@ -29,46 +29,10 @@ import numpy as np
 from tritune.config import Config, as_config
 from tritune.errors import NoLegalConfigError, SearchError
 from tritune.outcome import Status
+from tritune.search.budget import Budget
 from tritune.space import Space
 
-
-@dataclass(frozen=True)
-class Budget:
-    """How much a search may spend: a number of evaluations, a wall-clock time in seconds, or both.
-
-    A search stops at whichever limit it reaches first. Every evaluation counts, failed ones included:
-    a config that failed to compile still cost its compile.
-    """
-
-    evaluations: int | None = None
-    seconds: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.evaluations is None and self.seconds is None:
-            raise SearchError("a Budget needs evaluations=N or seconds=S (or both)")
-        if self.evaluations is not None and (isinstance(self.evaluations, bool) or self.evaluations < 1):
-            raise SearchError(f"Budget(evaluations={self.evaluations!r}): must be a positive integer")
-        if self.seconds is not None and not (self.seconds > 0 and math.isfinite(self.seconds)):
-            raise SearchError(f"Budget(seconds={self.seconds!r}): must be a positive finite number")
-
-    @classmethod
-    def fraction(cls, fraction: float, n_configs: int) -> Budget:
-        """``ceil(fraction * n_configs)`` evaluations (at least one): ``Budget.fraction(0.25, 200)`` is 50."""
-        if not 0 < fraction <= 1:
-            raise SearchError(f"budget fraction {fraction!r} must be in (0, 1]")
-        if n_configs < 1:
-            raise SearchError("a budget fraction of an empty space is empty")
-        return cls(evaluations=max(1, math.ceil(fraction * n_configs - 1e-9)))
-
-    def exhausted(self, evaluations: int, elapsed_s: float) -> bool:
-        """True once either limit is reached."""
-        if self.evaluations is not None and evaluations >= self.evaluations:
-            return True
-        return self.seconds is not None and elapsed_s >= self.seconds
-
-    def remaining(self, evaluations: int) -> int | None:
-        """Evaluations left, or ``None`` when only time limits the search."""
-        return None if self.evaluations is None else max(0, self.evaluations - evaluations)
+__all__ = ["Budget", "Observation", "SearchStrategy", "Strategy", "check_told"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +117,7 @@ class Strategy(ABC):
         self._asked = np.zeros(len(self.candidates), dtype=bool)
         self._pending: set[int] = set()
         self._best: Observation | None = None
+        self._ci: dict[int, tuple[float, float]] = {}
 
     # -- the interface ---------------------------------------------------------------------------
     def ask(self, n: int = 1) -> list[Config]:
@@ -175,8 +140,20 @@ class Strategy(ABC):
             out.append(c)
         return out
 
-    def tell(self, config: Config, status: Status, time_ms: float | None = None) -> None:
-        """Report the outcome of an asked config: ``Status.MEASURED`` with its time, or a failure status."""
+    def tell(
+        self,
+        config: Config,
+        status: Status,
+        time_ms: float | None = None,
+        *,
+        ci: tuple[float, float] | None = None,
+    ) -> None:
+        """Report the outcome of an asked config: ``Status.MEASURED`` with its time, or a failure status.
+
+        ``ci`` is the measurement's confidence interval of the time, ``(low_ms, high_ms)`` (a
+        :class:`~tritune.bench.stats.Measurement`'s ``ci_low_ms, ci_high_ms``). Strategies treat configs
+        whose intervals overlap as ties (:meth:`ties`, :attr:`noise`) rather than chase the noise.
+        """
         config = as_config(config)
         i = self.index.get(config)
         if i is None or i not in self._pending:
@@ -185,7 +162,77 @@ class Strategy(ABC):
                 f"{self.name}.tell({config.id}): this config {why}; tell each asked config once"
             )
         obs = check_told(config, status, time_ms)
+        if ci is not None:
+            self._record_ci(i, obs, ci)
         self._pending.discard(i)
+        self._record(i, obs)
+
+    def preload(
+        self,
+        config: Config,
+        status: Status,
+        time_ms: float | None = None,
+        *,
+        ci: tuple[float, float] | None = None,
+    ) -> bool:
+        """Teach an outcome measured before this search (a stored result) without it being asked.
+
+        The config is marked asked, so it is never proposed, and it counts as told. Returns False (and
+        does nothing) for a config outside the candidates or already known: a stored result for a
+        config the space no longer has is not an error.
+        """
+        config = as_config(config)
+        i = self.index.get(config)
+        if i is None or self._asked[i]:
+            return False
+        obs = check_told(config, status, time_ms)
+        if ci is not None:
+            self._record_ci(i, obs, ci)
+        self._asked[i] = True
+        self._record(i, obs)
+        return True
+
+    def _record_ci(self, i: int, obs: Observation, ci: tuple[float, float]) -> None:
+        try:
+            lo, hi = (float(v) for v in ci)
+        except (TypeError, ValueError):
+            raise SearchError(f"{obs.config.id}: ci={ci!r} must be a pair (low_ms, high_ms)") from None
+        if not obs.ok or obs.time_ms is None:
+            raise SearchError(f"{obs.config.id}: a failure ({obs.status.value}) has no confidence interval")
+        if not (0 < lo <= obs.time_ms <= hi and math.isfinite(hi)):
+            raise SearchError(
+                f"{obs.config.id}: ci=({lo!r}, {hi!r}) must satisfy 0 < low <= time_ms={obs.time_ms!r} <= high"
+            )
+        self._ci[i] = (lo, hi)
+
+    @property
+    def noise(self) -> float:
+        """The relative half-width of a typical measurement's interval: the median over told intervals (0 if none)."""
+        if not self._ci:
+            return 0.0
+        widths = [math.log(hi / lo) / 2.0 for lo, hi in self._ci.values()]
+        return float(np.median(widths))
+
+    def ties(self) -> list[Observation]:
+        """Measured observations tied with the best: their time lies inside the best's interval.
+
+        (Stricter than overlapping intervals, which would tie configs up to two half-widths apart.)
+        Without intervals, a config ties only with an identical time. The best comes first.
+        """
+        best = self._best
+        if best is None or best.time_ms is None:
+            return []
+        bi = self.index[best.config]
+        _, bhi = self._ci.get(bi, (best.time_ms, best.time_ms))
+        out = [best]
+        for obs in self.history:
+            if obs is best or not obs.ok or obs.time_ms is None:
+                continue
+            if obs.time_ms <= bhi:
+                out.append(obs)
+        return out
+
+    def _record(self, i: int, obs: Observation) -> None:
         self.history.append(obs)
         if obs.ok and (self._best is None or obs.time_ms < self._best.time_ms):  # type: ignore[operator]
             self._best = obs
@@ -206,6 +253,15 @@ class Strategy(ABC):
 
     def is_asked(self, i: int) -> bool:
         return bool(self._asked[i])
+
+    def mark_asked(self, config: Config) -> None:
+        """Mark a legal, unasked config as asked by the caller (warm starts); it must be told later."""
+        config = as_config(config)
+        i = self.index.get(config)
+        if i is None or self._asked[i]:
+            raise SearchError(f"{self.name}: {config.id} is not an unasked legal candidate")
+        self._asked[i] = True
+        self._pending.add(i)
 
     @property
     def evaluations(self) -> int:

@@ -7,17 +7,19 @@ recorded landscape, or a test fake. The loop owns the budget; the strategy owns 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tritune.config import Config
+from tritune.config import Config, as_config
 from tritune.errors import SearchError
 from tritune.outcome import Status
-from tritune.search.base import Budget, Observation, SearchStrategy, check_told
+from tritune.search.base import Budget, Observation, SearchStrategy, Strategy, check_told
 
 #: What an evaluator returns for one config.
-Evaluate = Callable[[Config], "tuple[Status, float | None]"]
+Evaluate = Callable[
+    [Config], "tuple[Status, float | None] | tuple[Status, float | None, tuple[float, float] | None]"
+]
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,11 @@ def run_search(
         raise SearchError(f"budget must be a tritune.search.Budget, got {type(budget).__name__}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise SearchError(f"batch={batch!r} must be a positive integer")
+    if budget.share is not None:
+        candidates = getattr(strategy, "candidates", None)
+        if candidates is None:
+            raise SearchError(f"budget '{budget}' is a fraction of a space this strategy does not expose")
+        budget = budget.resolve(len(candidates))
     start = clock()
     history: list[Observation] = []
     seen: set[Config] = set()
@@ -80,14 +87,16 @@ def run_search(
                 raise SearchError(f"strategy {type(strategy).__name__} proposed {config.id} twice")
             seen.add(config)
             outcome = evaluate(config)
-            try:
-                status, time_ms = outcome
-            except (TypeError, ValueError):
+            if not isinstance(outcome, tuple) or len(outcome) not in (2, 3):
                 raise SearchError(
-                    f"evaluate({config.id}) returned {outcome!r}; it must return (Status, time_ms or None)"
-                ) from None
-            obs = check_told(config, status, time_ms)
-            strategy.tell(config, obs.status, obs.time_ms)
+                    f"evaluate({config.id}) returned {outcome!r}; it must return (Status, time_ms or None) "
+                    "or (Status, time_ms, (ci_low_ms, ci_high_ms))"
+                )
+            obs = check_told(config, outcome[0], outcome[1])
+            if len(outcome) == 3 and outcome[2] is not None and isinstance(strategy, Strategy):
+                strategy.tell(config, obs.status, obs.time_ms, ci=outcome[2])
+            else:
+                strategy.tell(config, obs.status, obs.time_ms)
             history.append(obs)
             if on_result is not None:
                 on_result(obs)
@@ -97,3 +106,163 @@ def run_search(
             f"strategy {type(strategy).__name__} reported a failed config {best.config.id} as best"
         )
     return SearchResult(best, tuple(history), stopped, clock() - start)
+
+
+#: Why a :class:`SearchDriver` stopped.
+STOP_REASONS = ("budget", "time", "exhausted")
+
+
+def _outcome(config: Config, outcome: Any) -> tuple[Observation, tuple[float, float] | None]:
+    """Read one outcome: a Measurement (duck-typed: ``median_ms``, ``ci_low_ms``, ``ci_high_ms``),
+    a ``(Status, time_ms)`` pair, a failure ``Status``, or a bare time in ms."""
+    median = getattr(outcome, "median_ms", None)
+    if median is not None:
+        lo, hi = getattr(outcome, "ci_low_ms", None), getattr(outcome, "ci_high_ms", None)
+        obs = check_told(config, Status.MEASURED, median)
+        if lo is None or hi is None:
+            return obs, None
+        return obs, (min(float(lo), float(median)), max(float(hi), float(median)))
+    if isinstance(outcome, Status):
+        return check_told(config, outcome, None), None
+    if isinstance(outcome, tuple) and len(outcome) == 2:
+        return check_told(config, outcome[0], outcome[1]), None
+    if isinstance(outcome, (int, float)) and not isinstance(outcome, bool):
+        return check_told(config, Status.MEASURED, outcome), None
+    raise SearchError(
+        f"{config.id}: outcome {outcome!r} is not a Measurement, a (Status, time_ms) pair, a Status or a time"
+    )
+
+
+class SearchDriver:
+    """The search side of a tuning job: batches to compile and race, outcomes back, and when to stop.
+
+        driver = SearchDriver(get("surrogate", space), Budget.parse("25%"), width=16, known=stored)
+        while not driver.done:
+            for config, outcome in engine.compile_and_race(driver.next_batch()):
+                driver.record(config, outcome)
+        driver.best, driver.why_stopped
+
+    ``width`` is the compile pool's width: each batch has up to that many configs (fewer at the end of
+    the budget). ``known`` is ``(config, outcome)`` pairs measured earlier (the store): they teach the
+    strategy first and cost no budget, so a later, larger budget continues where the last stopped.
+    ``warm`` lists configs to try first, in order, before the strategy's own choices (transfer from
+    neighbouring keys: their winners). An outcome is a
+    :class:`~tritune.bench.stats.Measurement` (its interval reaches the strategy), a ``(Status, time_ms)``
+    pair, a failure :class:`~tritune.outcome.Status` or a time in ms. This layer imports no tuning code.
+    """
+
+    def __init__(
+        self,
+        strategy: Strategy,
+        budget: Budget | str | float,
+        *,
+        width: int = 1,
+        known: Iterable[tuple[Config, Any]] = (),
+        warm: Iterable[Config] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not isinstance(strategy, Strategy):
+            raise SearchError(
+                f"SearchDriver drives a tritune.search.Strategy (it needs preload for stored results), "
+                f"got {type(strategy).__name__}"
+            )
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise SearchError(
+                f"SearchDriver(width={width!r}): the compile pool width must be a positive integer"
+            )
+        self.strategy = strategy
+        self.width = width
+        self.budget = Budget.parse(budget).resolve(len(strategy.candidates))
+        self.resumed = 0
+        for config, outcome in known:
+            obs, ci = _outcome(as_config(config), outcome)
+            if strategy.preload(obs.config, obs.status, obs.time_ms, ci=ci):
+                self.resumed += 1
+        self._warm = [c for c in dict.fromkeys(as_config(c) for c in warm) if c in strategy.index]
+        self._clock = clock
+        self._start = clock()
+        self.spent = 0
+        self._out: set[Config] = set()
+        self.history: list[Observation] = []
+        self._stopped: str | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        return self._clock() - self._start
+
+    def _check_stop(self) -> str | None:
+        if self._stopped is not None:
+            return self._stopped
+        if self.budget.evaluations is not None and self.spent >= self.budget.evaluations:
+            self._stopped = "budget"
+        elif self.budget.seconds is not None and self.elapsed_s >= self.budget.seconds:
+            self._stopped = "time"
+        elif self.strategy.done() and not self._out:
+            self._stopped = "exhausted"
+        return self._stopped
+
+    @property
+    def done(self) -> bool:
+        """True once the budget or the time is spent, or the space is exhausted (and no batch is out)."""
+        return self._check_stop() is not None
+
+    @property
+    def why_stopped(self) -> str | None:
+        """``"budget"``, ``"time"`` or ``"exhausted"``; ``None`` while the search goes on."""
+        return self._check_stop()
+
+    def next_batch(self) -> list[Config]:
+        """Up to ``width`` configs never proposed before (counting those still out); [] once done."""
+        if self.done:
+            return []
+        room = self.width
+        if self.budget.evaluations is not None:
+            room = min(room, self.budget.evaluations - self.spent - len(self._out))
+        if room <= 0:
+            return []
+        batch: list[Config] = []
+        while self._warm and len(batch) < room:
+            c = self._warm.pop(0)
+            if not self.strategy.is_asked(self.strategy.index[c]):
+                self.strategy.mark_asked(c)
+                batch.append(c)
+        if len(batch) < room and not self.strategy.done():
+            batch.extend(self.strategy.ask(room - len(batch)))
+        self._out.update(batch)
+        return batch
+
+    def record(self, config: Config, outcome: Any) -> Observation:
+        """The outcome of a config of a batch; each config once."""
+        config = as_config(config)
+        if config not in self._out:
+            raise SearchError(
+                f"SearchDriver.record({config.id}): not out in a batch (never proposed, or recorded already)"
+            )
+        obs, ci = _outcome(config, outcome)
+        self._out.discard(config)
+        self.strategy.tell(config, obs.status, obs.time_ms, ci=ci)
+        self.spent += 1
+        self.history.append(obs)
+        return obs
+
+    @property
+    def best(self) -> Observation | None:
+        """The strategy's pick among everything it knows, stored results included."""
+        return self.strategy.best()
+
+    def summary(self) -> dict[str, Any]:
+        """What was searched, measured and why it stopped, for choices(), JSON results and reports."""
+        best = self.best
+        return {
+            "strategy": self.strategy.name,
+            "candidates": len(self.strategy.candidates),
+            "budget": str(self.budget),
+            "width": self.width,
+            "resumed": self.resumed,
+            "evaluated": self.spent,
+            "measured": sum(o.ok for o in self.history),
+            "failed": sum(not o.ok for o in self.history),
+            "stopped": self.why_stopped,
+            "best": None if best is None else best.config.id,
+            "best_ms": None if best is None else best.time_ms,
+        }

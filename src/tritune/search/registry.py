@@ -15,6 +15,7 @@ from tritune.search.exhaustive import ExhaustiveSearch
 from tritune.search.neighbourhood import NeighbourhoodSearch
 from tritune.search.random_search import RandomSearch
 from tritune.search.surrogate import SurrogateSearch
+from tritune.search.transfer import TransferSearch
 from tritune.space import Space
 
 Factory = Callable[..., SearchStrategy]
@@ -35,6 +36,7 @@ _REGISTRY: dict[str, Factory] = {
     "neighbourhood": NeighbourhoodSearch,
     "surrogate": SurrogateSearch,
     "tpe": _tpe,
+    "transfer": TransferSearch,  # needs key=..., neighbours=[KeyResults, ...]
 }
 
 

@@ -5,7 +5,8 @@ before any search, so they are handed to the strategy as known-illegal and are n
 budget's base; every other non-measured status (``compile_failed``, ``launch_failed``, ``incorrect``...)
 is told back as that failure when the strategy proposes it. Optional multiplicative noise
 (``time * exp(noise * z)``, ``z ~ N(0, 1)``, seeded per run) lets strategies meet realistic measurements;
-the best ratio is always judged on the recorded time of the config the strategy reports as best.
+the best ratio is always judged on the recorded (noise-free) time of the config finally picked. With
+noise, part of the budget re-measures the finalists before the pick, as tuning's race does.
 """
 
 from __future__ import annotations
@@ -29,30 +30,39 @@ from tritune.space import Space
 #: Within this ratio of the landscape's best counts as found (``evals_to_2pct``).
 WITHIN = 1.02
 
+#: Share of the budget a noisy simulation keeps to re-measure the finalists (see :func:`simulate_one`).
+CONFIRM = 0.15
+
 
 class ReplayEvaluator:
     """An evaluator that looks each config up in a landscape, with optional seeded multiplicative noise."""
 
-    def __init__(self, landscape: Landscape, *, noise: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, landscape: Landscape, *, noise: float = 0.0, seed: int = 0, report_ci: bool = True
+    ) -> None:
         if not (noise >= 0 and math.isfinite(noise)):
             raise SearchError(f"noise={noise!r} must be a finite relative spread >= 0")
         self.landscape = landscape
         self.noise = float(noise)
+        self.report_ci = bool(report_ci)
         self._rng = np.random.default_rng([int(seed), 0x5EA])
 
-    def __call__(self, config: Config) -> tuple[Status, float | None]:
+    def __call__(self, config: Config) -> tuple[Status, float | None, tuple[float, float] | None]:
         point = self.landscape.lookup(config)
         if point is None:
             raise SearchError(
                 f"{config.id} is not in the landscape of {self.landscape.kernel!r}; it cannot be replayed"
             )
         if point.status is not Status.MEASURED:
-            return point.status, None
+            return point.status, None, None
         if point.time_ms is None:
-            return Status.ERROR, None
+            return Status.ERROR, None, None
         if self.noise == 0.0:
-            return Status.MEASURED, point.time_ms
-        return Status.MEASURED, point.time_ms * math.exp(self.noise * float(self._rng.standard_normal()))
+            return Status.MEASURED, point.time_ms, None
+        t = point.time_ms * math.exp(self.noise * float(self._rng.standard_normal()))
+        # The 95% interval a real measurement with this spread would report (a Measurement's ci_*_ms).
+        half = math.exp(1.96 * self.noise)
+        return Status.MEASURED, t, ((t / half, t * half) if self.report_ci else None)
 
 
 def replay_space(landscape: Landscape) -> tuple[Space, list[Config]]:
@@ -146,14 +156,36 @@ def simulate_one(
     *,
     seed: int = 0,
     noise: float = 0.0,
+    confirm: float = CONFIRM,
 ) -> SimulatedRun:
-    """One seeded run. ``strategy`` is a registered name or a factory ``(space, *, seed, illegal)``."""
+    """One seeded run. ``strategy`` is a registered name or a factory ``(space, *, seed, illegal)``.
+
+    With noise, a share ``confirm`` of the evaluation budget is kept back to re-measure the fastest
+    configs found (as tuning's race re-times its finalists): each is measured once more, and the pick
+    is the lowest mean log time of the two draws. The re-measurements count in ``evaluations``.
+    """
     space, illegal = replay_space(landscape)
     if isinstance(strategy, str):
         search = get(strategy, space, seed=seed, illegal=illegal)
     else:
         search = strategy(space, seed=seed, illegal=illegal)
-    result = run_search(search, ReplayEvaluator(landscape, noise=noise, seed=seed), budget)
+    evaluator = ReplayEvaluator(landscape, noise=noise, seed=seed)
+    finalists = 0
+    if noise > 0 and confirm > 0 and budget.evaluations is not None and budget.evaluations >= 4:
+        finalists = min(budget.evaluations // 2, max(1, round(confirm * budget.evaluations)))
+        budget = Budget(evaluations=budget.evaluations - finalists, seconds=budget.seconds)
+    result = run_search(search, evaluator, budget)
+    best = result.best
+    confirmed = 0
+    if finalists and best is not None:
+        ranked = sorted((o for o in result.history if o.ok and o.time_ms), key=lambda o: o.time_ms or 0.0)
+        means = []
+        for obs in ranked[:finalists]:
+            again = evaluator(obs.config)[1]
+            confirmed += 1
+            assert obs.time_ms is not None and again is not None
+            means.append(((math.log(obs.time_ms) + math.log(again)) / 2, obs.config.id, obs))
+        best = min(means)[2] if means else best
     best_ms = landscape.best.time_ms or 0.0
 
     def true_ratio(config: Config) -> float:
@@ -168,11 +200,10 @@ def simulate_one(
             running = (obs.time_ms, obs.config)
             if evals_to is None and true_ratio(obs.config) <= WITHIN:
                 evals_to = n
-    best = result.best
     return SimulatedRun(
         seed=seed,
         best_ratio=None if best is None else true_ratio(best.config),
-        evaluations=result.evaluations,
+        evaluations=result.evaluations + confirmed,
         evals_to_2pct=evals_to,
         best_config=None if best is None else best.config.id,
     )

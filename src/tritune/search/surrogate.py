@@ -40,183 +40,35 @@ import numpy as np
 from tritune.config import Config
 from tritune.errors import SearchError
 from tritune.search.base import Observation, Strategy
+from tritune.search.gp import (
+    ALPHAS,
+    LENGTH_SCALES,
+    LINEAR_WEIGHTS,
+    MODELS,
+    NUGGETS,
+    GaussianProcess,
+    loo_error,
+    matern52,
+    ridge_fit,
+    ridge_predict,
+)
 from tritune.search.grid import Grid
 from tritune.space import Space
 
-
-def ridge_fit(x: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
-    """Weights (bias first) of ridge regression of ``y`` on ``x``; the bias is not penalized."""
-    xb = np.hstack([np.ones((len(x), 1)), x])
-    penalty = alpha * np.eye(xb.shape[1])
-    penalty[0, 0] = 0.0
-    return np.linalg.solve(xb.T @ xb + penalty, xb.T @ y)
-
-
-def loo_error(x: np.ndarray, y: np.ndarray, alpha: float) -> float:
-    """Leave-one-out mean squared error of ridge regression, in closed form through the hat matrix."""
-    xb = np.hstack([np.ones((len(x), 1)), x])
-    penalty = alpha * np.eye(xb.shape[1])
-    penalty[0, 0] = 0.0
-    inv = np.linalg.inv(xb.T @ xb + penalty)
-    hat = np.einsum("ij,jk,ik->i", xb, inv, xb)
-    resid = y - xb @ (inv @ (xb.T @ y))
-    return float(np.mean((resid / np.maximum(1.0 - hat, 1e-6)) ** 2))
-
-
-def ridge_predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return w[0] + x @ w[1:]
-
-
-#: Ridge penalties the leave-one-out choice picks from.
-ALPHAS = (0.03, 0.1, 0.3, 1.0, 3.0)
-
-#: Grids the Gaussian process's hyperparameters are chosen from by marginal likelihood: Matérn length
-#: scales in unit grid coordinates (the whole range of a parameter is 1), the noise (nugget) relative to
-#: the signal, and the prior weight of the linear (Bayesian ridge) part relative to the Matérn part.
-LENGTH_SCALES = (0.15, 0.25, 0.4, 0.6, 1.0, 1.6, 3.0)
-NUGGETS = (1e-4, 1e-3, 1e-2, 0.03, 0.1, 0.3)
-LINEAR_WEIGHTS = (30.0, 100.0, 300.0)
-
-#: Models ``SurrogateSearch(model=...)`` accepts.
-MODELS = ("gp", "ridge")
-
-_SQRT5 = math.sqrt(5.0)
-
-
-def matern52(r2: np.ndarray) -> np.ndarray:
-    """The Matérn-5/2 correlation at squared scaled distance ``r2``."""
-    s = _SQRT5 * np.sqrt(np.maximum(r2, 0.0))
-    return (1.0 + s + s * s / 3.0) * np.exp(-s)
-
-
-class GaussianProcess:
-    """Posterior mean of a GP over a fixed candidate set: Matérn-5/2 ARD on ``unit`` plus a linear kernel on ``feats``.
-
-    ``unit`` holds each candidate's grid coordinates scaled to [0, 1] per parameter; ``feats`` the
-    standardized ridge features. Hyperparameters are indices into :data:`LENGTH_SCALES` (one per
-    coordinate), :data:`NUGGETS` and :data:`LINEAR_WEIGHTS`, chosen by coordinate search on the
-    concentrated log marginal likelihood (the signal variance profiled out) and refitted once the data
-    has grown by ``refit`` (a factor) since the last fit. Kernel columns of measured candidates are cached
-    while the hyperparameters stay, so an ask costs one solve of the measured set, of at most
-    ``max_points``.
-    """
-
-    def __init__(
-        self, unit: np.ndarray, feats: np.ndarray, *, refit: float = 1.15, max_points: int = 96
-    ) -> None:
-        self.unit = unit
-        self.lin = feats / math.sqrt(max(1, feats.shape[1]))
-        self.dims = unit.shape[1]
-        self.refit = float(refit)
-        self.max_points = max(12, int(max_points))
-        self.hp = [LENGTH_SCALES.index(0.6)] * self.dims + [NUGGETS.index(1e-2), 0]
-        self._fitted_at = 0
-        self._cols: dict[int, np.ndarray] = {}
-
-    @property
-    def length_scales(self) -> tuple[float, ...]:
-        """The fitted Matérn length scale of each coordinate (unit grid coordinates)."""
-        return tuple(LENGTH_SCALES[k] for k in self.hp[: self.dims])
-
-    @property
-    def nugget(self) -> float:
-        """The fitted noise variance relative to the signal's."""
-        return NUGGETS[self.hp[self.dims]]
-
-    def _params(self, hp: Sequence[int]) -> tuple[np.ndarray, float, float]:
-        ls = np.array([LENGTH_SCALES[k] for k in hp[: self.dims]], dtype=float)
-        return ls, NUGGETS[hp[self.dims]], LINEAR_WEIGHTS[hp[self.dims + 1]]
-
-    def _neg_log_likelihood(
-        self, diff2: np.ndarray, lin: np.ndarray, y: np.ndarray, trials: Sequence[Sequence[int]]
-    ) -> np.ndarray:
-        """Concentrated negative log marginal likelihood of each hyperparameter setting in ``trials``."""
-        hps = np.asarray(trials, dtype=np.int64)
-        ls = np.asarray(LENGTH_SCALES)[hps[:, : self.dims]]
-        nugget = np.asarray(NUGGETS)[hps[:, self.dims]]
-        weight = np.asarray(LINEAR_WEIGHTS)[hps[:, self.dims + 1]]
-        n = len(y)
-        k = (
-            matern52(np.einsum("td,dk->tk", 1.0 / ls**2, diff2)).reshape(len(trials), n, n)
-            + weight[:, None, None] * lin
-        )
-        k[:, np.arange(n), np.arange(n)] += nugget[:, None]
-        try:
-            chol = np.linalg.cholesky(k)
-        except np.linalg.LinAlgError:  # one setting is not positive definite: score them one by one
-            if len(trials) == 1:
-                return np.array([math.inf])
-            return np.concatenate([self._neg_log_likelihood(diff2, lin, y, [hp]) for hp in trials])
-        a = np.linalg.solve(chol, np.broadcast_to(y[:, None], (len(trials), n, 1)))[..., 0]
-        quad = np.maximum((a * a).sum(axis=1) / n, 1e-300)
-        logdet = np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
-        return np.asarray(0.5 * n * np.log(quad) + logdet)
-
-    def _fit(self, idx: np.ndarray, y: np.ndarray) -> None:
-        u = self.unit[idx]
-        n = len(idx)
-        diff2 = ((u.T[:, :, None] - u.T[:, None, :]) ** 2).reshape(self.dims, n * n)
-        lin = np.einsum("ik,jk->ij", self.lin[idx], self.lin[idx])
-        sizes = [len(LENGTH_SCALES)] * self.dims + [len(NUGGETS), len(LINEAR_WEIGHTS)]
-        hp = list(self.hp)
-        best = float(self._neg_log_likelihood(diff2, lin, y, [hp])[0])
-        for _ in range(2):
-            changed = False
-            for d, size in enumerate(sizes):
-                trials = [[*hp[:d], v, *hp[d + 1 :]] for v in range(size) if v != hp[d]]
-                if not trials:
-                    continue
-                f = self._neg_log_likelihood(diff2, lin, y, trials)
-                k = int(np.argmin(f))
-                if f[k] < best - 1e-9:
-                    best, hp, changed = float(f[k]), trials[k], True
-            if not changed:
-                break
-        if hp != self.hp:
-            self.hp = hp
-            self._cols.clear()
-
-    def _column(self, i: int) -> np.ndarray:
-        col = self._cols.get(i)
-        if col is None:
-            ls, _, weight = self._params(self.hp)
-            r2 = (((self.unit - self.unit[i]) / ls) ** 2).sum(axis=1)
-            col = matern52(r2) + weight * np.einsum("ik,k->i", self.lin, self.lin[i])
-            self._cols[i] = col
-        return col
-
-    def predict(self, idx: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Posterior mean at every candidate given values ``y`` at candidates ``idx``.
-
-        Past ``max_points`` values the model keeps the lowest half of ``max_points`` and an even spread (by
-        rank) of the others, so that a long search keeps its cost per ask bounded and its matrices small.
-        """
-        told = len(idx)
-        if len(idx) > self.max_points:
-            order = np.lexsort((idx, y))
-            half = self.max_points // 2
-            rest = order[half:][
-                np.linspace(0, len(order) - half - 1, self.max_points - half).round().astype(int)
-            ]
-            keep = np.concatenate([order[:half], rest])
-            idx, y = idx[keep], y[keep]
-            kept = set(idx.tolist())
-            self._cols = {i: c for i, c in self._cols.items() if i in kept}
-        mean = float(y.mean())
-        scale = float(y.std()) or 1.0
-        r = (y - mean) / scale
-        if told >= self._fitted_at * self.refit or told < 12:
-            self._fit(idx, r)
-            self._fitted_at = told
-        _, nugget, _ = self._params(self.hp)
-        cross = np.stack([self._column(int(i)) for i in idx], axis=1)
-        k = cross[idx]
-        k[np.diag_indices_from(k)] += nugget
-        try:
-            weights = np.linalg.solve(k, r)
-        except np.linalg.LinAlgError:
-            weights = np.linalg.lstsq(k, r, rcond=None)[0]
-        return mean + scale * np.einsum("ij,j->i", cross, weights)
+__all__ = [
+    "ALPHAS",
+    "LENGTH_SCALES",
+    "LINEAR_WEIGHTS",
+    "MODELS",
+    "NUGGETS",
+    "GaussianProcess",
+    "SurrogateSearch",
+    "balanced_design",
+    "loo_error",
+    "matern52",
+    "ridge_fit",
+    "ridge_predict",
+]
 
 
 def balanced_design(
@@ -256,7 +108,14 @@ class SurrogateSearch(Strategy):
     measured log times, or a factor (> 1) over the best time, above which times are capped before
     fitting, so that cliffs (register spills, 10x slow configs) do not bend the model where the fast
     configs are; ``alpha``: ridge penalty (of the ridge model and of the failure model), or ``None`` to
-    choose it at each fit by leave-one-out error among :data:`ALPHAS` (the failure model then uses 1).
+    choose it at each fit by leave-one-out error among :data:`ALPHAS` (the failure model then uses 1);
+    ``diversity``: how strongly each pick of one batch pushes the next picks away from its neighbourhood
+    (a share of the scores' spread; 0 gives the plain model ranking); ``pick``: ``"min"`` reports the
+    lowest measured time, ``"model"`` the tie (times inside the best's interval) the model ranks
+    fastest; ``noise_aware``: use told intervals (a nugget floor of the measured noise, and local moves
+    around every tie); ``pattern_every``: every that many guided asks, a one-axis move from the best
+    whatever the model says (0: never; it helped GELU-like landscapes with an edge optimum and hurt
+    noisy matmul ones, see benchmarks/results/2026-12-01-cpu/search_eval_session4).
     """
 
     name = "surrogate"
@@ -276,6 +135,10 @@ class SurrogateSearch(Strategy):
         spread: bool = True,
         reach: int = 2,
         alpha: float | None = None,
+        diversity: float = 0.5,
+        pick: str = "min",
+        noise_aware: bool = True,
+        pattern_every: int = 0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -295,12 +158,29 @@ class SurrogateSearch(Strategy):
         self.spread = bool(spread)
         self.reach = max(1, int(reach))
         self.alpha = None if alpha is None else float(alpha)
+        self.diversity = float(diversity)
+        if pick not in ("min", "model"):
+            raise SearchError(f"surrogate pick={pick!r} must be 'min' or 'model'")
+        self.pick = pick
+        self.noise_aware = bool(noise_aware)
+        self.pattern_every = max(0, int(pattern_every))
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
         self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
         self._gp = GaussianProcess(self._unit, self._x) if model == "gp" else None
         self._measured: dict[int, float] = {}
         self._failed: set[int] = set()
         self._guided = 0
+        self._prior: np.ndarray | None = None
+
+    def set_prior(self, log_times: np.ndarray) -> None:
+        """A prior log time for every candidate (other keys' landscape: :mod:`tritune.search.transfer`)."""
+        prior = np.asarray(log_times, dtype=float)
+        if prior.shape != (len(self.candidates),) or not np.isfinite(prior).all():
+            raise SearchError(
+                f"{self.name}: a prior needs one finite log time per candidate ({len(self.candidates)}), "
+                f"got shape {prior.shape}"
+            )
+        self._prior = prior
 
     def _observe(self, index: int, obs: Observation) -> None:
         if obs.ok and obs.time_ms is not None:
@@ -317,13 +197,22 @@ class SurrogateSearch(Strategy):
             y = np.minimum(y, cap)
         x = self._x[idx]
         alpha = self.alpha
+        base = np.zeros(len(self.candidates))
+        if self._prior is not None and len(y) >= 2:
+            # Transfer: the model learns this key's departure from the prior (other keys' landscape),
+            # after a least-squares scale and shift of the prior to this key's times.
+            p = self._prior[idx]
+            slope = float(np.clip(np.polyfit(p, y, 1)[0], 0.2, 2.0)) if np.ptp(p) > 1e-9 else 1.0
+            base = slope * self._prior
+            y = y - base[idx]
         if self._gp is not None:
-            score = self._gp.predict(idx, y)
+            sigma = self.noise / 1.96 if self.noise_aware else 0.0  # the interval's half-width, as a std
+            score = base + self._gp.predict(idx, y, noise_var=sigma * sigma)
         else:
             if alpha is None:
                 alpha = min(ALPHAS, key=lambda a: loo_error(x, y - y.mean(), a))
             w = ridge_fit(x, y - y.mean(), alpha)
-            score = ridge_predict(w, self._x) + y.mean()
+            score = base + ridge_predict(w, self._x) + y.mean()
         if self._failed:
             told = np.concatenate([idx, np.fromiter(self._failed, dtype=np.int64)])
             fail = np.concatenate([np.zeros(len(idx)), np.ones(len(self._failed))])
@@ -359,21 +248,60 @@ class SurrogateSearch(Strategy):
     def _propose(self, n: int) -> Sequence[Config]:
         if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 3:
             return [self.candidates[i] for i in self._space_filling(n)]
+        return self._propose_guided(n)
+
+    def _propose_guided(self, n: int, exclude: Sequence[Config] = ()) -> list[Config]:
+        """``n`` model-guided picks (local, global, a seeded share random), none of ``exclude``."""
+        skip = [self.index[c] for c in exclude]
         score = self._scores()
-        best_first = sorted(self._measured, key=self._measured.__getitem__)[: self.top]
+        # Around the best few, and around every config tied with the best when measurements are noisy:
+        # a tie is as likely the true best as the lowest median is.
+        tied = [self.index[o.config] for o in self.ties()[: 2 * self.top]] if self.noise_aware else []
+        best_first = list(
+            dict.fromkeys(sorted(self._measured, key=self._measured.__getitem__)[: self.top] + tied)
+        )
         local = self._local(best_first)
+        # A batch spreads out: each pick raises the score of candidates near it (local penalization),
+        # so ask(16) is not 16 configs of one neighbourhood when the pool has other good regions.
+        bump = self.diversity * max(float(np.std(score)), 1e-3)
+        penalty = np.zeros(len(self.candidates))
         out: list[int] = []
         while len(out) < n:
             free = ~self._asked
             free[out] = False
+            free[skip] = False
             if not free.any():
                 break
             if self.rng.random() < self.explore:
                 out.append(int(self.rng.choice(np.flatnonzero(free))))
-                continue
-            self._guided += 1
-            go_global = self.global_every > 0 and self._guided % self.global_every == 0
-            pool = free if go_global or not (local & free).any() else local & free
-            cand = np.flatnonzero(pool)
-            out.append(int(cand[np.argmin(score[cand])]))
+            else:
+                self._guided += 1
+                go_global = self.global_every > 0 and self._guided % self.global_every == 0
+                pool = free if go_global or not (local & free).any() else local & free
+                if self.pattern_every > 0 and self._guided % self.pattern_every == 0:
+                    # A pattern step: a one-axis move from the best config whatever the model thinks of
+                    # it, so an optimum at an edge the model extrapolates badly is still reached.
+                    step = np.zeros(len(self.candidates), dtype=bool)
+                    step[self.grid.neighbours(best_first[0])] = True
+                    if (step & free).any():
+                        pool = step & free
+                cand = np.flatnonzero(pool)
+                out.append(int(cand[np.argmin(score[cand] + penalty[cand])]))
+            if n > 1:
+                r2 = (((self._unit - self._unit[out[-1]]) / 0.25) ** 2).sum(axis=1)
+                penalty += bump * matern52(r2)
         return [self.candidates[i] for i in out]
+
+    def best(self) -> Observation | None:
+        """The fastest measured config; among configs tied with it (overlapping intervals), the model's pick.
+
+        With noisy measurements the lowest median is often a lucky draw. The model's posterior mean at a
+        measured config pools its neighbours' measurements (the measured noise is a floor on the nugget),
+        so among the ties the one the model ranks fastest is the better bet. Without intervals nothing
+        ties and this is the plain fastest.
+        """
+        ties = self.ties()
+        if self.pick != "model" or len(ties) < 2 or self._gp is None or len(self._measured) < 3:
+            return super().best()
+        score = self._scores()
+        return min(ties, key=lambda o: (float(score[self.index[o.config]]), o.time_ms or 0.0))

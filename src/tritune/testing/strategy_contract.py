@@ -151,6 +151,38 @@ def check_failures_never_best(factory: Factory) -> None:
     assert result.best == best
 
 
+def check_wide_batches_and_resume(factory: Factory) -> None:
+    """A batch as wide as a compile pool has distinct legal configs; stored results are never re-proposed.
+
+    The resume half applies to :class:`~tritune.search.base.Strategy` subclasses (which have
+    ``preload``); a bare ask/tell object is checked on its batches only.
+    """
+    space = contract_space()
+    strategy = factory(space, seed=0, illegal=SCREENED_OUT)
+    stored = [c for c in legal(space)[::5]]
+    preload = getattr(strategy, "preload", None)
+    if preload is not None:
+        for c in stored:
+            status, t = fake_evaluate(c)
+            preload(c, status, t)
+    seen: list[Config] = []
+    while True:
+        batch = strategy.ask(16)
+        if not batch:
+            break
+        assert len(batch) <= 16 and len(set(batch)) == len(batch), "a batch repeats a config"
+        for c in batch:
+            assert c in space and c not in SCREENED_OUT, f"batch proposed illegal {c.id}"
+            seen.append(c)
+            strategy.tell(c, *fake_evaluate(c))
+    assert len(seen) == len(set(seen)), "a config was proposed in two batches"
+    if preload is not None:
+        assert not set(seen) & set(stored), "a stored (preloaded) config was proposed again"
+        assert len(seen) + len(stored) == len(legal(space)), (
+            "the space was not exhausted around the stored results"
+        )
+
+
 CHECKS: tuple[Callable[[Factory], None], ...] = (
     check_budget_respected,
     check_no_duplicates,
@@ -158,4 +190,5 @@ CHECKS: tuple[Callable[[Factory], None], ...] = (
     check_deterministic,
     check_finds_best_when_exhausted,
     check_failures_never_best,
+    check_wide_batches_and_resume,
 )

@@ -1,0 +1,135 @@
+"""Transfer between keys: start a new key's search from the results of the kernel's tuned keys.
+
+A kernel tuned at M=N=K=4096 and 8192 has most of its landscape in common with 6144: the same tiles
+spill, the same stages run out of shared memory, the winners are neighbours. :class:`TransferSearch`
+uses the tuned keys twice:
+
+1. **Their winners first.** The nearest key's winner is measured first, then the other keys' winners,
+   then the configs the prior ranks fastest, up to ``warm`` configs.
+2. **Their landscape as the model's prior.** Each tuned key's times, relative to its own best, are
+   averaged (weighted by ``1 / (1 + distance)`` in log2 key space) into a prior log time per candidate;
+   the surrogate then models only this key's departure from that prior (see
+   :meth:`SurrogateSearch.set_prior`), so a few measurements place the whole landscape.
+
+    neighbours = [KeyResults({"M": 4096}, {cfg: ms, ...}), ...]
+    search = TransferSearch(space, key={"M": 6144}, neighbours=neighbours, seed=0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tritune.config import Config, as_config
+from tritune.errors import SearchError
+from tritune.search.surrogate import SurrogateSearch
+from tritune.space import Space
+
+
+@dataclass(frozen=True)
+class KeyResults:
+    """One tuned key of the kernel: its key values and every config's measured time in ms (failures as ``None``)."""
+
+    key: Mapping[str, Any]
+    times: Mapping[Config, float | None] = field(default_factory=dict)
+
+    def winner(self) -> Config | None:
+        ok = [(t, c.id, c) for c, t in self.times.items() if t is not None]
+        return min(ok)[2] if ok else None
+
+
+def key_distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    """Distance of two keys: summed |log2| ratios of their shared positive numeric values, 1 per other difference."""
+    d = 0.0
+    for name in set(a) | set(b):
+        x, y = a.get(name), b.get(name)
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x > 0 and y > 0:
+            d += abs(math.log2(x) - math.log2(y))
+        elif x != y:
+            d += 1.0
+    return d
+
+
+def prior_and_warm(
+    candidates: Sequence[Config], key: Mapping[str, Any], neighbours: Sequence[KeyResults], warm: int
+) -> tuple[np.ndarray, list[Config]]:
+    """The prior log time of every candidate and the configs to measure first (see the module docstring)."""
+    if not neighbours:
+        raise SearchError("transfer needs at least one tuned key (neighbours=[KeyResults(...), ...])")
+    index = {c: i for i, c in enumerate(candidates)}
+    total = np.zeros(len(candidates))
+    weight = np.zeros(len(candidates))
+    ranked = sorted(neighbours, key=lambda n: key_distance(key, n.key))
+    for nb in ranked:
+        times = {as_config(c): t for c, t in nb.times.items()}
+        ok = np.array([t for t in times.values() if t is not None], dtype=float)
+        if len(ok) == 0:
+            continue
+        rel = np.log(ok) - math.log(ok.min())
+        failed = float(np.quantile(rel, 0.9))  # a config that failed there is a poor bet here
+        w = 1.0 / (1.0 + key_distance(key, nb.key))
+        for c, t in times.items():
+            i = index.get(c)
+            if i is not None:
+                total[i] += w * (failed if t is None else math.log(t) - math.log(ok.min()))
+                weight[i] += w
+    if not weight.any():
+        raise SearchError("no tuned key measured any candidate of this space; nothing to transfer")
+    unknown = float(np.median(total[weight > 0] / weight[weight > 0]))
+    prior = np.where(weight > 0, total / np.maximum(weight, 1e-12), unknown)
+    first: list[Config] = []
+    for nb in ranked:
+        won = nb.winner()
+        if won is not None and as_config(won) in index and as_config(won) not in first:
+            first.append(as_config(won))
+    for i in np.argsort(prior, kind="stable"):
+        if len(first) >= warm:
+            break
+        if candidates[int(i)] not in first:
+            first.append(candidates[int(i)])
+    return prior, first[: max(warm, len(ranked))]
+
+
+class TransferSearch(SurrogateSearch):
+    """The surrogate search, warm-started from other keys of the kernel (see the module docstring).
+
+    ``key``: this key's values; ``neighbours``: the tuned keys' results; ``warm``: how many configs to
+    measure before the model leads (default ``max(4, 2 x neighbours)``). Other options are the
+    surrogate's.
+    """
+
+    name = "transfer"
+
+    def __init__(
+        self,
+        space: Space,
+        *,
+        seed: int = 0,
+        illegal: Iterable[Any] = (),
+        key: Mapping[str, Any] | None = None,
+        neighbours: Sequence[KeyResults] = (),
+        warm: int | None = None,
+        **options: Any,
+    ) -> None:
+        n_warm = max(4, 2 * len(neighbours)) if warm is None else int(warm)
+        options.setdefault("initial", n_warm)
+        super().__init__(space, seed=seed, illegal=illegal, **options)
+        prior, first = prior_and_warm(self.candidates, dict(key or {}), list(neighbours), n_warm)
+        self.set_prior(prior)
+        self.warm_start = tuple(first)
+
+    def _propose(self, n: int) -> Sequence[Config]:
+        out = [c for c in self.warm_start if not self.is_asked(self.index[c])][:n]
+        if len(out) < n:
+            if len(self._measured) >= 3:
+                out.extend(self._propose_guided(n - len(out), exclude=out))
+            else:  # the warm start failed or is still out: fill without the model
+                taken = set(out)
+                free = [i for i in self.unasked() if self.candidates[i] not in taken]
+                pick = self.rng.choice(free, size=min(n - len(out), len(free)), replace=False)
+                out.extend(self.candidates[int(i)] for i in pick)
+        return out[:n]
