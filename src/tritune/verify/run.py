@@ -144,8 +144,7 @@ def _verify_one(
         return CandidateResult(cfg, Status.ERROR, str(e), {"max_abs_error": None, "unwritten": None})
     if why is not None:
         return CandidateResult(cfg, Status.ILLEGAL, why, {"max_abs_error": None, "unwritten": None})
-    return check_candidate(workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, reference,
-                           aliased)  # fmt: skip
+    return check_candidate(workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, aliased)
 
 
 def check_candidate(
@@ -158,13 +157,13 @@ def check_candidate(
     expected: list[Any] | None,
     runner: Any,
     on_cpu: bool,
-    reference: tuple[str, list[Any]] | None = None,
     aliased: frozenset[int] | None = None,
 ) -> CandidateResult:
     """The one correctness check of ``verify`` and ``tune``: restore the inputs, poison the outputs that alias
-    no input, launch ``cfg`` once and compare its outputs with ``expected`` (or ``reference``).
+    no input, launch ``cfg`` once and compare its outputs with ``expected``, the oracle's.
 
     ``correct``, ``incorrect`` or ``error`` (the launch raised), with ``max_abs_error`` and ``unwritten``.
+    With no oracle (``expected`` None): ``incorrect`` when an output was left unwritten, else ``compared``.
     """
     import torch
 
