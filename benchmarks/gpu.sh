@@ -29,11 +29,11 @@ step() {  # step PART LIMIT_S CMD...: run one command of a part with its own emp
 }
 for part in "$@"; do
   case $part in
-    tests) step tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu tests/compat tests/screen/test_targets.py tests/tune -rs
+    tests) step tests 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu tests/compat tests/screen/test_targets.py tests/tune -rs
            tail -3 "$RES"/tests/*.log | tee -a "$LOG" ;;
     dispatch) step dispatch 90 python3 benchmarks/dispatch.py --out "$RES/dispatch"
               step dispatch 90 python3 benchmarks/compat_dispatch.py --out "$RES/dispatch" ;;
-    gelu) step gelu 300 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
+    gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" --quick ;;
     libs) step libs 420 python3 benchmarks/real_libraries.py --out "$RES/libs" ;;
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
