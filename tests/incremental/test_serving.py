@@ -7,9 +7,9 @@ import pytest
 import torch
 import triton
 from incremental_fakes import FakeClock, FakeCompiles
-from kernels import scale_kernel, wrong_value_kernel
 
 import tritune
+from kernels import scale_kernel, wrong_value_kernel
 from tritune.errors import CaptureMissError
 from tritune.store import MemoryStore
 from tritune.tune.incremental import Incremental, nearest_tuned
@@ -76,7 +76,7 @@ def test_promotes_the_fastest_eliminates_the_slow_and_writes_the_store():
 
 
 def test_ties_are_ties():
-    k, inc, clock, comp, promoted = make(times={128: 1.0, 256: 0.6, 512: 0.6, 1024: 0.9})
+    k, inc, _clock, comp, promoted = make(times={128: 1.0, 256: 0.6, 512: 0.6, 1024: 0.9})
     call(k, inc)
     comp.finish()
     for _ in range(400):
@@ -91,7 +91,9 @@ def test_ties_are_ties():
 
 def test_a_disagreeing_candidate_is_never_used_and_is_reported():
     # wrong_value_kernel computes 2.5*x at BLOCK=1024 (2*x otherwise); 1024 is the fake's fastest.
-    k, inc, clock, comp, promoted = make(kernel=wrong_value_kernel, times={128: 1.0, 256: 0.8, 512: 0.5, 1024: 0.3})
+    k, inc, clock, comp, promoted = make(
+        kernel=wrong_value_kernel, times={128: 1.0, 256: 0.8, 512: 0.5, 1024: 0.3}
+    )
     call(k, inc)
     comp.finish()
     for _ in range(300):
@@ -121,7 +123,7 @@ def test_compile_failures_are_reported_and_skipped():
 
 
 def test_extra_gpu_time_stays_within_the_fraction():
-    k, inc, clock, comp, promoted = make(fraction=0.05)
+    k, inc, _clock, comp, promoted = make(fraction=0.05)
     call(k, inc)
     comp.finish()
     checked_at = None
