@@ -313,15 +313,13 @@ class Incremental:
 
     def _afford(self, st: KeyState) -> bool:
         m = st.measurement(st.provisional)
-        if m is None:
-            return False
         if self.distributed:  # scheduled at the last agreement step, the same on every rank
             if st.applied.stop != "check":
                 return False
             st.apply(replace(st.applied, stop=""))
-            self.budget.force_spend(m.median_ms)
+            self.budget.force_spend(m.median_ms if m is not None else 0.0)
             return True
-        return self.budget.try_spend(m.median_ms)
+        return m is not None and self.budget.try_spend(m.median_ms)
 
     def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
