@@ -140,43 +140,56 @@ class Resolver:
 
 
 class WorkerCompiles:
-    """The engine's compile workers (:func:`tritune.tune.precompile.start_precompile`), driven by a background
-    thread that then loads each compiled binary (:func:`tritune.tune.pipeline.load_binary`). The one place
-    this module calls the engine: re-point here when the engine's worker service lands."""
+    """The engine's compile workers (:func:`tritune.tune.precompile.start_precompile`), driven by one
+    background thread per kernel (keys queue up: a burst of new keys does not start a pool each), which then
+    loads each compiled binary (:func:`tritune.tune.pipeline.load_binary`). The one place this module calls
+    the engine: re-point here when the engine's worker service lands."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
 
     def start(self, tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
               grid: Any, deliver: Deliver) -> None:  # fmt: skip
         device = _device_of(args)
+        self._jobs.put(lambda: self._work(tuned, configs, args, kwargs, grid, deliver, device))
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name=f"tritune-compile-{tuned.info.name}", daemon=True
+            )
+            self._thread.start()
 
-        def work() -> None:
-            from tritune.device import current_target
-            from tritune.tune import pipeline
-            from tritune.tune.precompile import start_precompile
+    def _loop(self) -> None:
+        while True:
+            self._jobs.get()()
 
-            try:
-                if device is not None:
-                    import torch
+    @staticmethod
+    def _work(tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+              grid: Any, deliver: Deliver, device: Any) -> None:  # fmt: skip
+        from tritune.device import current_target
+        from tritune.tune import pipeline
+        from tritune.tune.precompile import start_precompile
 
-                    torch.cuda.set_device(device)
-                comp = None
-                if not tuned.compiles_in_process(configs):
-                    comp = start_precompile(tuned._launcher(), configs, args, kwargs, current_target(),
-                                            tuned.tuner.jobs, tuned.tuner.compile_timeout)  # fmt: skip
-                    while comp.pending:
-                        comp.wait(max_pending=len(comp.pending) - 1)
-                for cfg in configs:
-                    why = comp.failed.get(cfg) if comp is not None else None
-                    if why is None:
-                        facts = pipeline.load_binary(
-                            tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid
-                        )
-                        why = None if isinstance(facts, dict) else facts.reason
-                    deliver(cfg, why)
-            except BaseException as e:
-                for cfg in configs:
-                    deliver(cfg, f"background compile failed: {type(e).__name__}: {e}")
+        try:
+            if device is not None:
+                import torch
 
-        threading.Thread(target=work, name=f"tritune-compile-{tuned.info.name}", daemon=True).start()
+                torch.cuda.set_device(device)
+            comp = None
+            if not tuned.compiles_in_process(configs):
+                comp = start_precompile(tuned._launcher(), configs, args, kwargs, current_target(),
+                                        tuned.tuner.jobs, tuned.tuner.compile_timeout)  # fmt: skip
+                while comp.pending:
+                    comp.wait(max_pending=len(comp.pending) - 1)
+            for cfg in configs:
+                why = comp.failed.get(cfg) if comp is not None else None
+                if why is None:
+                    facts = pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
+                    why = None if isinstance(facts, dict) else facts.reason
+                deliver(cfg, why)
+        except BaseException as e:  # a broken compile service must not take the server down
+            for cfg in configs:
+                deliver(cfg, f"background compile failed: {type(e).__name__}: {e}")
 
 
 def _device_of(args: Sequence[Any]) -> Any:
@@ -329,9 +342,9 @@ class Incremental:
         h = self.clock.stop(t)
 
         def then(ms: float) -> None:
-            st.sample(cfg, ms)
+            due = st.sample(cfg, ms)
             self.budget.earn(ms)
-            if not self.distributed:
+            if due and not self.distributed:
                 self._decide(tuned, key, st)
 
         res.submit(h, then)

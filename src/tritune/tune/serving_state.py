@@ -38,7 +38,7 @@ class IncrementalOptions:
 
     ``gpu_fraction``: extra device time (scratch runs of the checks) allowed per call, as a fraction of the
     measured device time of the real calls (a token bucket; ``burst_calls`` calls' worth of earnings may be
-    saved up). ``min_samples``/``max_samples``: samples per racer before any elimination / at most.
+    saved up). ``min_samples``/``max_samples``: samples per racer before any elimination / kept (the latest).
     ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.tune.race.RaceOptions` (ties within
     ``rel_tol`` are ties). ``sync_every``: calls of a key between agreement steps with ``distributed=True``.
     """
@@ -167,6 +167,7 @@ class KeyState:
         self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
         self.calls = 0
         self.dispatched: dict[Config, int] = {}  # real calls sent to each racer (the caller's thread counts)
+        self._since = 0  # samples since the last decision
         self.checking: set[Config] = set()  # scratch runs whose comparison has not resolved yet
 
     # -- observations (background threads) ------------------------------------------------------------
@@ -185,9 +186,21 @@ class KeyState:
             else:
                 self.obs.disagreed[cfg] = why_not
 
-    def sample(self, cfg: Config, ms: float) -> None:
+    def sample(self, cfg: Config, ms: float) -> bool:
+        """Record a timing; True once a round's worth of samples (one per racer) came in since the last
+        True, the moment for a decision (deciding on every sample would cost the resolver ~10x more)."""
         with self.obs.lock:
-            self.obs.samples.setdefault(cfg, []).append(ms)
+            xs = self.obs.samples.setdefault(cfg, [])
+            xs.append(ms)
+            if (
+                len(xs) > self.options.max_samples
+            ):  # a window of the latest: bounded memory and cost, and drift
+                del xs[0]  # (a key can wait long for its compiles) ages out
+            self._since += 1
+            if self._since < max(1, len(self.applied.racing)):
+                return False
+            self._since = 0
+            return True
 
     # -- dispatch (the caller's thread) ---------------------------------------------------------------
     @property
@@ -234,6 +247,9 @@ class KeyState:
             samples = {c: list(o.samples.get(c, ())) for c in racing}
         eliminated = set(self.applied.eliminated)
         alive = [c for c in self.configs if c in racing and c not in eliminated]
+        settled = all(c in failed or c in disagreed or c in racing for c in self.configs)
+        if len(alive) < 2 and not settled:  # nothing to compare yet: skip the statistics
+            return Proposal(ready, frozenset(alive), failed, disagreed, frozenset(eliminated))
         ms = {c: Measurement.from_samples(samples[c], rel_tol=opts.rel_tol,
                                           confidence=opts.elimination_confidence)
               for c in alive if len(samples[c]) >= opts.min_samples}  # fmt: skip
@@ -244,7 +260,6 @@ class KeyState:
                     eliminated.add(c)
         alive = [c for c in alive if c not in eliminated]
         racing_alive = frozenset(alive)
-        settled = all(c in failed or c in disagreed or c in racing for c in self.configs)
         promoted: Config | None = None
         stop = ""
         ties: tuple[Config, ...] = ()
