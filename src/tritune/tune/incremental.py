@@ -99,6 +99,19 @@ class CudaClock:
     def capturing(self) -> bool:
         return bool(self._torch.cuda.is_current_stream_capturing())
 
+    @staticmethod
+    def prepare_thread() -> None:
+        """Put the resolver's thread in *relaxed* stream-capture mode (the driver's per-thread
+        ``cuThreadExchangeStreamCaptureMode``): waiting on an event is a "potentially unsafe" call that would
+        otherwise invalidate a graph another thread is capturing in the default (global) mode."""
+        import ctypes
+
+        try:
+            mode = ctypes.c_int(2)  # CU_STREAM_CAPTURE_MODE_RELAXED
+            ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
+        except (OSError, AttributeError):  # no driver library by that name: capture in thread_local mode
+            pass
+
 
 class Resolver:
     """Resolves timing handles in order and runs their callbacks: on a daemon thread (``thread=True``),
@@ -124,6 +137,9 @@ class Resolver:
             self.errors.append(e)
 
     def _loop(self) -> None:
+        prepare = getattr(self.clock, "prepare_thread", None)
+        if prepare is not None:
+            prepare()
         while True:
             self._one(*self._q.get())
 
