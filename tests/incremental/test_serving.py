@@ -189,3 +189,28 @@ def test_environment_switch_turns_it_on(monkeypatch):
     assert isinstance(k._incremental, Incremental)
     monkeypatch.setenv("TRITUNE_INCREMENTAL", "0")
     assert tritune.autotune(configs=CONFIGS, key=["n"], store=False)(scale_kernel)._incremental is None
+
+
+def test_outputs_naming_no_parameter_is_a_clear_error():
+    k, inc, *_ = make(outputs=["result"])
+    with pytest.raises(tritune.errors.ConfigError, match=r"scale_kernel: outputs= names \['result'\].*x_ptr"):
+        call(k, inc)
+
+
+def test_outputs_rule_restore_value_then_every_tensor():
+    k, inc, *_ = make()
+    x, out = torch.ones(4), torch.zeros(4)
+    assert inc._output_names(k, (x, out, 4), {}) == ["x_ptr", "out_ptr"]  # nothing declared: every tensor
+    k2 = tritune.autotune(configs=CONFIGS, key=["n"], store=False, restore_value=["out_ptr"],
+                          incremental=Incremental(thread=False))(scale_kernel)  # fmt: skip
+    assert k2._incremental._output_names(k2, (x, out, 4), {}) == ["out_ptr"]
+    inc3 = Incremental(outputs=["out_ptr"], thread=False)
+    assert inc3._output_names(k, (x, out, 4), {}) == ["out_ptr"]
+
+
+def test_a_key_set_through_the_cache_is_not_tuned():
+    k, inc, clock, comp, _ = make()
+    k.cache[KEY] = CONFIGS[2]
+    x, out = call(k, inc)
+    assert torch.equal(out, x * 2) and clock.log == [] and comp.asked == []
+    assert k.choices()[KEY].source == "user"

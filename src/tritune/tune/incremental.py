@@ -401,10 +401,6 @@ class Incremental:
     def _output_names(self, tuned: Autotuned, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[str]:
         named = tuned._named(args, kwargs)
         if self.outputs is not None:
-            missing = [n for n in self.outputs if n not in tuned.arg_names]
-            if missing:
-                raise ConfigError(f"{tuned.info.name}: outputs= names {missing} that are not parameters of the "
-                                  f"kernel; its parameters are {', '.join(tuned.arg_names)}")  # fmt: skip
             return [n for n in self.outputs if hasattr(named.get(n), "clone")]
         given = list(dict.fromkeys([*tuned.restore_value, *tuned.reset_to_zero]))
         if given:
@@ -414,6 +410,14 @@ class Incremental:
     # -- starting a key ---------------------------------------------------------------------------------
     def _begin(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
                grid: Any) -> KeyState | None:  # fmt: skip
+        if self.outputs is not None:
+            missing = [n for n in self.outputs if n not in tuned.arg_names]
+            if missing:
+                raise ConfigError(f"{tuned.info.name}: outputs= names {missing}, which are not parameters of the "
+                                  f"kernel; its parameters are {', '.join(tuned.arg_names)}. Name the arguments "
+                                  "the kernel writes.")  # fmt: skip
+        if hasattr(tuned.cache, "get") and tuned.cache.get(tuned.key_spec.public(key)) is not None:
+            return None  # set by the caller through kernel.cache[key] = config: the normal path serves it
         legal, _ = tuned.legal_configs(args, kwargs)
         if len(legal) <= 1 or tuned.tuner.lookup(tuned, key, args, kwargs, allowed=legal) is not None:
             return (
