@@ -313,6 +313,8 @@ class Incremental:
         if st is None:
             with tuned._lock:
                 st = self.states.get(key)
+                if st is None and key in self.promoted:  # promoted since the caller looked: its choice is set
+                    return MISS
                 if st is None:
                     if self.clock.capturing():
                         raise CaptureMissError(
@@ -341,14 +343,14 @@ class Incremental:
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
 
     def _afford(self, st: KeyState) -> bool:
-        m = st.measurement(st.provisional)
+        est = st.recent_ms(st.provisional)
         if self.distributed:  # scheduled at the last agreement step, the same on every rank
             if st.applied.stop != "check":
                 return False
             st.apply(replace(st.applied, stop=""))
-            self.budget.force_spend(m.median_ms if m is not None else 0.0)
+            self.budget.force_spend(est or 0.0)
             return True
-        return m is not None and self.budget.try_spend(m.median_ms)
+        return est is not None and self.budget.tokens_ms >= est and self.budget.try_spend(est)
 
     def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
@@ -377,8 +379,7 @@ class Incremental:
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res)
         s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
         s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
-        estimate = st.measurement(st.provisional)
-        est_ms = estimate.median_ms if estimate is not None else 0.0
+        est_ms = st.recent_ms(st.provisional) or 0.0  # what _afford spent
         t = self.clock.start(cand)
         try:
             tuned._launch(cand, s_args, s_kwargs, grid, False)
@@ -457,8 +458,8 @@ class Incremental:
         import torch.distributed as dist
 
         mine = st.propose()
-        m = st.measurement(st.provisional)
-        can_check = m is not None and self.budget.tokens_ms >= m.median_ms
+        est = st.recent_ms(st.provisional)
+        can_check = est is not None and self.budget.tokens_ms >= est
         mine = replace(mine, stop=mine.stop or ("check" if can_check else ""))
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)

@@ -231,6 +231,14 @@ class KeyState:
         return None
 
     # -- decisions ------------------------------------------------------------------------------------
+    def recent_ms(self, cfg: Config) -> float | None:
+        """A cheap estimate for the caller's path: the median of the last (up to) 5 samples of ``cfg``."""
+        xs = self.obs.samples.get(cfg)
+        if not xs:
+            return None
+        last = sorted(xs[-5:])
+        return last[len(last) // 2]
+
     def measurement(self, cfg: Config) -> Measurement | None:
         with self.obs.lock:
             xs = list(self.obs.samples.get(cfg, ()))
