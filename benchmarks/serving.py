@@ -302,13 +302,16 @@ def overhead_us(calls: int = 3000) -> dict[str, float]:
         k._launch = lambda *a, **kw: None  # no-op launch: host cost of the choosing only
         w.launch(k, t)
         inc.resolver().poll()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            w.launch(k, t)
-        res[f"{state}_us"] = (time.perf_counter() - t0) / calls * 1e6
-        t0 = time.perf_counter()
-        inc.resolver().poll()
-        res[f"{state}_resolve_us"] = (time.perf_counter() - t0) / calls * 1e6
+        best, resolve_best = float("inf"), float("inf")
+        for _ in range(3):  # the best of three rounds: the machine's other load is not the state machine's
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                w.launch(k, t)
+            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+            t0 = time.perf_counter()
+            inc.resolver().poll()
+            resolve_best = min(resolve_best, (time.perf_counter() - t0) / calls * 1e6)
+        res[f"{state}_us"], res[f"{state}_resolve_us"] = best, resolve_best
     tuning = max(res["compiling_us"], res["check_waiting_us"])
     plain = tritune.autotune(configs=w.configs[:1], key=w.key, store=False)(w.jit)
     plain._launch = lambda *a, **kw: None
@@ -317,10 +320,12 @@ def overhead_us(calls: int = 3000) -> dict[str, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         w.launch(plain, t)
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        w.launch(plain, t)
-    cached = (time.perf_counter() - t0) / calls * 1e6
+    cached = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            w.launch(plain, t)
+        cached = min(cached, (time.perf_counter() - t0) / calls * 1e6)
     resolve = max(res["compiling_resolve_us"], res["check_waiting_resolve_us"])
     res.update(tuning_us=tuning, cached_us=cached, overhead_us=tuning - cached, resolve_us=resolve)
     if torch.cuda.is_available():  # what the real clock adds on the caller's path: two event records

@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import math
 import os
-import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import CaptureMissError, ConfigError
 from tritune.tune.choice import Choice
+from tritune.tune.serving_check import compare_outputs, default_tolerance
+from tritune.tune.serving_runtime import CallClock, CompileService, CudaClock, Resolver, WorkerCompiles
 from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge
 
 if TYPE_CHECKING:
@@ -42,229 +43,8 @@ if TYPE_CHECKING:
 _TUNED = ("timed", "store", "pretuned", "incremental", "replayed")
 MISS = object()  # returned where the incremental path does not take the call
 
-Deliver = Callable[[Config, "str | None"], None]
-
-
-class CallClock(Protocol):
-    """Times launches without blocking: ``start(cfg)`` before a launch of ``cfg``, ``stop(token)`` after;
-    ``elapsed_ms(handle)`` (called by the resolver thread) may block until the device reached the stop mark."""
-
-    def start(self, cfg: Config) -> Any: ...
-    def stop(self, token: Any) -> Any: ...
-    def elapsed_ms(self, handle: Any) -> float: ...
-    def capturing(self) -> bool: ...
-
-
-class CompileService(Protocol):
-    """Compiles and loads ``configs`` off the caller's thread, calling ``deliver(cfg, None | why_not)`` for each."""
-
-    def start(self, tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-              grid: Any, deliver: Deliver) -> None: ...  # fmt: skip
-
-
-class CudaClock:
-    """CUDA events recorded on the caller's current stream (pooled: an event is reused once resolved)."""
-
-    def __init__(self) -> None:
-        import torch
-
-        self._torch = torch
-        self._free: list[Any] = []
-        self._lock = threading.Lock()
-
-    def _event(self) -> Any:
-        with self._lock:
-            if self._free:
-                return self._free.pop()
-        return self._torch.cuda.Event(enable_timing=True)
-
-    def start(self, cfg: Config) -> Any:
-        e = self._event()
-        e.record()
-        return e
-
-    def stop(self, token: Any) -> Any:
-        e = self._event()
-        e.record()
-        return (token, e)
-
-    def elapsed_ms(self, handle: Any) -> float:
-        a, b = handle
-        b.synchronize()
-        ms = float(a.elapsed_time(b))
-        with self._lock:
-            self._free.extend((a, b))
-        return ms
-
-    def capturing(self) -> bool:
-        return bool(self._torch.cuda.is_current_stream_capturing())
-
-    @staticmethod
-    def prepare_thread() -> None:
-        """Put the resolver's thread in *relaxed* stream-capture mode (the driver's per-thread
-        ``cuThreadExchangeStreamCaptureMode``): waiting on an event is a "potentially unsafe" call that would
-        otherwise invalidate a graph another thread is capturing in the default (global) mode."""
-        import ctypes
-
-        try:
-            mode = ctypes.c_int(2)  # CU_STREAM_CAPTURE_MODE_RELAXED
-            ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
-        except (OSError, AttributeError):  # no driver library by that name: capture in thread_local mode
-            pass
-
-
-class Resolver:
-    """Resolves timing handles in order and runs their callbacks: on a daemon thread (``thread=True``),
-    or when :meth:`poll` is called (tests with a fake clock). A callback's exception is kept in ``errors``."""
-
-    def __init__(self, clock: CallClock, *, thread: bool = True) -> None:
-        self.clock = clock
-        self.errors: list[BaseException] = []
-        self._q: queue.SimpleQueue[tuple[Any, Callable[[float], None]]] = queue.SimpleQueue()
-        self._thread = (
-            threading.Thread(target=self._loop, name="tritune-resolver", daemon=True) if thread else None
-        )
-        if self._thread is not None:
-            self._thread.start()
-
-    def submit(self, handle: Any, then: Callable[[float], None]) -> None:
-        self._q.put((handle, then))
-
-    def _one(self, handle: Any, then: Callable[[float], None]) -> None:
-        try:
-            then(self.clock.elapsed_ms(handle))
-        except BaseException as e:
-            self.errors.append(e)
-
-    def _loop(self) -> None:
-        prepare = getattr(self.clock, "prepare_thread", None)
-        if prepare is not None:
-            prepare()
-        while True:
-            self._one(*self._q.get())
-
-    def poll(self) -> int:
-        """Resolve everything queued now (only without a thread); the number resolved."""
-        n = 0
-        while True:
-            try:
-                item = self._q.get_nowait()
-            except queue.Empty:
-                return n
-            self._one(*item)
-            n += 1
-
-
-class WorkerCompiles:
-    """The engine's compile workers (:func:`tritune.tune.precompile.start_precompile`), driven by one
-    background thread per kernel (keys queue up: a burst of new keys does not start a pool each), which then
-    loads each compiled binary (:func:`tritune.tune.pipeline.load_binary`). The one place this module calls
-    the engine: re-point here when the engine's worker service lands."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def start(self, tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-              grid: Any, deliver: Deliver) -> None:  # fmt: skip
-        device = _device_of(args)
-        self._jobs.put(lambda: self._work(tuned, configs, args, kwargs, grid, deliver, device))
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._loop, name=f"tritune-compile-{tuned.info.name}", daemon=True
-            )
-            self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            self._jobs.get()()
-
-    @staticmethod
-    def _work(tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-              grid: Any, deliver: Deliver, device: Any) -> None:  # fmt: skip
-        from tritune.device import current_target
-        from tritune.tune import pipeline
-        from tritune.tune.precompile import start_precompile
-
-        try:
-            if device is not None:
-                import torch
-
-                torch.cuda.set_device(device)
-            comp = None
-            if not tuned.compiles_in_process(configs):
-                comp = start_precompile(tuned._launcher(), configs, args, kwargs, current_target(),
-                                        tuned.tuner.jobs, tuned.tuner.compile_timeout)  # fmt: skip
-                while comp.pending:
-                    comp.wait(max_pending=len(comp.pending) - 1)
-            for cfg in configs:
-                why = comp.failed.get(cfg) if comp is not None else None
-                if why is None:
-                    facts = pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
-                    why = None if isinstance(facts, dict) else facts.reason
-                deliver(cfg, why)
-        except BaseException as e:  # a broken compile service must not take the server down
-            for cfg in configs:
-                deliver(cfg, f"background compile failed: {type(e).__name__}: {e}")
-
-
-def _device_of(args: Sequence[Any]) -> Any:
-    for a in args:
-        dev = getattr(a, "device", None)
-        if getattr(dev, "type", None) == "cuda":
-            return dev
-    return None
-
-
-def default_tolerance(dtype: Any) -> tuple[float, float]:
-    """``(atol, rtol)`` for comparing a candidate's float output with the provisional config's: 8 units in
-    the last place of the output dtype (2**-7 for float16, 2**-4 for bfloat16, 2**-3 for 8-bit floats),
-    and 1e-4 for float32 and 1e-10 for float64. Configs of one kernel differ in the order of their sums
-    (block sizes, split-K), which moves a result rounded to the output dtype by one or two ulps; eight
-    leaves margin, while a wrong value (a missed block, a bad mask) is off by far more.
-    ``benchmarks/serving.py`` records the largest difference seen between agreeing configs on the GPU."""
-    name = str(dtype).replace("torch.", "")
-    if name in ("float64",):
-        return 1e-10, 1e-10
-    if name in ("float32",):
-        return 1e-4, 1e-4
-    if name in ("float16",):
-        return 2.0**-7, 2.0**-7
-    if name in ("bfloat16",):
-        return 2.0**-4, 2.0**-4
-    if name.startswith("float8"):
-        return 2.0**-3, 2.0**-3
-    return 0.0, 0.0
-
-
-def compare_outputs(ref: Mapping[str, Any], got: Mapping[str, Any], atol: float | None,
-                    rtol: float | None) -> Callable[[], str | None]:  # fmt: skip
-    """Queue the comparison on the device; the returned function (called after the device got there)
-    says what differed, or None."""
-    import torch
-
-    pending: list[tuple[str, Any, Any, float, float]] = []
-    for name, r in ref.items():
-        g = got[name]
-        if r.dtype.is_floating_point or r.dtype.is_complex:
-            a0, r0 = default_tolerance(r.dtype)
-            a, rt = (a0 if atol is None else atol), (r0 if rtol is None else rtol)
-            bad = ~torch.isclose(g, r, rtol=rt, atol=a, equal_nan=True)
-        else:
-            a, rt = 0.0, 0.0
-            bad = g != r
-        diff = (g.double() - r.double()).abs().nan_to_num(nan=math.inf)
-        pending.append((name, bad.sum(), diff.max() if diff.numel() else diff.sum(), a, rt))
-
-    def result() -> str | None:
-        for name, nbad, dmax, a, rt in pending:
-            n = int(nbad.item())
-            if n:
-                return (f"output {name!r}: {n} elements differ from the provisional config's "
-                        f"(max |diff| {float(dmax.item()):.3g}; atol={a:g}, rtol={rt:g})")  # fmt: skip
-        return None
-
-    return result
+__all__ = ["MISS", "CallClock", "CompileService", "CudaClock", "Incremental", "Resolver", "WorkerCompiles",
+           "compare_outputs", "default_tolerance", "make_incremental", "nearest_tuned"]  # fmt: skip
 
 
 class Incremental:
