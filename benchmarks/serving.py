@@ -381,8 +381,9 @@ def main() -> None:
             torch.manual_seed(a.seed)
             kd["engines"][e] = run_engine(e, w, tensors, stream, out, dry)
             print(f"{w.name:8s} {e:12s} total {kd['engines'][e]['total_s']:.2f} s", flush=True)
-        hot = [b for b in range(len(w.sizes)) if stream.count(b) >= (20 if dry else 200)]
-        kd["hot_buckets"] = hot
+        hot_min = 20 if dry else 200
+        hot = [b for b in range(len(w.sizes)) if stream.count(b) >= hot_min]
+        kd["hot_buckets"], kd["hot_min_calls"] = hot, hot_min
         kd["retimed_ms"] = {str(b): retime(w, tensors[b], dry) for b in hot}
         kd["output_spread"] = {str(b): output_spread(w, tensors[b]) for b in hot[:3]}
         for e in engines:
@@ -406,7 +407,7 @@ def report(doc: dict[str, Any]) -> None:
         eng = kd["engines"]
         base = eng["untuned"]["total_s"]
         trit = eng.get("triton", {}).get("total_s")
-        print(f"\n{name}: {doc['calls']} calls over {len(kd['sizes'])} buckets; hot buckets (>= 200 calls): "
+        print(f"\n{name}: {doc['calls']} calls over {len(kd['sizes'])} buckets; hot buckets (>= {kd['hot_min_calls']} calls): "
               f"{len(kd['hot_buckets'])}")  # fmt: skip
         print(f"{'engine':12s} {'total s':>9s} {'/untuned':>9s} {'/triton':>9s} {'p50 ms':>8s} {'p99 ms':>8s} "
               f"{'worst ms':>9s} {'conv<=1.02':>10s} {'extra GPU':>9s}")  # fmt: skip
