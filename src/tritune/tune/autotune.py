@@ -27,6 +27,8 @@ from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
 from tritune.space import Space, check_static
 from tritune.tune.choice import Choice, PretunedIgnoredWarning, UntunedWarning, resolve_on_no_gpu
 from tritune.tune.dispatch import make_fast, make_fast_kw
+from tritune.tune.incremental import MISS as _INC_MISS
+from tritune.tune.incremental import make_incremental
 from tritune.tune.keys import KeySpec
 from tritune.tune.triton_surface import (
     ORIGINAL_AUTOTUNER,
@@ -66,6 +68,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         rep: Any = None,
         use_cuda_graph: bool = False,
         cache_results: bool = False,
+        incremental: Any = None,
     ) -> None:
         self.fn = fn
         self.info = KernelInfo.of(fn)
@@ -127,6 +130,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._heur_fast = on_gpu and bool(self._heuristics)
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
+        # incremental=True (or TRITUNE_INCREMENTAL=1, so also under patch_triton()): tune while serving
+        self._incremental = make_incremental(incremental, distributed=bool(getattr(tuner, "distributed", False)))
 
     # -- Triton-compatible surface ---------------------------------------------------------------------
     def _set_configs(self, configs: Sequence[Any] | Space) -> None:
@@ -181,8 +186,10 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._last, self._best_set = None, value
 
     def choices(self) -> dict[tuple[Any, ...], Choice]:
-        """Key tuple -> :class:`Choice` (config and how it was chosen, e.g. ``untuned``)."""
-        return {self.key_spec.public(k): c for k, c in self._choices.items()}
+        """Key tuple -> :class:`Choice` (config and how it was chosen, e.g. ``untuned``); with ``incremental``,
+        keys still tuning show their ``provisional`` config and their state in ``stats``."""
+        tuning = self._incremental.tuning(self) if self._incremental is not None else {}
+        return {**tuning, **{self.key_spec.public(k): c for k, c in self._choices.items()}}
 
     def _launcher(self) -> Any:
         if self._runner is None:
@@ -218,6 +225,11 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                     return self._launch(hot_kw[0].config, args, kwargs, grid, False)
         key = self.key_spec.of(args, kwargs)
         choice = self._choices.get(key)
+        if choice is None and self._incremental is not None and not warmup:
+            out = self._incremental.run(self, key, args, kwargs, grid)  # tune while serving: see incremental.py
+            if out is not _INC_MISS:
+                return out
+            choice = self._choices.get(key)
         if choice is None:
             with self._lock:
                 choice = self._choices.get(key)
@@ -459,6 +471,11 @@ def autotune(
     store: Any = None,
     pretuned: Any = None,
     distributed: bool = False,
+    incremental: Any = None,
+    outputs: Iterable[str] | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    on_promote: Callable[..., None] | None = None,
     **tuner_options: Any,
 ) -> Callable[[Any], Autotuned]:
     """Decorate a ``@triton.jit`` kernel: ``@tritune.autotune(configs=[...], key=["n"])``.
@@ -471,6 +488,8 @@ def autotune(
     ``pretuned``: an exported JSON file consulted first, read-only (read, and its errors raised, here);
     a hit needs no timing, and is served only if this call's pruned, legal candidates include it.
     ``distributed``: in a torch.distributed job, split the candidates of a miss over the ranks.
+    ``incremental``: tune while serving (True, or ``TRITUNE_INCREMENTAL=1``): see :mod:`tritune.tune.incremental`;
+    ``outputs``, ``atol``, ``rtol`` set its check of candidates, ``on_promote(key, choice)`` hears promotions.
     """
 
     def decorator(fn: Any) -> Autotuned:
@@ -479,9 +498,11 @@ def autotune(
         unwrap_jit(fn)
         tuner = Tuner(store=store, pretuned=pretuned, distributed=distributed, **tuner_options)
         tuner.open_pretuned()  # a broken pretuned file fails here, at decoration, not at the first call
+        inc = make_incremental(incremental, outputs=outputs, atol=atol, rtol=rtol, on_promote=on_promote,
+                               distributed=distributed)  # fmt: skip
         return Autotuned(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                          restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
                          on_no_gpu=on_no_gpu, tuner=tuner, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
-                         cache_results=cache_results)  # fmt: skip
+                         cache_results=cache_results, incremental=inc if inc is not None else False)  # fmt: skip
 
     return decorator

@@ -1,0 +1,322 @@
+"""Tune while serving: ``@tritune.autotune(..., incremental=True)`` (or ``TRITUNE_INCREMENTAL=1``).
+
+The first call of a new key never stalls on tuning. It runs at once on a *provisional* config: the pretuned
+or stored winner (then the key is simply tuned), else the winner of the nearest tuned key of the same kernel,
+else the first legal config. Nearest means: the same non-numeric key parts (dtypes, flags), and the
+smallest sum over numeric parts of ``|log2(a) - log2(b)|`` (a batch of 96 is nearer 128 than 32); the
+earliest-tuned key wins ties. Only that config compiles on the caller's path; the other candidates are
+compiled (and loaded) by a background thread through the engine's compile workers.
+
+Later calls of the key tune on the real work (:mod:`tritune.tune.serving_state` holds the rules): every call
+goes to one checked candidate in turn, timed by events recorded around the launch on the caller's stream
+and resolved by a daemon thread, never synchronizing the caller. A compiled candidate serves real calls
+only after its check: on one call its run goes to scratch copies of the outputs, made before the real
+launch by the provisional config, and must agree with it (bit-exact for integer and bool outputs, else
+``|got - ref| <= atol + rtol * |ref|``; see :func:`default_tolerance`). The outputs are the ``outputs=``
+names, else ``restore_value`` and ``reset_to_zero``, else every tensor argument. A check costs extra device
+time, bounded by a token bucket (:class:`~tritune.tune.serving_state.GpuBudget`, default 10% of the real
+calls' device time). While a CUDA graph is being captured only the provisional or promoted config is
+launched, untimed. The winner is promoted (written to the store; later calls take the fast dispatch
+path) and ``on_promote(key, choice)`` is called, from the resolver thread, so a server can recapture.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from tritune.config import Config
+from tritune.device import gpu_unavailable_reason
+from tritune.errors import CaptureMissError, ConfigError
+from tritune.tune.choice import Choice
+from tritune.tune.serving_check import compare_outputs, default_tolerance
+from tritune.tune.serving_runtime import CallClock, CompileService, CudaClock, Resolver, WorkerCompiles
+from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge
+
+if TYPE_CHECKING:
+    from tritune.tune.autotune import Autotuned
+
+_TUNED = ("timed", "store", "pretuned", "incremental", "replayed")
+MISS = object()  # returned where the incremental path does not take the call
+
+__all__ = ["MISS", "CallClock", "CompileService", "CudaClock", "Incremental", "Resolver", "WorkerCompiles",
+           "compare_outputs", "default_tolerance", "make_incremental", "nearest_tuned"]  # fmt: skip
+
+
+class Incremental:
+    """The incremental mode of one decorated kernel. ``clock``/``compiler`` default to CUDA events and the
+    engine's workers; tests pass labelled fakes (and ``thread=False`` to resolve with :meth:`poll`)."""
+
+    def __init__(self, options: IncrementalOptions | None = None, *, outputs: Iterable[str] | None = None,
+                 atol: float | None = None, rtol: float | None = None,
+                 on_promote: Callable[[tuple[Any, ...], Choice], None] | None = None,
+                 clock: CallClock | None = None, compiler: CompileService | None = None, thread: bool = True,
+                 distributed: bool = False) -> None:  # fmt: skip
+        self.options = options or IncrementalOptions()
+        self.outputs = list(outputs) if outputs is not None else None
+        self.atol, self.rtol = atol, rtol
+        self.on_promote = on_promote
+        self.clock = clock
+        self.compiler: CompileService = compiler if compiler is not None else WorkerCompiles()
+        self.thread = thread
+        self.distributed = distributed
+        self.budget = GpuBudget(self.options.gpu_fraction, self.options.burst_calls)
+        self.states: dict[tuple[Any, ...], KeyState] = {}
+        self.promoted: dict[tuple[Any, ...], Choice] = {}
+        self._resolver: Resolver | None = None
+        self._shown: dict[Config, Choice] = {}
+        self._lock = threading.Lock()
+
+    # -- the decorator's hook ---------------------------------------------------------------------------
+    def active(self) -> bool:
+        return self.clock is not None or gpu_unavailable_reason() is None
+
+    def resolver(self) -> Resolver:
+        if self._resolver is None:
+            if self.clock is None:
+                self.clock = CudaClock()
+            self._resolver = Resolver(self.clock, thread=self.thread)
+        return self._resolver
+
+    def run(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
+            grid: Any) -> Any:  # fmt: skip
+        """Launch one call of a key that has no final choice yet; ``MISS`` where the normal path must take it."""
+        if not self.active():
+            return MISS
+        res = self.resolver()
+        assert self.clock is not None
+        st = self.states.get(key)
+        if st is None:
+            with tuned._lock:
+                st = self.states.get(key)
+                if st is None and key in self.promoted:  # promoted since the caller looked: its choice is set
+                    return MISS
+                if st is None:
+                    if self.clock.capturing():
+                        raise CaptureMissError(
+                            f"{tuned.info.name}: key {tuned.key_spec.as_dict(key)} was first called while a CUDA "
+                            "graph was being captured; even its provisional config must be chosen and compiled "
+                            "first. Call the kernel once with these arguments before capturing (warm up)."
+                        )
+                    st = self._begin(tuned, key, args, kwargs, grid)
+                    if st is None:
+                        return MISS  # a stored or pretuned winner: now the normal path's choice
+        if st.promoted is not None:  # promoted between the check and now: the normal path has it
+            return MISS
+        if self.clock.capturing():  # a graph records only the provisional config, untimed
+            tuned._last = Choice(st.provisional, "provisional", "recorded while capturing")
+            return tuned._launch(st.provisional, args, kwargs, grid, False)
+        st.calls += 1
+        if self.distributed and st.calls % self.options.sync_every == 0:
+            self._agree(tuned, key, st)
+            if st.promoted is not None:
+                return MISS
+        check = st.next_check(self.distributed) if st.calls > 1 else None
+        if check is not None and self._afford(st):
+            return self._checked_call(tuned, key, st, check, args, kwargs, grid, res)
+        cfg = st.next_racer()
+        tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
+        return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
+
+    def _afford(self, st: KeyState) -> bool:
+        est = st.recent_ms(st.provisional)
+        if self.distributed:  # scheduled at the last agreement step, the same on every rank
+            if st.applied.stop != "check":
+                return False
+            st.apply(replace(st.applied, stop=""))
+            self.budget.force_spend(est or 0.0)
+            return True
+        return est is not None and self.budget.tokens_ms >= est and self.budget.try_spend(est)
+
+    def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
+               kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
+        assert self.clock is not None
+        t = self.clock.start(cfg)
+        out = tuned._launch(cfg, args, kwargs, grid, False)
+        h = self.clock.stop(t)
+
+        def then(ms: float) -> None:
+            due = st.sample(cfg, ms)
+            self.budget.earn(ms)
+            if due and not self.distributed:
+                self._decide(tuned, key, st)
+
+        res.submit(h, then)
+        return out
+
+    def _checked_call(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cand: Config, args: Sequence[Any],
+                      kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
+        """The real call on the provisional config; ``cand`` runs on scratch copies of the outputs."""
+        assert self.clock is not None
+        names = self._output_names(tuned, args, kwargs)
+        named = tuned._named(args, kwargs)
+        scratch = {n: named[n].clone() for n in names}
+        st.checking.add(cand)
+        out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res)
+        s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
+        s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
+        est_ms = st.recent_ms(st.provisional) or 0.0  # what _afford spent
+        t = self.clock.start(cand)
+        try:
+            tuned._launch(cand, s_args, s_kwargs, grid, False)
+        except Exception as e:  # a candidate that cannot launch is out, and the call is already served
+            self.clock.stop(t)
+            st.checked(cand, f"launch failed: {type(e).__name__}: {e}")
+            return out
+        h = self.clock.stop(t)
+        verdict = compare_outputs({n: named[n] for n in names}, scratch, self.atol, self.rtol)
+
+        def then(ms: float) -> None:
+            self.budget.correct(est_ms, ms)
+            st.checked(cand, verdict())
+            if not self.distributed:
+                self._decide(tuned, key, st)
+
+        res.submit(h, then)
+        return out
+
+    def _output_names(self, tuned: Autotuned, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[str]:
+        named = tuned._named(args, kwargs)
+        if self.outputs is not None:
+            return [n for n in self.outputs if hasattr(named.get(n), "clone")]
+        given = list(dict.fromkeys([*tuned.restore_value, *tuned.reset_to_zero]))
+        if given:
+            return [n for n in given if hasattr(named.get(n), "clone")]
+        return [n for n, v in named.items() if hasattr(v, "clone") and hasattr(v, "dtype")]
+
+    # -- starting a key ---------------------------------------------------------------------------------
+    def _begin(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
+               grid: Any) -> KeyState | None:  # fmt: skip
+        if self.outputs is not None:
+            missing = [n for n in self.outputs if n not in tuned.arg_names]
+            if missing:
+                raise ConfigError(f"{tuned.info.name}: outputs= names {missing}, which are not parameters of the "
+                                  f"kernel; its parameters are {', '.join(tuned.arg_names)}. Name the arguments "
+                                  "the kernel writes.")  # fmt: skip
+        if hasattr(tuned.cache, "get") and tuned.cache.get(tuned.key_spec.public(key)) is not None:
+            return None  # set by the caller through kernel.cache[key] = config: the normal path serves it
+        legal, _ = tuned.legal_configs(args, kwargs)
+        if len(legal) <= 1 or tuned.tuner.lookup(tuned, key, args, kwargs, allowed=legal) is not None:
+            return (
+                None  # nothing to tune, or a stored/pretuned winner: the normal path serves (and reports) it
+            )
+        known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
+        provisional = nearest_tuned(key, known, legal)
+        if provisional is None:
+            provisional = legal[0]
+        st = KeyState(legal, provisional, self.options)
+        self.states[key] = st
+        rest = [c for c in legal if c != provisional]
+        self.compiler.start(
+            tuned, rest, args, kwargs, grid, lambda cfg, why: self._compiled(tuned, key, st, cfg, why)
+        )
+        return st
+
+    def _compiled(
+        self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, why: str | None
+    ) -> None:
+        st.compiled(cfg, why)
+        if not self.distributed:
+            self._decide(tuned, key, st)
+
+    # -- decisions --------------------------------------------------------------------------------------
+    def _decide(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState) -> None:
+        with self._lock:
+            if st.promoted is not None:
+                return
+            p = st.propose()
+            st.apply(p)
+            if p.promoted is not None:
+                self._promote(tuned, key, st, p)
+
+    def _agree(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState) -> None:
+        """The agreement step of ``distributed=True``, reached by every rank at the same call of the key."""
+        import torch.distributed as dist
+
+        mine = st.propose()
+        est = st.recent_ms(st.provisional)
+        can_check = est is not None and self.budget.tokens_ms >= est
+        mine = replace(mine, stop=mine.stop or ("check" if can_check else ""))
+        gathered: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, mine)
+        agreed = merge(gathered, st.configs)
+        if agreed.promoted is None and all(p.stop == "check" for p in gathered):
+            agreed = replace(agreed, stop="check")
+        with self._lock:
+            st.apply(agreed)
+            if agreed.promoted is not None:
+                self._promote(tuned, key, st, agreed)
+
+    def _promote(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, p: Proposal) -> None:
+        from tritune.tune.serving_store import record_promotion
+
+        assert p.promoted is not None
+        timings = {}
+        for c in st.configs:
+            m = st.measurement(c)
+            if m is not None:
+                timings[c] = [m.median_ms, m.q1_ms, m.q3_ms]
+        stats = {**st.summary(), "stop": p.stop, "ties": [c.id for c in p.ties],
+                 "extra_gpu_fraction": round(self.budget.extra_fraction, 4)}  # fmt: skip
+        med = timings.get(p.promoted, [math.nan])[0]
+        choice = Choice(p.promoted, "incremental", f"{p.stop} after {st.calls} calls: {med:.4f} ms median",
+                        stats=stats, timings=timings)  # fmt: skip
+        record_promotion(tuned, key, st, p)
+        with tuned._lock:
+            tuned._choices[key] = choice
+            tuned._remember(key, choice)
+        self.promoted[key] = choice
+        self.states.pop(key, None)
+        if self.on_promote is not None:
+            self.on_promote(tuned.key_spec.public(key), choice)
+
+    def tuning(self, tuned: Autotuned) -> dict[tuple[Any, ...], Choice]:
+        """Keys still tuning -> their provisional config, with the state in ``stats`` (for ``choices()``)."""
+        return {tuned.key_spec.public(k): Choice(st.provisional, "provisional", "tuning on real calls",
+                                                 stats=st.summary())
+                for k, st in list(self.states.items())}  # fmt: skip
+
+
+def nearest_tuned(key: tuple[Any, ...], tuned_keys: Mapping[tuple[Any, ...], Config],
+                  allowed: Sequence[Config]) -> Config | None:  # fmt: skip
+    """The config of the nearest tuned key (see the module docstring), if it is among ``allowed``."""
+    best: tuple[float, Config] | None = None
+    ok = set(allowed)
+    for k, cfg in tuned_keys.items():
+        if len(k) != len(key) or cfg not in ok:
+            continue
+        d = 0.0
+        for a, b in zip(key, k):
+            if _positive_number(a) and _positive_number(b):
+                d += abs(math.log2(a) - math.log2(b))
+            elif a != b:
+                d = math.inf
+                break
+        if d < math.inf and (best is None or d < best[0]):
+            best = (d, cfg)
+    return best[1] if best is not None else None
+
+
+def _positive_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def make_incremental(value: Any, *, outputs: Iterable[str] | None = None, atol: float | None = None,
+                     rtol: float | None = None, on_promote: Callable[..., None] | None = None,
+                     distributed: bool = False) -> Incremental | None:  # fmt: skip
+    """The decorator's ``incremental=``: True, an :class:`IncrementalOptions`, an :class:`Incremental`, or
+    None/False (then ``TRITUNE_INCREMENTAL=1`` turns it on)."""
+    if isinstance(value, Incremental):
+        return value
+    if value is None:
+        value = os.environ.get("TRITUNE_INCREMENTAL", "").strip().lower() in ("1", "true", "yes", "on")
+    if value is False:
+        return None
+    opts = value if isinstance(value, IncrementalOptions) else None
+    return Incremental(
+        opts, outputs=outputs, atol=atol, rtol=rtol, on_promote=on_promote, distributed=distributed
+    )

@@ -1,0 +1,187 @@
+"""The I/O of incremental tuning: a clock that times launches without blocking the caller (CUDA events),
+the resolver thread that reads them, and the background compile service (the engine's workers)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tritune.config import Config
+
+if TYPE_CHECKING:
+    from tritune.tune.autotune import Autotuned
+
+Deliver = Callable[[Config, "str | None"], None]
+
+
+class CallClock(Protocol):
+    """Times launches without blocking: ``start(cfg)`` before a launch of ``cfg``, ``stop(token)`` after;
+    ``elapsed_ms(handle)`` (called by the resolver thread) may block until the device reached the stop mark."""
+
+    def start(self, cfg: Config) -> Any: ...
+    def stop(self, token: Any) -> Any: ...
+    def elapsed_ms(self, handle: Any) -> float: ...
+    def capturing(self) -> bool: ...
+
+
+class CompileService(Protocol):
+    """Compiles and loads ``configs`` off the caller's thread, calling ``deliver(cfg, None | why_not)`` for each."""
+
+    def start(self, tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+              grid: Any, deliver: Deliver) -> None: ...  # fmt: skip
+
+
+class CudaClock:
+    """CUDA events recorded on the caller's current stream (pooled: an event is reused once resolved)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self._torch = torch
+        self._free: list[Any] = []
+        self._lock = threading.Lock()
+
+    def _event(self) -> Any:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        return self._torch.cuda.Event(enable_timing=True)
+
+    def start(self, cfg: Config) -> Any:
+        e = self._event()
+        e.record()
+        return e
+
+    def stop(self, token: Any) -> Any:
+        e = self._event()
+        e.record()
+        return (token, e)
+
+    def elapsed_ms(self, handle: Any) -> float:
+        a, b = handle
+        b.synchronize()
+        ms = float(a.elapsed_time(b))
+        with self._lock:
+            self._free.extend((a, b))
+        return ms
+
+    def capturing(self) -> bool:
+        return bool(self._torch.cuda.is_current_stream_capturing())
+
+    @staticmethod
+    def prepare_thread() -> None:
+        """Put the resolver's thread in *relaxed* stream-capture mode (the driver's per-thread
+        ``cuThreadExchangeStreamCaptureMode``): waiting on an event is a "potentially unsafe" call that would
+        otherwise invalidate a graph another thread is capturing in the default (global) mode."""
+        import ctypes
+
+        try:
+            mode = ctypes.c_int(2)  # CU_STREAM_CAPTURE_MODE_RELAXED
+            ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
+        except (OSError, AttributeError):  # no driver library by that name: capture in thread_local mode
+            pass
+
+
+class Resolver:
+    """Resolves timing handles in order and runs their callbacks: on a daemon thread (``thread=True``),
+    or when :meth:`poll` is called (tests with a fake clock). A callback's exception is kept in ``errors``."""
+
+    def __init__(self, clock: CallClock, *, thread: bool = True) -> None:
+        self.clock = clock
+        self.errors: list[BaseException] = []
+        self._q: queue.SimpleQueue[tuple[Any, Callable[[float], None]]] = queue.SimpleQueue()
+        self._thread = (
+            threading.Thread(target=self._loop, name="tritune-resolver", daemon=True) if thread else None
+        )
+        if self._thread is not None:
+            self._thread.start()
+
+    def submit(self, handle: Any, then: Callable[[float], None]) -> None:
+        self._q.put((handle, then))
+
+    def _one(self, handle: Any, then: Callable[[float], None]) -> None:
+        try:
+            then(self.clock.elapsed_ms(handle))
+        except BaseException as e:
+            self.errors.append(e)
+
+    def _loop(self) -> None:
+        prepare = getattr(self.clock, "prepare_thread", None)
+        if prepare is not None:
+            prepare()
+        while True:
+            self._one(*self._q.get())
+
+    def poll(self) -> int:
+        """Resolve everything queued now (only without a thread); the number resolved."""
+        n = 0
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                return n
+            self._one(*item)
+            n += 1
+
+
+class WorkerCompiles:
+    """The engine's compile workers (:func:`tritune.tune.precompile.start_precompile`), driven by one
+    background thread per kernel (keys queue up: a burst of new keys does not start a pool each), which then
+    loads each compiled binary (:func:`tritune.tune.pipeline.load_binary`). The one place this module calls
+    the engine: re-point here when the engine's worker service lands."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def start(self, tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+              grid: Any, deliver: Deliver) -> None:  # fmt: skip
+        device = _device_of(args)
+        self._jobs.put(lambda: self._work(tuned, configs, args, kwargs, grid, deliver, device))
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name=f"tritune-compile-{tuned.info.name}", daemon=True
+            )
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            self._jobs.get()()
+
+    @staticmethod
+    def _work(tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+              grid: Any, deliver: Deliver, device: Any) -> None:  # fmt: skip
+        from tritune.device import current_target
+        from tritune.tune import pipeline
+        from tritune.tune.precompile import start_precompile
+
+        try:
+            if device is not None:
+                import torch
+
+                torch.cuda.set_device(device)
+            comp = None
+            if not tuned.compiles_in_process(configs):
+                comp = start_precompile(tuned._launcher(), configs, args, kwargs, current_target(),
+                                        tuned.tuner.jobs, tuned.tuner.compile_timeout)  # fmt: skip
+                while comp.pending:
+                    comp.wait(max_pending=len(comp.pending) - 1)
+            for cfg in configs:
+                why = comp.failed.get(cfg) if comp is not None else None
+                if why is None:
+                    facts = pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
+                    why = None if isinstance(facts, dict) else facts.reason
+                deliver(cfg, why)
+        except BaseException as e:  # a broken compile service must not take the server down
+            for cfg in configs:
+                deliver(cfg, f"background compile failed: {type(e).__name__}: {e}")
+
+
+def _device_of(args: Sequence[Any]) -> Any:
+    for a in args:
+        dev = getattr(a, "device", None)
+        if getattr(dev, "type", None) == "cuda":
+            return dev
+    return None

@@ -1,0 +1,301 @@
+"""The state of one key while it tunes on real calls (``incremental=True``): pure logic, no GPU, no threads.
+
+A key's candidates move through phases::
+
+    compiling -> ready (compiled, unchecked) -> racing (checked: serves real calls) -> promoted
+                      \\-> disagreed (its scratch run differed from the provisional output: never used again)
+    compiling -> failed (did not compile or load)          racing -> eliminated (slower with confidence)
+
+The provisional config races from the start (it is the reference of the checks). Every real call while
+the key tunes goes to one racing candidate, in turn (the one with the fewest samples, ties in declared
+order), so drift in clocks or load hits all of them alike. Decisions use the race's statistics
+(:mod:`tritune.bench.stats`): a candidate is eliminated when its median's interval at
+``elimination_confidence`` lies wholly above the smallest upper bound among the racers; once nothing is
+compiling or waiting for a check, the key is promoted when one racer is left (``decided``), when no other
+racer can be more than ``rel_tol`` faster than the leader with confidence (``tied``: ties are ties, the
+leader is kept and the others are reported as its ties), or when every racer has ``max_samples``
+(``budget``: the smallest median wins).
+
+Decisions are made from *observations* (:class:`Observations`, fed by the background resolver) and take
+effect through :meth:`KeyState.apply` of a :class:`Proposal`. One process applies its own proposal; ranks
+of a distributed job apply the merge of every rank's proposal at an agreement step (:func:`merge`), so every
+rank dispatches the same config for the same call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tritune.bench.stats import Measurement, within
+from tritune.config import Config
+
+
+@dataclass(frozen=True)
+class IncrementalOptions:
+    """How a key tunes on real calls.
+
+    ``gpu_fraction``: extra device time (scratch runs of the checks) allowed per call, as a fraction of the
+    measured device time of the real calls (a token bucket; ``burst_calls`` calls' worth of earnings may be
+    saved up). ``min_samples``/``max_samples``: samples per racer before any elimination / kept (the latest).
+    ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.tune.race.RaceOptions` (ties within
+    ``rel_tol`` are ties). ``sync_every``: calls of a key between agreement steps with ``distributed=True``.
+    """
+
+    gpu_fraction: float = 0.10
+    burst_calls: int = 50
+    min_samples: int = 8
+    max_samples: int = 64
+    rel_tol: float = 0.02
+    elimination_confidence: float = 0.99
+    sync_every: int = 16
+
+    def __post_init__(self) -> None:
+        if not 0 < self.gpu_fraction <= 1:
+            raise ValueError(f"gpu_fraction={self.gpu_fraction}: expected a fraction in (0, 1]")
+        if self.min_samples < 3 or self.max_samples < self.min_samples:
+            raise ValueError("min_samples must be >= 3 and max_samples >= min_samples")
+        if self.rel_tol <= 0 or not 0.5 < self.elimination_confidence < 1 or self.sync_every < 1:
+            raise ValueError("rel_tol must be > 0, elimination_confidence in (0.5, 1), sync_every >= 1")
+
+
+class GpuBudget:
+    """A token bucket over measured device time: every real call earns ``fraction`` of its device time,
+    every check's scratch run spends its estimate at once and is corrected to its measured time when the
+    events resolve (the bucket may go into debt; no check starts until it is out). Thread-safe."""
+
+    def __init__(self, fraction: float, burst_calls: int) -> None:
+        self.fraction = fraction
+        self.burst_calls = burst_calls
+        self.tokens_ms = 0.0
+        self.earned_from_ms = 0.0  # device time of the real calls seen
+        self.spent_ms = 0.0  # device time of the scratch runs
+        self._lock = threading.Lock()
+
+    def earn(self, call_ms: float) -> None:
+        with self._lock:
+            self.earned_from_ms += call_ms
+            cap = self.fraction * call_ms * self.burst_calls
+            self.tokens_ms = min(max(cap, self.tokens_ms), self.tokens_ms + self.fraction * call_ms)
+
+    def try_spend(self, estimate_ms: float) -> bool:
+        with self._lock:
+            if self.tokens_ms < estimate_ms:
+                return False
+            self.tokens_ms -= estimate_ms
+            self.spent_ms += estimate_ms
+            return True
+
+    def force_spend(self, estimate_ms: float) -> None:
+        """Spend whatever the tokens (an agreement step of all ranks scheduled it)."""
+        with self._lock:
+            self.tokens_ms -= estimate_ms
+            self.spent_ms += estimate_ms
+
+    def correct(self, estimate_ms: float, actual_ms: float) -> None:
+        with self._lock:
+            self.tokens_ms += estimate_ms - actual_ms
+            self.spent_ms += actual_ms - estimate_ms
+
+    @property
+    def extra_fraction(self) -> float:
+        """Scratch device time spent over the device time of the real calls."""
+        return self.spent_ms / self.earned_from_ms if self.earned_from_ms > 0 else 0.0
+
+
+@dataclass
+class Observations:
+    """What one process has seen of a key (written by the background threads, read under ``lock``)."""
+
+    compiled: set[Config] = field(default_factory=set)
+    failed: dict[Config, str] = field(default_factory=dict)
+    checked: set[Config] = field(default_factory=set)
+    disagreed: dict[Config, str] = field(default_factory=dict)
+    samples: dict[Config, list[float]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A state the key may move to: candidates usable for checks (``ready``) and real calls (``racing``),
+    the removed ones with why, and the promoted config (None while tuning)."""
+
+    ready: frozenset[Config]
+    racing: frozenset[Config]
+    failed: Mapping[Config, str]
+    disagreed: Mapping[Config, str]
+    eliminated: frozenset[Config]
+    promoted: Config | None = None
+    stop: str = ""
+    ties: tuple[Config, ...] = ()
+
+
+def merge(proposals: Sequence[Proposal], configs: Sequence[Config]) -> Proposal:
+    """The agreement of every rank (the same answer on every rank, given the same list in rank order): a
+    candidate is usable only where every rank has it; a failure or disagreement anywhere removes it;
+    an elimination anywhere removes it; the promotion is rank 0's (timed on its GPU), and only of a config
+    every rank still races."""
+    first = proposals[0]
+    failed: dict[Config, str] = {}
+    disagreed: dict[Config, str] = {}
+    for rank, p in enumerate(proposals):
+        for c, why in p.failed.items():
+            failed.setdefault(c, f"rank {rank}: {why}")
+        for c, why in p.disagreed.items():
+            disagreed.setdefault(c, f"rank {rank}: {why}")
+    gone = set(failed) | set(disagreed)
+    ready = frozenset(c for c in configs if all(c in p.ready for p in proposals) and c not in gone)
+    racing = frozenset(c for c in configs if all(c in p.racing for p in proposals) and c not in gone)
+    eliminated = frozenset(c for p in proposals for c in p.eliminated)
+    racing = racing - eliminated
+    promoted = first.promoted if first.promoted in racing else None
+    return Proposal(ready, racing, failed, disagreed, eliminated, promoted,
+                    first.stop if promoted else "", first.ties if promoted else ())  # fmt: skip
+
+
+class KeyState:
+    """One key's candidates, phases and samples, and the decision rule (see the module docstring)."""
+
+    def __init__(self, configs: Sequence[Config], provisional: Config, options: IncrementalOptions) -> None:
+        if provisional not in configs:
+            configs = [provisional, *configs]
+        self.configs = list(configs)
+        self.provisional = provisional
+        self.options = options
+        self.obs = Observations(compiled={provisional}, checked={provisional})
+        self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
+        self.calls = 0
+        self.dispatched: dict[Config, int] = {}  # real calls sent to each racer (the caller's thread counts)
+        self._since = 0  # samples since the last decision
+        self.checking: set[Config] = set()  # scratch runs whose comparison has not resolved yet
+
+    # -- observations (background threads) ------------------------------------------------------------
+    def compiled(self, cfg: Config, why_not: str | None = None) -> None:
+        with self.obs.lock:
+            if why_not is None:
+                self.obs.compiled.add(cfg)
+            else:
+                self.obs.failed[cfg] = why_not
+
+    def checked(self, cfg: Config, why_not: str | None) -> None:
+        with self.obs.lock:
+            self.checking.discard(cfg)
+            if why_not is None:
+                self.obs.checked.add(cfg)
+            else:
+                self.obs.disagreed[cfg] = why_not
+
+    def sample(self, cfg: Config, ms: float) -> bool:
+        """Record a timing; True once a round's worth of samples (one per racer) came in since the last
+        True, the moment for a decision (deciding on every sample would cost the resolver ~10x more)."""
+        with self.obs.lock:
+            xs = self.obs.samples.setdefault(cfg, [])
+            xs.append(ms)
+            if (
+                len(xs) > self.options.max_samples
+            ):  # a window of the latest: bounded memory and cost, and drift
+                del xs[0]  # (a key can wait long for its compiles) ages out
+            self._since += 1
+            if self._since < max(1, len(self.applied.racing)):
+                return False
+            self._since = 0
+            return True
+
+    # -- dispatch (the caller's thread) ---------------------------------------------------------------
+    @property
+    def promoted(self) -> Config | None:
+        return self.applied.promoted
+
+    def next_racer(self) -> Config:
+        """The racing candidate for this call: fewest calls dispatched first, declared order among equals
+        (counted here, not from resolved samples, so ranks that agree on the state agree on the config)."""
+        racing = self.applied.racing
+        n = self.dispatched
+        cfg = (
+            next(iter(racing))
+            if len(racing) == 1
+            else min((c for c in self.configs if c in racing), key=lambda c: n.get(c, 0))
+        )
+        n[cfg] = n.get(cfg, 0) + 1
+        return cfg
+
+    def next_check(self, distributed: bool = False) -> Config | None:
+        """A compiled candidate that still needs its check (and, in one process, is not being checked: ranks
+        resolve at their own pace, so there only the agreed state counts), or None."""
+        a = self.applied
+        busy = () if distributed else self.checking
+        for c in self.configs:
+            if c in a.ready and c not in a.racing and c not in a.eliminated and c not in busy:
+                return c
+        return None
+
+    # -- decisions ------------------------------------------------------------------------------------
+    def recent_ms(self, cfg: Config) -> float | None:
+        """A cheap estimate for the caller's path: the median of the last (up to) 5 samples of ``cfg``."""
+        xs = self.obs.samples.get(cfg)
+        if not xs:
+            return None
+        last = sorted(xs[-5:])
+        return last[len(last) // 2]
+
+    def measurement(self, cfg: Config) -> Measurement | None:
+        with self.obs.lock:
+            xs = list(self.obs.samples.get(cfg, ()))
+        return Measurement.from_samples(xs, rel_tol=self.options.rel_tol) if xs else None
+
+    def propose(self) -> Proposal:
+        """The state this process's observations support (the decision rule of the module docstring)."""
+        o, opts = self.obs, self.options
+        with o.lock:
+            gone = set(o.failed) | set(o.disagreed)
+            ready = frozenset(c for c in self.configs if c in o.compiled and c not in gone)
+            racing = frozenset(c for c in ready if c in o.checked)
+            failed, disagreed = dict(o.failed), dict(o.disagreed)
+            samples = {c: list(o.samples.get(c, ())) for c in racing}
+        eliminated = set(self.applied.eliminated)
+        alive = [c for c in self.configs if c in racing and c not in eliminated]
+        settled = all(c in failed or c in disagreed or c in racing for c in self.configs)
+        if len(alive) < 2 and not settled:  # nothing to compare yet: skip the statistics
+            return Proposal(ready, frozenset(alive), failed, disagreed, frozenset(eliminated))
+        ms = {c: Measurement.from_samples(samples[c], rel_tol=opts.rel_tol,
+                                          confidence=opts.elimination_confidence)
+              for c in alive if len(samples[c]) >= opts.min_samples}  # fmt: skip
+        if len(ms) >= 2:
+            bound = min(m.ci_high_ms for m in ms.values())
+            for c, m in ms.items():
+                if m.ci_low_ms > bound:
+                    eliminated.add(c)
+        alive = [c for c in alive if c not in eliminated]
+        racing_alive = frozenset(alive)
+        promoted: Config | None = None
+        stop = ""
+        ties: tuple[Config, ...] = ()
+        if settled and alive and all(c in ms for c in alive):
+            leader = min(alive, key=lambda c: ms[c].median_ms)
+            others = [c for c in alive if c != leader]
+            if not others:
+                promoted, stop = leader, "decided"
+            elif all(within(ms[leader], ms[c], opts.rel_tol) for c in others):
+                promoted, stop, ties = leader, "tied", tuple(others)
+            elif all(len(samples[c]) >= opts.max_samples for c in alive):
+                promoted, stop, ties = leader, "budget", tuple(others)
+        return Proposal(ready, racing_alive, failed, disagreed, frozenset(eliminated), promoted, stop, ties)
+
+    def apply(self, p: Proposal) -> None:
+        self.applied = p
+
+    def summary(self, names: Iterable[Config] | None = None) -> dict[str, object]:
+        """Counts and removals, for ``choices()`` and the store."""
+        a = self.applied
+        cfgs = list(names) if names is not None else self.configs
+        compiling = [c for c in cfgs if c not in a.ready and c not in a.failed and c not in a.disagreed]
+        return {
+            "calls": self.calls,
+            "compiling": len(compiling),
+            "unchecked": len([c for c in a.ready if c not in a.racing and c not in a.eliminated]),
+            "racing": sorted(c.id for c in a.racing),
+            "eliminated": sorted(c.id for c in a.eliminated),
+            "disagreed": {c.id: why for c, why in a.disagreed.items()},
+            "failed": {c.id: why for c, why in a.failed.items()},
+        }

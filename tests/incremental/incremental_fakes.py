@@ -1,0 +1,57 @@
+"""FAKES for the incremental tests: a fake clock (times from a table, no GPU) and a fake compile service
+(compiles "finish" when the test says so). They test the state machine's logic, never a real timing."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tritune.config import Config
+
+
+class FakeClock:
+    """FAKE timer: a launch of a config "takes" ``times[BLOCK]`` ms, times a seeded noise of +-``noise``.
+    ``log`` lists every config started, in order; ``capture`` pretends a CUDA graph is being captured."""
+
+    def __init__(self, times: Mapping[int, float], noise: float = 0.01, seed: int = 0) -> None:
+        self.times = dict(times)
+        self.noise = noise
+        self.rng = random.Random(seed)
+        self.log: list[Config] = []
+        self.capture = False
+
+    def start(self, cfg: Config) -> Any:
+        self.log.append(cfg)
+        return cfg
+
+    def stop(self, token: Any) -> Any:
+        base = self.times[token.kwargs["BLOCK"]]
+        return base * (1 + self.rng.uniform(-self.noise, self.noise))
+
+    def elapsed_ms(self, handle: Any) -> float:
+        return float(handle)
+
+    def capturing(self) -> bool:
+        return self.capture
+
+
+class FakeCompiles:
+    """FAKE compile service: records what it was asked to compile; ``finish()`` delivers the results."""
+
+    def __init__(self) -> None:
+        self.asked: list[Config] = []
+        self._deliver: list[Callable[[Config, str | None], None]] = []
+
+    def start(self, tuned: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+              grid: Any, deliver: Callable[[Config, str | None], None]) -> None:  # fmt: skip
+        self.asked.extend(configs)
+        self._deliver.append(deliver)
+        self._pending = list(configs)
+
+    def finish(self, failed: Mapping[int, str] | None = None) -> None:
+        for cfg in self._pending:
+            why = (failed or {}).get(cfg.kwargs["BLOCK"])
+            for d in self._deliver:
+                d(cfg, why)
+        self._pending = []

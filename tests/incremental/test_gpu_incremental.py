@@ -1,0 +1,62 @@
+"""incremental=True on a real GPU (CUDA events, the engine's compile workers): `TRITUNE_GPU_TESTS=1 python -m
+pytest -m gpu tests/incremental`; skips at run time without a driver."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import tritune
+from tritune.device import gpu_unavailable_reason
+
+pytestmark = pytest.mark.gpu
+
+
+@triton.jit
+def _double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (64, 256, 1024, 4096) for w in (1, 4, 8)]
+
+
+def test_serves_at_once_then_promotes_and_capture_records_the_provisional(tmp_path):
+    why = gpu_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"needs a GPU: {why}")
+    promoted = []
+    k = tritune.autotune(configs=CONFIGS, key=["n"], store=str(tmp_path / "s.db"), incremental=True,
+                         on_promote=lambda key, ch: promoted.append(ch))(_double)  # fmt: skip
+    n = 1 << 22
+    x = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    k[grid](x, out, n)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * 2)
+    (ch,) = k.choices().values()
+    assert ch.source == "provisional"
+    # A graph captured while the key tunes holds the provisional config and replays correctly.
+    g = torch.cuda.CUDAGraph()
+    out_g = torch.zeros_like(x)
+    with torch.cuda.graph(g):
+        k[grid](x, out_g, n)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out_g, x * 2) and k.best_config.kwargs["BLOCK"] == 64
+    deadline = time.monotonic() + 120
+    while not promoted and time.monotonic() < deadline:
+        out.zero_()
+        k[grid](x, out, n)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x * 2)
+    assert promoted, k.choices()
+    assert promoted[0].source == "incremental" and promoted[0].config.kwargs["BLOCK"] != 64
+    extra = k._incremental.budget.extra_fraction
+    assert 0 < extra <= 0.10 + 0.02  # one scratch run may overshoot its estimate
