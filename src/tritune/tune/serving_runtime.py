@@ -127,9 +127,9 @@ class Resolver:
 
 
 class WorkerCompiles:
-    """The engine's compile workers (:func:`tritune.tune.precompile.start_precompile`), driven by one
+    """The engine's compile workers (:func:`tritune.engine.precompile.start_precompile`), driven by one
     background thread per kernel (keys queue up: a burst of new keys does not start a pool each), which then
-    loads each compiled binary (:func:`tritune.tune.pipeline.load_binary`). The one place this module calls
+    loads each compiled binary (:func:`tritune.engine.pipeline.load_binary`). The one place this module calls
     the engine: re-point here when the engine's worker service lands."""
 
     def __init__(self) -> None:
@@ -154,8 +154,15 @@ class WorkerCompiles:
     def _work(tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
               grid: Any, deliver: Deliver, device: Any) -> None:  # fmt: skip
         from tritune.device import current_target
-        from tritune.tune import pipeline
-        from tritune.tune.precompile import start_precompile
+        from tritune.engine.pipeline import load_binary
+        from tritune.engine.precompile import start_precompile
+
+        delivered: set[Config] = set()
+
+        def load(cfg: Config) -> None:
+            facts = load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
+            deliver(cfg, None if isinstance(facts, dict) else facts.reason)
+            delivered.add(cfg)
 
         try:
             if device is not None:
@@ -166,14 +173,17 @@ class WorkerCompiles:
             if not tuned.compiles_in_process(configs):
                 comp = start_precompile(tuned._launcher(), configs, args, kwargs, current_target(),
                                         tuned.tuner.jobs, tuned.tuner.compile_timeout)  # fmt: skip
-                while comp.pending:
-                    comp.wait(max_pending=len(comp.pending) - 1)
+                while comp.pending:  # each binary is loaded and offered as soon as its compile is done
+                    for cfg in comp.wait(max_pending=len(comp.pending) - 1):
+                        load(cfg)
             for cfg in configs:
+                if cfg in delivered:
+                    continue
                 why = comp.failed.get(cfg) if comp is not None else None
                 if why is None:
-                    facts = pipeline.load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
-                    why = None if isinstance(facts, dict) else facts.reason
-                deliver(cfg, why)
+                    load(cfg)
+                else:
+                    deliver(cfg, why)
         except BaseException as e:  # a broken compile service must not take the server down
             for cfg in configs:
                 deliver(cfg, f"background compile failed: {type(e).__name__}: {e}")

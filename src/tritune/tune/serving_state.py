@@ -39,7 +39,7 @@ class IncrementalOptions:
     ``gpu_fraction``: extra device time (scratch runs of the checks) allowed per call, as a fraction of the
     measured device time of the real calls (a token bucket; ``burst_calls`` calls' worth of earnings may be
     saved up). ``min_samples``/``max_samples``: samples per racer before any elimination / kept (the latest).
-    ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.tune.race.RaceOptions` (ties within
+    ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.engine.race.RaceOptions` (ties within
     ``rel_tol`` are ties). ``sync_every``: calls of a key between agreement steps with ``distributed=True``.
     """
 
