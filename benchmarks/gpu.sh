@@ -3,7 +3,8 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs tutorials serving. Each part writes under $RES/PART/ and appends
+# Parts: tests dispatch gelu short libs tutorials serving. COMMIT=<sha> names the commit in run.log (the
+# device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
 # everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
 # copied beside it. Wheels carried in .whl/ (FlagGems, Liger-Kernel, SQLAlchemy) are installed into
@@ -16,7 +17,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 RES=${RES:-/tmp/res}; OUT=${OUT:-/tmp/out}; mkdir -p "$RES" "$OUT"
 LOG=$RES/run.log
-{ date -u; git rev-parse HEAD 2>/dev/null; nproc; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv,noheader
+{ date -u; echo "commit ${COMMIT:-unknown (pass COMMIT=...)}"; nproc; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv,noheader
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } >> "$LOG" 2>&1
 step() {  # step PART LIMIT_S CMD...: run one command of a part with its own empty Triton cache, log it
   local part=$1 limit=$2; shift 2
@@ -37,8 +38,11 @@ for part in "$@"; do
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" --quick ;;
     libs) step libs 420 python3 benchmarks/real_libraries.py --out "$RES/libs" ;;
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
-    serving) step serving 330 python3 benchmarks/serving.py --out "$RES/serving" --quick ;;
+    serving) step serving 330 python3 benchmarks/serving.py --out "$RES/serving" --quick
+             step serving 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/incremental -rs
+             tail -3 "$RES"/serving/python3_*.log | tail -2 | tee -a "$LOG" ;;
     *) echo "unknown part $part" | tee -a "$LOG" ;;
   esac
 done
-tar czf "$OUT/results.tgz" -C "$RES" . && cp "$LOG" "$OUT/run.log"
+# Tensors saved for the output comparisons stay behind (hundreds of MB); everything under 4 MB comes back.
+(cd "$RES" && find . -type f -size -4M ! -name '*.pt' -print0 | tar czf "$OUT/results.tgz" --null -T -) && cp "$LOG" "$OUT/run.log"
