@@ -188,3 +188,25 @@ def test_environment_variable_patches_at_import() -> None:
     code = "import tritune, triton; print(triton.runtime.Autotuner is tritune.TritonAutotuner)"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert p.stdout.strip() == "True", p.stderr
+
+
+def test_library_loop_compiles_the_pruned_configs_once_per_key() -> None:
+    """A LibTuner-style loop times config after config through ``_bench``; before its first timing for a key,
+    every pruned config that passes the static rules goes to the compile workers at once (here a FAKE
+    compiler records the list), and a second ``_bench`` for the same key sends nothing again."""
+    from tritune.tune.simple import precompile_for_library_loop
+
+    seen: list[list[Any]] = []
+    with tritune.patched_triton():
+        cls = define_libtuner_style(triton.runtime.Autotuner)
+    k = cls(accumulate_kernel, accumulate_kernel.arg_names, CONFIGS, ["n"], ["acc_ptr"], None)
+    x, acc = torch.arange(300, dtype=torch.float32), torch.zeros(300)
+    k.nargs = dict(zip(k.arg_names, (x, acc, 300)))
+    pruned = k.prune_configs({})
+    sent = precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
+    assert sent is not None and len(seen) == 1
+    assert [c.kwargs for c in seen[0]] == [dict(c.kwargs) for c in pruned]
+    assert precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append) is None and len(seen) == 1
+    y, acc2 = torch.arange(600, dtype=torch.float32), torch.zeros(600)  # another key: compiled again
+    assert precompile_for_library_loop(k, (y, acc2, 600), {}, compile_all=seen.append) is not None
+    assert len(seen) == 2

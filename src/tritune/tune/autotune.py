@@ -390,8 +390,10 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         """Triton's pruning: ``early_config_prune(configs, nargs, **kwargs)`` (new or reordered configs are
         honoured), then the ``perf_model``'s ``top_k``. Returns configs as the user's functions gave them."""
         named = dict(self.nargs if nargs is None and self.nargs is not None else nargs or {})
-        return triton_prune(self.info.name, self._given, self.early_config_prune, self.perf_model,
-                            self.configs_top_k, named, kwargs)  # fmt: skip
+        pruned = triton_prune(self.info.name, self._given, self.early_config_prune, self.perf_model,
+                              self.configs_top_k, named, kwargs)  # fmt: skip
+        self._last_pruned = list(pruned)  # what a library's own loop will time next (simple.precompile_for_library_loop)
+        return pruned
 
     def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Config], dict[Config, str]]:
         """Pruned candidates (in the pruner's order) that pass the static rules, and the reasons of the rejected."""
