@@ -12,9 +12,7 @@ raw numbers with provenance to DIR/compat_dispatch.json.
 
 from __future__ import annotations
 
-import argparse
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
+from _timing import dispatch_args, per_call_us
 
 
 @triton.jit
@@ -35,20 +34,6 @@ def act_kernel(x_ptr, out_ptr, n, ACT: tl.constexpr, SCALE: tl.constexpr, BLOCK:
 
 
 CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w in (2, 4)]
-
-
-def per_call_us(fn: Callable[[], Any], calls: int, rounds: int) -> float:
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    res = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        res.append((time.perf_counter() - t) / calls * 1e6)
-    return sorted(res)[len(res) // 2]
 
 
 def engines(make: Callable[..., Any], n: int, x: torch.Tensor, y: torch.Tensor) -> dict[str, Callable[[], Any]]:
@@ -69,12 +54,7 @@ def main() -> None:
     import tritune
     from tritune.tune.provenance import provenance
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--n", type=int, default=1024)
-    ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--rounds", type=int, default=7)
-    a = ap.parse_args()
+    a = dispatch_args()
     n = a.n
     x = torch.randn(n, device="cuda")
     y = torch.empty_like(x)

@@ -10,10 +10,8 @@ At n = 1024 the GPU work is tiny, so this measures the host-side launch path.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -22,35 +20,17 @@ import triton
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 
+from _timing import dispatch_args, per_call_us  # noqa: E402
 from gelu import gelu_forward_kernel  # noqa: E402
 
 CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w in (2, 4)]
-
-
-def per_call_us(fn, calls: int, rounds: int) -> float:
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    res = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        res.append((time.perf_counter() - t) / calls * 1e6)
-    return sorted(res)[len(res) // 2]
 
 
 def main() -> None:
     import tritune
     from tritune.tune.provenance import provenance
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--n", type=int, default=1024)
-    ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--rounds", type=int, default=7)
-    a = ap.parse_args()
+    a = dispatch_args()
     n = a.n
     x = torch.randn(n, device="cuda")
     y = torch.empty_like(x)

@@ -96,20 +96,17 @@ class SQLiteStore(Store):
         self._pid = os.getpid()
         self._closed = False
         self._real = safe_store_path(self.path)
-        if read_only:
-            if not self._real.exists():
-                raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
-        else:
+        if not read_only:
             reason = read_only_reason(self._real)
             if reason is not None:
                 raise StoreError(
                     f"cannot write the store {self.path}: {reason}; point TRITUNE_STORE / --store at a "
                     "writable path"
                 )
-            if not self._real.exists():
-                if not create:
-                    raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
-                create_store_file(self._real)
+        if not self._real.exists():
+            if read_only or not create:
+                raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
+            create_store_file(self._real)
         self._conn = self._checked(self._open)
 
     def _checked(self, opener: Callable[[], sqlite3.Connection]) -> sqlite3.Connection:
@@ -140,24 +137,37 @@ class SQLiteStore(Store):
         return head
 
     def _open(self) -> sqlite3.Connection:
+        """One open path for readers and writers: the header, then the file's identity and schema version
+        are checked before anything is written (not even the journal mode of a foreign or newer file).
+        A writer then sets WAL mode and creates or migrates the schema; a reader needs the current schema."""
         head = self._header()
         if self.read_only:
-            return self._open_read_only(head)
-        conn = sqlite3.connect(
-            self._real, timeout=self.timeout, isolation_level=None, check_same_thread=False
-        )
+            conn = self._connect_read_only(head)
+        else:
+            conn = sqlite3.connect(self._real, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         try:
-            # Refuse before anything is written: not even the journal mode of a foreign or newer file.
-            if self._state(conn) == "foreign":
+            state = self._state(conn)
+            if state == "foreign":
                 raise self._corrupt("a SQLite database of another application")
-            self._refuse_newer(conn.execute("PRAGMA user_version").fetchone()[0])
-            self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
-            conn.execute("PRAGMA synchronous=FULL")
+            if self.read_only and state == "fresh":
+                raise StoreError(f"{self.path} holds no tritune tables yet: nothing has been tuned into it")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            self._refuse_newer(version)
+            if self.read_only and version != SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has store schema {version}: open it once with a writing command "
+                    f"(cache import, tune) to migrate it to {SCHEMA_VERSION}"
+                )
+            if not self.read_only:
+                self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
+                conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
-            self._prepare(conn)
+            if not self.read_only:
+                self._prepare(conn)
         except sqlite3.OperationalError as e:
             conn.close()
-            raise StoreError(f"cannot open the store {self.path}: {e}") from None
+            verb = "read" if self.read_only else "open"
+            raise StoreError(f"cannot {verb} the store {self.path}: {e}") from None
         except sqlite3.DatabaseError as e:
             conn.close()
             raise self._corrupt(str(e)) from None
@@ -166,7 +176,7 @@ class SQLiteStore(Store):
             raise
         return conn
 
-    def _open_read_only(self, head: bytes) -> sqlite3.Connection:
+    def _connect_read_only(self, head: bytes) -> sqlite3.Connection:
         """A connection that cannot write the file: ``immutable=1`` where the location is read-only and
         no ``-wal`` holds newer data, else ``mode=ro``. A WAL-mode store in a writable place is opened
         normally (so SQLite can share the ``-shm`` with live writers) but nothing is ever written."""
@@ -179,35 +189,7 @@ class SQLiteStore(Store):
         else:
             mode = "rw" if head[18] == 2 else "ro"  # header byte 18 is 2 in WAL mode
         uri = f"file:{quote(str(self._real))}?mode={mode}"
-        conn = sqlite3.connect(
-            uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            state = self._state(conn)
-            if state != "ours":
-                raise (
-                    StoreError(f"{self.path} holds no tritune tables yet: nothing has been tuned into it")
-                    if state == "fresh"
-                    else self._corrupt("a SQLite database of another application")
-                )
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            self._refuse_newer(version)
-            if version != SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} has store schema {version}: open it once with a writing command "
-                    f"(cache import, tune) to migrate it to {SCHEMA_VERSION}"
-                )
-            conn.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.OperationalError as e:
-            conn.close()
-            raise StoreError(f"cannot read the store {self.path}: {e}") from None
-        except sqlite3.DatabaseError as e:
-            conn.close()
-            raise self._corrupt(str(e)) from None
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False)
 
     def _refuse_newer(self, version: int) -> None:
         if version > SCHEMA_VERSION:

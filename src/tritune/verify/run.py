@@ -100,7 +100,9 @@ def verify_key(
     agreement = AgreementGroups(workload.atol, workload.rtol) if expected is None else None
     kname = workload.info.name
     for cfg in configs if configs is not None else workload.candidates():
-        res = _verify_one(workload, key, cfg, args, pristine, caller_kw, expected, runner, target, on_cpu, aliased)
+        res = check_candidate(
+            workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, aliased, target=target
+        )
         if res.status in (Status.CORRECT, Status.COMPARED):
             outs = [args[i] for i in workload.outputs]
             if agreement is not None:
@@ -122,31 +124,6 @@ def verify_key(
     return WorkloadResult(workload.name, dict(key), results, extra)
 
 
-def _verify_one(
-    workload: Workload,
-    key: Mapping[str, Any],
-    cfg: Config,
-    args: list[Any],
-    pristine: list[Any],
-    caller_kw: dict[str, Any],
-    expected: list[Any] | None,
-    runner: Any,
-    target: Any,
-    on_cpu: bool,
-    aliased: frozenset[int] = frozenset(),
-) -> CandidateResult:
-    rej = check_static(cfg, workload.info, caller_kw, workload.space)
-    if rej is not None:
-        return CandidateResult(cfg, Status.ILLEGAL, rej.reason, {"max_abs_error": None, "unwritten": None})
-    try:
-        why = frontend_rejection(workload.kernel, args, cfg, target, caller_kw)
-    except KernelSpecError as e:
-        return CandidateResult(cfg, Status.ERROR, str(e), {"max_abs_error": None, "unwritten": None})
-    if why is not None:
-        return CandidateResult(cfg, Status.ILLEGAL, why, {"max_abs_error": None, "unwritten": None})
-    return check_candidate(workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, aliased)
-
-
 def check_candidate(
     workload: Workload,
     key: Mapping[str, Any],
@@ -158,16 +135,31 @@ def check_candidate(
     runner: Any,
     on_cpu: bool,
     aliased: frozenset[int] | None = None,
+    *,
+    target: Any = None,
 ) -> CandidateResult:
     """The one correctness check of ``verify`` and ``tune``: restore the inputs, poison the outputs that alias
     no input, launch ``cfg`` once and compare its outputs with ``expected``, the oracle's.
 
     ``correct``, ``incorrect`` or ``error`` (the launch raised), with ``max_abs_error`` and ``unwritten``.
     With no oracle (``expected`` None): ``incorrect`` when an output was left unwritten, else ``compared``.
+    Given a ``target`` (``verify`` passes one; ``tune`` has screened its candidates already), ``cfg`` is first
+    checked for legality: the static rules, then the compiler front end for that target (``illegal``, or
+    ``error`` when the kernel's spec is at fault).
     """
     import torch
 
     kname = workload.info.name
+    if target is not None:
+        rej = check_static(cfg, workload.info, caller_kw, workload.space)
+        if rej is not None:
+            return _unrun(cfg, Status.ILLEGAL, rej.reason)
+        try:
+            why = frontend_rejection(workload.kernel, args, cfg, target, caller_kw)
+        except KernelSpecError as e:
+            return _unrun(cfg, Status.ERROR, str(e))
+        if why is not None:
+            return _unrun(cfg, Status.ILLEGAL, why)
     if aliased is None:
         aliased = _aliased_outputs(args, workload.outputs)
     for a, p in zip(args, pristine):
@@ -179,7 +171,7 @@ def check_candidate(
     try:
         grid = workload.grid_for(cfg, key)
     except WorkloadError as e:
-        return CandidateResult(cfg, Status.ERROR, str(e), {"max_abs_error": None, "unwritten": None})
+        return _unrun(cfg, Status.ERROR, str(e))
     try:
         with _quiet_numpy():
             runner[grid](*args, **caller_kw, **cfg.kwargs, **cfg.launch_options())
@@ -193,12 +185,7 @@ def check_candidate(
             else " on the GPU"
         )
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
-        return CandidateResult(
-            cfg,
-            Status.ERROR,
-            f"{kname} raised {type(e).__name__} while running {cfg.id}{where}: {msg}",
-            {"max_abs_error": None, "unwritten": None},
-        )
+        return _unrun(cfg, Status.ERROR, f"{kname} raised {type(e).__name__} while running {cfg.id}{where}: {msg}")
     outs = [args[i] for i in workload.outputs]
     if expected is None:
         return _check_written(kname, cfg, workload.outputs, outs)
@@ -215,6 +202,11 @@ def check_candidate(
     if reasons:
         return CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id} vs the oracle: " + "; ".join(reasons), extra)
     return CandidateResult(cfg, Status.CORRECT, None, extra)
+
+
+def _unrun(cfg: Config, status: Status, reason: str) -> CandidateResult:
+    """A candidate whose outputs were never compared: no error to report and no count of unwritten elements."""
+    return CandidateResult(cfg, status, reason, {"max_abs_error": None, "unwritten": None})
 
 
 def _check_written(kname: str, cfg: Config, positions: Sequence[int], outs: Sequence[Any]) -> CandidateResult:
