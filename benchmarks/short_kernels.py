@@ -9,7 +9,7 @@ Cases (issue 19): RMSNorm fp16 64x2048 and 1024x4096 (examples/rmsnorm.py), a ro
 matmul at 512^3 (examples/matmul.py's kernel, 24 configs).
 
 Tuning methods: ``default`` is today's timer (L2 flushed, one launch per sample: ``EventTimer()``, judged
-as cold), and one per policy, ``cold``, ``warm``, ``graph`` (``EventTimer.for_policy``: short kernels
+as cold) and race (``RaceOptions(confirm_looks=1)``: no confirmation looks of near ties), and one per policy, ``cold``, ``warm``, ``graph`` (``EventTimer.for_policy``: short kernels
 batched in the policy's cache state). Each method tunes each case ``--reps`` times (3) independently: a
 fresh timer, then tritune's race (``TimerMeasure`` + ``race`` with default ``RaceOptions``, what the
 decorator and ``tritune tune`` run after compiling and verifying), with each binary's registers and shared
@@ -135,7 +135,8 @@ def tune_once(method: str, rep: int, configs: Sequence[Config], fns: Mapping[Con
     if warm is not None:
         warm(0.05)
     measure = TimerMeasure(timer, lambda c: fns[c], rel_tol=0.01, warmup_s=0.002)
-    res = race(configs, measure, RaceOptions())
+    # ``default`` is today's tuning as it was: the old timer, and the race without confirmation looks.
+    res = race(configs, measure, RaceOptions(confirm_looks=1) if method == "default" else RaceOptions())
     wall = time.perf_counter() - t0
     if facts:
         res = replace(res, outcomes=tuple(replace(o, facts=facts.get(o.config) or o.facts) for o in res.outcomes))
