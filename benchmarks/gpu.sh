@@ -35,7 +35,7 @@ for part in "$@"; do
     dispatch) step dispatch 90 python3 benchmarks/dispatch.py --out "$RES/dispatch"
               step dispatch 90 python3 benchmarks/compat_dispatch.py --out "$RES/dispatch" ;;
     gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
-    short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" --quick ;;
+    short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
     libs) step libs 460 python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s 440 ;;
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
     serving) step serving 110 python3 benchmarks/serving.py --out "$RES/serving" --quick

@@ -15,7 +15,9 @@ Resolution of short kernels is the timer's business, under every policy (see
 :func:`launches_per_sample`): when the timer's own warm-up estimate of one launch is below
 :data:`SHORT_KERNEL_MS`, one sample batches many launches in a CUDA graph, keeping the policy's cache
 state (for ``cold``, each launch preceded by its flush, with a second graph of the flushes alone timed
-and subtracted).
+and subtracted). The graph holds about ``graph_ms`` of kernel time, sized from the kernel's own GPU time
+(the warm-up hides Python's launch cost behind a GPU spin), so the replay's fixed cost weighs the same on
+every config.
 
 A policy is chosen, most specific first: per run (``measure=`` of a call or ``tritune tune --measure``),
 per kernel (``@tritune.autotune(measure=...)``), then the environment variable :data:`ENV_VAR`
@@ -90,7 +92,9 @@ _DESCRIPTIONS: Mapping[MeasurePolicy, str] = {
 }
 
 #: The policy when nothing chooses one, and the policy of every key and landscape that records none.
-#: Kept ``cold`` (today's timer) until the H200 numbers of ``benchmarks/short_kernels.py`` say otherwise.
+#: ``cold``, by measurement (``benchmarks/short_kernels.py`` on the H200, docs/policy.md): a cold winner run
+#: warm or in a graph cost at most 1.07x, a warm or graph winner run cold up to 1.14x, so cold loses least
+#: when the deployment is unknown; it is also what ``triton.autotune`` measures and what old keys were.
 DEFAULT_POLICY = MeasurePolicy.COLD
 
 

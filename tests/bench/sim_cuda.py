@@ -7,20 +7,32 @@ and arithmetic (warm-up, batches, stopping, graph-minus-flush), not real GPU beh
 A toy L2: a kernel run with ``warm_ms`` takes ``warm_ms`` when the previous op on the device was a
 kernel (its data still cached) and ``ms`` after a flush (the buffer zeroing), so a test can tell
 whether the timer kept the cache state of its measurement policy.
+
+With ``launch_cpu_ms`` the host is modelled too, in real time: each launch busy-waits that long on the
+CPU, and no op starts on the GPU before the host enqueued it, so a short kernel launched in a loop is
+launch-bound as on a real machine (the GPU clock then follows ``time.perf_counter``). ``replay_ms`` is a
+fixed GPU cost of each graph replay, and ``spin=True`` offers ``torch.cuda._sleep`` (a GPU spin).
 """
 
 from __future__ import annotations
 
 import contextlib
 import random
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 
 class SimDevice:
-    def __init__(self, *, seed: int = 0, l2_bytes: int = 50 << 20, flush_ms_per_mb: float = 0.0003) -> None:
+    def __init__(self, *, seed: int = 0, l2_bytes: int = 50 << 20, flush_ms_per_mb: float = 0.0003,
+                 launch_cpu_ms: float = 0.0, replay_ms: float = 0.0, spin: bool = False) -> None:  # fmt: skip
         self.clock_ms = 0.0
+        self.launch_cpu_ms = launch_cpu_ms
+        self.replay_ms = replay_ms
+        self.spin = spin
+        self.cycles_per_ms = 1.98e6
+        self.t0 = time.perf_counter()
         self.rng = random.Random(seed)
         self.l2_bytes = l2_bytes
         self.flush_ms_per_mb = flush_ms_per_mb
@@ -29,8 +41,29 @@ class SimDevice:
         self.launches = 0
         self.graphs_captured = 0
 
-    def run(self, ms: float, noise: float = 0.0, warm_ms: float | None = None) -> None:
-        """One kernel of ``ms`` GPU milliseconds, ``warm_ms`` when L2 is warm (queued while capturing)."""
+    def host_ms(self) -> float:
+        """The host's clock on the GPU's time axis (0 without a host model)."""
+        return (time.perf_counter() - self.t0) * 1e3 if self.launch_cpu_ms else 0.0
+
+    def _launch_cost(self, ms: float | None = None) -> None:
+        end = time.perf_counter() + (self.launch_cpu_ms if ms is None else ms) / 1e3
+        while time.perf_counter() < end:
+            pass
+
+    def _arrive(self) -> None:
+        """An op enqueued now cannot start before now: an idle GPU waits for the host."""
+        self.clock_ms = max(self.clock_ms, self.host_ms())
+
+    def sync(self) -> None:
+        """The host waits for the GPU (host time catches up with the GPU's clock)."""
+        while self.launch_cpu_ms and self.host_ms() < self.clock_ms:
+            pass
+
+    def run(self, ms: float, noise: float = 0.0, warm_ms: float | None = None, cpu_ms: float | None = None) -> None:
+        """One kernel of ``ms`` GPU milliseconds, ``warm_ms`` when L2 is warm (queued while capturing);
+        ``cpu_ms`` overrides ``launch_cpu_ms`` for this launch."""
+        if self.launch_cpu_ms:
+            self._launch_cost(cpu_ms)
         if self.capturing is not None:
             self.capturing.append((ms, noise, warm_ms))
         else:
@@ -43,7 +76,9 @@ class SimDevice:
         else:
             self._exec(ms, 0.01, -1.0)
 
-    def _exec(self, ms: float, noise: float, warm_ms: float | None = None) -> None:
+    def _exec(self, ms: float, noise: float, warm_ms: float | None = None, queued: bool = False) -> None:
+        if not queued:
+            self._arrive()
         self.launches += 1
         is_flush = warm_ms is not None and warm_ms < 0
         base = warm_ms if (warm_ms is not None and warm_ms >= 0 and self.cached) else ms
@@ -67,10 +102,11 @@ class SimDevice:
 
             def record(self) -> None:
                 assert dev.capturing is None, "events are not recorded inside a graph"
+                dev._arrive()
                 self.t = dev.clock_ms
 
             def synchronize(self) -> None:
-                pass
+                dev.sync()
 
             def elapsed_time(self, end: Event) -> float:
                 assert self.t is not None and end.t is not None
@@ -81,8 +117,10 @@ class SimDevice:
                 self.ops: list[tuple[float, float, float | None]] = []
 
             def replay(self) -> None:
+                dev._arrive()
+                dev.clock_ms += dev.replay_ms
                 for op in self.ops:
-                    dev._exec(*op)
+                    dev._exec(*op, queued=True)
 
         @contextlib.contextmanager
         def graph(g: CUDAGraph) -> Iterator[None]:
@@ -99,12 +137,19 @@ class SimDevice:
             get_device_properties=lambda i: SimpleNamespace(L2_cache_size=dev.l2_bytes),
             Event=Event,
             device=lambda i: contextlib.nullcontext(),
-            synchronize=lambda i=None: None,
+            synchronize=lambda i=None: dev.sync(),
             CUDAGraph=CUDAGraph,
             graph=graph,
             stream=lambda s: contextlib.nullcontext(),
             Stream=lambda: None,
         )
+        if dev.spin:
+
+            def _sleep(cycles: int) -> None:
+                dev._arrive()
+                dev.clock_ms += cycles / dev.cycles_per_ms
+
+            cuda._sleep = _sleep
         return SimpleNamespace(
             cuda=cuda,
             int32="int32",

@@ -91,3 +91,37 @@ def test_policy_timer_replays_the_graph_it_captured(fake_device: Any) -> None:
     plain.measure(fn, budget_s=0.2)
     plain.measure(fn, budget_s=0.2)
     assert fake_device.graphs_captured == 3 + 3  # without reuse: work captured every time, flushes once
+
+
+# A launch-bound short kernel (issue 19, the graph policy's misses on the H200): Triton's launcher costs the
+# CPU ~20 us, the kernel runs 1.8 us, and each graph replay has a fixed GPU cost. Two configs with the same
+# kernel time must measure the same whatever their launch cost; before the fix the warm-up timed the CPU's
+# launch rate, a graph held ~25 launches, and the fixed replay cost spread over them moved configs by %.
+KERNEL_MS, REPLAY_MS = 0.0018, 0.003
+
+
+# Without a GPU spin (torch always has one; the fake device may not) only the graph policy, which always
+# captures, can correct a launch-bound estimate: from the first replay of its graph.
+@pytest.mark.parametrize(("policy", "spin"), [("warm", True), ("graph", True), ("graph", False)])
+def test_launch_bound_short_kernels_are_timed_by_their_gpu_time(
+    monkeypatch: pytest.MonkeyPatch, policy: str, spin: bool
+) -> None:
+    from sim_cuda import SimDevice
+
+    import tritune.bench.event as event
+
+    dev = SimDevice(seed=3, launch_cpu_ms=0.02, replay_ms=REPLAY_MS, spin=spin)
+    monkeypatch.setattr(event, "gpu_unavailable_reason", lambda: None)
+    monkeypatch.setattr(event, "_import_torch", dev.torch)
+    timer = EventTimer.for_policy(policy, warmup_s=0.002)
+    cheap = lambda: dev.run(KERNEL_MS, 0.01, KERNEL_MS, cpu_ms=0.015)  # noqa: E731
+    dear = lambda: dev.run(KERNEL_MS, 0.01, KERNEL_MS, cpu_ms=0.04)  # noqa: E731
+    a = timer.measure(cheap, budget_s=0.05, rel_tol=0.005)
+    b = timer.measure(dear, budget_s=0.05, rel_tol=0.005)
+    for m in (a, b):
+        # a graph holds ~graph_ms (0.5 ms) of kernel time, so the replay's 3 us cost stays under 1%
+        assert m.calls_per_sample * KERNEL_MS >= 0.2, m.calls_per_sample
+        assert m.median_ms == pytest.approx(KERNEL_MS, rel=0.012)
+    assert a.median_ms == pytest.approx(b.median_ms, rel=0.005)
+    if spin:  # behind a spin the warm-up sees the kernel, not the launcher
+        assert a.extra["est_us"] < 5 and b.extra["est_us"] < 5

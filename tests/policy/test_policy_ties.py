@@ -93,3 +93,41 @@ def test_race_tie_report_from_a_race_with_a_fake_measure() -> None:
     assert set(rep.tied) == {A, B, C} and D not in rep.tied and rep.fastest == res.winner
     assert rep.picked == break_tie([TieCandidate(c, res.outcome(c).measurement.median_ms) for c in rep.tied])  # type: ignore[union-attr]
     assert race_tie_report(None) is None
+
+
+def test_race_gives_near_ties_more_looks_before_it_stops() -> None:
+    """FAKE ConfigMeasure: A is truly 2% faster than B, but A's first look reads 0.8% slow (a whole look off,
+    each sample tight, as a short kernel's looks can be on the H200). With one look the race drops A; the
+    confirmation looks of the configs within rel_tol of the leader find it."""
+    from tritune.engine.race import RaceOptions, race
+
+    looks: dict[Config, int] = {A: 0, B: 0, D: 0}
+    rng = random.Random(3)
+
+    def fake_measure(config: Config, budget_s: float) -> Measurement | Failure:
+        looks[config] += 1
+        t = {A: 1.008 if looks[A] == 1 else 0.98, B: 1.0, D: 1.3}[config]
+        return Measurement.from_samples([t * (1 + rng.uniform(-0.001, 0.001)) for _ in range(50)], elapsed_s=budget_s)
+
+    once = race([A, B, D], fake_measure, RaceOptions(confirm_looks=1))
+    assert once.winner == B and once.outcome(A).eliminated_round == 0 and looks[A] == 1
+    looks.update({A: 0, B: 0, D: 0})
+    res = race([A, B, D], fake_measure, RaceOptions())
+    assert res.winner == A and looks[A] >= 3 and looks[D] == 1  # the far-off config gets no extra look
+    rep = race_tie_report(res, "graph")
+    assert rep is not None and rep.picked == A and B not in rep.tied  # B is 2% slower: not a tie
+    with pytest.raises(ValueError, match="confirm_looks"):
+        RaceOptions(confirm_looks=0)
+
+
+def test_only_ties_within_half_the_resolution_can_be_picked() -> None:
+    """FAKE measurements: B (0.8% slower, fewest registers) is tied but too far to be picked; C (0.3%) is."""
+    meas = {A: fake_timer(1.000, seed=1), B: fake_timer(1.008, seed=2), C: fake_timer(1.003, seed=3)}
+    facts = {A: {"registers": 64}, B: {"registers": 24}, C: {"registers": 40}}
+    rep = tie_report(meas, fastest=A, tied=[B, C], resolution=0.01, facts=facts)
+    assert set(rep.tied) == {A, B, C} and rep.picked == C and rep.pick_within == pytest.approx(0.005)
+    only_far = tie_report(meas, fastest=A, tied=[B], resolution=0.01, facts=facts)
+    assert only_far.is_tie and only_far.picked == A  # the fastest is always eligible
+    assert TieReport.from_json(rep.to_json()) == rep
+    old = {k: v for k, v in rep.to_json().items() if k != "pick_within"}  # written before the half-resolution rule
+    assert TieReport.from_json({**old, "rule": "registers,shared,other-policies,median,id"}).pick_within is None

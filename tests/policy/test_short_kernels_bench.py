@@ -24,6 +24,9 @@ def test_dry_run_lists_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[st
     names = [c["case"] for c in plan["cases"]]
     assert len(names) >= 4 and {"rmsnorm_64x2048", "rmsnorm_1024x4096", "gelu_2^20", "matmul_512"} <= set(names)
     assert all(c["configs"] >= 10 for c in plan["cases"]) and plan["rounds"] == 5
+    # the issue's minimum, in the quick run too: 4 kernels x 3 tunings x 3 policies, judged under each
+    assert plan["reps"] >= 3 and set(plan["judged_under"]) == {"cold", "warm", "graph"}
+    assert {"cold", "warm", "graph", "default"} <= set(plan["methods"])
     assert "rmsnorm_64x2048" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         sk.main(["--dry-run", "--out", str(tmp_path), "--cases", "nope"])
@@ -84,3 +87,29 @@ def test_gpu_fns_checks_every_config_against_the_oracle() -> None:
     good, fns, dropped = sk.gpu_fns(case, device="cpu")
     assert good == [good_cfg] and set(fns) == {good_cfg}
     assert list(dropped) == [short_cfg.id] and dropped[short_cfg.id].startswith("incorrect")
+
+
+def test_the_tie_rule_picks_from_the_binaries_facts() -> None:
+    """FAKE timer, two configs 0.2% apart under every policy: tied; the slower one has fewer registers, so the
+    rule keeps it (what the tuner would), and its quality is judged too."""
+    a, b = Config({"B": 1}, num_warps=4), Config({"B": 2}, num_warps=8)
+    truth = {a: {"cold": 5.0, "warm": 2.0, "graph": 2.0}, b: {"cold": 5.01, "warm": 2.004, "graph": 2.004}}
+    fns = {c: (lambda c=c: truth[c]) for c in (a, b)}
+    facts = {a: {"registers": 64, "shared": 0}, b: {"registers": 32, "shared": 0}}
+    seeds = iter(range(1000))
+    res = sk.run_case("fake", [a, b], fns, lambda m: FakePolicyTimer(sk.judged_as(m), next(seeds)),
+                      reps=1, rounds=2, judge_budget_s=0.01, top_k=2, facts=facts)  # fmt: skip
+    for t in res["tunings"]:
+        assert t["tie_report"] is not None and len(t["tie_report"]["tied"]) == 2
+        assert t["picked"] == b.id and t["top10_calls_est_us"][0][0] in (a.id, b.id)
+    assert res["facts"][b.id]["registers"] == 32
+    assert all(q == pytest.approx(1.002, abs=0.002) for m in sk.METHODS for q in res["picked_own_quality"][m])
+    assert "kept quality" in sk.tables([res])
+
+
+def test_binary_facts_reads_registers_and_shared() -> None:
+    from types import SimpleNamespace
+
+    kernel = SimpleNamespace(n_regs=40, metadata=SimpleNamespace(shared=2048))  # FAKE compiled kernel
+    assert sk.binary_facts(kernel) == {"registers": 40, "shared": 2048}
+    assert sk.binary_facts(None) == {}  # the interpreter's launch returns no compiled kernel

@@ -184,13 +184,35 @@ class EventTimer:
 
     def _time_loop(self, body: Callable[[], None], reps: int) -> float:
         """GPU ms of ``reps`` runs of ``body`` between two events (synchronizes)."""
+        return self._time_steps(body, reps, None)[0]
+
+    def _time_steps(self, body: Callable[[], None], reps: int, pad: Callable[[], None] | None) -> tuple[float, float]:
+        """GPU ms of ``reps`` runs of ``body`` between two events, and the CPU ms spent enqueueing them.
+
+        ``pad`` (a GPU spin) runs before the start event: while the GPU spins, the CPU queues the runs, so
+        the events see the GPU time of the runs back to back, not the CPU's launch rate."""
         start, end = self._event(), self._event()
+        if pad is not None:
+            pad()
+        t0 = time.perf_counter()
         start.record()
         for _ in range(reps):
             body()
         end.record()
+        cpu_ms = (time.perf_counter() - t0) * 1e3
         end.synchronize()
-        return float(start.elapsed_time(end))
+        return float(start.elapsed_time(end)), cpu_ms
+
+    def _can_spin(self) -> bool:
+        return hasattr(self._torch.cuda, "_sleep")
+
+    def _spin(self, ms: float) -> Callable[[], None] | None:
+        """A GPU spin of about ``ms`` (None where torch has no spin primitive, e.g. a simulated device)."""
+        torch = self._torch
+        if not self._can_spin():
+            return None
+        cycles = max(1, int(ms * 1e3 * self._cycles_per_us()))
+        return lambda: torch.cuda._sleep(cycles)
 
     def warm_device(self, seconds: float = 0.1) -> None:
         """Keep the GPU busy with flushes for ``seconds`` so its clocks ramp up before a tuning session."""
@@ -243,6 +265,7 @@ class EventTimer:
             extra={
                 "timer": "event-graph" if self.graph or batched else "event",
                 "measure": self.policy.value,
+                "est_us": round(fn_ms * 1e3, 3),  # the warm-up's estimate of one run, which sized the samples
             },
         )
 
@@ -251,7 +274,15 @@ class EventTimer:
 
         Returns estimates of the GPU ms of one fn and of one flush. The fn estimate is the last warm-up
         loop's average: it only sizes the sample batches, so no extra runs are spent on it (at 8192^3 a
-        matmul candidate's first look cost 12 runs with them, 7 without)."""
+        matmul candidate's first look cost 12 runs with them, 7 without).
+
+        A short kernel launched from Python is launch-bound: the GPU waits for the CPU (Triton's launcher
+        costs ~20 us on the H200 machine), so a plain loop measures the CPU's launch rate, not the kernel.
+        When a loop's GPU time kept pace with its CPU time, the next loop starts behind a GPU spin as long
+        as the CPU needs to queue it, and the last loop is always such a one: the estimate is the kernel's
+        own back-to-back time. Batched samples are sized from it (:meth:`_graphs`); sized from the launch
+        rate instead, a 2 us kernel got ~25 launches per graph, and the graph's fixed replay cost, spread
+        over a number of launches that varied with the CPU's jitter, moved configs by 1-2% (issue 19)."""
         for f in fns:
             f()
         self._torch.cuda.synchronize(self.device)
@@ -265,11 +296,20 @@ class EventTimer:
 
         deadline = time.perf_counter() + warmup_s
         reps = 1
+        step_cpu_ms = 0.0  # the CPU's time to queue one step, from the last loop
+        pad_next = False
         while True:
-            both_ms = self._time_loop(step, reps) / reps  # the last loop's average is the estimate
-            if time.perf_counter() >= deadline:
+            pad = self._spin(1.5 * reps * step_cpu_ms + 0.01) if pad_next else None
+            gpu_ms, cpu_ms = self._time_steps(step, reps, pad)
+            both_ms = gpu_ms / reps  # the last loop's average is the estimate
+            step_cpu_ms = cpu_ms / reps
+            # A loop whose GPU time did not exceed the CPU's may have timed the launch rate: spin first next.
+            pad_next = gpu_ms <= 1.2 * cpu_ms and self._can_spin()
+            past = time.perf_counter() >= deadline
+            if past and (pad is not None or not pad_next):
                 break
-            reps = min(reps * 2, 1000)
+            if not past:
+                reps = min(reps * 2, 1000)
         if self._flush_ms is None:  # the flush costs the same every time: estimated once per timer
             self._flush_ms = self._time_loop(self._flush, 5) / 5 if self._flush_buf is not None else 0.0
         return max(both_ms - self._flush_ms, 1e-4), self._flush_ms
@@ -365,31 +405,60 @@ class EventTimer:
         cached = self._graph_cache.get(ident) if self.reuse_graphs else None
         if cached is not None and cached[0] == list(fns):
             return cached[1], cached[2], cached[3]
-        # At least the launches a short kernel needs (kernel time only), at least graph_ms of GPU work.
-        calls = max(1, min(1000, int(self.graph_ms / est_ms)))
-        if self.batch_short:
-            calls = max(calls, launches_per_sample(est_ms - (self._flush_ms or 0.0), short_ms=self.short_ms))
-
-        def work_body() -> None:
-            for i in range(calls):
-                self._flush()
-                fns[i % len(fns)]()
-
-        def flush_body() -> None:
-            for _ in range(calls):
-                self._flush()
-
-        work = self._capture(work_body)
+        calls = self._calls_for(est_ms)
+        work = self._capture_work(fns, calls)
+        for _ in range(3):
+            # The check: time one replay. An estimate too high (a launch-bound warm-up without a spin to hide
+            # the CPU) gives a graph too short for its fixed replay cost to vanish: capture it again, sized
+            # from the replay (each of its launches preceded by its flush when flushing, as est_ms is). The
+            # fixed cost inflates a tiny graph's per-run time, so a second resize may be needed.
+            if calls >= MAX_GRAPH_CALLS:
+                break
+            start, end = self._event(), self._event()
+            pad = self._spin(0.05)  # the GPU is idle after the capture: hide the replay's launch behind a spin
+            if pad is not None:
+                pad()
+            start.record()
+            work.replay()
+            end.record()
+            end.synchronize()
+            better = self._calls_for(float(start.elapsed_time(end)) / calls)
+            if better <= 1.5 * calls:
+                break
+            calls = better
+            work = self._capture_work(fns, calls)
         flushes = None
         if self._flush_buf is not None:
             flushes = self._flush_graphs.get(calls)
             if flushes is None:
+                n = calls
+
+                def flush_body() -> None:
+                    for _ in range(n):
+                        self._flush()
+
                 flushes = self._flush_graphs[calls] = self._capture(flush_body)
         if self.reuse_graphs:
             if len(self._graph_cache) >= _GRAPH_CACHE_SIZE:
                 self._graph_cache.pop(next(iter(self._graph_cache)))
             self._graph_cache[ident] = (list(fns), work, flushes, calls)
         return work, flushes, calls
+
+    def _calls_for(self, est_ms: float) -> int:
+        """Launches in one work graph, from the GPU ms of one run (flush included when flushing): at least
+        ``graph_ms`` of GPU work, and at least the launches a short kernel needs (kernel time only)."""
+        calls = max(1, min(MAX_GRAPH_CALLS, int(self.graph_ms / max(est_ms, 1e-6))))
+        if self.batch_short:
+            calls = max(calls, launches_per_sample(est_ms - (self._flush_ms or 0.0), short_ms=self.short_ms))
+        return calls
+
+    def _capture_work(self, fns: Sequence[Callable[[], object]], calls: int) -> Any:
+        def work_body() -> None:
+            for i in range(calls):
+                self._flush()
+                fns[i % len(fns)]()
+
+        return self._capture(work_body)
 
     def _sample_graph(
         self, fns: Sequence[Callable[[], object]], est_ms: float, budget_s: float, rel_tol: float,
@@ -443,6 +512,9 @@ def _next_batch(samples: list[float], rel_tol: float, confidence: float, batch: 
     needed = math.ceil(n * (rel / rel_tol) ** 2) - n
     return max(min(batch, 10), min(needed + 1, 2 * n, 5000))
 
+
+#: Most launches one work graph holds (bounds capture time and memory).
+MAX_GRAPH_CALLS = 1000
 
 #: Most work graphs one timer keeps (the oldest is dropped first).
 _GRAPH_CACHE_SIZE = 512

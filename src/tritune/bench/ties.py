@@ -18,6 +18,12 @@ then the one that is best when timed the other ways, then the faster median:
    (unknown last);
 4. smallest median under this policy;
 5. the config's id (so the rule is total and deterministic).
+
+Only tied configs within :data:`PICK_SHARE` of the resolution of the fastest (half: 0.5% at the race's
+1%) are eligible. A tied config may be a full resolution slower than the fastest by this tuning's medians,
+and the medians themselves are off by up to about half the resolution between repeats of a short kernel
+(issue 19): a pick at the edge of the tie set would cost more than the resolution the tie promises.
+Configs between half and the whole resolution are still reported as tied.
 """
 
 from __future__ import annotations
@@ -31,12 +37,15 @@ from tritune.bench.stats import Measurement, within
 from tritune.config import Config
 from tritune.measure import DEFAULT_POLICY, MeasurePolicy
 
+#: The share of the resolution within which a tied config may be picked over the fastest.
+PICK_SHARE = 0.5
+
 #: The tie-breaking rule in words (what reports and JSON print).
 TIE_RULE = (
-    "among configs within the measurement's resolution: fewest registers, then least shared memory, "
-    "then best under the other measurement policies, then smallest median, then config id"
+    "among tied configs within half the measurement's resolution of the fastest: fewest registers, then least "
+    "shared memory, then best under the other measurement policies, then smallest median, then config id"
 )
-TIE_RULE_ID = "registers,shared,other-policies,median,id"
+TIE_RULE_ID = "half-resolution,registers,shared,other-policies,median,id"
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,9 @@ class TieReport:
     ``fastest`` is the config with the smallest median; ``tied`` every config within the resolution of
     it (``fastest`` included, fastest first); ``picked`` what :data:`TIE_RULE` chose among ``tied``.
     ``resolution`` is the relative difference the measurement could resolve (the race's ``rel_tol``).
-    ``times_ms`` holds each tied config's median under ``measure``.
+    ``times_ms`` holds each tied config's median under ``measure``. ``pick_within`` is how much slower than
+    ``fastest`` (relative) a config could be and still be picked (None in reports written before it existed:
+    any tied config).
     """
 
     fastest: Config
@@ -105,6 +116,7 @@ class TieReport:
     measure: MeasurePolicy = DEFAULT_POLICY
     times_ms: tuple[float, ...] = ()
     rule: str = TIE_RULE_ID
+    pick_within: float | None = None
 
     def __post_init__(self) -> None:
         if not self.tied or self.tied[0] != self.fastest or self.picked not in self.tied:
@@ -130,7 +142,7 @@ class TieReport:
         return (
             f"{len(self.tied)} configs tied within {self.resolution:.1%} ({self.measure.value}, spread "
             f"{self.spread:.1%}): {', '.join(c.id for c in self.tied)}; picked {self.picked.id} by the rule: "
-            f"{TIE_RULE}"
+            f"{TIE_RULE if self.rule == TIE_RULE_ID else self.rule}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -143,6 +155,7 @@ class TieReport:
             "times_ms": list(self.times_ms),
             "rule": self.rule,
             "rule_text": TIE_RULE,
+            "pick_within": self.pick_within,
         }
 
     @classmethod
@@ -155,6 +168,7 @@ class TieReport:
             measure=MeasurePolicy.parse(d.get("measure", DEFAULT_POLICY.value)),
             times_ms=tuple(float(t) for t in d.get("times_ms", ())),
             rule=str(d.get("rule", TIE_RULE_ID)),
+            pick_within=None if d.get("pick_within") is None else float(d["pick_within"]),
         )
 
 
@@ -170,10 +184,13 @@ def tie_report(
 ) -> TieReport:
     """A TieReport for ``fastest`` and the configs ``tied`` with it (a race's ``winner`` and ``ties``),
     with the pick made by :func:`break_tie` from the binaries' ``facts`` (``registers``, ``shared``) and
-    any times under other policies (``other_ms``)."""
+    any times under other policies (``other_ms``), among the tied configs within ``PICK_SHARE`` of the
+    resolution of ``fastest``."""
     group = [fastest, *sorted((c for c in tied if c != fastest), key=lambda c: measurements[c].median_ms)]
     facts = facts or {}
     other_ms = other_ms or {}
+    pick_within = resolution * PICK_SHARE
+    limit = measurements[fastest].median_ms * (1 + pick_within)
     cands = [
         TieCandidate(
             c,
@@ -183,6 +200,7 @@ def tie_report(
             dict(other_ms.get(c, {})),
         )
         for c in group
+        if c == fastest or measurements[c].median_ms <= limit
     ]
     return TieReport(
         fastest=fastest,
@@ -191,6 +209,7 @@ def tie_report(
         resolution=resolution,
         measure=MeasurePolicy.parse(measure),
         times_ms=tuple(measurements[c].median_ms for c in group),
+        pick_within=pick_within,
     )
 
 

@@ -17,6 +17,14 @@ Samples accumulate across rounds. The race stops when
   never spends more device time than that, however many near-ties it meets (``triton.autotune`` spends
   about 125 ms per candidate).
 
+**Near ties.** Before stopping as ``decided`` or ``tied``, every config whose median is within ``rel_tol``
+of the leader's, eliminated or not, gets at least ``confirm_looks`` looks (measure calls), one each per
+pass, round-robin; an eliminated one comes back for them, and the race then decides again on the merged
+samples. One look's interval only says how that look's samples spread; a short kernel's look as a whole
+can be off by more (clocks, a slow phase of the device: on the H200 a 6 us softmax config read 3% slow in
+one look and was dropped from first place), and that only shows between looks. The cost is a few looks
+of the few configs near the top.
+
 The winner is the survivor with the smallest median; ``ties`` are the other survivors, the configs the
 race could not tell apart from it (within ``rel_tol`` when ``tied``). The race knows no GPU: it calls a
 :class:`~tritune.bench.timer.ConfigMeasure`, a replay timer on CPU or a GPU timer in a session.
@@ -50,6 +58,9 @@ class RaceOptions:
     candidate_budget_s: float = 0.5
     elimination_confidence: float = 0.99
     polish: bool = True
+    #: Looks (separate measure calls) every config within ``rel_tol`` of the leader gets before the race
+    #: stops; 1 turns the check off. See "Near ties" in the module docstring.
+    confirm_looks: int = 3
 
     def __post_init__(self) -> None:
         if min(self.brief_budget_s, self.round_budget_s, self.candidate_budget_s, self.rel_tol) <= 0:
@@ -58,6 +69,8 @@ class RaceOptions:
             self.budget_per_candidate_s is not None and self.budget_per_candidate_s <= 0
         ):
             raise ValueError("total_budget_s and budget_per_candidate_s must be positive (or None)")
+        if self.confirm_looks < 1:
+            raise ValueError("confirm_looks must be >= 1 (1: no confirmation looks)")
         if self.max_rounds < 0 or not 0.5 < self.elimination_confidence < 1:
             raise ValueError("max_rounds must be >= 0 and elimination_confidence in (0.5, 1)")
 
@@ -236,11 +249,15 @@ class _Race:
             lead = self.leader(alive)
             others = [c for c in alive if c != lead]
             if not others:
+                if self.confirm(lead):
+                    continue
                 self.polish(lead)
                 return "decided", rounds
             if all(within(self.meas[lead], self.meas[c], self.opts.rel_tol) for c in others):
                 # The leader is within rel_tol of whichever survivor is truly best; the others could not
                 # be told apart from it at the elimination confidence: they are its ties.
+                if self.confirm(lead):
+                    continue
                 self.polish(lead)
                 return "tied", rounds
             active = [c for c in alive if self.spent[c] < self.opts.candidate_budget_s]
@@ -249,6 +266,25 @@ class _Race:
             rounds += 1
             for c in active:
                 self.time(c, self.opts.round_budget_s)
+
+    def confirm(self, lead: Config) -> bool:
+        """One more look at each config within ``rel_tol`` of ``lead`` that has fewer than ``confirm_looks``;
+        False when none needs one (or the budget is spent): the race may stop."""
+        k = self.opts.confirm_looks
+        if k <= 1 or self.out_of_budget():
+            return False
+        bound = self.meas[lead].median_ms * (1 + self.opts.rel_tol)
+        near = [
+            c for c in self.candidates
+            if c in self.meas and self.meas[c].median_ms <= bound and self.timings[c] < k
+            and self.spent[c] < self.opts.candidate_budget_s
+        ]  # fmt: skip
+        if not near:
+            return False
+        for c in near:
+            self.eliminated.pop(c, None)
+            self.time(c, self.opts.round_budget_s)
+        return True
 
     def polish(self, c: Config) -> None:
         if not self.opts.polish:
