@@ -65,3 +65,25 @@ def test_print_table_writes_to_the_given_file(capsys):
     print_table(parse_result(fixture_json("screen_gelu.json")), file=buf)
     assert "screen: gelu n=4096" in buf.getvalue()
     assert capsys.readouterr().out == ""
+
+
+def test_tune_table_states_the_measurement_policy_and_the_tie_rule():
+    """Issue 19: the report says how candidates were timed and how a tie was settled."""
+    from tritune.bench.ties import TIE_RULE_ID, TieReport
+    from tritune.config import Config
+    from tritune.measure import MeasurePolicy
+
+    d = fixture_json("tune_gelu_space.json")
+    r = parse_result(d)
+    w = r.workloads[0]
+    assert "timed " not in render_table(r, width=120)  # an old result records no policy: nothing invented
+    a, b = Config({"BLOCK": 256}, num_warps=4), Config({"BLOCK": 512}, num_warps=4)
+    tie = TieReport(fastest=a, picked=b, tied=(a, b), resolution=0.01, times_ms=(0.0050, 0.00501),
+                    measure=MeasurePolicy.GRAPH, rule=TIE_RULE_ID, pick_within=0.005)
+    w.extra["measure"] = "graph"
+    w.extra["tie"] = tie.to_json()
+    text = render_table(r, width=200)
+    assert "timed graph: 2 configs tied within 1.0% (graph" in text
+    assert f"picked {b.id} by the rule" in text
+    w.extra.pop("tie")
+    assert "timed graph (measurement policy; part of the store key)" in render_table(r, width=200)

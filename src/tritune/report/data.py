@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tritune.bench.ties import TieReport
 from tritune.config import Config
 from tritune.errors import ReportInputError
 from tritune.results import CandidateResult, RunResult, WorkloadResult
@@ -149,6 +150,21 @@ def _as_id(x: Any) -> str | None:
 def winner_id(w: WorkloadResult) -> str | None:
     """The winner's config id, from the recorded ``winner`` (a config JSON or an id)."""
     return _as_id(w.extra.get("winner"))
+
+
+def measure_sentence(w: WorkloadResult) -> str | None:
+    """How the candidates were timed and how a tie was settled, from the result's ``measure`` and ``tie``.
+
+    ``None`` for results that record neither (written before measurement policies existed).
+    """
+    tie = w.extra.get("tie")
+    if isinstance(tie, dict):
+        try:
+            return f"timed {tie.get('measure', w.extra.get('measure', '?'))}: {TieReport.from_json(tie).describe()}"
+        except (KeyError, TypeError, ValueError):
+            pass
+    measure = w.extra.get("measure")
+    return f"timed {measure} (measurement policy; part of the store key)" if isinstance(measure, str) else None
 
 
 def tie_ids(w: WorkloadResult) -> list[str]:

@@ -18,6 +18,7 @@ from tritune.report.data import (
     gbps_of,
     group_letters,
     key_label,
+    measure_sentence,
     tflops_of,
     tie_ids,
     timing_of,
@@ -135,6 +136,8 @@ def _summary(command: str, w: WorkloadResult) -> str:
         ties = tie_ids(w)
         if ties:
             lines.append(f"tied with the winner (overlapping CI): {', '.join(ties)}")
+        if (m := measure_sentence(w)) is not None:
+            lines.append(m)
     return "\n".join(lines)
 
 
