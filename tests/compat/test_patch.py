@@ -210,3 +210,23 @@ def test_library_loop_compiles_the_pruned_configs_once_per_key() -> None:
     y, acc2 = torch.arange(600, dtype=torch.float32), torch.zeros(600)  # another key: compiled again
     assert precompile_for_library_loop(k, (y, acc2, 600), {}, compile_all=seen.append) is not None
     assert len(seen) == 2
+
+
+def test_library_loop_precompiles_configs_with_a_pre_hook_too() -> None:
+    """FlagGems' Hopper mm gives every config a pre_hook (it sets host descriptors' block shapes): those
+    configs go to the compile workers as well (each specialized after its hook), not one by one in-process."""
+    from tritune.tune.simple import precompile_for_library_loop
+
+    def hook(nargs: dict[str, Any]) -> None:
+        pass
+
+    hooked = [triton.Config(dict(c.kwargs), num_warps=c.num_warps, pre_hook=hook) for c in CONFIGS]
+    seen: list[list[Any]] = []
+    with tritune.patched_triton():
+        cls = define_libtuner_style(triton.runtime.Autotuner)
+    k = cls(accumulate_kernel, accumulate_kernel.arg_names, hooked, ["n"], ["acc_ptr"], None)
+    x, acc = torch.arange(300, dtype=torch.float32), torch.zeros(300)
+    k.nargs = dict(zip(k.arg_names, (x, acc, 300)))
+    k.prune_configs({})
+    sent = precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
+    assert sent is not None and [c.pre_hook for c in seen[0]] == [hook, hook]
