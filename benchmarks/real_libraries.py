@@ -31,6 +31,7 @@ more than one config. Its numbers mean nothing; only that each step runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import functools
 import json
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -326,14 +327,19 @@ class _Child:
         return {"us": times}
 
     def dispatch(self, op: Op, n: int) -> dict[str, Any]:
+        import gc
+
         fn, args = self.calls[op.name]
         self.sync()
+        before = sum(g["collections"] for g in gc.get_stats())
         t0 = time.perf_counter()
         for _ in range(n):
             fn(*args)
         host = time.perf_counter() - t0  # host time to issue n cached calls
         self.sync()
-        return {"us_per_call": host / n * 1e6}
+        # diagnostics for a process-level difference (a larger heap makes the collector's passes longer)
+        return {"us_per_call": host / n * 1e6, "gc_passes": sum(g["collections"] for g in gc.get_stats()) - before,
+                "gc_objects": len(gc.get_objects())}
 
 
 def _fake_cpu_timer() -> None:
@@ -347,6 +353,22 @@ def _fake_cpu_timer() -> None:
         return [ms, ms, ms] if quantiles else [ms]
 
     autotuner.Autotuner.do_bench = property(lambda self: fake_do_bench)  # type: ignore[method-assign,assignment]
+
+
+@contextlib.contextmanager
+def _pinned_cpu(cpu: int | None) -> Iterator[None]:
+    """Both engines' processes time on the same CPU core (the parent names it), so neither process's
+    scheduling (core, SMT sibling, NUMA node) biases the host-side numbers; cold tuning runs unpinned, so
+    compile workers forked then keep every core."""
+    if cpu is None or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    was = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, was)
 
 
 def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
@@ -397,12 +419,14 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
                 raise RuntimeError(f"{op.lib} did not import: {libs[op.lib]}")
             if cmd["cmd"] == "cold":
                 res = child.cold(op)
-            elif cmd["cmd"] == "time":
-                res = child.time_op(op, cmd["reps"])
-            elif cmd["cmd"] == "winners":
-                res = child.winners(op, cmd["other"])
             else:
-                res = child.dispatch(op, cmd["n"])
+                with _pinned_cpu(cmd.get("cpu")):
+                    if cmd["cmd"] == "time":
+                        res = child.time_op(op, cmd["reps"])
+                    elif cmd["cmd"] == "winners":
+                        res = child.winners(op, cmd["other"])
+                    else:
+                        res = child.dispatch(op, cmd["n"])
             send({"ok": True, **res})
         except Exception as e:
             send({"ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-4000:]})
@@ -520,24 +544,26 @@ def parent_main(args: argparse.Namespace) -> int:
             if len(colds) == 2 and all(c.get("ok") for c in colds):
                 rows[op.name]["outputs"] = _compare(op, colds[0]["output"], colds[1]["output"])
         live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") for n in names)]
+        cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
         for r in range(rounds):  # winners, interleaved: engines alternate, first mover alternates by round
             if r >= 2 and time.time() - started > args.budget_s:
                 break  # at least two rounds, so each engine has led once
             for op in live:
                 order = names if r % 2 == 0 else names[::-1]
                 for n in order:
-                    got = engines[n].ask(cmd="time", op=op.name, reps=reps)
+                    got = engines[n].ask(cmd="time", op=op.name, reps=reps, cpu=cpu)
                     rows[op.name][n].setdefault("us", []).extend(got.get("us", []))
                     if got.get("us"):
                         rows[op.name][n].setdefault("us_rounds", []).append(statistics.median(got["us"]))
                 for n in order:
-                    got = engines[n].ask(cmd="dispatch", op=op.name, n=ncalls)
+                    got = engines[n].ask(cmd="dispatch", op=op.name, n=ncalls, cpu=cpu)
                     if "us_per_call" in got:
                         rows[op.name][n].setdefault("dispatch_us", []).append(got["us_per_call"])
+                        rows[op.name][n].setdefault("dispatch_gc", []).append([got["gc_passes"], got["gc_objects"]])
         if len(names) == 2:  # both winners pinned in turn in Triton's process: the kernels' ratio alone
             for op in live:
                 other = rows[op.name]["tritune"]["cold"].get("tuners", [])
-                rows[op.name]["winners"] = engines["triton"].ask(cmd="winners", op=op.name, other=other)
+                rows[op.name]["winners"] = engines["triton"].ask(cmd="winners", op=op.name, other=other, cpu=cpu)
         hello = {n: e.hello for n, e in engines.items()}
     finally:
         for e in engines.values():
@@ -657,6 +683,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=330.0,
                    help="stop starting cold runs at 70%% of this, and timing rounds (after two) at 100%%")
     p.add_argument("--engines", default=",".join(ENGINES), help="triton,tritune (default), or one of them to debug")
+    p.add_argument("--no-pin", action="store_true", help="do not pin both engines to one CPU core while timing")
     p.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
