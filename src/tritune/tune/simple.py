@@ -96,14 +96,21 @@ def bench_config(tuned: Autotuned, args: Sequence[Any], config: Any, meta: Mappi
                 "function, or run on a GPU."
             )
         from tritune.bench import EventTimer
+        from tritune.engine.job import note_gpu_busy, warm_if_idle
 
         timer = getattr(tuned, "_event_timer", None)
-        if timer is None:  # one timer (and one L2 flush buffer) per kernel, clocks warmed once
-            timer = EventTimer()
-            timer.warm_device(0.05)
-            tuned._event_timer = timer
+        if timer is None:  # one timer (and one L2 flush buffer) per kernel
+            timer = tuned._event_timer = EventTimer()
+        warm_if_idle(timer)  # clocks ramped unless tritune kept the GPU busy within the last second
+
+        def measure(**options: Any) -> Any:
+            try:
+                return timer.measure(call, **options)
+            finally:
+                note_gpu_busy()
+
         try:
-            m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), lambda **kw: timer.measure(call, **kw))
+            m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure)
         except Exception as e:  # out of resources, a compile failure: Triton gives such a config inf
             from triton.compiler.errors import CompilationError
             from triton.runtime.errors import OutOfResources
