@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 MARK = "@@real_libraries@@ "
+WINNERS_RESERVE_S = 45.0  # of --budget-s, kept for re-timing the winners after the interleaved rounds
 ENGINES = ("triton", "tritune")
 
 
@@ -546,8 +547,8 @@ def parent_main(args: argparse.Namespace) -> int:
         live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") for n in names)]
         cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
         for r in range(rounds):  # winners, interleaved: engines alternate, first mover alternates by round
-            if r >= 2 and time.time() - started > args.budget_s:
-                break  # at least two rounds, so each engine has led once
+            if r >= 2 and time.time() - started > args.budget_s - WINNERS_RESERVE_S:
+                break  # at least two rounds, so each engine has led once; time is kept for the winners
             for op in live:
                 order = names if r % 2 == 0 else names[::-1]
                 for n in order:
@@ -562,6 +563,9 @@ def parent_main(args: argparse.Namespace) -> int:
                         rows[op.name][n].setdefault("dispatch_gc", []).append([got["gc_passes"], got["gc_objects"]])
         if len(names) == 2:  # both winners pinned in turn in Triton's process: the kernels' ratio alone
             for op in live:
+                if time.time() - started > args.budget_s:
+                    rows[op.name]["winners"] = {"skipped": f"not run: past --budget-s {args.budget_s}"}
+                    continue
                 other = rows[op.name]["tritune"]["cold"].get("tuners", [])
                 rows[op.name]["winners"] = engines["triton"].ask(cmd="winners", op=op.name, other=other, cpu=cpu)
         hello = {n: e.hello for n, e in engines.items()}

@@ -230,3 +230,19 @@ def test_library_loop_precompiles_configs_with_a_pre_hook_too() -> None:
     k.prune_configs({})
     sent = precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
     assert sent is not None and [c.pre_hook for c in seen[0]] == [hook, hook]
+
+
+def test_assigning_configs_leaves_a_subclass_own_cache_alone() -> None:
+    """FlagGems' LibTuner puts its own sqlite-backed table (no ``clear()``) in ``self.cache``; Triton's
+    ``configs`` is a plain attribute, so assigning it must neither fail nor wipe that table."""
+
+    class OwnTable:  # a mapping without clear(), as LibTuner's ConfigCache
+        def __init__(self) -> None:
+            self.rows = {("k",): CONFIGS[0]}
+
+    with tritune.patched_triton():
+        cls = define_libtuner_style(triton.runtime.Autotuner)
+    k = cls(accumulate_kernel, accumulate_kernel.arg_names, CONFIGS, ["n"], ["acc_ptr"], None)
+    k.cache = OwnTable()
+    k.configs = [CONFIGS[1]]
+    assert k.configs == [CONFIGS[1]] and k.cache.rows == {("k",): CONFIGS[0]}

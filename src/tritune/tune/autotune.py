@@ -160,7 +160,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def configs(self, value: Sequence[Any] | Space) -> None:
         with self._lock:
             self._set_configs(value)
-            self.cache.clear()
+            if isinstance(self.cache, LiveCache):  # a subclass's own mapping (LibTuner's sqlite table) is its own
+                self.cache.clear()
 
     @property
     def candidates(self) -> list[Config]:
