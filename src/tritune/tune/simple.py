@@ -95,12 +95,15 @@ def bench_config(tuned: Autotuned, args: Sequence[Any], config: Any, meta: Mappi
                 f"{tuned.info.name}: cannot time config {cfg.id}: {why}. Pass do_bench= to time with your own "
                 "function, or run on a GPU."
             )
+        import torch
+
         from tritune.bench import EventTimer
         from tritune.engine.job import note_gpu_busy, warm_if_idle
 
-        timer = getattr(tuned, "_event_timer", None)
-        if timer is None:  # one timer (and one L2 flush buffer) per kernel
-            timer = tuned._event_timer = EventTimer()
+        device = torch.cuda.current_device()
+        timer = _LOOP_TIMERS.get(device)
+        if timer is None:  # one timer, and one L2 flush buffer (2x the L2: 120 MB on an H200), per device
+            timer = _LOOP_TIMERS[device] = EventTimer(device=device)
         warm_if_idle(timer)  # clocks ramped unless tritune kept the GPU busy within the last second
 
         def measure(**options: Any) -> Any:
@@ -123,12 +126,15 @@ def bench_config(tuned: Autotuned, args: Sequence[Any], config: Any, meta: Mappi
         cleanup()
 
 
+#: The event timers of library loops, by device, shared by every kernel (each held a flush buffer before).
+_LOOP_TIMERS: dict[int, Any] = {}
+
 #: A library loop's first look at a config: short, so that the many clear losers cost little.
 FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0.002}
 #: A config whose first look is clearly slower than the best so far AND this much slower is out of the race.
 LOSER_MARGIN = 0.05
-#: The full measurement of a config still in the race.
-FULL_LOOK = {"budget_s": 0.1}
+#: The full measurement of a config still in the race (its first look just warmed it up).
+FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002}
 
 
 def race_in_library_loop(tuned: Autotuned, key: Any, measure: Callable[..., Any]) -> Any:
