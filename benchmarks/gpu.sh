@@ -3,12 +3,13 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs tutorials serving. COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch gelu short libs libtests tutorials serving. COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
 # everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
 # copied beside it. Wheels carried in .whl/ (FlagGems, Liger-Kernel, SQLAlchemy) are installed into
-# /tmp/site; Triton's tutorials, which are not committed, are read from .ref/tutorials.
+# /tmp/site; Triton's tutorials, which are not committed, are read from .ref/tutorials. libtests runs FlagGems' and
+# Liger's own tests from .ref/libtests with wheels from .whl/libtests (benchmarks/libtests_fetch.sh gathers both).
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TRITUNE_GPU_TESTS=1
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -37,6 +38,13 @@ for part in "$@"; do
     gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
     libs) step libs 460 python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s 440 ;;
+    libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers
+                python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-tests \
+                  .whl/libtests/*.whl 2>/dev/null || echo "libtests: installing .whl/libtests failed" | tee -a "$LOG"
+              fi
+              PYTHONPATH=$PYTHONPATH:/tmp/site-tests step libtests 250 python3 benchmarks/libtests.py --ref .ref/libtests \
+                --out "$RES/libtests" --budget-s 225
+              grep -h "^total\|differs\|NOT RUN" "$RES"/libtests/python3_*.log | tee -a "$LOG" ;;
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
     serving) step serving 110 python3 benchmarks/serving.py --out "$RES/serving" --quick
              step serving 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/incremental -rs

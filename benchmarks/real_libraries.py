@@ -8,8 +8,15 @@ over a line protocol, so that the interleaved measurements alternate engines on 
 - cold: the first call of each op (autotuning included), wall time, from an empty cache;
 - outputs: each op's output under tritune against Triton's run, within the library's tolerance
   (FlagGems' per-dtype resolution as rtol; atol 1e-4 times the reduced dimension for matmuls);
-- winner: the whole op call after tuning, CUDA events, median over rounds alternating engines;
-- dispatch: host microseconds per cached call (a loop of calls, then one synchronize).
+- op time: the whole op call after tuning, CUDA events, rounds alternating engines; the ratio is the median
+  of the per-round ratios (both engines measured back to back in each round);
+- winner: each engine's winning config of every autotuner the op reached (``best_config``, for Triton's
+  ``Autotuner`` and FlagGems' ``LibTuner`` alike), both pinned in turn in the Triton process and timed in
+  alternating blocks on the same inputs (``libs_tuners.remeasure_winners``): the ratio is the kernels' alone;
+- dispatch: host microseconds per cached call (a loop of calls, then one synchronize), median of per-round
+  ratios; ``reaches`` says whether cached calls still reach an autotuner's ``run`` (counted in a short loop
+  after tuning): a ``libentry`` wrapper caches the compiled kernel, so its calls bypass both engines, and the
+  summary's median dispatch ratio is taken over the ops whose calls do reach one.
 
   PYTHONPATH=<flag_gems>:<liger>:src python3 benchmarks/real_libraries.py --out results/real_libs [--quick] [--ops mm,bmm]
 
@@ -24,6 +31,7 @@ more than one config. Its numbers mean nothing; only that each step runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import functools
 import json
@@ -35,12 +43,13 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 MARK = "@@real_libraries@@ "
+WINNERS_RESERVE_S = 45.0  # of --budget-s, kept for re-timing the winners after the interleaved rounds
 ENGINES = ("triton", "tritune")
 
 
@@ -247,22 +256,59 @@ class _Child:
 
         self.torch, self.engine, self.outdir, self.device, self.quick = torch, engine, outdir, device, quick
         self.calls: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+        self.tuners: dict[str, list[Any]] = {}  # per op: the autotuner objects its first call reached
 
     def sync(self) -> None:
         if self.device == "cuda":
             self.torch.cuda.synchronize()
 
     def cold(self, op: Op) -> dict[str, Any]:
+        from libs_tuners import RunCounter, describe, tuner_name
+
         fn, args = op.make(self.torch, self.device, self.quick)
         self.sync()
-        t0 = time.perf_counter()
-        out = fn(*args)
-        self.sync()
-        cold = time.perf_counter() - t0
+        with RunCounter() as counted:
+            t0 = time.perf_counter()
+            out = fn(*args)
+            self.sync()
+            cold = time.perf_counter() - t0
         self.calls[op.name] = (fn, args)
+        self.tuners[op.name] = counted.tuners()
+        tuners = [{"name": tuner_name(t), "calls": counted.counts[id(t)], "config": describe(t.best_config)}
+                  for t in counted.tuners()]  # fmt: skip
+        loops = 3
+        with RunCounter() as again:  # cached calls: do they still reach an autotuner's run?
+            for _ in range(loops):
+                fn(*args)
+        self.sync()
         path = self.outdir / f"{op.name}.pt"
         self.torch.save(out.detach().cpu() if hasattr(out, "detach") else out, path)
-        return {"cold_s": cold, "output": str(path)}
+        return {"cold_s": cold, "output": str(path), "tuners": tuners,
+                "reaches": sum(again.counts.values()) > 0, "runs_per_cached_call": sum(again.counts.values()) / loops}
+
+    def winners(self, op: Op, other: list[dict[str, Any]]) -> dict[str, Any]:
+        """Time this engine's winners against ``other``'s (the other engine's cold ``tuners``), pinned in turn."""
+        from libs_tuners import describe, matching_config, remeasure_winners, tuner_name
+
+        mine = self.tuners.get(op.name, [])
+        if not mine:
+            return {"skipped": "the op reached no autotuner"}
+        theirs = {t["name"]: t for t in other}
+        names = [tuner_name(t) for t in mine]
+        if sorted(names) != sorted(theirs):
+            return {"skipped": f"the engines' ops reached different autotuners: {sorted(names)} vs {sorted(theirs)}"}
+        if any(t["calls"] != 1 for t in other):
+            return {"skipped": "an autotuner ran more than once in one call of the op (one pinned config cannot "
+                               "stand for several keys)"}
+        own = [matching_config(t, describe(t.best_config)) for t in mine]
+        alt = [matching_config(t, theirs[n]["config"]) for t, n in zip(mine, names)]
+        fn, args = self.calls[op.name]
+        got = remeasure_winners(self.torch, fn, args, mine, {self.engine: own, "other": alt},
+                                cuda=self.device == "cuda")
+        return {"us": {self.engine: got["us"][self.engine], "other": got["us"]["other"]},
+                "same": [describe(a) == describe(b) for a, b in zip(own, alt)],
+                "configs": {self.engine: [describe(c) for c in own], "other": [describe(c) for c in alt]},
+                "blocks": got["blocks"], "calls_per_block": got["calls_per_block"]}
 
     def time_op(self, op: Op, reps: int) -> dict[str, Any]:
         fn, args = self.calls[op.name]
@@ -282,14 +328,19 @@ class _Child:
         return {"us": times}
 
     def dispatch(self, op: Op, n: int) -> dict[str, Any]:
+        import gc
+
         fn, args = self.calls[op.name]
         self.sync()
+        before = sum(g["collections"] for g in gc.get_stats())
         t0 = time.perf_counter()
         for _ in range(n):
             fn(*args)
         host = time.perf_counter() - t0  # host time to issue n cached calls
         self.sync()
-        return {"us_per_call": host / n * 1e6}
+        # diagnostics for a process-level difference (a larger heap makes the collector's passes longer)
+        return {"us_per_call": host / n * 1e6, "gc_passes": sum(g["collections"] for g in gc.get_stats()) - before,
+                "gc_objects": len(gc.get_objects())}
 
 
 def _fake_cpu_timer() -> None:
@@ -303,6 +354,22 @@ def _fake_cpu_timer() -> None:
         return [ms, ms, ms] if quantiles else [ms]
 
     autotuner.Autotuner.do_bench = property(lambda self: fake_do_bench)  # type: ignore[method-assign,assignment]
+
+
+@contextlib.contextmanager
+def _pinned_cpu(cpu: int | None) -> Iterator[None]:
+    """Both engines' processes time on the same CPU core (the parent names it), so neither process's
+    scheduling (core, SMT sibling, NUMA node) biases the host-side numbers; cold tuning runs unpinned, so
+    compile workers forked then keep every core."""
+    if cpu is None or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    was = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, was)
 
 
 def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
@@ -353,10 +420,14 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
                 raise RuntimeError(f"{op.lib} did not import: {libs[op.lib]}")
             if cmd["cmd"] == "cold":
                 res = child.cold(op)
-            elif cmd["cmd"] == "time":
-                res = child.time_op(op, cmd["reps"])
             else:
-                res = child.dispatch(op, cmd["n"])
+                with _pinned_cpu(cmd.get("cpu")):
+                    if cmd["cmd"] == "time":
+                        res = child.time_op(op, cmd["reps"])
+                    elif cmd["cmd"] == "winners":
+                        res = child.winners(op, cmd["other"])
+                    else:
+                        res = child.dispatch(op, cmd["n"])
             send({"ok": True, **res})
         except Exception as e:
             send({"ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-4000:]})
@@ -474,18 +545,29 @@ def parent_main(args: argparse.Namespace) -> int:
             if len(colds) == 2 and all(c.get("ok") for c in colds):
                 rows[op.name]["outputs"] = _compare(op, colds[0]["output"], colds[1]["output"])
         live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") for n in names)]
+        cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
         for r in range(rounds):  # winners, interleaved: engines alternate, first mover alternates by round
-            if r >= 2 and time.time() - started > args.budget_s:
-                break  # at least two rounds, so each engine has led once
+            if r >= 2 and time.time() - started > args.budget_s - WINNERS_RESERVE_S:
+                break  # at least two rounds, so each engine has led once; time is kept for the winners
             for op in live:
                 order = names if r % 2 == 0 else names[::-1]
                 for n in order:
-                    got = engines[n].ask(cmd="time", op=op.name, reps=reps)
+                    got = engines[n].ask(cmd="time", op=op.name, reps=reps, cpu=cpu)
                     rows[op.name][n].setdefault("us", []).extend(got.get("us", []))
+                    if got.get("us"):
+                        rows[op.name][n].setdefault("us_rounds", []).append(statistics.median(got["us"]))
                 for n in order:
-                    got = engines[n].ask(cmd="dispatch", op=op.name, n=ncalls)
+                    got = engines[n].ask(cmd="dispatch", op=op.name, n=ncalls, cpu=cpu)
                     if "us_per_call" in got:
                         rows[op.name][n].setdefault("dispatch_us", []).append(got["us_per_call"])
+                        rows[op.name][n].setdefault("dispatch_gc", []).append([got["gc_passes"], got["gc_objects"]])
+        if len(names) == 2:  # both winners pinned in turn in Triton's process: the kernels' ratio alone
+            for op in live:
+                if time.time() - started > args.budget_s:
+                    rows[op.name]["winners"] = {"skipped": f"not run: past --budget-s {args.budget_s}"}
+                    continue
+                other = rows[op.name]["tritune"]["cold"].get("tuners", [])
+                rows[op.name]["winners"] = engines["triton"].ask(cmd="winners", op=op.name, other=other, cpu=cpu)
         hello = {n: e.hello for n, e in engines.items()}
     finally:
         for e in engines.values():
@@ -495,6 +577,12 @@ def parent_main(args: argparse.Namespace) -> int:
     (args.out / "results.json").write_text(json.dumps({"provenance": prov, "ops": rows, "summary": table}, indent=1))
     _print_table(table, prov)
     return 0
+
+
+def _paired(a: list[float], b: list[float]) -> float | None:
+    """Median of the per-round ratios a[i]/b[i] (rounds measured back to back), None without a pair."""
+    rs = [x / y for x, y in zip(a, b) if y]
+    return statistics.median(rs) if rs else None
 
 
 def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[str, Any]:
@@ -511,16 +599,32 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
             s[f"{n}_cold_s"] = c.get("cold_s")
             s[f"{n}_us"] = _median(row.get(n, {}).get("us", []))
             s[f"{n}_dispatch_us"] = _median(row.get(n, {}).get("dispatch_us", []))
+            s[f"{n}_reaches"] = c.get("reaches")
+            s[f"{n}_config"] = [t["config"] for t in c.get("tuners", [])] or None
         s["outputs_equal"] = row.get("outputs", {}).get("equal")
         s["cold_ratio"] = _ratio(s["tritune_cold_s"], s["triton_cold_s"])
-        s["winner_ratio"] = _ratio(s["tritune_us"], s["triton_us"])
-        s["dispatch_ratio"] = _ratio(s["tritune_dispatch_us"], s["triton_dispatch_us"])
+        t, T = row.get("tritune", {}), row.get("triton", {})
+        s["op_ratio"] = _paired(t.get("us_rounds", []), T.get("us_rounds", []))
+        s["dispatch_ratio"] = _paired(t.get("dispatch_us", []), T.get("dispatch_us", []))
+        w = row.get("winners") or {}
+        us = w.get("us") or {}
+        s["winner_same"] = all(w["same"]) if w.get("same") else None
+        s["winner_ratio"] = _ratio(us.get("other"), us.get("triton"))  # tritune's winner over Triton's
+        s["winner_note"] = w.get("skipped") or w.get("error")
+        s["reaches"] = s["triton_reaches"]  # classified under Triton; tritune's own is recorded beside it
         per_op[name] = s
+    reach = [s["dispatch_ratio"] for s in per_op.values() if s["reaches"] and s["dispatch_ratio"] is not None]
+    disp = [s["dispatch_ratio"] for s in per_op.values() if s["dispatch_ratio"] is not None]
+    wins = [s["winner_ratio"] for s in per_op.values() if s["winner_ratio"] is not None]
     return {"ops": per_op, "cold_total_s": cold_total,
             "cold_total_ratio": _ratio(cold_total["tritune"], cold_total["triton"]),
             "engines": list(names),
             "ops_run": {n: sum(1 for s in per_op.values() if s[f"{n}_runs"]) for n in ENGINES},
-            "ops_equal": sum(1 for s in per_op.values() if s["outputs_equal"]), "ops_total": len(per_op)}
+            "ops_equal": sum(1 for s in per_op.values() if s["outputs_equal"]), "ops_total": len(per_op),
+            "dispatch_ratio_median_reaching": _median(reach), "ops_reaching": len(reach),
+            "dispatch_ratio_max": max(disp) if disp else None,
+            "winner_ratio_max": max(wins) if wins else None, "winners_compared": len(wins),
+            "winners_within_1_02": sum(1 for r in wins if r <= 1.02)}
 
 
 def _fmt(x: Any, spec: str) -> str:
@@ -530,22 +634,29 @@ def _fmt(x: Any, spec: str) -> str:
 def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
     print(f"# real libraries, {prov['gpu']}, torch {prov['torch']}, triton {prov['triton']}, {prov['date']}")
     head = ("op", "runs T/t", "equal", "cold T s", "cold t s", "ratio", "op T us", "op t us", "ratio",
-            "disp T us", "disp t us", "ratio")
+            "winner t/T", "same", "disp T us", "disp t us", "ratio", "reaches")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name, s in t["ops"].items():
         cells = (name, f"{int(s['triton_runs'])}/{int(s['tritune_runs'])}", str(s["outputs_equal"]),
                  _fmt(s["triton_cold_s"], ".2f"), _fmt(s["tritune_cold_s"], ".2f"), _fmt(s["cold_ratio"], ".2f"),
-                 _fmt(s["triton_us"], ".1f"), _fmt(s["tritune_us"], ".1f"), _fmt(s["winner_ratio"], ".3f"),
+                 _fmt(s["triton_us"], ".1f"), _fmt(s["tritune_us"], ".1f"), _fmt(s["op_ratio"], ".3f"),
+                 _fmt(s["winner_ratio"], ".3f"), "-" if s["winner_same"] is None else str(s["winner_same"]),
                  _fmt(s["triton_dispatch_us"], ".1f"), _fmt(s["tritune_dispatch_us"], ".1f"),
-                 _fmt(s["dispatch_ratio"], ".3f"))
+                 _fmt(s["dispatch_ratio"], ".3f"), "-" if s["reaches"] is None else str(s["reaches"]))
         print("| " + " | ".join(cells) + " |")
         for n in ENGINES:
             if s[f"{n}_error"]:
                 print(f"|   {n} error: {s[f'{n}_error'][:300]} |")
+        if s["winner_note"]:
+            print(f"|   winner not compared: {s['winner_note'][:300]} |")
     ct = t["cold_total_s"]  # an engine not run counts 0
     print(f"cold total: triton {ct['triton']:.2f} s, tritune {ct['tritune']:.2f} s, "
           f"ratio {_fmt(t['cold_total_ratio'], '.3f')} (T = triton, t = tritune)")
+    print(f"winners re-measured interleaved: {t['winners_within_1_02']}/{t['winners_compared']} within 1.02x "
+          f"of Triton's, worst {_fmt(t['winner_ratio_max'], '.3f')}")
+    print(f"dispatch: worst ratio {_fmt(t['dispatch_ratio_max'], '.3f')}; median over the {t['ops_reaching']} ops "
+          f"whose cached calls reach the autotuner {_fmt(t['dispatch_ratio_median_reaching'], '.3f')}")
     print(f"ops run: triton {t['ops_run']['triton']}/{t['ops_total']}, tritune {t['ops_run']['tritune']}/"
           f"{t['ops_total']}; outputs equal {t['ops_equal']}/{t['ops_total']}")
 
@@ -576,6 +687,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=330.0,
                    help="stop starting cold runs at 70%% of this, and timing rounds (after two) at 100%%")
     p.add_argument("--engines", default=",".join(ENGINES), help="triton,tritune (default), or one of them to debug")
+    p.add_argument("--no-pin", action="store_true", help="do not pin both engines to one CPU core while timing")
     p.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:

@@ -210,3 +210,39 @@ def test_library_loop_compiles_the_pruned_configs_once_per_key() -> None:
     y, acc2 = torch.arange(600, dtype=torch.float32), torch.zeros(600)  # another key: compiled again
     assert precompile_for_library_loop(k, (y, acc2, 600), {}, compile_all=seen.append) is not None
     assert len(seen) == 2
+
+
+def test_library_loop_precompiles_configs_with_a_pre_hook_too() -> None:
+    """FlagGems' Hopper mm gives every config a pre_hook (it sets host descriptors' block shapes): those
+    configs go to the compile workers as well (each specialized after its hook), not one by one in-process."""
+    from tritune.tune.simple import precompile_for_library_loop
+
+    def hook(nargs: dict[str, Any]) -> None:
+        pass
+
+    hooked = [triton.Config(dict(c.kwargs), num_warps=c.num_warps, pre_hook=hook) for c in CONFIGS]
+    seen: list[list[Any]] = []
+    with tritune.patched_triton():
+        cls = define_libtuner_style(triton.runtime.Autotuner)
+    k = cls(accumulate_kernel, accumulate_kernel.arg_names, hooked, ["n"], ["acc_ptr"], None)
+    x, acc = torch.arange(300, dtype=torch.float32), torch.zeros(300)
+    k.nargs = dict(zip(k.arg_names, (x, acc, 300)))
+    k.prune_configs({})
+    sent = precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
+    assert sent is not None and [c.pre_hook for c in seen[0]] == [hook, hook]
+
+
+def test_assigning_configs_leaves_a_subclass_own_cache_alone() -> None:
+    """FlagGems' LibTuner puts its own sqlite-backed table (no ``clear()``) in ``self.cache``; Triton's
+    ``configs`` is a plain attribute, so assigning it must neither fail nor wipe that table."""
+
+    class OwnTable:  # a mapping without clear(), as LibTuner's ConfigCache
+        def __init__(self) -> None:
+            self.rows = {("k",): CONFIGS[0]}
+
+    with tritune.patched_triton():
+        cls = define_libtuner_style(triton.runtime.Autotuner)
+    k = cls(accumulate_kernel, accumulate_kernel.arg_names, CONFIGS, ["n"], ["acc_ptr"], None)
+    k.cache = OwnTable()
+    k.configs = [CONFIGS[1]]
+    assert k.configs == [CONFIGS[1]] and k.cache.rows == {("k",): CONFIGS[0]}

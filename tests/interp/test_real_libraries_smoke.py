@@ -45,3 +45,37 @@ def test_both_engines(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "results.json").read_text())["summary"]
     assert summary["ops_run"] == {"triton": 2, "tritune": 2}, summary
     assert summary["ops_equal"] == 2, summary
+    for name, s in summary["ops"].items():
+        # each engine's winner is recorded, and both were pinned in turn and re-timed in Triton's process
+        assert s["triton_config"] and s["tritune_config"], (name, s)
+        assert s["winner_ratio"] is not None and s["winner_note"] is None, (name, s)
+        assert s["reaches"] is True and s["tritune_reaches"] is True  # plain autotuned kernels: no libentry
+    assert summary["winners_compared"] == 2 and summary["ops_reaching"] == 2
+    assert "winners re-measured interleaved:" in p.stdout and "median over the 2 ops" in p.stdout
+
+
+def test_run_counter_counts_runs_and_puts_run_back() -> None:
+    """The harness's counter of autotuner runs wraps ``run`` of Triton's Autotuner and its subclasses only
+    while active; ``Pinned`` pins a tuner to one config and restores its list."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import torch
+    import triton
+    from libs_tuners import Pinned, RunCounter, describe, matching_config, original_autotuner
+
+    from kernels import scale_kernel
+
+    cfgs = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128}, num_warps=2)]
+    k = triton.autotune(configs=cfgs, key=["n"], do_bench=lambda fn, quantiles=None: [1.0, 1.0, 1.0])(scale_kernel)
+    before = original_autotuner().__dict__["run"]
+    x = torch.randn(256)
+    with RunCounter() as c:
+        k[(2,)](x, torch.empty_like(x), 256)
+        k[(2,)](x, torch.empty_like(x), 256)
+    assert c.counts == {id(k): 2} and original_autotuner().__dict__["run"] is before
+    assert matching_config(k, describe(cfgs[1])) is cfgs[1]
+    assert matching_config(k, {"BLOCK": 32, "num_warps": 8}).kwargs == {"BLOCK": 32}
+    p = Pinned([k])
+    p.pin([cfgs[1]])
+    assert k.configs == [cfgs[1]]
+    p.restore()
+    assert k.configs == cfgs

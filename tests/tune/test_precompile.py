@@ -167,3 +167,33 @@ def test_a_compiler_crash_fails_only_its_config_and_one_config_still_compiles_in
     assert all("worker died" in why for why in res["failed"].values())
     assert len(res["ok"]) == 4 and res["cached"] == [True, True, True, True]
     assert res["one_workers"] == 1 and res["one_ok"] == ["BLOCK=512,num_warps=4,num_stages=3"]
+
+
+def test_a_pre_hook_that_sets_descriptor_blocks_is_compiled_in_workers_as_the_jit_will_see_it(tmp_path, monkeypatch):
+    """Host TensorDescriptors get their block shape from each config's pre_hook (FlagGems' Hopper mm, Liger's
+    SwiGLU): the workers must compile each config for the descriptors AFTER its hook, and the caller's
+    descriptors must not be changed by the precompile."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from kernels import desc_copy_kernel, set_desc_blocks
+    from tritune.engine.precompile import hooked_arguments
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    x = torch.randn(128, 128, dtype=torch.float16)
+    y = torch.empty_like(x)
+    args = (TensorDescriptor.from_tensor(x, [1, 1]), TensorDescriptor.from_tensor(y, [1, 1]))
+    cfgs = [Config({"BLOCK_M": m, "BLOCK_N": n}, pre_hook=set_desc_blocks) for m, n in ((32, 64), (64, 32))]
+    target = cuda_target(90)
+    names = list(desc_copy_kernel.arg_names)
+    hooked = {c: hooked_arguments(names, c, args, {})[0] for c in cfgs}
+    assert [list(hooked[c][0].block_shape) for c in cfgs] == [[32, 64], [64, 32]]
+    assert [list(a.block_shape) for a in args] == [[1, 1], [1, 1]]  # the caller's descriptors are untouched
+    specs = {c: specialize(desc_copy_kernel, hooked[c], c, target) for c in cfgs}
+    assert len({s.cache_hash() for s in specs.values()}) == 2
+    assert specs[cfgs[0]].signature["in_desc"] == "tensordesc<fp16[32, 64]>"
+    assert specs[cfgs[1]].signature["out_desc"] == "tensordesc<fp16[64, 32]>"
+    failed = precompile(desc_copy_kernel, cfgs, args, {}, target, jobs=2)
+    assert failed == {}
+    assert all(_cached(s) for s in specs.values())  # the binaries the JIT will look up after each hook
+    unhooked = specialize(desc_copy_kernel, args, cfgs[0], target)
+    assert not _cached(unhooked)  # nothing was compiled for the dummy [1, 1] blocks

@@ -10,6 +10,7 @@ on its share.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -83,7 +84,35 @@ def timer_measure(timer: Any, make_fn: Callable[[Config], Callable[[], object]],
         replay = getattr(t, "measure_config", None)
         if replay is not None:
             return replay  # type: ignore[no-any-return]
-        t.warm_device(0.05)
-        return TimerMeasure(t, make_fn, rel_tol=rel_tol, warmup_s=0.002)
+        warm_if_idle(t)
+        timed = TimerMeasure(t, make_fn, rel_tol=rel_tol, warmup_s=0.002)
+
+        def measure(config: Config, budget_s: float) -> Any:
+            try:
+                return timed(config, budget_s)
+            finally:
+                note_gpu_busy()
+
+        return measure
 
     return LazyMeasure(make)
+
+
+#: After tritune last timed on the GPU, its clocks count as ramped up for this long: a tuning that starts
+#: within it skips the 50 ms warm-up (a library op's many small tunings in a row paid it once per key).
+WARM_FOR_S = 1.0
+_last_busy = [float("-inf")]
+
+
+def note_gpu_busy() -> None:
+    """Record that tritune just kept the GPU busy (a timing ended now)."""
+    _last_busy[0] = time.monotonic()
+
+
+def warm_if_idle(timer: Any, seconds: float = 0.05) -> bool:
+    """``timer.warm_device(seconds)`` unless tritune timed on the GPU within :data:`WARM_FOR_S`; True if it warmed."""
+    idle = time.monotonic() - _last_busy[0] > WARM_FOR_S
+    if idle:
+        timer.warm_device(seconds)
+    note_gpu_busy()
+    return idle

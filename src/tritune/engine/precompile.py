@@ -18,6 +18,7 @@ waited on to exit.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import multiprocessing as mp
 import os
@@ -82,6 +83,13 @@ def _compile_forked(token: int, sig: dict[str, str], constexprs: dict[Any, Any],
     except Exception as e:
         return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
     return None
+
+
+def as_jit_names(jit: Any) -> list[str]:
+    """The kernel's parameter names, in order (what a ``pre_hook``'s dict is keyed by)."""
+    from tritune.kernel import as_jit
+
+    return list(as_jit(jit).arg_names)
 
 
 def _fork_ok() -> bool:
@@ -195,13 +203,47 @@ class Compiling:
             self._on_close = None
 
 
+def _detached(value: Any) -> Any:
+    """A copy a config's ``pre_hook`` may change without touching the caller's argument: objects such as a host
+    ``TensorDescriptor`` are copied (their list attributes too); tensors, numbers and strings are passed as is."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)) or hasattr(value, "data_ptr"):
+        return value
+    if not hasattr(value, "__dict__"):
+        return value
+    try:
+        dup = copy.copy(value)
+        for name, attr in vars(dup).items():
+            if isinstance(attr, list):
+                setattr(dup, name, list(attr))
+    except Exception:  # an object that refuses to be copied: the hook would change the caller's own
+        return value
+    return dup
+
+
+def hooked_arguments(arg_names: Sequence[str], cfg: Config, args: Sequence[Any],
+                     kwargs: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:  # fmt: skip
+    """The arguments as the JIT will see them for ``cfg``: after its ``pre_hook``, which may set what the
+    compile depends on (a host ``TensorDescriptor``'s block shape). The hook runs on copies of the non-tensor
+    arguments, so the caller's descriptors are left as they were; Triton runs the same hook before every
+    benchmark launch of ``cfg``, so one more run is what any hook must already allow."""
+    if cfg.pre_hook is None:
+        return tuple(args), dict(kwargs)
+    full = {n: _detached(v) for n, v in zip(arg_names, args)}
+    full.update({n: _detached(v) for n, v in kwargs.items()})
+    full.update(cfg.kwargs)
+    full.update(cfg.launch_options())
+    cfg.pre_hook(full)
+    return tuple(full[n] for n in arg_names[: len(args)]), {n: full[n] for n in kwargs}
+
+
 def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
                      target: Any, jobs: int | None = None, timeout: float | None = None) -> Compiling:  # fmt: skip
     """Start compiling every config's binary into Triton's cache in worker processes; returns at once.
 
     Configs already in the cache, and (where no worker can take it) everything, are left to the JIT's
     first launch in this process: they are neither pending nor failed. Even one uncached config goes to a
-    worker: there it has a timeout, and a compiler crash kills the worker, not this process.
+    worker: there it has a timeout, and a compiler crash kills the worker, not this process. A config with a
+    ``pre_hook`` is specialized for the arguments as its hook leaves them (:func:`hooked_arguments`).
     """
     from tritune.errors import KernelSpecError
     from tritune.screen.specialize import specialize
@@ -209,11 +251,15 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
     jobs = default_jobs() if jobs is None else jobs
     todo = []
     failed: dict[Config, str] = {}
+    names = list(as_jit_names(jit))
     for cfg in configs:
         try:
-            spec = specialize(jit, args, cfg, target, kwargs)
+            cargs, ckwargs = hooked_arguments(names, cfg, args, kwargs)
+            spec = specialize(jit, cargs, cfg, target, ckwargs)
         except KernelSpecError as e:
             failed[cfg] = str(e)
+            continue
+        except Exception:  # the pre_hook itself raised: left to the JIT's launch, which raises it as Triton does
             continue
         if not _cached(spec):
             todo.append((cfg, spec))

@@ -160,7 +160,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def configs(self, value: Sequence[Any] | Space) -> None:
         with self._lock:
             self._set_configs(value)
-            self.cache.clear()
+            if isinstance(self.cache, LiveCache):  # a subclass's own mapping (LibTuner's sqlite table) is its own
+                self.cache.clear()
 
     @property
     def candidates(self) -> list[Config]:
@@ -368,10 +369,11 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         return bench_config(self, args, config, meta)
 
     def compiles_in_process(self, configs: Sequence[Config]) -> bool:
-        """True where ``configs`` must compile in this process, after their hooks, not in forked workers: a
-        ``Config.pre_hook`` may set what the compile depends on (a host TensorDescriptor's block shape), and
-        stacked ``@triton.heuristics`` compute meta-parameters per config."""
-        return bool(self._heuristics) or any(c.pre_hook is not None for c in configs)
+        """True where ``configs`` must compile in this process, not in forked workers: stacked
+        ``@triton.heuristics`` compute meta-parameters per config. (A ``Config.pre_hook`` that sets what the
+        compile depends on, a host TensorDescriptor's block shape, is run on copies of the arguments before the
+        workers compile: see :func:`tritune.engine.precompile.hooked_arguments`.)"""
+        return bool(self._heuristics)
 
     def warmup(self, *args: Any, **kwargs: Any) -> list[Any]:
         """Compile every pruned config for these arguments without launching (Triton's ``Autotuner.warmup``)."""

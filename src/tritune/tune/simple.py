@@ -63,7 +63,8 @@ def bench_config(tuned: Autotuned, args: Sequence[Any], config: Any, meta: Mappi
     For a subclass that runs its own loop over ``self._bench`` (as FlagGems' ``LibTuner``): a config the
     static rules or the compiler front end reject is never launched and gets ``inf``, as Triton gives a
     config that runs out of resources. Timing uses the kernel's ``do_bench`` when set, else tritune's event
-    timer (L2 flush, confidence interval); with no GPU it raises ``TimingUnavailableError``.
+    timer (L2 flush, confidence interval), raced across the loop's calls for one key
+    (:func:`race_in_library_loop`); with no GPU it raises ``TimingUnavailableError``.
     """
     from tritune.device import gpu_unavailable_reason
     from tritune.errors import TimingUnavailableError
@@ -94,15 +95,25 @@ def bench_config(tuned: Autotuned, args: Sequence[Any], config: Any, meta: Mappi
                 f"{tuned.info.name}: cannot time config {cfg.id}: {why}. Pass do_bench= to time with your own "
                 "function, or run on a GPU."
             )
-        from tritune.bench import EventTimer
+        import torch
 
-        timer = getattr(tuned, "_event_timer", None)
-        if timer is None:  # one timer (and one L2 flush buffer) per kernel, clocks warmed once
-            timer = EventTimer()
-            timer.warm_device(0.05)
-            tuned._event_timer = timer
+        from tritune.bench import EventTimer
+        from tritune.engine.job import note_gpu_busy, warm_if_idle
+
+        device = torch.cuda.current_device()
+        timer = _LOOP_TIMERS.get(device)
+        if timer is None:  # one timer, and one L2 flush buffer (2x the L2: 120 MB on an H200), per device
+            timer = _LOOP_TIMERS[device] = EventTimer(device=device)
+        warm_if_idle(timer)  # clocks ramped unless tritune kept the GPU busy within the last second
+
+        def measure(**options: Any) -> Any:
+            try:
+                return timer.measure(call, **options)
+            finally:
+                note_gpu_busy()
+
         try:
-            m = timer.measure(call, budget_s=0.1)
+            m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure)
         except Exception as e:  # out of resources, a compile failure: Triton gives such a config inf
             from triton.compiler.errors import CompilationError
             from triton.runtime.errors import OutOfResources
@@ -115,6 +126,37 @@ def bench_config(tuned: Autotuned, args: Sequence[Any], config: Any, meta: Mappi
         cleanup()
 
 
+#: The event timers of library loops, by device, shared by every kernel (each held a flush buffer before).
+_LOOP_TIMERS: dict[int, Any] = {}
+
+#: A library loop's first look at a config: short, so that the many clear losers cost little.
+FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0.002}
+#: A config whose first look is clearly slower than the best so far AND this much slower is out of the race.
+LOSER_MARGIN = 0.05
+#: The full measurement of a config still in the race (its first look just warmed it up).
+FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002}
+
+
+def race_in_library_loop(tuned: Autotuned, key: Any, measure: Callable[..., Any]) -> Any:
+    """One config's timing inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` times every
+    pruned config, one after another): a race run one config at a time. Each config gets a short first
+    look; one whose interval lies wholly above the best so far, and whose median is more than
+    :data:`LOSER_MARGIN` slower, is out, and its first look is what the loop gets (it loses the loop's
+    ``min`` either way). The others are measured in full and may become the best. ``measure(**options)``
+    times the config once (:meth:`tritune.bench.EventTimer.measure`). Returns the Measurement."""
+    from tritune.bench.stats import clearly_slower
+
+    bests: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_best", {})
+    best = bests.get(key)
+    first = measure(**FIRST_LOOK)
+    if best is not None and first.median_ms > best.median_ms * (1 + LOSER_MARGIN) and clearly_slower(first, best):
+        return first
+    full = first.merged(measure(**FULL_LOOK))
+    if best is None or full.median_ms < best.median_ms:
+        bests[key] = full
+    return full
+
+
 def precompile_for_library_loop(tuned: Autotuned, args: Sequence[Any], kwargs: Mapping[str, Any],
                                 compile_all: Callable[..., Any] | None = None) -> list[Config] | None:  # fmt: skip
     """Before a library's own loop times its first config for a key, compile every config it will time.
@@ -123,8 +165,9 @@ def precompile_for_library_loop(tuned: Autotuned, args: Sequence[Any], kwargs: M
     and each would otherwise compile in this process, one after another (mm: 41 s under tritune against
     Triton's 32 s in the first H200 run). The pruned configs (``prune_configs`` remembers them) that pass
     the static rules compile in the engine's worker processes, slowest first, all at once; each ``_bench``
-    then only loads its binary. Once per key; a config with a ``pre_hook``, or stacked heuristics, compiles
-    in the loop as before. Returns the configs sent to the workers (None when nothing was sent).
+    then only loads its binary. Once per key. A config with a ``pre_hook`` is compiled for the arguments as
+    its hook leaves them (FlagGems' Hopper mm sets descriptor block shapes there); with stacked heuristics
+    every config compiles in the loop as before. Returns the configs sent to the workers (None when none).
     """
     from tritune.space import check_static
     from tritune.tune.triton_surface import from_triton
