@@ -56,3 +56,11 @@ def test_screen_progress_never_starts_at_zero(tritune_cli):
     assert not any(": 0 candidates" in ln or "/0 " in ln for ln in progress), progress
     assert "tritune: compiling for sm_90: 4 candidates" in progress, progress
     assert "TRITON_DEFAULT_FP_FUSION" not in run.stderr
+
+
+def test_run_of_a_directory_says_so_and_runs_one_with_main_as_python_does(tmp_path, capsys):
+    assert main(["run", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory" in err and "__main__.py" in err and "no such file" not in err
+    (tmp_path / "__main__.py").write_text("import sys\nsys.exit(7)\n")
+    assert main(["run", str(tmp_path)]) == 7  # `python DIR` runs DIR/__main__.py; so does `tritune run DIR`
