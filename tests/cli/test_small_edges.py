@@ -64,3 +64,10 @@ def test_run_of_a_directory_says_so_and_runs_one_with_main_as_python_does(tmp_pa
     assert "is a directory" in err and "__main__.py" in err and "no such file" not in err
     (tmp_path / "__main__.py").write_text("import sys\nsys.exit(7)\n")
     assert main(["run", str(tmp_path)]) == 7  # `python DIR` runs DIR/__main__.py; so does `tritune run DIR`
+
+
+@pytest.mark.parametrize("command", ["verify", "screen", "tune"])
+def test_a_users_error_is_the_last_line_not_followed_by_progress(tmp_path, command, capsys):
+    assert main([command, str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("tritune: error:") and "is a directory" in lines[-1], lines
