@@ -136,10 +136,18 @@ class Workload:
         return expected
 
     def grid_for(self, config: Config, key: Key) -> tuple[int, ...]:
-        g = self.call_user(f"grid(meta of {config.id}, {_key_text(key)})", self.grid, config.as_dict(), key)
+        what = f"grid(meta of {config.id}, {_key_text(key)})"
+        g = self.call_user(what, self.grid, config.as_dict(), key)
         if isinstance(g, int):
             return (g,)
-        return tuple(int(x) for x in g)
+        try:
+            grid = tuple(int(x) for x in g)
+        except (TypeError, ValueError):
+            grid = ()
+        if not 1 <= len(grid) <= 3:
+            raise WorkloadError(f"workload {self.name!r}: {what} returned {_short(g)}; return a tuple of 1 to 3 "
+                                "ints (programs along each axis)")  # fmt: skip
+        return grid
 
     def bytes_for(self, key: Key) -> float | None:
         return float(self.bytes(key)) if self.bytes is not None else None

@@ -85,3 +85,13 @@ def test_a_user_function_returning_the_wrong_kind_of_value_is_exit_2(tmp_path, t
     assert run.returncode == 2, run.stderr
     line = _one_error_line(run)
     assert "workload 'w'" in line and said in line, line
+
+
+def test_a_grid_returning_no_grid_makes_each_candidate_an_error_saying_so(tmp_path, tritune_cli):
+    path = workload_file(tmp_path, scale_workload(grid="lambda meta, key: None"))
+    out = tmp_path / "r.json"
+    run = tritune_cli("verify", str(path), "--json", str(out), "--quiet")
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    for c in json.loads(out.read_text())["workloads"][0]["candidates"]:
+        assert c["status"] == "error" and "grid(meta of" in c["reason"] and "returned None" in c["reason"]
