@@ -58,12 +58,13 @@ def test_screen_progress_never_starts_at_zero(tritune_cli):
     assert "TRITON_DEFAULT_FP_FUSION" not in run.stderr
 
 
-def test_run_of_a_directory_says_so_and_runs_one_with_main_as_python_does(tmp_path, capsys):
-    assert main(["run", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert "is a directory" in err and "__main__.py" in err and "no such file" not in err
+def test_run_of_a_directory_says_so_and_runs_one_with_main_as_python_does(tmp_path, tritune_cli):
+    # In a subprocess: `tritune run` patches triton for the rest of its process, as it should.
+    run = tritune_cli("run", str(tmp_path))
+    assert run.returncode == 2
+    assert "is a directory" in run.stderr and "__main__.py" in run.stderr and "no such file" not in run.stderr
     (tmp_path / "__main__.py").write_text("import sys\nsys.exit(7)\n")
-    assert main(["run", str(tmp_path)]) == 7  # `python DIR` runs DIR/__main__.py; so does `tritune run DIR`
+    assert tritune_cli("run", str(tmp_path)).returncode == 7  # `python DIR` runs DIR/__main__.py; so does this
 
 
 @pytest.mark.parametrize("command", ["verify", "screen", "tune"])
