@@ -7,7 +7,7 @@ import os
 import sys
 import sysconfig
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,8 +90,16 @@ class Workload:
         except Exception as e:
             raise WorkloadError(f"workload {self.name!r}: {what} raised {describe_exception(e)}") from e
 
+    def _sequence(self, what: str, value: Any, wanted: str) -> list[Any]:
+        """``value`` as a list, or a one-line :class:`WorkloadError` saying what ``what`` returned instead."""
+        if isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping)):
+            return list(value)
+        raise WorkloadError(f"workload {self.name!r}: {what} returned {_short(value)}; return {wanted}")
+
     def make_args(self, key: Key, device: str) -> list[Any]:
-        args = list(self.call_user(f"args({_key_text(key)}, {device!r})", self.args, key, device))
+        what = f"args({_key_text(key)}, {device!r})"
+        args = self._sequence(what, self.call_user(what, self.args, key, device),
+                              "a tuple or list of the kernel's arguments")  # fmt: skip
         for i in self.outputs:
             if not -len(args) <= i < len(args):
                 raise WorkloadError(
@@ -107,14 +115,19 @@ class Workload:
     def caller_kwargs(self, key: Key) -> dict[str, Any]:
         if self.kwargs is None:
             return {}
-        kw = self.call_user(f"kwargs({_key_text(key)})", self.kwargs, key) if callable(self.kwargs) else self.kwargs
+        what = f"kwargs({_key_text(key)})"
+        kw = self.call_user(what, self.kwargs, key) if callable(self.kwargs) else self.kwargs
+        if not isinstance(kw, Mapping):
+            raise WorkloadError(f"workload {self.name!r}: {what} returned {_short(kw)}; return a dict of "
+                                "keyword arguments for the kernel")  # fmt: skip
         return dict(kw)
 
     def expected_outputs(self, args: Sequence[Any]) -> list[Any] | None:
         """The oracle's outputs for ``args`` (``None`` without an oracle), checked against ``outputs``."""
         if self.oracle is None:
             return None
-        expected = list(self.call_user("the oracle", self.oracle, args))
+        expected = self._sequence("the oracle", self.call_user("the oracle", self.oracle, args),
+                                  "a list of expected tensors, one per output")  # fmt: skip
         if len(expected) != len(self.outputs):
             raise WorkloadError(
                 f"workload {self.name!r}: the oracle returned {len(expected)} values for {len(self.outputs)} "
@@ -123,10 +136,18 @@ class Workload:
         return expected
 
     def grid_for(self, config: Config, key: Key) -> tuple[int, ...]:
-        g = self.call_user(f"grid(meta of {config.id}, {_key_text(key)})", self.grid, config.as_dict(), key)
+        what = f"grid(meta of {config.id}, {_key_text(key)})"
+        g = self.call_user(what, self.grid, config.as_dict(), key)
         if isinstance(g, int):
             return (g,)
-        return tuple(int(x) for x in g)
+        try:
+            grid = tuple(int(x) for x in g)
+        except (TypeError, ValueError):
+            grid = ()
+        if not 1 <= len(grid) <= 3:
+            raise WorkloadError(f"workload {self.name!r}: {what} returned {_short(g)}; return a tuple of 1 to 3 "
+                                "ints (programs along each axis)")  # fmt: skip
+        return grid
 
     def bytes_for(self, key: Key) -> float | None:
         return float(self.bytes(key)) if self.bytes is not None else None
@@ -136,6 +157,11 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({self.name!r}, kernel={self.info.name}, {len(self.candidates())} candidates, keys={self.keys})"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"a {type(value).__name__}"
 
 
 def _key_text(key: Key) -> str:

@@ -56,3 +56,19 @@ def test_screen_progress_never_starts_at_zero(tritune_cli):
     assert not any(": 0 candidates" in ln or "/0 " in ln for ln in progress), progress
     assert "tritune: compiling for sm_90: 4 candidates" in progress, progress
     assert "TRITON_DEFAULT_FP_FUSION" not in run.stderr
+
+
+def test_run_of_a_directory_says_so_and_runs_one_with_main_as_python_does(tmp_path, tritune_cli):
+    # In a subprocess: `tritune run` patches triton for the rest of its process, as it should.
+    run = tritune_cli("run", str(tmp_path))
+    assert run.returncode == 2
+    assert "is a directory" in run.stderr and "__main__.py" in run.stderr and "no such file" not in run.stderr
+    (tmp_path / "__main__.py").write_text("import sys\nsys.exit(7)\n")
+    assert tritune_cli("run", str(tmp_path)).returncode == 7  # `python DIR` runs DIR/__main__.py; so does this
+
+
+@pytest.mark.parametrize("command", ["verify", "screen", "tune"])
+def test_a_users_error_is_the_last_line_not_followed_by_progress(tmp_path, command, capsys):
+    assert main([command, str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("tritune: error:") and "is a directory" in lines[-1], lines

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_workloads import scale_workload, workload_file
 
 BAD_ORACLE = """
@@ -68,3 +69,29 @@ def test_an_import_error_is_one_line_naming_the_users_line(tmp_path, tritune_cli
     assert run.returncode == 2
     line = _one_error_line(run)
     assert "ZeroDivisionError" in line and f"{path}:" in line
+
+
+@pytest.mark.parametrize(
+    ("field", "source", "said"),
+    [
+        ("oracle", "lambda args: None", "the oracle returned None"),
+        ("args", "lambda key, device: 5", "args({n=1000}, 'cpu') returned 5"),
+        ("kwargs", "lambda key: 5", "kwargs({n=1000}) returned 5"),
+    ],
+)
+def test_a_user_function_returning_the_wrong_kind_of_value_is_exit_2(tmp_path, tritune_cli, field, source, said):
+    path = workload_file(tmp_path, scale_workload(**{field: source}))
+    run = tritune_cli("verify", str(path), "--quiet")
+    assert run.returncode == 2, run.stderr
+    line = _one_error_line(run)
+    assert "workload 'w'" in line and said in line, line
+
+
+def test_a_grid_returning_no_grid_makes_each_candidate_an_error_saying_so(tmp_path, tritune_cli):
+    path = workload_file(tmp_path, scale_workload(grid="lambda meta, key: None"))
+    out = tmp_path / "r.json"
+    run = tritune_cli("verify", str(path), "--json", str(out), "--quiet")
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    for c in json.loads(out.read_text())["workloads"][0]["candidates"]:
+        assert c["status"] == "error" and "grid(meta of" in c["reason"] and "returned None" in c["reason"]

@@ -116,3 +116,74 @@ def test_configs_timings_and_bench_time_after_a_replayed_tuning() -> None:
     assert {c.kwargs["BLOCK"]: t[0] for c, t in k.configs_timings.items()} == {64: 2.0, 128: 1.0}
     assert all(isinstance(c, triton.Config) for c in k.configs_timings)
     assert k.bench_time > 0
+
+
+def _pretuned_file(tmp_path: Path, edit: Any = None) -> Path:
+    """A real export file: add_kernel tuned for n=300 with a FAKE replay timer, exported, then edited."""
+    import json
+
+    from tritune.bench import Measurement
+    from tritune.store import SQLiteStore
+
+    class FakeTimer:
+        """A FAKE timer (no GPU): BLOCK=128 takes 1 ms, BLOCK=64 takes 2 ms."""
+
+        def measure_config(self, config: Config, budget_s: float) -> Measurement:
+            return Measurement.from_samples([1.0 if config.kwargs["BLOCK"] == 128 else 2.0] * 10)
+
+    db, out = tmp_path / "made.sqlite", tmp_path / "pretuned.json"
+    call(tritune.autotune(CONFIGS, ["n"], store=str(db), timer=FakeTimer())(add_kernel))
+    with SQLiteStore(db) as s:
+        s.export(out)
+    data = json.loads(out.read_text())
+    for e in data["entries"]:
+        if edit is not None:
+            edit(e["key"])
+    out.write_text(json.dumps(data))
+    return out
+
+
+CONFIGS = [Config({"BLOCK": 64}), Config({"BLOCK": 128})]
+
+
+def _decorate_and_call(path: Path) -> tuple[Any, list[str], list[str]]:
+    with warnings.catch_warnings(record=True) as at_decoration:
+        warnings.simplefilter("always")
+        k = tritune.autotune(CONFIGS, ["n"], pretuned=path, store=False)(add_kernel)
+    with warnings.catch_warnings(record=True) as at_calls:
+        warnings.simplefilter("always")
+        call(k, 300)
+        call(k, 600)
+    said = [[str(w.message) for w in ws if issubclass(w.category, tritune.PretunedIgnoredWarning)]
+            for ws in (at_decoration, at_calls)]  # fmt: skip
+    return k, said[0], said[1]
+
+
+def test_a_matching_pretuned_file_is_served_without_a_word(tmp_path: Path) -> None:
+    k, decorated, called = _decorate_and_call(_pretuned_file(tmp_path))
+    assert decorated == [] and called == []
+    assert k.choices()[next(iter(k.choices()))].source == "pretuned"
+
+
+def test_pretuned_entries_of_another_kernel_source_are_reported_at_decoration(tmp_path: Path) -> None:
+    path = _pretuned_file(tmp_path, lambda key: key.update(source_hash="0" * 64))  # the kernel was edited since
+    _k, decorated, called = _decorate_and_call(path)
+    assert len(decorated) == 1 and called == []
+    assert "another version of its source" in decorated[0] and str(path) in decorated[0]
+    assert "tritune cache export" in decorated[0]
+
+
+def test_a_pretuned_file_without_this_kernel_is_reported_at_decoration(tmp_path: Path) -> None:
+    path = _pretuned_file(tmp_path, lambda key: key.update(kernel="other_kernel"))
+    _k, decorated, called = _decorate_and_call(path)
+    assert len(decorated) == 1 and called == []
+    assert "no entries for this kernel" in decorated[0] and "other_kernel" in decorated[0]
+
+
+def test_pretuned_entries_for_this_key_but_other_dtypes_are_reported_once(tmp_path: Path) -> None:
+    path = _pretuned_file(tmp_path, lambda key: key.update(dtypes=["torch.float16"] * len(key["dtypes"])))
+    k, decorated, called = _decorate_and_call(path)
+    assert decorated == [] and len(called) == 1  # n=600 has no entry at all: nothing more to say
+    assert "n=300" in called[0] or "'n': 300" in called[0]
+    assert "dtypes" in called[0] and "torch.float16" in called[0] and "ignored" in called[0]
+    assert {c.source for c in k.choices().values()} == {"untuned"}

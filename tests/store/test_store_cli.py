@@ -195,3 +195,18 @@ def test_show_piped_never_wraps_a_cell(
         A.id in ln and "NVIDIA H200 (cuda:90)" in ln and "n=4096 (pow2: 2049..4096)" in ln for ln in lines
     )
     assert any("BLOCK not a power of 2" in ln and B.id in ln for ln in lines)
+
+
+@pytest.mark.parametrize("problem", ["missing", "directory", "bad"])
+def test_a_failed_import_creates_no_store(tmp_path: Path, problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The import file is read and validated before the store is opened: a failure leaves no new file behind."""
+    src = tmp_path / "in.json"
+    if problem == "directory":
+        src.mkdir()
+    elif problem == "bad":
+        src.write_text('{"format": "tritune.store/1", "entries": [{"key": 3, "candidates": []}]}\n')
+    store = tmp_path / "new" / "store.sqlite"
+    assert main(["cache", "import", str(src), "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") >= 1 and str(src) in err and "Traceback" not in err
+    assert not store.parent.exists()

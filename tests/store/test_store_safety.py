@@ -162,3 +162,38 @@ def test_directory_owned_by_another_user_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"its directory .* is owned by"):
         open_store(theirs / "store.sqlite")
     assert not (theirs / "store.sqlite").exists()
+
+
+@needs_other_user
+def test_no_store_directory_is_created_inside_another_users_directory(tmp_path: Path) -> None:
+    """Another user made ``theirs`` first (in a shared folder): tritune would create ``theirs/tritune`` there,
+    which they could rename away and replace at will."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, OTHER, OTHER)
+    path = theirs / "tritune" / "store.sqlite"
+    with pytest.raises(StoreError, match=r"would be created in .*theirs.* owned by"):
+        SQLiteStore(path)
+    assert not (theirs / "tritune").exists()
+    export = tmp_path / "e.json"
+    with SQLiteStore(_good_store(tmp_path / "src.sqlite")) as s:
+        s.export(export)
+    assert main(["cache", "import", str(export), "--store", str(path)]) == 2
+    assert not (theirs / "tritune").exists()
+
+
+def test_no_store_directory_is_created_in_a_world_writable_directory_without_the_sticky_bit(
+    tmp_path: Path,
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone may rename what is created here
+    try:
+        with pytest.raises(StoreError, match=r"world-writable without the sticky bit"):
+            SQLiteStore(shared / "tritune" / "store.sqlite")
+        assert not (shared / "tritune").exists()
+        shared.chmod(0o1777)  # like /tmp: others cannot remove or rename what you created
+        with SQLiteStore(shared / "tritune" / "store.sqlite") as s:
+            s.record(make_test_key(), [CandidateRecord(A, Status.MEASURED, 1.0)])
+    finally:
+        shared.chmod(0o755)

@@ -97,3 +97,13 @@ def test_kill_tree_stops_a_process_and_its_children() -> None:
     assert time.monotonic() - t < 5
     time.sleep(0.2)
     assert not any(_alive(k) for k in kids)
+
+
+def test_a_spawned_worker_starts_without_a_warning(capfd: pytest.CaptureFixture[str]) -> None:
+    """Workers share the terminal's stderr: `python -m` of a module its package already imported would print
+    runpy's RuntimeWarning there once per worker, into every ``tritune screen`` (issue 17, noise)."""
+    with WorkerService(SPAWNED, 2) as svc:
+        got = list(svc.run((i, ("echo", i)) for i in range(2)))
+    assert all(isinstance(r, Done) for r in got)
+    err = capfd.readouterr().err
+    assert "Warning" not in err, err

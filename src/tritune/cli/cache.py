@@ -81,6 +81,15 @@ def run(args: argparse.Namespace) -> int:
     action = args.cache_command
     if action == "check":
         return _check(path)
+    if action == "import":  # validate the file before the store is created: a bad one leaves no new store
+        from tritune.store.exchange import load_export
+        from tritune.store.safety import safe_store_path
+
+        try:
+            safe_store_path(path)  # but an unusable store path is still the first thing said
+            args.writes = load_export(args.file)
+        except StoreError as e:
+            return fail_usage(str(e))
     try:
         store = _open(path, write=action == "import")
     except StoreError as e:
@@ -156,8 +165,8 @@ def _export(store: Any, path: Path, args: argparse.Namespace) -> int:
 
 
 def _import(store: Any, path: Path, args: argparse.Namespace) -> int:
-    n = store.import_(args.file)
-    _console().print(f"imported {n} entries from {args.file} into {path}")
+    store.record_many(args.writes)  # validated in run(), before the store was opened
+    _console().print(f"imported {len(args.writes)} entries from {args.file} into {path}")
     return EXIT_OK
 
 

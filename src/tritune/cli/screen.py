@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         target = get_target(args.target)
     except TrituneError as e:
         return fail_usage(str(e))
+    error: TrituneError | None = None
     with make_progress(quiet=args.quiet) as progress:
         progress.stage(f"compiling for {target.sm}", total=None)
 
@@ -108,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
                 progress=step,
             )
         except TrituneError as e:
-            return fail_usage(str(e))
+            error = e
+    if error is not None:  # said once the progress display has ended, so it is the last line
+        return fail_usage(str(error))
     written = emit_json(args, result.dumps())
     stream = out_stream(args)
     if not (args.quiet and args.json == "-"):

@@ -1,6 +1,6 @@
 """Screen candidates of one workload file in parallel, on the worker service (:mod:`tritune.workers`).
 
-Workers are spawned (``python -m tritune.workers.child``), never forked: they rebuild the workload by
+Workers are spawned (``python -m tritune.workers``), never forked: they rebuild the workload by
 importing its file (workloads hold lambdas, which do not pickle), the caller's ``__main__`` is never
 re-imported (a script without an ``if __name__ == "__main__"`` guard can call ``screen()``), and they
 never see ``TRITON_INTERPRET``, so a workload file written for the interpreter still compiles for the

@@ -9,7 +9,8 @@ naming the path and the fix:
 * a store, a sidecar, or the directory holding the store, owned by another user (root is trusted:
   it can rewrite any file anyway, and a pretuned store baked into an image is usually root's);
 * a directory holding the store that others can write to without the sticky bit (they could
-  replace the file);
+  replace the file); likewise, for a store whose folders do not exist yet, the nearest existing
+  folder, where tritune would create them (its owner could rename them away and plant their own);
 * a symlink at the store path that another user owns, or that sits in a world-writable directory
   (anyone there could have planted it before you). Your own symlink in your own directory is
   followed: pointing ``~/.cache/tritune/store.sqlite`` at a bigger disk is legitimate;
@@ -85,6 +86,13 @@ def safe_store_path(path: Path) -> Path:
         if real.is_dir():
             raise StoreError(f"the store path {path} links to the directory {real}: pass a file path")
         st = _lstat(real)
+    if not real.parent.exists():  # tritune will create the missing folders: not where others could swap them
+        base = next(p for p in real.parent.parents if p.exists())
+        bst = os.stat(base)
+        if not _trusted(bst.st_uid):
+            raise _unsafe(path, f"its directory would be created in {base}, owned by {_owner(bst.st_uid)}")
+        if _world_writable(bst) and not bst.st_mode & stat.S_ISVTX:
+            raise _unsafe(path, f"its directory would be created in {base}, world-writable without the sticky bit")
     if real.parent.exists():
         dst = os.stat(real.parent)
         if not _trusted(dst.st_uid):

@@ -504,9 +504,11 @@ def autotune(
         tuner.open_pretuned()  # a broken pretuned file fails here, at decoration, not at the first call
         inc = make_incremental(incremental, outputs=outputs, atol=atol, rtol=rtol, on_promote=on_promote,
                                distributed=distributed)  # fmt: skip
-        return Autotuned(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
-                         restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
-                         on_no_gpu=on_no_gpu, tuner=tuner, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
-                         cache_results=cache_results, incremental=inc if inc is not None else False)  # fmt: skip
+        tuned = Autotuned(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
+                          restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
+                          on_no_gpu=on_no_gpu, tuner=tuner, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
+                          cache_results=cache_results, incremental=inc if inc is not None else False)  # fmt: skip
+        tuner.check_pretuned(tuned)  # a file that can serve this kernel nothing is said here, once
+        return tuned
 
     return decorator

@@ -76,6 +76,49 @@ class Tuner:
         or malformed file is an error there and not at the first call."""
         return self._open_pretuned()
 
+    def check_pretuned(self, tuned: Autotuned) -> None:
+        """At decoration: one warning when the pretuned file can serve this kernel no key at all (no entry under
+        its name, or entries made from another version of its source), instead of silently tuning every key."""
+        import warnings
+
+        from tritune.tune.autotune import PretunedIgnoredWarning
+
+        pre = self._open_pretuned()
+        if pre is None:
+            return
+        name, mine = tuned.info.name, pre.entries(tuned.info.name)
+        if not mine:
+            others = sorted({e.key.kernel for e in pre.entries()})
+            held = f"it holds entries for {', '.join(others[:8])}" if others else "it holds no entries"
+            msg = f"the pretuned file {self.pretuned} holds no entries for this kernel ({held})"
+        elif not any(e.key.source_hash == tuned.info.source_hash for e in mine):
+            msg = (f"the pretuned file {self.pretuned} holds {len(mine)} entries for this kernel, all made from "
+                   "another version of its source (it, or a function it calls, changed since)")
+        else:
+            return
+        warnings.warn(f"{name}: {msg}: none can be served, and every key is tuned as if there were no file. "
+                      "Regenerate the file with `tritune cache export`.", PretunedIgnoredWarning, stacklevel=3)
+
+    def _unmatched_pretuned(self, pre: Any, tuned: Autotuned, tkey: Any, key: tuple[Any, ...]) -> None:
+        """A miss in the pretuned file although it has entries for this source and key values: say which part of
+        the key differs (dtypes, buckets, measure policy, GPU capability), once per kernel."""
+        from tritune.tune.autotune import PretunedIgnoredWarning
+
+        near = [e.key for e in pre.entries(tuned.info.name)
+                if e.winner is not None and e.key.source_hash == tkey.source_hash and e.key.key == tkey.key]
+        if not near:
+            return
+        fields = ["dtypes", "buckets", "measure"] + ([] if tkey.capability == "interpreter" else ["capability"])
+        diff = [f"{f} {getattr(near[0], f)} (this call: {getattr(tkey, f)})" for f in fields
+                if getattr(near[0], f) != getattr(tkey, f)]
+        tuned.warn_once(
+            "pretuned-unmatched-key",
+            f"{tuned.info.name}: the pretuned file {self.pretuned} has {len(near)} entries for key "
+            f"{tuned.key_spec.as_dict(key)}, made for other {', '.join(diff) or 'key fields'}; they are ignored "
+            "and the key is tuned as if it had no entry.",
+            PretunedIgnoredWarning,
+        )
+
     def _open_pretuned(self) -> Any:
         if self.pretuned is None:
             return None
@@ -115,7 +158,9 @@ class Tuner:
             hit = pre.resolve(tkey)  # exact key, else the same source/key/dtypes on a compatible device
             if hit is not None and hit.config in legal:
                 return Choice(hit.config, "pretuned", f"{self.pretuned} ({hit.key.device})")
-            if hit is not None:
+            if hit is None:
+                self._unmatched_pretuned(pre, tuned, tkey, key)
+            else:
                 tuned.warn_once(
                     "pretuned-ignored",
                     f"{tuned.info.name}: the pretuned winner {hit.config.id} in {self.pretuned} for key "

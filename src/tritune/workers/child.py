@@ -2,7 +2,7 @@
 
 A worker answers tasks ``(id, payload)`` with ``("done", id, result)``, or ``("raised", id, exception)``
 and then exits (a raising task may leave the process broken: a CUDA context after an illegal address).
-``None`` or a closed socket ends it. A spawned worker is ``python -m tritune.workers.child FD FACTORY``:
+``None`` or a closed socket ends it. A spawned worker is ``python -m tritune.workers FD FACTORY``:
 it receives ``init``, builds its handler with ``FACTORY(init)`` (``"package.module:function"``), then
 says ``("ready",)`` or ``("fatal", exception)``.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import os
 import pickle
-import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
@@ -83,6 +82,3 @@ def main(argv: list[str]) -> int:
         serve(conn, handler)  # type: ignore[arg-type]
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

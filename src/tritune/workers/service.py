@@ -12,7 +12,7 @@ Workers start in one of two ways:
   process's very objects (a kernel defined in a function compiles too). The garbage collector is frozen
   across the fork so a worker never finalizes an object it inherited (a CUDA tensor, say); forked workers
   never touch the GPU.
-* :class:`Spawned`: ``python -m tritune.workers.child`` builds its handler from ``factory(init)``; for work
+* :class:`Spawned`: ``python -m tritune.workers`` builds its handler from ``factory(init)``; for work
   that needs a fresh process (a CUDA context of its own, or no Triton interpreter).
 """
 
@@ -187,7 +187,7 @@ def _spawn(start: Spawned, theirs: socket.socket) -> subprocess.Popen[bytes]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC, env.get("PYTHONPATH", "")) if p)
     fd = theirs.fileno()
     return subprocess.Popen(
-        [sys.executable, "-m", "tritune.workers.child", str(fd), start.factory],
+        [sys.executable, "-m", "tritune.workers", str(fd), start.factory],
         stdin=subprocess.DEVNULL,
         pass_fds=(fd,),
         start_new_session=True,  # its own process group, out of reach of the terminal's Ctrl-C
