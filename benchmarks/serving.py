@@ -569,9 +569,8 @@ def report(doc: dict[str, Any]) -> None:
         print("incremental by phase:", {p: f"n={v['n']} p50={v['p50_ms']:.3f} max={v['max_ms']:.2f}"
                                         for p, v in inc["by_phase"].items()})  # fmt: skip
         c1 = kd.get("compile_one_config_ms")
-        bound = min(50.0, c1) if c1 else 50.0
-        print(f"  worst single call {inc['worst_ms']:.1f} ms <= {bound:.0f} ms (warm cache; one config compiles in "
-              f"{c1 or float('nan'):.0f} ms): {verdict(inc['worst_ms'] <= bound)}")  # fmt: skip
+        print(f"  worst single call {inc['worst_ms']:.1f} ms <= 50 ms (Triton's cache warm; one config compiles "
+              f"from nothing in {c1 or float('nan'):.0f} ms): {verdict(inc['worst_ms'] <= 50.0)}")  # fmt: skip
         if base and trit:
             print(f"  total {inc['total_s']:.2f} s <= 1.1x untuned ({base:.2f} s): {verdict(inc['total_s'] <= 1.1 * base)}; "
                   f"<= 0.2x triton.autotune ({trit:.2f} s): {verdict(inc['total_s'] <= 0.2 * trit)}")  # fmt: skip

@@ -112,3 +112,14 @@ def test_checks_follow_the_given_order_then_the_declared_one():
         st.compiled(c)
     st.apply(st.propose())
     assert st.check_order == [C, A, B] and st.next_check() == C
+
+
+def test_a_check_dearer_than_a_full_bucket_still_runs_and_its_debt_keeps_the_fraction():
+    b = GpuBudget(0.1, burst_calls=5)  # holds at most half a call's time
+    checks = 0
+    for _ in range(1000):
+        b.earn(1.0)
+        if b.try_spend(3.0):  # every check costs three calls
+            checks += 1
+    assert checks >= 25  # it runs (never: if it had to wait for 3 ms in a 0.5 ms bucket)
+    assert b.spent_ms <= 0.1 * b.earned_from_ms + 3.0  # at most one check ahead of the fraction

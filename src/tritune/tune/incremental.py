@@ -150,7 +150,7 @@ class Incremental:
             st.apply(replace(st.applied, stop=""))
             st.budget.force_spend(est or 0.0)
             return True
-        return est is not None and st.budget.tokens_ms >= est and st.budget.try_spend(est)
+        return est is not None and st.budget.try_spend(est)
 
     def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
@@ -317,7 +317,8 @@ class Incremental:
 
         mine = st.propose()
         est = st.check_estimate_ms()
-        can_check = est is not None and st.budget.tokens_ms >= est
+        b = st.budget
+        can_check = est is not None and b.tokens_ms > 0 and b.tokens_ms >= min(est, b.cap_ms)
         mine = replace(mine, stop=mine.stop or ("check" if can_check else ""))
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
@@ -354,28 +355,43 @@ class Incremental:
             self.on_promote(tuned.key_spec.public(key), choice)
 
     def _warm_comparison(self, dtypes: Sequence[str], device: Any) -> None:
-        """Run the comparison once per output dtype on small tensors, on a side stream, from the background
-        thread: the device code it needs is then loaded before any check runs it on the caller's path
-        (PyTorch loads a kernel's module at its first launch: a stall of tens of milliseconds)."""
+        """Load the comparison's device code for these output dtypes before any check runs it on the caller's
+        path (PyTorch loads a kernel's module at its first launch: a stall of tens of milliseconds): run
+        torch's comparison once here, on small tensors on a side stream (milliseconds), and have the fused
+        comparison kernel compiled and loaded by a thread of its own, so no candidate waits for it (checks
+        use torch's comparison until it is ready)."""
         todo = [d for d in dtypes if (d, str(device)) not in self._warm]
         if device is None or not todo:
             return
-        from tritune.tune.serving_check import prepare_fused, warm_comparison
+        from tritune.tune.serving_check import warm_comparison
 
         t0 = time.perf_counter()
         for d in todo:
             self._warm.add((d, str(device)))
             try:
+                warm_comparison(d, device, self.atol, self.rtol)
+            except Exception as e:  # the check itself will say what is wrong; compiles go on
+                self._note("warm failed", f"{d}: {type(e).__name__}: {e}")
+        self._note("warmed", f"torch comparison for {', '.join(todo)} in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+        threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
+                         daemon=True).start()  # fmt: skip
+
+    def _prepare_fused(self, dtypes: Sequence[str], device: Any) -> None:
+        from tritune.tune.serving_check import prepare_fused, warm_comparison
+
+        for d in dtypes:
+            t0 = time.perf_counter()
+            try:
+                import torch
+
+                torch.cuda.set_device(device)
                 why = prepare_fused(d, device)
                 if why is None:
                     warm_comparison(d, device, self.atol, self.rtol, {d})
                     self._fused.add(d)
-                else:
-                    self._note("fused comparison unavailable", f"{d}: {why}")
-                warm_comparison(d, device, self.atol, self.rtol)  # torch's fallback, for odd layouts
-            except Exception as e:  # the check itself will say what is wrong; compiles go on
-                self._note("warm failed", f"{d}: {type(e).__name__}: {e}")
-        self._note("warmed", f"comparison for {', '.join(todo)} in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+            except Exception as e:
+                why = f"{type(e).__name__}: {e}"
+            self._note("fused comparison", f"{d}: {why or 'ready'} after {(time.perf_counter() - t0) * 1e3:.0f} ms")
 
     def tuning(self, tuned: Autotuned) -> dict[tuple[Any, ...], Choice]:
         """Keys still tuning -> their provisional config, with the state in ``stats`` (for ``choices()``)."""

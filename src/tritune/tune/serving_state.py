@@ -73,6 +73,7 @@ class GpuBudget:
         self.burst_calls = burst_calls
         self.parent = parent  # an account of every key's earnings and spending (reports only)
         self.tokens_ms = 0.0
+        self.cap_ms = 0.0  # what the bucket holds when full (burst_calls of the latest call's earnings)
         self.earned_from_ms = 0.0  # device time of the real calls seen
         self.spent_ms = 0.0  # device time of the checks
         self._lock = threading.Lock()
@@ -80,14 +81,16 @@ class GpuBudget:
     def earn(self, call_ms: float) -> None:
         with self._lock:
             self.earned_from_ms += call_ms
-            cap = self.fraction * call_ms * self.burst_calls
+            cap = self.cap_ms = self.fraction * call_ms * self.burst_calls
             self.tokens_ms = min(max(cap, self.tokens_ms), self.tokens_ms + self.fraction * call_ms)
         if self.parent is not None:
             self.parent.earn(call_ms)
 
     def try_spend(self, estimate_ms: float) -> bool:
+        """Spend ``estimate_ms`` if the bucket holds it, or is full (a check dearer than a full bucket then
+        runs, and the debt it leaves stops the next one until the key's calls paid it back)."""
         with self._lock:
-            if self.tokens_ms < estimate_ms:
+            if self.tokens_ms < min(estimate_ms, self.cap_ms) or self.tokens_ms <= 0:
                 return False
             self.tokens_ms -= estimate_ms
             self.spent_ms += estimate_ms
