@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs libtests tutorials serving. COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch gelu short libs libtests tutorials serving servingwd. COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
 # everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
@@ -47,9 +47,13 @@ for part in "$@"; do
                 --ref .ref/libtests --out "$RES/libtests" --budget-s "$b"
               grep -h "^total\|differs\|NOT RUN" "$RES"/libtests/python3_*.log | tee -a "$LOG" ;;
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
-    serving) step serving 110 python3 benchmarks/serving.py --out "$RES/serving" --quick
+    serving) step serving 300 python3 benchmarks/serving.py --out "$RES/serving"
              step serving 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/incremental -rs
-             tail -3 "$RES"/serving/python3_*.log | tail -2 | tee -a "$LOG" ;;
+             grep -h -A3 "worst single call\|^host cost\|^comparison" "$RES"/serving/python3_*.log | tee -a "$LOG" ;;
+    # Attribution of slow calls: a traceback of every thread whenever an incremental call passes 20 ms.
+    servingwd) step servingwd 150 python3 benchmarks/serving.py --out "$RES/servingwd" --quick \
+                 --engines tritune,incremental --watchdog-ms 20
+               grep -c "^Timeout" "$RES"/servingwd/watchdog-*-incremental.txt | tee -a "$LOG" ;;
     *) echo "unknown part $part" | tee -a "$LOG" ;;
   esac
 done

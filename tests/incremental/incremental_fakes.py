@@ -12,22 +12,32 @@ from tritune.config import Config
 
 class FakeClock:
     """FAKE timer: a launch of a config "takes" ``times[BLOCK]`` ms, times a seeded noise of +-``noise``.
-    ``log`` lists every config started, in order; ``capture`` pretends a CUDA graph is being captured."""
+    ``log`` lists every config started, in order; ``capture`` pretends a CUDA graph is being captured.
+    A span started with ``start(None)`` (a check's copies, or its scratch run and comparison) "takes"
+    ``span_ms`` plus the fake time of every config started inside it."""
 
-    def __init__(self, times: Mapping[int, float], noise: float = 0.01, seed: int = 0) -> None:
+    def __init__(self, times: Mapping[int, float], noise: float = 0.01, seed: int = 0, span_ms: float = 0.0) -> None:
         self.times = dict(times)
         self.noise = noise
+        self.span_ms = span_ms
         self.rng = random.Random(seed)
         self.log: list[Config] = []
         self.capture = False
+        self._spent: list[float] = []  # fake time of every config stopped, in order
 
-    def start(self, cfg: Config) -> Any:
+    def start(self, cfg: Config | None) -> Any:
+        if cfg is None:
+            return ("span", len(self._spent))
         self.log.append(cfg)
         return cfg
 
     def stop(self, token: Any) -> Any:
+        if isinstance(token, tuple):
+            return self.span_ms + sum(self._spent[token[1]:])
         base = self.times[token.kwargs["BLOCK"]]
-        return base * (1 + self.rng.uniform(-self.noise, self.noise))
+        ms = base * (1 + self.rng.uniform(-self.noise, self.noise))
+        self._spent.append(ms)
+        return ms
 
     def elapsed_ms(self, handle: Any) -> float:
         return float(handle)

@@ -214,3 +214,31 @@ def test_a_key_set_through_the_cache_is_not_tuned():
     x, out = call(k, inc)
     assert torch.equal(out, x * 2) and clock.log == [] and comp.asked == []
     assert k.choices()[KEY].source == "user"
+
+
+def test_a_check_is_charged_its_copies_scratch_run_and_comparison():
+    clock, comp = FakeClock(TIMES, noise=0.0, span_ms=0.25), FakeCompiles()  # FAKE: each span "costs" 0.25 ms more
+    inc = Incremental(IncrementalOptions(gpu_fraction=0.5), clock=clock, compiler=comp, thread=False)
+    k = tritune.autotune(configs=CONFIGS, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
+    call(k, inc)
+    comp.finish()
+    while not (st := next(iter(inc.states.values()))).check_cost:
+        call(k, inc)
+    first = clock.log[-1]  # the candidate's scratch run ends the check's launches
+    assert st.check_cost == [pytest.approx(0.25 + 0.25 + TIMES[first.kwargs["BLOCK"]])]
+    assert st.obs.samples[first][0] == pytest.approx(TIMES[first.kwargs["BLOCK"]])  # the check's run is a sample
+    assert st.budget.spent_ms == pytest.approx(st.check_cost[0]) and inc.budget.spent_ms == st.budget.spent_ms
+
+
+def test_checks_go_fastest_first_by_the_nearest_tuned_keys_timings():
+    k, inc, _clock, comp, promoted = make(times={128: 1.0, 256: 0.6, 512: 0.5, 1024: 0.9})
+    call(k, inc, n=1024)
+    comp.finish()
+    for _ in range(400):
+        call(k, inc, n=1024)
+        if promoted:
+            break
+    assert promoted
+    call(k, inc, n=900)  # starts on 1024's winner, 512; then checks 256 (0.6 ms there), 1024, 128
+    (st,) = inc.states.values()
+    assert [c.kwargs["BLOCK"] for c in st.check_order] == [512, 256, 1024, 128]

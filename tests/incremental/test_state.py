@@ -67,3 +67,59 @@ def test_merge_needs_every_rank_and_takes_rank_zeros_promotion():
     assert m.ready == {A, B} and m.racing == {A, B} and m.promoted == B and C in m.disagreed
     m2 = merge([p1, p0], [A, B, C])  # rank 0 promotes nothing: nobody does
     assert m2.promoted is None
+
+
+def test_each_key_spends_only_what_its_own_calls_earned_and_the_account_sums_them():
+    total = GpuBudget(0.1, burst_calls=50)
+    hot, rare = GpuBudget(0.1, 50, parent=total), GpuBudget(0.1, 50, parent=total)
+    for _ in range(100):
+        hot.earn(1.0)
+    assert not rare.try_spend(0.5)  # the hot key's savings are not the rare key's
+    assert hot.try_spend(2.0)
+    hot.correct(2.0, 2.5)  # the check took longer than estimated
+    rare.earn(1.0)
+    assert total.earned_from_ms == pytest.approx(101.0) and total.spent_ms == pytest.approx(2.5)
+    assert hot.extra_fraction == pytest.approx(2.5 / 100)
+
+
+def test_a_check_sample_counts_and_the_next_check_is_estimated_from_the_last():
+    st = KeyState([A, B], A, IncrementalOptions())
+    assert st.check_estimate_ms() is None  # nothing timed yet: no check can be afforded
+    st.sample(A, 1.0)
+    assert st.check_estimate_ms() == pytest.approx(2.0)  # twice a real call before any check was timed
+    st.compiled(B)
+    st.checked(B, None, ms=0.7)
+    assert st.obs.samples[B] == [0.7]  # the scratch run is the candidate's first sample
+    st.check_cost.append(1.9)
+    assert st.check_estimate_ms() == pytest.approx(1.9)
+    st.checked(C, "differs", ms=0.1)
+    assert C not in st.obs.samples  # a disagreeing run is no timing
+
+
+def test_a_candidate_joining_the_race_starts_level_with_the_racers():
+    st = KeyState([A, B], A, IncrementalOptions())
+    assert [st.next_racer() for _ in range(10)] == [A] * 10
+    st.compiled(B)
+    st.checked(B, None)
+    st.apply(st.propose())
+    # Without levelling B would take the next 10 calls in a row (fewest dispatched first).
+    assert [st.next_racer() for _ in range(4)] == [A, B, A, B]
+
+
+def test_checks_follow_the_given_order_then_the_declared_one():
+    st = KeyState([A, B, C], A, IncrementalOptions(), check_order=[C])
+    for c in (B, C):
+        st.compiled(c)
+    st.apply(st.propose())
+    assert st.check_order == [C, A, B] and st.next_check() == C
+
+
+def test_a_check_dearer_than_a_full_bucket_still_runs_and_its_debt_keeps_the_fraction():
+    b = GpuBudget(0.1, burst_calls=5)  # holds at most half a call's time
+    checks = 0
+    for _ in range(1000):
+        b.earn(1.0)
+        if b.try_spend(3.0):  # every check costs three calls
+            checks += 1
+    assert checks >= 25  # it runs (never: if it had to wait for 3 ms in a 0.5 ms bucket)
+    assert b.spent_ms <= 0.1 * b.earned_from_ms + 3.0  # at most one check ahead of the fraction

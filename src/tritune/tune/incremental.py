@@ -8,14 +8,17 @@ earliest-tuned key wins ties. Only that config compiles on the caller's path; th
 compiled (and loaded) by a background thread through the engine's compile workers.
 
 Later calls of the key tune on the real work (:mod:`tritune.tune.serving_state` holds the rules): every call
-goes to one checked candidate in turn, timed by events recorded around the launch on the caller's stream
-and resolved by a daemon thread, never synchronizing the caller. A compiled candidate serves real calls
+goes to one checked candidate in turn, launched through a fast launcher (as a cached key is, so the events
+around it time the kernel, not Triton's argument binding) and timed by events recorded around the launch on
+the caller's stream and resolved by a daemon thread, never synchronizing the caller. A compiled candidate serves real calls
 only after its check: on one call its run goes to scratch copies of the outputs, made before the real
 launch by the provisional config, and must agree with it (bit-exact for integer and bool outputs, else
 ``|got - ref| <= atol + rtol * |ref|``; see :func:`default_tolerance`). The outputs are the ``outputs=``
 names, else ``restore_value`` and ``reset_to_zero``, else every tensor argument. A check costs extra device
-time, bounded by a token bucket (:class:`~tritune.tune.serving_state.GpuBudget`, default 10% of the real
-calls' device time). While a CUDA graph is being captured only the provisional or promoted config is
+time (copies, scratch run and comparison, timed together by a second pair of events), bounded by a token
+bucket per key (:class:`~tritune.tune.serving_state.GpuBudget`, default 10% of the key's real calls'
+device time). The comparison's device kernels are loaded once, in the background, before any check runs
+on the caller's path. Candidates are checked fastest-first by the timings of the nearest tuned key. While a CUDA graph is being captured only the provisional or promoted config is
 launched, untimed. The winner is promoted (written to the store; later calls take the fast dispatch
 path) and ``on_promote(key, choice)`` is called, from the resolver thread, so a server can recapture.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -64,8 +68,19 @@ class Incremental:
         self.compiler: CompileService = compiler if compiler is not None else WorkerCompiles()
         self.thread = thread
         self.distributed = distributed
+        #: Every key's earnings and checks, summed (reports); each key spends from its own bucket.
         self.budget = GpuBudget(self.options.gpu_fraction, self.options.burst_calls)
         self.states: dict[tuple[Any, ...], KeyState] = {}
+        #: What the last call did on the caller's path: ``first`` (a new key), ``check``, ``race``,
+        #: ``capture``; set to None before a call it then did not take (benchmarks attribute latency by it).
+        self.last_phase: str | None = None
+        #: With a list here, (perf_counter, thread, event, detail) tuples of the background work (compiles
+        #: delivered, comparisons warmed, checks resolved, promotions) are appended, for attribution.
+        self.trace: list[tuple[float, str, str, str]] | None = None
+        self._fast: dict[tuple[Any, ...], Any] = {}
+        self._call_key: Any = None
+        self._warm: set[tuple[str, str]] = set()
+        self._fused: set[str] = set()  # output dtypes the fused comparison kernel is loaded for
         self.promoted: dict[tuple[Any, ...], Choice] = {}
         self._resolver: Resolver | None = None
         self._shown: dict[Config, Choice] = {}
@@ -105,9 +120,11 @@ class Incremental:
                     st = self._begin(tuned, key, args, kwargs, grid)
                     if st is None:
                         return MISS  # a stored or pretuned winner: now the normal path's choice
+                    self.last_phase = "first"
         if st.promoted is not None:  # promoted between the check and now: the normal path has it
             return MISS
         if self.clock.capturing():  # a graph records only the provisional config, untimed
+            self.last_phase = "capture"
             tuned._last = Choice(st.provisional, "provisional", "recorded while capturing")
             return tuned._launch(st.provisional, args, kwargs, grid, False)
         st.calls += 1
@@ -117,31 +134,35 @@ class Incremental:
                 return MISS
         check = st.next_check(self.distributed) if st.calls > 1 else None
         if check is not None and self._afford(st):
+            self.last_phase = "check"
             return self._checked_call(tuned, key, st, check, args, kwargs, grid, res)
+        if st.calls > 1:
+            self.last_phase = "race"
         cfg = st.next_racer()
         tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
 
     def _afford(self, st: KeyState) -> bool:
-        est = st.recent_ms(st.provisional)
+        est = st.check_estimate_ms()
         if self.distributed:  # scheduled at the last agreement step, the same on every rank
             if st.applied.stop != "check":
                 return False
             st.apply(replace(st.applied, stop=""))
-            self.budget.force_spend(est or 0.0)
+            st.budget.force_spend(est or 0.0)
             return True
-        return est is not None and self.budget.tokens_ms >= est and self.budget.try_spend(est)
+        return est is not None and st.budget.try_spend(est)
 
     def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
         assert self.clock is not None
+        fast = self._fast_launcher(tuned, cfg, args, kwargs)
         t = self.clock.start(cfg)
-        out = tuned._launch(cfg, args, kwargs, grid, False)
+        out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
         h = self.clock.stop(t)
 
         def then(ms: float) -> None:
             due = st.sample(cfg, ms)
-            self.budget.earn(ms)
+            st.budget.earn(ms)
             if due and not self.distributed:
                 self._decide(tuned, key, st)
 
@@ -150,34 +171,84 @@ class Incremental:
 
     def _checked_call(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cand: Config, args: Sequence[Any],
                       kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
-        """The real call on the provisional config; ``cand`` runs on scratch copies of the outputs."""
+        """The real call on the provisional config; ``cand`` runs on scratch copies of the outputs. The
+        check's device time (the copies, then the scratch run and the comparison) is timed by two spans
+        of events around the real call, and charged to the key's bucket when they resolve."""
         assert self.clock is not None
         names = self._output_names(tuned, args, kwargs)
         named = tuned._named(args, kwargs)
-        scratch = {n: named[n].clone() for n in names}
+        est_ms = st.check_estimate_ms() or 0.0  # what _afford spent
         st.checking.add(cand)
+        t_copies = self.clock.start(None)
+        scratch = {n: named[n].clone() for n in names}
+        copies = self.clock.stop(t_copies)
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res)
+        t_rest = self.clock.start(None)
         s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
         s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
-        est_ms = st.recent_ms(st.provisional) or 0.0  # what _afford spent
         t = self.clock.start(cand)
         try:
             tuned._launch(cand, s_args, s_kwargs, grid, False)
         except Exception as e:  # a candidate that cannot launch is out, and the call is already served
             self.clock.stop(t)
             st.checked(cand, f"launch failed: {type(e).__name__}: {e}")
+            res.submit(copies, lambda ms: st.budget.correct(est_ms, ms))
+            res.submit(self.clock.stop(t_rest), lambda ms: st.budget.correct(0.0, ms))
             return out
         h = self.clock.stop(t)
-        verdict = compare_outputs({n: named[n] for n in names}, scratch, self.atol, self.rtol)
+        verdict = compare_outputs({n: named[n] for n in names}, scratch, self.atol, self.rtol, self._fused)
+        rest = self.clock.stop(t_rest)
+        got: list[float] = []  # the scratch run's time, then the copies' (the resolver keeps this order)
 
-        def then(ms: float) -> None:
-            self.budget.correct(est_ms, ms)
-            st.checked(cand, verdict())
+        def then(rest_ms: float) -> None:
+            run_ms, copies_ms = got
+            actual = copies_ms + rest_ms
+            st.budget.correct(est_ms, actual)
+            st.check_cost.append(actual)
+            why = verdict()
+            st.checked(cand, why, run_ms if why is None else None)
+            self._note("checked", f"{cand.id}: {why or 'agrees'}; check {actual:.4f} ms")
             if not self.distributed:
                 self._decide(tuned, key, st)
 
-        res.submit(h, then)
+        res.submit(h, got.append)
+        res.submit(copies, got.append)
+        res.submit(rest, then)
         return out
+
+    def _fast_launcher(self, tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """The launch of ``cfg`` for this call's shape without Triton's binding (as the cached path does),
+        built once per (call shape, config) from the binary the background thread loaded; None where
+        only Triton's path can take the call (keywords, hooks, heuristics, no GPU)."""
+        if kwargs or not tuned._fast_ok or cfg.pre_hook is not None:
+            return None
+        if self._call_key is None:
+            self._call_key = tuned.key_spec.compiled_call_key(args)
+        try:
+            ck = (self._call_key(args), cfg)
+        except TypeError:
+            return None
+        fast = self._fast.get(ck, MISS)
+        if fast is MISS:
+            from tritune.tune.dispatch import make_fast
+
+            try:
+                fl = make_fast(tuned._launcher(), cfg, args, dict(tuned.info.defaults))
+            except Exception:  # Triton's own path then compiles, launches and reports any error
+                fl = None
+            fast = self._fast[ck] = fl.launch if fl is not None else None
+        return fast
+
+    def start_trace(self) -> list[tuple[float, str, str, str]]:
+        """Record the background work from now on (see :attr:`trace`); returns the list it goes to."""
+        self.trace = []
+        if isinstance(self.compiler, WorkerCompiles):
+            self.compiler.note = self._note
+        return self.trace
+
+    def _note(self, event: str, detail: str) -> None:
+        if self.trace is not None:
+            self.trace.append((time.perf_counter(), threading.current_thread().name, event, detail))
 
     def _output_names(self, tuned: Autotuned, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[str]:
         named = tuned._named(args, kwargs)
@@ -205,20 +276,27 @@ class Incremental:
                 None  # nothing to tune, or a stored/pretuned winner: the normal path serves (and reports) it
             )
         known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
-        provisional = nearest_tuned(key, known, legal)
-        if provisional is None:
-            provisional = legal[0]
-        st = KeyState(legal, provisional, self.options)
+        near = nearest_key(key, known, legal)
+        provisional = known[near] if near is not None else legal[0]
+        order = _fastest_first(tuned._choices[near].timings if near is not None else None, legal)
+        st = KeyState(legal, provisional, self.options, check_order=order,
+                      budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget))  # fmt: skip
         self.states[key] = st
-        rest = [c for c in legal if c != provisional]
+        rest = [c for c in order if c != provisional]  # the likeliest winners compile (and are checked) first
+        names = self._output_names(tuned, args, kwargs)
+        dtypes = sorted({str(v.dtype) for n, v in tuned._named(args, kwargs).items() if n in names})
+        device = next((getattr(v, "device", None) for v in args if getattr(getattr(v, "device", None), "type", "") == "cuda"),
+                      None)  # fmt: skip
         self.compiler.start(
-            tuned, rest, args, kwargs, grid, lambda cfg, why: self._compiled(tuned, key, st, cfg, why)
-        )
+            tuned, rest, args, kwargs, grid,
+            lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device),
+        )  # fmt: skip
         return st
 
-    def _compiled(
-        self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, why: str | None
-    ) -> None:
+    def _compiled(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, why: str | None,
+                  dtypes: Sequence[str] = (), device: Any = None) -> None:  # fmt: skip
+        self._warm_comparison(dtypes, device)  # before the first check of these dtypes can be scheduled
+        self._note("compiled", f"{cfg.id}: {why or 'loaded'}")
         st.compiled(cfg, why)
         if not self.distributed:
             self._decide(tuned, key, st)
@@ -238,8 +316,9 @@ class Incremental:
         import torch.distributed as dist
 
         mine = st.propose()
-        est = st.recent_ms(st.provisional)
-        can_check = est is not None and self.budget.tokens_ms >= est
+        est = st.check_estimate_ms()
+        b = st.budget
+        can_check = est is not None and b.tokens_ms > 0 and b.tokens_ms >= min(est, b.cap_ms)
         mine = replace(mine, stop=mine.stop or ("check" if can_check else ""))
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
@@ -261,10 +340,11 @@ class Incremental:
             if m is not None:
                 timings[c] = [m.median_ms, m.q1_ms, m.q3_ms]
         stats = {**st.summary(), "stop": p.stop, "ties": [c.id for c in p.ties],
-                 "extra_gpu_fraction": round(self.budget.extra_fraction, 4)}  # fmt: skip
+                 "extra_gpu_fraction": round(st.budget.extra_fraction, 4)}  # fmt: skip
         med = timings.get(p.promoted, [math.nan])[0]
         choice = Choice(p.promoted, "incremental", f"{p.stop} after {st.calls} calls: {med:.4f} ms median",
                         stats=stats, timings=timings)  # fmt: skip
+        self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls)")
         record_promotion(tuned, key, st, p)
         with tuned._lock:
             tuned._choices[key] = choice
@@ -273,6 +353,45 @@ class Incremental:
         self.states.pop(key, None)
         if self.on_promote is not None:
             self.on_promote(tuned.key_spec.public(key), choice)
+
+    def _warm_comparison(self, dtypes: Sequence[str], device: Any) -> None:
+        """Load the comparison's device code for these output dtypes before any check runs it on the caller's
+        path (PyTorch loads a kernel's module at its first launch: a stall of tens of milliseconds): run
+        torch's comparison once here, on small tensors on a side stream (milliseconds), and have the fused
+        comparison kernel compiled and loaded by a thread of its own, so no candidate waits for it (checks
+        use torch's comparison until it is ready)."""
+        todo = [d for d in dtypes if (d, str(device)) not in self._warm]
+        if device is None or not todo:
+            return
+        from tritune.tune.serving_check import warm_comparison
+
+        t0 = time.perf_counter()
+        for d in todo:
+            self._warm.add((d, str(device)))
+            try:
+                warm_comparison(d, device, self.atol, self.rtol)
+            except Exception as e:  # the check itself will say what is wrong; compiles go on
+                self._note("warm failed", f"{d}: {type(e).__name__}: {e}")
+        self._note("warmed", f"torch comparison for {', '.join(todo)} in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+        threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
+                         daemon=True).start()  # fmt: skip
+
+    def _prepare_fused(self, dtypes: Sequence[str], device: Any) -> None:
+        from tritune.tune.serving_check import prepare_fused, warm_comparison
+
+        for d in dtypes:
+            t0 = time.perf_counter()
+            try:
+                import torch
+
+                torch.cuda.set_device(device)
+                why = prepare_fused(d, device)
+                if why is None:
+                    warm_comparison(d, device, self.atol, self.rtol, {d})
+                    self._fused.add(d)
+            except Exception as e:
+                why = f"{type(e).__name__}: {e}"
+            self._note("fused comparison", f"{d}: {why or 'ready'} after {(time.perf_counter() - t0) * 1e3:.0f} ms")
 
     def tuning(self, tuned: Autotuned) -> dict[tuple[Any, ...], Choice]:
         """Keys still tuning -> their provisional config, with the state in ``stats`` (for ``choices()``)."""
@@ -284,7 +403,22 @@ class Incremental:
 def nearest_tuned(key: tuple[Any, ...], tuned_keys: Mapping[tuple[Any, ...], Config],
                   allowed: Sequence[Config]) -> Config | None:  # fmt: skip
     """The config of the nearest tuned key (see the module docstring), if it is among ``allowed``."""
-    best: tuple[float, Config] | None = None
+    near = nearest_key(key, tuned_keys, allowed)
+    return tuned_keys[near] if near is not None else None
+
+
+def _fastest_first(timings: Mapping[Config, Sequence[float]] | None, legal: Sequence[Config]) -> list[Config]:
+    """``legal`` with the configs timed at a neighbour first, fastest (median) first; the rest as declared."""
+    if not timings:
+        return list(legal)
+    timed = sorted((c for c in legal if timings.get(c)), key=lambda c: timings[c][0])
+    return timed + [c for c in legal if c not in timed]
+
+
+def nearest_key(key: tuple[Any, ...], tuned_keys: Mapping[tuple[Any, ...], Config],
+                allowed: Sequence[Config]) -> tuple[Any, ...] | None:  # fmt: skip
+    """The nearest tuned key whose config is among ``allowed`` (see the module docstring), or None."""
+    best: tuple[float, tuple[Any, ...]] | None = None
     ok = set(allowed)
     for k, cfg in tuned_keys.items():
         if len(k) != len(key) or cfg not in ok:
@@ -297,7 +431,7 @@ def nearest_tuned(key: tuple[Any, ...], tuned_keys: Mapping[tuple[Any, ...], Con
                 d = math.inf
                 break
         if d < math.inf and (best is None or d < best[0]):
-            best = (d, cfg)
+            best = (d, k)
     return best[1] if best is not None else None
 
 

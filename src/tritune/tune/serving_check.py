@@ -1,10 +1,87 @@
-"""The check of a candidate in incremental tuning: its scratch outputs against the provisional config's."""
+"""The check of a candidate in incremental tuning: its scratch outputs against the provisional config's.
+
+A check's device time is charged to the key's tuning budget, so the comparison is one fused pass where it
+can be (:data:`differ_kernel`: reads both outputs once, counts the elements that differ with one atomic
+per block), compiled in the engine's workers and loaded by the background thread before any check uses it
+(:func:`prepare_fused`). Elsewhere (complex or non-contiguous outputs, before it is loaded, no GPU)
+``torch.isclose``, about fifteen elementwise kernels, does the same count.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
+
+import triton
+import triton.language as tl
+
+from tritune.config import Config
+
+#: The one config of :data:`differ_kernel` (a streaming pass: wide blocks, four warps).
+DIFFER_CONFIG = Config({"BLOCK": 2048}, num_warps=4)
+
+
+@triton.jit(do_not_specialize=["n"], do_not_specialize_on_alignment=["g_ptr", "r_ptr"])
+def differ_kernel(g_ptr, r_ptr, n, atol, rtol, count_ptr, EXACT: tl.constexpr, WIDE: tl.constexpr,
+                  BLOCK: tl.constexpr):  # fmt: skip
+    """``count += #{i < n : g[i] and r[i] differ}``: exactly (``EXACT``), or beyond ``atol + rtol*|r|``,
+    where equal values (infinities) and NaN in both agree (``torch.isclose(..., equal_nan=True)``).
+    Pointers and ``n`` are not specialized: one binary per dtype serves every output."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    g = tl.load(g_ptr + offs, mask=m)
+    r = tl.load(r_ptr + offs, mask=m)
+    if EXACT:
+        bad = g != r
+    else:
+        if WIDE:
+            gf = g.to(tl.float64)
+            rf = r.to(tl.float64)
+        else:
+            gf = g.to(tl.float32)
+            rf = r.to(tl.float32)
+        close = tl.abs(gf - rf) <= atol + rtol * tl.abs(rf)
+        bad = ~(close | (gf == rf) | ((gf != gf) & (rf != rf)))
+    tl.atomic_add(count_ptr, tl.sum((bad & m).to(tl.int32), axis=0))
+
+
+def _fusable(t: Any) -> bool:
+    return not t.dtype.is_complex and t.is_contiguous()
+
+
+def _launch_differ(g: Any, r: Any, atol: float, rtol: float) -> Any:
+    import torch
+
+    count = torch.zeros(1, dtype=torch.int32, device=r.device)
+    n = r.numel()
+    exact = not r.dtype.is_floating_point
+    wide = r.dtype == torch.float64
+    grid = (triton.cdiv(max(n, 1), DIFFER_CONFIG.kwargs["BLOCK"]),)
+    differ_kernel[grid](g, r, n, float(atol), float(rtol), count, EXACT=exact, WIDE=wide,
+                        **DIFFER_CONFIG.kwargs, **DIFFER_CONFIG.launch_options())  # fmt: skip
+    return count[0]
+
+
+def prepare_fused(dtype: Any, device: Any) -> str | None:
+    """Compile :data:`differ_kernel` for ``dtype`` in the engine's workers and load it here (call from a
+    background thread); None once it is ready, else why not."""
+    import torch
+
+    from tritune.device import current_target
+    from tritune.engine.pipeline import load_binary
+    from tritune.engine.precompile import precompile
+
+    dt = getattr(torch, str(dtype).replace("torch.", ""))
+    if dt.is_complex:
+        return "complex outputs are compared by torch.isclose"
+    a = torch.zeros(16, dtype=dt, device=device)
+    args = (a, a, 16, 0.0, 0.0, torch.zeros(1, dtype=torch.int32, device=device))
+    kw = {"EXACT": not dt.is_floating_point, "WIDE": dt == torch.float64}
+    failed = precompile(differ_kernel, [DIFFER_CONFIG], args, kw, current_target())
+    if failed:
+        return failed[DIFFER_CONFIG]
+    got = load_binary(differ_kernel, "differ_kernel", DIFFER_CONFIG, args, kw, (1,))
+    return None if isinstance(got, dict) else got.reason
 
 
 def default_tolerance(dtype: Any) -> tuple[float, float]:
@@ -28,31 +105,52 @@ def default_tolerance(dtype: Any) -> tuple[float, float]:
     return 0.0, 0.0
 
 
-def compare_outputs(ref: Mapping[str, Any], got: Mapping[str, Any], atol: float | None,
-                    rtol: float | None) -> Callable[[], str | None]:  # fmt: skip
+def compare_outputs(ref: Mapping[str, Any], got: Mapping[str, Any], atol: float | None, rtol: float | None,
+                    fused: Collection[str] = ()) -> Callable[[], str | None]:  # fmt: skip
     """Queue the comparison on the device; the returned function (called after the device got there)
-    says what differed, or None."""
+    says what differed, or None. Per output, one count of the elements that differ: beyond the tolerance
+    for floats (NaN in both agrees), any difference for integers and bools. Outputs whose dtype (as
+    ``str(dtype)``) is in ``fused`` are compared by :data:`differ_kernel`, the others by ``torch.isclose``."""
     import torch
 
-    pending: list[tuple[str, Any, Any, float, float]] = []
+    pending: list[tuple[str, Any, int, float, float]] = []
     for name, r in ref.items():
         g = got[name]
         if r.dtype.is_floating_point or r.dtype.is_complex:
             a0, r0 = default_tolerance(r.dtype)
             a, rt = (a0 if atol is None else atol), (r0 if rtol is None else rtol)
-            bad = ~torch.isclose(g, r, rtol=rt, atol=a, equal_nan=True)
         else:
             a, rt = 0.0, 0.0
-            bad = g != r
-        diff = (g.double() - r.double()).abs().nan_to_num(nan=math.inf)
-        pending.append((name, bad.sum(), diff.max() if diff.numel() else diff.sum(), a, rt))
+        if str(r.dtype) in fused and _fusable(r) and _fusable(g) and g.shape == r.shape:
+            nbad = _launch_differ(g, r, a, rt)
+        elif r.dtype.is_floating_point or r.dtype.is_complex:
+            nbad = torch.isclose(g, r, rtol=rt, atol=a, equal_nan=True).logical_not_().sum()
+        else:
+            nbad = g.ne(r).sum()
+        pending.append((name, nbad, r.numel(), a, rt))
 
     def result() -> str | None:
-        for name, nbad, dmax, a, rt in pending:
+        for name, nbad, size, a, rt in pending:
             n = int(nbad.item())
             if n:
-                return (f"output {name!r}: {n} elements differ from the provisional config's "
-                        f"(max |diff| {float(dmax.item()):.3g}; atol={a:g}, rtol={rt:g})")  # fmt: skip
+                return (f"output {name!r}: {n} of {size} elements differ from the provisional "
+                        f"config's (atol={a:g}, rtol={rt:g}; integers and bools must be equal)")  # fmt: skip
         return None
 
     return result
+
+
+def warm_comparison(dtype: str, device: Any, atol: float | None = None, rtol: float | None = None,
+                    fused: Collection[str] = ()) -> None:  # fmt: skip
+    """Run :func:`compare_outputs` once on small ``dtype`` tensors on a side stream of ``device`` and wait:
+    the device code it launches is loaded now, not at the first check on a caller's path."""
+    import torch
+
+    dt = getattr(torch, dtype.replace("torch.", ""))
+    stream = torch.cuda.Stream(device=device)
+    with torch.cuda.stream(stream):
+        a = torch.zeros(1 << 16, dtype=dt, device=device)
+        b = a.clone()
+        done = compare_outputs({"x": a}, {"x": b}, atol, rtol, fused)
+    stream.synchronize()
+    done()

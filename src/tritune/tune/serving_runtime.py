@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,9 +19,10 @@ Deliver = Callable[[Config, "str | None"], None]
 
 class CallClock(Protocol):
     """Times launches without blocking: ``start(cfg)`` before a launch of ``cfg``, ``stop(token)`` after;
-    ``elapsed_ms(handle)`` (called by the resolver thread) may block until the device reached the stop mark."""
+    ``elapsed_ms(handle)`` (called by the resolver thread) may block until the device reached the stop mark.
+    ``start(None)`` opens a span of other device work (a check's copies and comparison)."""
 
-    def start(self, cfg: Config) -> Any: ...
+    def start(self, cfg: Config | None) -> Any: ...
     def stop(self, token: Any) -> Any: ...
     def elapsed_ms(self, handle: Any) -> float: ...
     def capturing(self) -> bool: ...
@@ -49,7 +51,7 @@ class CudaClock:
                 return self._free.pop()
         return self._torch.cuda.Event(enable_timing=True)
 
-    def start(self, cfg: Config) -> Any:
+    def start(self, cfg: Config | None) -> Any:
         e = self._event()
         e.record()
         return e
@@ -91,6 +93,9 @@ class Resolver:
     def __init__(self, clock: CallClock, *, thread: bool = True) -> None:
         self.clock = clock
         self.errors: list[BaseException] = []
+        #: Seconds spent in callbacks (the state machine's work off the caller's path) and handles resolved.
+        self.busy_s = 0.0
+        self.resolved = 0
         self._q: queue.SimpleQueue[tuple[Any, Callable[[float], None]]] = queue.SimpleQueue()
         self._thread = (
             threading.Thread(target=self._loop, name="tritune-resolver", daemon=True) if thread else None
@@ -103,7 +108,11 @@ class Resolver:
 
     def _one(self, handle: Any, then: Callable[[float], None]) -> None:
         try:
-            then(self.clock.elapsed_ms(handle))
+            ms = self.clock.elapsed_ms(handle)
+            t0 = time.perf_counter()
+            then(ms)
+            self.busy_s += time.perf_counter() - t0
+            self.resolved += 1
         except BaseException as e:
             self.errors.append(e)
 
@@ -135,11 +144,13 @@ class WorkerCompiles:
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        #: Called with (event, detail) around each step when set (the incremental mode's trace).
+        self.note: Callable[[str, str], None] | None = None
 
     def start(self, tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
               grid: Any, deliver: Deliver) -> None:  # fmt: skip
         device = _device_of(args)
-        self._jobs.put(lambda: self._work(tuned, configs, args, kwargs, grid, deliver, device))
+        self._jobs.put(lambda: self._work(tuned, configs, args, kwargs, grid, deliver, device, self.note))
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._loop, name=f"tritune-compile-{tuned.info.name}", daemon=True
@@ -152,15 +163,18 @@ class WorkerCompiles:
 
     @staticmethod
     def _work(tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-              grid: Any, deliver: Deliver, device: Any) -> None:  # fmt: skip
+              grid: Any, deliver: Deliver, device: Any, note: Callable[[str, str], None] | None = None) -> None:  # fmt: skip
         from tritune.device import current_target
         from tritune.engine.pipeline import load_binary
         from tritune.engine.precompile import start_precompile
 
         delivered: set[Config] = set()
+        say = note or (lambda event, detail: None)
 
         def load(cfg: Config) -> None:
+            say("load", cfg.id)
             facts = load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
+            say("loaded", cfg.id)
             deliver(cfg, None if isinstance(facts, dict) else facts.reason)
             delivered.add(cfg)
 
@@ -171,8 +185,10 @@ class WorkerCompiles:
                 torch.cuda.set_device(device)
             comp = None
             if not tuned.compiles_in_process(configs):
+                say("precompile", f"{tuned.info.name}: {len(configs)} configs")
                 comp = start_precompile(tuned._launcher(), configs, args, kwargs, current_target(),
                                         tuned.tuner.jobs, tuned.tuner.compile_timeout)  # fmt: skip
+                say("precompiling", f"{len(comp.pending)} not in Triton's cache, {comp.workers} workers")
                 while comp.pending:  # each binary is loaded and offered as soon as its compile is done
                     for cfg in comp.wait(max_pending=len(comp.pending) - 1):
                         load(cfg)

@@ -6,8 +6,10 @@ A key's candidates move through phases::
                       \\-> disagreed (its scratch run differed from the provisional output: never used again)
     compiling -> failed (did not compile or load)          racing -> eliminated (slower with confidence)
 
-The provisional config races from the start (it is the reference of the checks). Every real call while
-the key tunes goes to one racing candidate, in turn (the one with the fewest samples, ties in declared
+The provisional config races from the start (it is the reference of the checks). Candidates are checked
+in ``check_order`` (by default the declared order; the decorator puts first the configs that were fastest
+at the nearest tuned key), and a check's scratch run of the candidate is its first timing sample. Every
+real call while the key tunes goes to one racing candidate, in turn (the one with the fewest samples, ties in declared
 order), so drift in clocks or load hits all of them alike. Decisions use the race's statistics
 (:mod:`tritune.bench.stats`): a candidate is eliminated when its median's interval at
 ``elimination_confidence`` lies wholly above the smallest upper bound among the racers; once nothing is
@@ -36,9 +38,10 @@ from tritune.config import Config
 class IncrementalOptions:
     """How a key tunes on real calls.
 
-    ``gpu_fraction``: extra device time (scratch runs of the checks) allowed per call, as a fraction of the
-    measured device time of the real calls (a token bucket; ``burst_calls`` calls' worth of earnings may be
-    saved up). ``min_samples``/``max_samples``: samples per racer before any elimination / kept (the latest).
+    ``gpu_fraction``: extra device time (a check: the scratch copies, the candidate's scratch run and the
+    comparison, all timed) allowed per call, as a fraction of the measured device time of the key's real
+    calls (one token bucket per key, so rare keys never spend what the frequent ones earned;
+    ``burst_calls`` calls' worth of earnings may be saved up). ``min_samples``/``max_samples``: samples per racer before any elimination / kept (the latest).
     ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.engine.race.RaceOptions` (ties within
     ``rel_tol`` are ties). ``sync_every``: calls of a key between agreement steps with ``distributed=True``.
     """
@@ -46,7 +49,7 @@ class IncrementalOptions:
     gpu_fraction: float = 0.10
     burst_calls: int = 50
     min_samples: int = 8
-    max_samples: int = 64
+    max_samples: int = 32
     rel_tol: float = 0.02
     elimination_confidence: float = 0.99
     sync_every: int = 16
@@ -65,38 +68,50 @@ class GpuBudget:
     every check's scratch run spends its estimate at once and is corrected to its measured time when the
     events resolve (the bucket may go into debt; no check starts until it is out). Thread-safe."""
 
-    def __init__(self, fraction: float, burst_calls: int) -> None:
+    def __init__(self, fraction: float, burst_calls: int, parent: GpuBudget | None = None) -> None:
         self.fraction = fraction
         self.burst_calls = burst_calls
+        self.parent = parent  # an account of every key's earnings and spending (reports only)
         self.tokens_ms = 0.0
+        self.cap_ms = 0.0  # what the bucket holds when full (burst_calls of the latest call's earnings)
         self.earned_from_ms = 0.0  # device time of the real calls seen
-        self.spent_ms = 0.0  # device time of the scratch runs
+        self.spent_ms = 0.0  # device time of the checks
         self._lock = threading.Lock()
 
     def earn(self, call_ms: float) -> None:
         with self._lock:
             self.earned_from_ms += call_ms
-            cap = self.fraction * call_ms * self.burst_calls
+            cap = self.cap_ms = self.fraction * call_ms * self.burst_calls
             self.tokens_ms = min(max(cap, self.tokens_ms), self.tokens_ms + self.fraction * call_ms)
+        if self.parent is not None:
+            self.parent.earn(call_ms)
 
     def try_spend(self, estimate_ms: float) -> bool:
+        """Spend ``estimate_ms`` if the bucket holds it, or is full (a check dearer than a full bucket then
+        runs, and the debt it leaves stops the next one until the key's calls paid it back)."""
         with self._lock:
-            if self.tokens_ms < estimate_ms:
+            if self.tokens_ms < min(estimate_ms, self.cap_ms) or self.tokens_ms <= 0:
                 return False
             self.tokens_ms -= estimate_ms
             self.spent_ms += estimate_ms
-            return True
+        if self.parent is not None:
+            self.parent.force_spend(estimate_ms)
+        return True
 
     def force_spend(self, estimate_ms: float) -> None:
         """Spend whatever the tokens (an agreement step of all ranks scheduled it)."""
         with self._lock:
             self.tokens_ms -= estimate_ms
             self.spent_ms += estimate_ms
+        if self.parent is not None:
+            self.parent.force_spend(estimate_ms)
 
     def correct(self, estimate_ms: float, actual_ms: float) -> None:
         with self._lock:
             self.tokens_ms += estimate_ms - actual_ms
             self.spent_ms += actual_ms - estimate_ms
+        if self.parent is not None:
+            self.parent.correct(estimate_ms, actual_ms)
 
     @property
     def extra_fraction(self) -> float:
@@ -157,12 +172,18 @@ def merge(proposals: Sequence[Proposal], configs: Sequence[Config]) -> Proposal:
 class KeyState:
     """One key's candidates, phases and samples, and the decision rule (see the module docstring)."""
 
-    def __init__(self, configs: Sequence[Config], provisional: Config, options: IncrementalOptions) -> None:
+    def __init__(self, configs: Sequence[Config], provisional: Config, options: IncrementalOptions,
+                 check_order: Sequence[Config] | None = None, budget: GpuBudget | None = None) -> None:  # fmt: skip
         if provisional not in configs:
             configs = [provisional, *configs]
         self.configs = list(configs)
+        order = [c for c in (check_order or ()) if c in self.configs]
+        self.check_order = order + [c for c in self.configs if c not in order]
         self.provisional = provisional
         self.options = options
+        #: This key's token bucket: checks spend what the key's own real calls earned.
+        self.budget = budget if budget is not None else GpuBudget(options.gpu_fraction, options.burst_calls)
+        self.check_cost: list[float] = []  # measured device ms of this key's checks (the next estimate)
         self.obs = Observations(compiled={provisional}, checked={provisional})
         self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
         self.calls = 0
@@ -178,13 +199,25 @@ class KeyState:
             else:
                 self.obs.failed[cfg] = why_not
 
-    def checked(self, cfg: Config, why_not: str | None) -> None:
+    def checked(self, cfg: Config, why_not: str | None, ms: float | None = None) -> None:
+        """A check resolved: ``why_not`` is None when the candidate agreed; ``ms``, its scratch run's
+        time, is then its first sample (the same work on the same shapes as a real call)."""
         with self.obs.lock:
             self.checking.discard(cfg)
             if why_not is None:
                 self.obs.checked.add(cfg)
+                if ms is not None:
+                    self.obs.samples.setdefault(cfg, []).append(ms)
             else:
                 self.obs.disagreed[cfg] = why_not
+
+    def check_estimate_ms(self) -> float | None:
+        """What the next check will cost: the last measured check, else twice a real call of the provisional
+        config (its scratch run plus copies and comparison); None before anything was timed."""
+        if self.check_cost:
+            return self.check_cost[-1]
+        est = self.recent_ms(self.provisional)
+        return None if est is None else 2.0 * est
 
     def sample(self, cfg: Config, ms: float) -> bool:
         """Record a timing; True once a round's worth of samples (one per racer) came in since the last
@@ -225,7 +258,7 @@ class KeyState:
         resolve at their own pace, so there only the agreed state counts), or None."""
         a = self.applied
         busy = () if distributed else self.checking
-        for c in self.configs:
+        for c in self.check_order:
             if c in a.ready and c not in a.racing and c not in a.eliminated and c not in busy:
                 return c
         return None
@@ -283,6 +316,13 @@ class KeyState:
         return Proposal(ready, racing_alive, failed, disagreed, frozenset(eliminated), promoted, stop, ties)
 
     def apply(self, p: Proposal) -> None:
+        """Take ``p`` as the key's state. A candidate that joins the race starts level with the racers' fewest
+        dispatched calls, so the round-robin does not hand it every call until it caught up."""
+        joined = [c for c in p.racing if c not in self.applied.racing]
+        if joined:
+            level = min((self.dispatched.get(c, 0) for c in self.applied.racing if c in p.racing), default=0)
+            for c in joined:
+                self.dispatched[c] = max(self.dispatched.get(c, 0), level)
         self.applied = p
 
     def summary(self, names: Iterable[Config] | None = None) -> dict[str, object]:
