@@ -19,6 +19,7 @@ from tritune.report.data import (
     gbps_of,
     group_letters,
     key_label,
+    search_sentence,
     tflops_of,
     tie_ids,
     timing_of,
@@ -126,6 +127,9 @@ def _summary(command: str, w: WorkloadResult) -> str:
         ties = tie_ids(w)
         if ties:
             parts.append("tied (overlapping CI): " + ", ".join(f"<code>{escape(i)}</code>" for i in ties))
+    searched = search_sentence(w)
+    if searched is not None:
+        parts.append(escape(searched))
     return "<p>" + "<br>".join(parts) + "</p>"
 
 

@@ -18,6 +18,7 @@ from tritune.report.data import (
     gbps_of,
     group_letters,
     key_label,
+    search_sentence,
     tflops_of,
     tie_ids,
     timing_of,
@@ -135,6 +136,9 @@ def _summary(command: str, w: WorkloadResult) -> str:
         ties = tie_ids(w)
         if ties:
             lines.append(f"tied with the winner (overlapping CI): {', '.join(ties)}")
+    searched = search_sentence(w)
+    if searched is not None:
+        lines.append(searched)
     return "\n".join(lines)
 
 
