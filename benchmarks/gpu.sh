@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs tutorials serving. COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch gelu short libs tutorials serving search. COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
 # everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
@@ -41,6 +41,8 @@ for part in "$@"; do
     serving) step serving 110 python3 benchmarks/serving.py --out "$RES/serving" --quick
              step serving 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/incremental -rs
              tail -3 "$RES"/serving/python3_*.log | tail -2 | tee -a "$LOG" ;;
+    search) step search 540 python3 benchmarks/search_tune.py --out "$RES/search"
+            grep -A3 "^== search vs exhaustive" "$RES"/search/python3_*.log | tee -a "$LOG" ;;
     *) echo "unknown part $part" | tee -a "$LOG" ;;
   esac
 done

@@ -1,12 +1,14 @@
 """Search in the loop (issue 16): the decorator searches a space in batches, the race decides, the store resumes.
 
 FAKES, to test the orchestration on CPU: the GPU check says "a GPU is here", compile workers are
-FakeCompiling (every config compiles at once; the batches they were given are kept), loading a binary is
+FakeCompiling (each batch's last config is a straggler, the others compile at once; the batches are kept), loading a binary is
 faked (one config is refused by the "GPU" like a shared-memory overflow), and the TIMINGS ARE SYNTHETIC:
 a made-up landscape replayed through ``Tuner(timer=...)``. The kernel itself runs in Triton's interpreter.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
@@ -49,8 +51,8 @@ def fake_gpu(monkeypatch):  # type: ignore[no-untyped-def]
     batches: list[list[tritune.Config]] = []
 
     def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # FAKE compile workers
-        batches.append(list(todo))
-        return FakeCompiling(list(todo), {}, workers=4)
+        batches.append(list(todo))  # the batch's last config is a straggler: the batch races before it lands
+        return FakeCompiling(list(todo), {todo[-1]: None}, workers=4)
 
     monkeypatch.setattr(pc, "start_precompile", fake_start)
     pts = [LandscapePoint(c, Status.MEASURED, t) for c, t in times().items()]
@@ -189,8 +191,11 @@ def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path
 
     def once(budget):  # type: ignore[no-untyped-def]
         opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False, strategy="random", budget=budget)
-        return tune([wl], keys=[sw.KEY], options=opts, store=store, timer=sw.replay_timer(wl, 0), target="sm90",
-                    device="cpu", group=None).workloads[0]  # fmt: skip
+        res = tune([wl], keys=[sw.KEY], options=opts, store=store, timer=sw.replay_timer(wl, 0), target="sm90",
+                   device="cpu", group=None)  # fmt: skip
+        doc = json.loads(res.dumps())  # what `tritune tune --json` writes
+        assert doc["workloads"][0]["search"]["evaluated"] == res.workloads[0].extra["search"]["evaluated"]
+        return res.workloads[0]
 
     assert len(wl.candidates()) == 4
     w = once(2)
@@ -205,3 +210,20 @@ def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path
     w2 = once(4)
     assert w2.extra["search"]["resumed"] == 2 and w2.extra["search"]["evaluated"] == 2
     assert len(store.candidates(entry.key)) == 4 and w2.extra["search"]["stopped"] in ("budget", "exhausted")
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--strategy", "nope"], "unknown search strategy 'nope'"),
+    (["--budget", "1.5"], "neither a fraction"),
+    (["--budget", "0%"], "percentage"),
+    (["--exhaustive", "--budget", "10%"], "--exhaustive times every legal config"),
+    (["--strategy", "exhaustive", "--budget", "10%"], "drop budget"),
+])  # fmt: skip
+def test_tune_cli_refuses_bad_search_flags_before_any_work(flags, message, capsys):
+    from pathlib import Path
+
+    from tritune.cli.main import main
+
+    gelu = str(Path(__file__).resolve().parents[2] / "examples" / "gelu.py")
+    assert main(["tune", gelu, "--no-store", *flags]) == 2
+    assert message in capsys.readouterr().err
