@@ -129,13 +129,14 @@ def test_a_new_key_starts_from_the_tuned_keys_winners(fake_gpu, tmp_path):
         run(k, n)
         winners.append(next(iter(k.choices().values())).config)
     batches.clear()
-    k = deco(db, Timer(), search="surrogate")  # default budget: 10% of 60 = 6, transfer: max(pool, 6/4) = 4
+    k = deco(db, Timer(), search="surrogate")  # the default budget, a quarter of the cold one with transfer
     run(k, 3000)
     (choice,) = k.choices().values()
     s = choice.stats["search"]
     assert len(s["transfer"]["keys"]) == 3
     assert set(winners) <= set(batches[0])  # the neighbours' winners are measured first
-    assert s["evaluated"] == 4 and "transfer" in s["budget"]
+    assert s["evaluated"] == searching.default_evaluations(60, 4, transfer=True) == 16
+    assert "transfer" in s["budget"] and s["stopped"] == "budget"
     assert choice.config in set(batches[0])
 
 
@@ -160,6 +161,17 @@ def test_plan_threshold_env_and_errors(monkeypatch):
         tritune.autotune(configs=CONFIGS, key=["n"], search="nope")(scale_kernel)
 
 
+@pytest.mark.parametrize(("n_legal", "width", "transfer", "evals"), [
+    (2000, 16, False, 96),  # 5% = 100, in whole batches of 16
+    (2000, 16, True, 16),  # a quarter: 25, one batch
+    (5536, 16, False, 256),  # at most 256
+    (513, 16, False, 64),  # at least 64
+    (40, 16, False, 40),  # never more than the space
+])  # fmt: skip
+def test_default_budget(n_legal, width, transfer, evals):
+    assert searching.default_evaluations(n_legal, width, transfer=transfer) == evals
+
+
 @pytest.mark.parametrize(("text", "evals", "secs"), [("10%", 6, None), ("0.5", 30, None), (7, 7, None),
                                                      ("30s", None, 30.0), ("10%+1m", 6, 60.0)])  # fmt: skip
 def test_budget_forms_resolve_against_the_legal_space(text, evals, secs):
@@ -176,6 +188,7 @@ def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
     import session_workers as sw
 
+    from tritune.report.html import _summary as html_summary
     from tritune.report.tables import _summary
     from tritune.tune.session import TuneOptions, tune
 
@@ -204,6 +217,7 @@ def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path
     assert sum(c.extra.get("searched") is False for c in w.candidates) == 2
     assert s["winner"] == tritune.Config.from_json(w.extra["winner"]).id
     assert "searched with random" in _summary("tune", w) and "2 of 4" in _summary("tune", w)
+    assert "searched with random" in html_summary("tune", w) and "stopped: budget" in html_summary("tune", w)
     (entry,) = store.entries()
     assert len(store.candidates(entry.key)) == 2  # the untried configs are not recorded
     batches.clear()

@@ -2,7 +2,7 @@
 
 **The rule.** ``search=None`` (or ``"auto"``, or ``$TRITUNE_SEARCH`` unset) races every legal config of a
 space of at most :data:`SEARCH_THRESHOLD` = 512 legal configs, as before, and searches a larger one with
-the default strategy and :data:`DEFAULT_BUDGET`. ``search="exhaustive"`` (or ``TRITUNE_SEARCH=exhaustive``)
+the default strategy and the default budget (:func:`default_evaluations`). ``search="exhaustive"`` (or ``TRITUNE_SEARCH=exhaustive``)
 always races everything; a strategy name always searches; a ``budget`` given alone searches too.
 
 Why 512, measured: a cold key costs about ``N x (compile + race)`` per legal config. Compiling a matmul
@@ -15,14 +15,18 @@ config) and raced in 1.5 s. So exhaustive tuning costs ~0.075 s per legal config
 216 configs ~16 s, 512 ~38 s, 1,500 ~2 minutes, 5,536 ~7 minutes per key. Below ~500 configs the whole
 race stays under ~40 s, and searching would trade a sure winner for seconds; above it, minutes.
 
-**Budget.** A fraction of the legal space, a count or seconds (:meth:`Budget.parse`). By default 10% of the
-space, at most 256 configs; a budget counts what the store already holds for the key, so a later run with a
-larger budget measures only the difference. With tuned neighbouring keys (transfer), the default is a
-quarter of that, since the search starts from their winners and their landscape.
+**Budget.** A fraction of the legal space, a count or seconds (:meth:`Budget.parse`); it counts what the
+store already holds for the key, so a later run with a larger budget measures only the difference. The
+default is 5% of the legal space, at least 64 and at most 256 configs, rounded down to whole batches of the
+compile pool: each batch waits for its slowest compile, so a search costs about twice its share of an
+exhaustive compile, and 5% keeps a 2,000-config space near the 0.2x wall-time target (10% would not).
+With tuned neighbouring keys (transfer) the default is a quarter of that, at least one batch: the search
+starts from their winners and their landscape.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,9 +41,9 @@ from tritune.space import Space
 
 #: Spaces of more legal configs than this are searched by default (module docstring: the measurement).
 SEARCH_THRESHOLD = 512
-#: The default budget of a search: 10% of the legal configs, at most 256.
-DEFAULT_BUDGET = Budget(evaluations=256, share=0.10)
-#: With tuned neighbouring keys, the default budget is this fraction of :data:`DEFAULT_BUDGET`.
+#: The default budget: this share of the legal configs, within ``DEFAULT_MIN`` and ``DEFAULT_MAX`` configs.
+DEFAULT_SHARE, DEFAULT_MIN, DEFAULT_MAX = 0.05, 64, 256
+#: With tuned neighbouring keys, the default budget is this fraction of the cold default.
 TRANSFER_FRACTION = 0.25
 #: ``exhaustive``, ``auto`` or a strategy name: the process-wide choice when ``search`` is not given.
 ENV_VAR = "TRITUNE_SEARCH"
@@ -143,12 +147,12 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     name = "transfer" if transfer else p.strategy
     options: dict[str, Any] = {"key": dict(key_values), "neighbours": list(near)} if transfer else {}
     strategy = get(name, space, seed=seed, **options)
-    total = p.budget if p.budget is not None else DEFAULT_BUDGET
-    resolved = total.resolve(len(legal))
-    if p.budget is None and near and resolved.evaluations is not None:
-        resolved = Budget(evaluations=max(width, round(resolved.evaluations * TRANSFER_FRACTION)))
-    info["budget"] = str(p.budget if p.budget is not None else total) + (" (transfer: x0.25)" if p.budget is None
-                                                                        and near else "")  # fmt: skip
+    if p.budget is not None:
+        resolved = p.budget.resolve(len(legal))
+        info["budget"] = str(p.budget)
+    else:
+        resolved = Budget(evaluations=default_evaluations(len(legal), width, transfer=bool(near)))
+        info["budget"] = f"default: {resolved.evaluations} evaluations" + (" (transfer)" if near else "")
     legal_set = set(legal)
     known = known_outcomes([r for r in stored if r.config in legal_set])
     left = resolved
@@ -171,6 +175,15 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     if near:
         info["transfer"] = {"keys": [dict(nb.key) for nb in near], "warm": [c.id for c in warm]}
     return driver, info
+
+
+def default_evaluations(n_legal: int, width: int, *, transfer: bool = False) -> int:
+    """The default budget of a search of ``n_legal`` configs with a pool of ``width`` (module docstring)."""
+    n = min(DEFAULT_MAX, max(DEFAULT_MIN, math.ceil(DEFAULT_SHARE * n_legal)))
+    if transfer:
+        n = math.ceil(n * TRANSFER_FRACTION)
+    n = max(width, n // width * width)  # whole batches: a partial one waits for its slowest compile all the same
+    return max(1, min(n, n_legal))
 
 
 def _distance(key: Mapping[str, Any], nb: KeyResults) -> float:

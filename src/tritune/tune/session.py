@@ -191,8 +191,9 @@ def tune_key(
             continue
         assert result is not None
         if plan is not None and cfg not in tried:
-            cands.append(CandidateResult(cfg, Status.NOT_TIMED, f"not searched ({plan.strategy} measured other "
-                                         "configs)", {"measurement": None, "searched": False}))  # fmt: skip
+            cands.append(CandidateResult(cfg, Status.NOT_TIMED, f"not tried by this run's search ({plan.strategy}; "
+                                         "earlier runs' records are in the store)", {"measurement": None,
+                                         "searched": False}))  # fmt: skip
             continue
         o = result.outcome(cfg)
         extra: dict[str, Any] = dict(o.facts or {})
