@@ -93,8 +93,9 @@ def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store:
     for w in doc["workloads"]:
         best = tritune.Config.from_json(w["winner"]) if w.get("winner") else None
         measured = sorted(
-            (c["measurement"]["median_ms"], tritune.Config.from_json(c["config"]))
-            for c in w["candidates"] if c["status"] == "measured" and c.get("measurement")
+            ((c["measurement"]["median_ms"], tritune.Config.from_json(c["config"]))
+             for c in w["candidates"] if c["status"] == "measured" and c.get("measurement")),
+            key=lambda t: t[0],
         )  # fmt: skip
         keyed.append({"key": w["key"], "wall_s": w.get("wall_s"), "winner": best, "search": w.get("search"),
                       "top": [c for _, c in measured[:3]], "winner_ms": measured[0][0] if measured else None,
