@@ -6,6 +6,9 @@ load, and SYNTHETIC times replayed by a ReplayTimer with 1% noise.
 
 from __future__ import annotations
 
+import pytest
+from fake_compiling import FakeCompiling
+
 import tritune
 from tritune.bench import Failure, ReplayTimer
 from tritune.engine.race import RaceOptions
@@ -64,3 +67,25 @@ def test_stored_finalists_race_again_without_being_told_twice() -> None:
     assert result is not None and result.winner == BEST  # the stored winner raced with the new configs
     assert driver.resumed == 1 and driver.spent == 10  # the stored one is known, not proposed nor told again
     assert len(strategy.history) == 11 and sum(o.config == BEST for o in strategy.history) == 1
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_next_batch_compiles_while_the_last_compiles_of_this_one_finish(overlap: bool) -> None:
+    """FAKE compile workers (tests/tune/fake_compiling.py): each batch's last config is a straggler."""
+    replay = ReplayTimer(Landscape.from_points("k", "synthetic", {}, [LandscapePoint(c, Status.MEASURED, t)
+                                                                     for c, t in TIMES.items()]), noise=0.0, seed=1)  # fmt: skip
+    started: list[FakeCompiling] = []
+    at_start: list[int] = []
+
+    def compiler(todo):  # type: ignore[no-untyped-def]
+        at_start.append(len(started[-1].pending) if started else -1)
+        started.append(FakeCompiling(list(todo), {todo[-1]: None}, workers=4))
+        return started[-1]
+
+    driver = SearchDriver(get("random", Space.from_configs(CONFIGS), seed=0), 12, width=4)  # type: ignore[arg-type]
+    result = search_and_race(driver, prepare=lambda c: None, measure=replay.measure_config, options=OPTS,
+                             compiler=compiler, overlap=overlap)  # fmt: skip
+    assert result is not None and len(started) == 3 and driver.spent == 12
+    # overlapped: batches 2 and 3 started while the previous batch's straggler was still compiling
+    assert at_start == ([-1, 1, 1] if overlap else [-1, 0, 0])
+    assert all(f.closed for f in started)

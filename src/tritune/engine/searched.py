@@ -28,6 +28,7 @@ from tritune.config import Config
 from tritune.engine.job import Compiler
 from tritune.engine.pipeline import Prepared, compile_and_race
 from tritune.engine.race import RaceOptions, RaceResult
+from tritune.engine.sticky import StickyGuard
 from tritune.outcome import Status
 from tritune.search import SearchDriver
 
@@ -44,39 +45,63 @@ def search_and_race(
     on_batch: Callable[[list[Config], RaceResult], Any] | None = None,
     recover: Callable[[], ConfigMeasure] | None = None,
     probe: Callable[[], str | None] | None = None,
+    overlap: bool = True,
 ) -> RaceResult | None:
     """Drive ``driver`` until it stops; returns the race over every config tried (None if none was).
 
     ``compiler(configs)`` starts a batch's compiles (None: the JIT compiles each at its load). ``stats``
     receives ``batches`` (size and seconds of each) and ``compiled_s`` (the sum of the batches' compile
-    phases). ``on_batch(batch, race_so_far)`` hears each finished batch (progress, tests).
+    phases). ``on_batch(batch, race_so_far)`` hears each finished batch (progress, tests). ``recover`` and
+    ``probe``: as :class:`~tritune.engine.job.TuningJob`'s, a sticky CUDA error costs its config only.
+    ``overlap``: once half the workers are idle on a batch's last compiles, the next batch is proposed (the
+    strategy knows this one's configs as pending) and starts compiling while this one races; otherwise each
+    batch waits for its slowest compile with half the pool idle.
     """
+    guard = StickyGuard(prepare, measure, recover, probe)
+    prepare, measure = guard.prepare, guard.measure
     result: RaceResult | None = None
-    extra = [c for c in dict.fromkeys(finalists)]
+    extra = list(dict.fromkeys(finalists))
     batches: list[dict[str, Any]] = []
     compiled = 0.0
-    while True:
-        batch = driver.next_batch()
-        todo = batch + [c for c in extra if c not in batch]
-        extra = []
-        if not todo:
-            break
-        t0 = time.perf_counter()
-        phase: dict[str, Any] = {}
-        compiling = compiler(todo) if compiler is not None else None
-        result = compile_and_race(todo, prepare=prepare, measure=measure, options=options, compiling=compiling,
-                                  stats=phase, prior=result)  # fmt: skip
-        for c in batch:
-            o = result.outcome(c)
-            ok = o.status is Status.MEASURED and o.measurement is not None
-            driver.record(c, o.measurement if ok else (Status.LAUNCH_FAILED if o.status is Status.MEASURED
-                                                       else o.status))  # fmt: skip
-        compiled += float(phase.get("compiled_s", 0.0))
-        batches.append({"configs": len(todo), "s": round(time.perf_counter() - t0, 3),
-                        "compiled_s": phase.get("compiled_s"), "leader": None if result.winner is None
-                        else result.winner.id})  # fmt: skip
-        if on_batch is not None:
-            on_batch(todo, result)
+    ahead: tuple[list[Config], Any] | None = None  # the next batch, its compiles already started
+
+    def start_next() -> None:
+        nonlocal ahead
+        if overlap and ahead is None and not driver.done:
+            nxt = driver.next_batch()
+            if nxt:
+                ahead = (nxt, compiler(nxt) if compiler is not None else None)
+
+    try:
+        while True:
+            if ahead is not None:
+                (batch, compiling), ahead = ahead, None
+            else:
+                batch, compiling = driver.next_batch(), None
+            todo = batch + [c for c in extra if c not in batch]
+            if not todo:
+                break
+            if compiling is None and compiler is not None:
+                compiling = compiler(todo)
+            extra = []
+            t0 = time.perf_counter()
+            phase: dict[str, Any] = {}
+            result = compile_and_race(todo, prepare=prepare, measure=measure, options=options, compiling=compiling,
+                                      stats=phase, prior=result, on_tail=start_next)  # fmt: skip
+            for c in batch:
+                o = result.outcome(c)
+                ok = o.status is Status.MEASURED and o.measurement is not None
+                driver.record(c, o.measurement if ok else (Status.LAUNCH_FAILED if o.status is Status.MEASURED
+                                                           else o.status))  # fmt: skip
+            compiled += float(phase.get("compiled_s", 0.0))
+            batches.append({"configs": len(todo), "s": round(time.perf_counter() - t0, 3),
+                            "compiled_s": phase.get("compiled_s"), "leader": None if result.winner is None
+                            else result.winner.id})  # fmt: skip
+            if on_batch is not None:
+                on_batch(todo, result)
+    finally:
+        if ahead is not None and ahead[1] is not None:
+            ahead[1].close()
     if stats is not None:
         stats["batches"] = batches
         stats["compiled_s"] = round(compiled, 3)
