@@ -168,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "exhaustive_winner": ex[0]["winner"].id,
             "search": se[0]["search"],
         }
+        if len(ex) == 3:  # --exhaustive-keys 3: the whole runs, 3 keys each (the search's keys 2-3 transfer)
+            result["three_keys_wall_ratio"] = sum(k["wall_s"] for k in se) / sum(k["wall_s"] for k in ex)
     if tr and cn and tr[0]["winner"] and cn[0]["winner"]:
         args = matmul_search.make_args(NEW_KEY, "cuda")
         fns = {"transfer": launch(NEW_KEY, tr[0]["winner"], args), "cold": launch(NEW_KEY, cn[0]["winner"], args)}
@@ -181,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if k4:
         print(f"4096^3: search wall / exhaustive wall = {k4['wall_ratio']:.3f}; quality {k4['quality']:.3f}; "
               f"cuBLAS / search winner = {k4['vs_cublas']:.3f}")  # fmt: skip
+    if "three_keys_wall_ratio" in result:
+        print(f"3 keys: search wall / exhaustive wall = {result['three_keys_wall_ratio']:.3f}")
     if nk:
         print(f"6144^3 new key after 3 tuned: transfer wall / cold search wall = {nk['wall_ratio']:.3f}; "
               f"quality vs the cold search's winner {nk['quality']:.3f}")  # fmt: skip

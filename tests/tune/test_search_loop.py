@@ -135,6 +135,9 @@ def test_a_new_key_starts_from_the_tuned_keys_winners(fake_gpu, tmp_path):
     s = choice.stats["search"]
     assert len(s["transfer"]["keys"]) == 3
     assert set(winners) <= set(batches[0])  # the neighbours' winners are measured first
+    st = open_store(db)
+    seen_there = {r.config for e in st.entries() for r in st.candidates(e.key) if r.status is Status.MEASURED}
+    assert set(batches[0]) <= seen_there  # the rest of the first batch: their fastest, not random draws
     assert s["evaluated"] == searching.default_evaluations(60, 4, transfer=True) == 16
     assert "transfer" in s["budget"] and s["stopped"] == "budget"
     assert choice.config in set(batches[0])
@@ -241,3 +244,16 @@ def test_tune_cli_refuses_bad_search_flags_before_any_work(flags, message, capsy
     gelu = str(Path(__file__).resolve().parents[2] / "examples" / "gelu.py")
     assert main(["tune", gelu, "--no-store", *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_transfer_batch_wider_than_the_warm_start_is_filled_from_the_neighbours_not_at_random():
+    from tritune.search import KeyResults
+
+    ranked = sorted(times(), key=times().__getitem__)
+    near = [KeyResults({"n": 1000}, {c: times()[c] for c in ranked[:40]})]  # one tuned key, 40 measured (SYNTHETIC)
+    p = searching.plan("surrogate", None, len(CONFIGS))
+    driver, info = searching.make_driver(p, CONFIGS, width=16, key_values={"n": 3000}, near=near)
+    first = driver.next_batch()
+    assert len(first) == 16 and first[0] == ranked[0]  # the neighbour's winner first
+    assert set(first) == set(ranked[:16])  # then its fastest configs, no random draws
+    assert info["transfer"]["keys"] == [{"n": 1000}] and driver.budget.evaluations == 16

@@ -31,8 +31,10 @@ if TYPE_CHECKING:
 
 def search_tune(tuner: Tuner, tuned: Autotuned, key: tuple[Any, ...], p: searching.SearchPlan, legal: list[Config],
                 rejected: dict[Config, str], prepare: Callable[[Config], Prepared], measure: ConfigMeasure,
-                compiler: Compiler | None, st: Any, tkey: Any, stats: dict[str, Any], clock: float) -> Choice:  # fmt: skip
-    """Search ``legal`` for ``key`` (module docstring) and return the race's winner as a Choice."""
+                compiler: Compiler | None, st: Any, tkey: Any, stats: dict[str, Any], clock: float,
+                probe: Callable[[], str | None] | None = None) -> Choice:  # fmt: skip
+    """Search ``legal`` for ``key`` (module docstring) and return the race's winner as a Choice; ``probe``
+    asks whether a launch error lost the CUDA context (a sticky error then costs its config only)."""
     from tritune.tune.autotune import Choice
 
     name = tuned.info.name
@@ -48,7 +50,7 @@ def search_tune(tuner: Tuner, tuned: Autotuned, key: tuple[Any, ...], p: searchi
     finalists = searching.stored_finalists(st, tkey, legal)
     phases: dict[str, Any] = {}
     result = search_and_race(driver, prepare=prepare, measure=measure, options=tuner.race, compiler=compiler,
-                             finalists=finalists, stats=phases)  # fmt: skip
+                             finalists=finalists, stats=phases, probe=probe)  # fmt: skip
     stats.update(phases)
     stats["total_s"] = round(time.perf_counter() - clock, 3)
     recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items()]

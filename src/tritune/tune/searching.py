@@ -145,7 +145,10 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     info: dict[str, Any] = {"strategy": p.strategy, "why": p.why, "space": len(legal)}
     transfer = bool(near) and p.strategy == DEFAULT
     name = "transfer" if transfer else p.strategy
-    options: dict[str, Any] = {"key": dict(key_values), "neighbours": list(near)} if transfer else {}
+    # Transfer: the whole first batch comes from the tuned keys (their winners, then their fastest configs by
+    # the prior), not from random draws while this key has no measurement yet.
+    options: dict[str, Any] = ({"key": dict(key_values), "neighbours": list(near),
+                                "warm": max(width, 2 * len(near))} if transfer else {})  # fmt: skip
     strategy = get(name, space, seed=seed, **options)
     if p.budget is not None:
         resolved = p.budget.resolve(len(legal))

@@ -218,7 +218,7 @@ class Tuner:
 
             try:
                 return search_tune(self, tuned, key, p, legal, rejected, prepare, measure, compiler, st, tkey,
-                                   stats, clock)  # fmt: skip
+                                   stats, clock, cuda_context_error if gpu else None)  # fmt: skip
             finally:
                 for c in cleanups:
                     c()
