@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs libtests tutorials serving servingwd. COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch gelu short libs libtests tutorials serving servingwd search. COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
 # everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
@@ -54,6 +54,8 @@ for part in "$@"; do
     servingwd) step servingwd 150 python3 benchmarks/serving.py --out "$RES/servingwd" --quick \
                  --engines tritune,incremental --watchdog-ms 20
                grep -c "^Timeout" "$RES"/servingwd/watchdog-*-incremental.txt | tee -a "$LOG" ;;
+    search) step search 540 python3 benchmarks/search_tune.py --out "$RES/search"
+            grep -A3 "^== search vs exhaustive" "$RES"/search/python3_*.log | tee -a "$LOG" ;;
     *) echo "unknown part $part" | tee -a "$LOG" ;;
   esac
 done

@@ -31,7 +31,7 @@ from tritune.cli.common import (
     out_stream,
     parse_keys,
 )
-from tritune.errors import TrituneError
+from tritune.errors import SearchError, TrituneError
 
 
 def add_parser(sub: Any) -> None:
@@ -45,6 +45,13 @@ def add_parser(sub: Any) -> None:
     add_workload_args(p)
     p.add_argument("--record", metavar="FILE", help="write each key's timings as a tritune.landscape/1 file")
     p.add_argument("--exhaustive", action="store_true", help="time every candidate to completion (no racing)")
+    p.add_argument("--strategy", metavar="NAME", default=None,
+                   help="search the space with this strategy instead of racing every legal config: auto (default: "
+                        "spaces above 512 legal configs are searched), exhaustive, or a name of `tritune simulate "
+                        "--help` (default: $TRITUNE_SEARCH, else auto)")
+    p.add_argument("--budget", metavar="B", default=None,
+                   help="the search's budget: a fraction of the legal configs (10%%, 0.1), a count (200) or seconds "
+                        "(30s); what the store holds for the key counts (default: 10%% of the space, at most 256)")
     p.add_argument("--jobs", type=int, default=None, help="compile worker processes (default: one per core)")
     p.add_argument("--compile-timeout", type=float, default=60.0, metavar="SECONDS")
     p.add_argument("--no-verify", action="store_true", help="skip the oracle check before timing")
@@ -124,6 +131,14 @@ def _option_problem(args: argparse.Namespace) -> str | None:
         return f"--jobs must be at least 1 (compile worker processes), got {args.jobs}"
     if not args.compile_timeout > 0:
         return f"--compile-timeout must be a positive number of seconds, got {args.compile_timeout:g}"
+    if args.exhaustive and (args.strategy not in (None, "exhaustive") or args.budget is not None):
+        return "--exhaustive times every legal config to completion; it takes no --strategy or --budget"
+    from tritune.tune.searching import plan
+
+    try:
+        plan(args.strategy, args.budget, 0, where="tritune tune")
+    except SearchError as e:
+        return str(e)
     return check_outputs(args, "json", "record")
 
 
@@ -155,7 +170,7 @@ def _run(args: argparse.Namespace, rank: int) -> int:
             return fail_usage(str(e))
     opts = TuneOptions(jobs=args.jobs, compile_timeout=args.compile_timeout, verify=not args.no_verify,
                        exhaustive=args.exhaustive, race=RaceOptions(), graph=args.graph,
-                       measure=args.measure)
+                       measure=args.measure, strategy=args.strategy, budget=args.budget)
     try:
         with make_progress(quiet=args.quiet or rank != 0) as progress:
             result = tune(workloads, keys=keys, options=opts, store=store, progress=progress)

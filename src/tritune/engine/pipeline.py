@@ -115,6 +115,8 @@ def compile_and_race(
     method: str = "race",
     tail: int | None = None,
     stats: dict[str, Any] | None = None,
+    prior: RaceResult | None = None,
+    on_tail: Callable[[], Any] | None = None,
 ) -> RaceResult:
     """Race ``configs`` as their compiles finish (module docstring); every config gets an outcome.
 
@@ -126,6 +128,10 @@ def compile_and_race(
     ones once at most this many compiles are left (default: half the workers ``compiling`` started).
     ``stats``, when given, receives the first race's size and time, when the last compile ended
     (``compiled_s``) and when the last config was loaded and checked (``loaded_s``).
+    ``prior``: the race of earlier batches (a search, :mod:`tritune.engine.searched`): its survivors race on
+    with these configs and its outcomes are kept, so one race decides within and across batches.
+    ``on_tail()`` is called once, when at most ``tail`` compiles are left (or at once when nothing compiles
+    here): half the workers are idle, and a search starts its next batch's compiles there.
     """
     clock = time.perf_counter()
     order = {c: i for i, c in enumerate(configs)}
@@ -158,9 +164,11 @@ def compile_and_race(
     try:
         if compiling is not None and compiling.pending and method == "race":
             done = [c for c in configs if c not in compiling.pending] + compiling.wait(tail)
+            if on_tail is not None:
+                on_tail()
             early = load(done)
-            if compiling.pending and len(early) >= 2:
-                first = race(early, measure, options)
+            if compiling.pending and (len(early) >= 2 or (prior is not None and early)):
+                first = race(early, measure, options, prior=prior)
                 if stats is not None:
                     stats["first_race"] = {"candidates": len(early), "s": round(time.perf_counter() - clock, 3),
                                            "left_compiling": len(compiling.pending)}  # fmt: skip
@@ -169,6 +177,8 @@ def compile_and_race(
             compiled_at = time.perf_counter()
             runnable = early + load(late)
         else:
+            if on_tail is not None:
+                on_tail()
             if compiling is not None:
                 compiling.wait(0)
             compiled_at = time.perf_counter()
@@ -186,6 +196,8 @@ def compile_and_race(
         stats["loaded_s"] = round(time.perf_counter() - clock, 3)
     if first is not None:
         result = race(runnable, measure, options, prior=first)
+    elif prior is not None:
+        result = race(runnable, measure, options, prior=prior)
     elif runnable:
         result = (race if method == "race" else sweep)(runnable, measure, options)
     else:

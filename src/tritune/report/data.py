@@ -283,3 +283,18 @@ def bitwise_sentence(w: WorkloadResult) -> str:
         return f"all {n} compared candidates wrote bit-identical outputs" if n else "bitwise identical"
     sizes = ", ".join(str(len(g)) for g in groups)
     return f"outputs differ bitwise: {len(groups)} groups of sizes {sizes}"
+
+
+def search_sentence(w: WorkloadResult) -> str | None:
+    """What a searched key searched, measured and why it stopped (None when every legal config was raced)."""
+    s = w.extra.get("search")
+    if not isinstance(s, dict):
+        return None
+    text = (f"searched with {s.get('strategy')} ({s.get('why')}): budget {s.get('budget')}, "
+            f"{s.get('evaluated')} of {s.get('space')} legal configs tried in batches of {s.get('width')} "
+            f"({s.get('measured')} measured, {s.get('failed')} failed)")  # fmt: skip
+    if s.get("resumed"):
+        text += f", {s['resumed']} more from the store"
+    if s.get("transfer"):
+        text += f", started from {len(s['transfer'].get('keys', []))} tuned keys' winners"
+    return text + f"; stopped: {s.get('stopped')}"

@@ -20,6 +20,7 @@ from tritune.report.data import (
     group_letters,
     key_label,
     measure_sentence,
+    search_sentence,
     tflops_of,
     tie_ids,
     timing_of,
@@ -129,6 +130,9 @@ def _summary(command: str, w: WorkloadResult) -> str:
             parts.append("tied (overlapping CI): " + ", ".join(f"<code>{escape(i)}</code>" for i in ties))
         if (m := measure_sentence(w)) is not None:
             parts.append(escape(m))
+    searched = search_sentence(w)
+    if searched is not None:
+        parts.append(escape(searched))
     return "<p>" + "<br>".join(parts) + "</p>"
 
 

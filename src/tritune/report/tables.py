@@ -19,6 +19,7 @@ from tritune.report.data import (
     group_letters,
     key_label,
     measure_sentence,
+    search_sentence,
     tflops_of,
     tie_ids,
     timing_of,
@@ -138,6 +139,9 @@ def _summary(command: str, w: WorkloadResult) -> str:
             lines.append(f"tied with the winner (overlapping CI): {', '.join(ties)}")
         if (m := measure_sentence(w)) is not None:
             lines.append(m)
+    searched = search_sentence(w)
+    if searched is not None:
+        lines.append(searched)
     return "\n".join(lines)
 
 

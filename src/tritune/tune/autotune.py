@@ -494,6 +494,9 @@ def autotune(
     ``distributed``: in a torch.distributed job, split the candidates of a miss over the ranks.
     ``incremental``: tune while serving (True, or ``TRITUNE_INCREMENTAL=1``): see :mod:`tritune.tune.incremental`;
     ``outputs``, ``atol``, ``rtol`` set its check of candidates, ``on_promote(key, choice)`` hears promotions.
+    ``search`` and ``budget`` (passed to :class:`~tritune.tune.tuner.Tuner`): search a large space instead of
+    racing every legal config (:mod:`tritune.tune.searching`): ``search=None`` searches spaces above 512 legal
+    configs, ``"exhaustive"`` never, a strategy name always; ``budget="5%"``, ``200`` or ``"90s"``.
     """
 
     def decorator(fn: Any) -> Autotuned:

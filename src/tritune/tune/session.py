@@ -33,8 +33,9 @@ from tritune.dist.race import WINNER_RULE
 from tritune.engine.isolate import IsolatedBench
 from tritune.engine.job import TuningJob, timer_measure
 from tritune.engine.pipeline import Prepared, load_binary
-from tritune.engine.precompile import Precompiler
+from tritune.engine.precompile import Precompiler, default_jobs
 from tritune.engine.race import RaceOptions, RaceResult
+from tritune.engine.searched import search_and_race
 from tritune.engine.sticky import cuda_context_error
 from tritune.kernel import as_interpreted, as_jit
 from tritune.landscape import Landscape, LandscapePoint
@@ -44,6 +45,7 @@ from tritune.screen.run import locate
 from tritune.screen.targets import get_target
 from tritune.space import check_static
 from tritune.store import CandidateRecord, dtypes_of, make_key
+from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
 from tritune.verify.run import check_candidate
 from tritune.workload import Workload
@@ -66,9 +68,11 @@ class TuneOptions:
     #: Farmed: rank 0 re-races the ranks' finalists (local winners and ties) on its own GPU, so the winner
     #: never rests on medians from two GPUs. Two H200s of one host ran the same matmul 5% apart (run 11).
     retime_finalists: bool = True
-
-
-
+    #: Search instead of racing every legal config (:mod:`tritune.tune.searching`): None/``"auto"`` searches
+    #: spaces above its threshold, ``"exhaustive"`` never, a name always. ``exhaustive=True`` or a farm: never.
+    strategy: str | None = None
+    #: The search's budget (``"10%"``, ``0.1``, ``200``, ``"30s"``); None: the default.
+    budget: Any = None
 
 _PREPARE_FAILURES = (Status.ILLEGAL, Status.LAUNCH_FAILED, Status.INCORRECT, Status.COMPILE_FAILED,
                      Status.COMPILE_TIMEOUT)
@@ -163,21 +167,34 @@ def tune_key(
                     recover=recover if path is not None else None,
                     probe=cuda_context_error if device != "cpu" else None)  # fmt: skip
     stats = job.stats
+    plan = None
+    if group is None and not options.exhaustive and legal:
+        plan = searching.plan(options.strategy, options.budget, len(legal), where=workload.name)
+    search_summary: dict[str, Any] | None = None
     if legal and progress is not None:  # the same list on every rank: static rules only
         progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
     try:
-        result = job.run()
+        if plan is None:
+            result = job.run()
+        else:
+            result, search_summary = _search(workload, key, args, plan, legal, job, store, options)
     finally:
         for bench in benches:
             bench.close()
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
+    tried = {o.config for o in result.outcomes} if result is not None else set()
     for cfg in workload.candidates():
         if cfg in verdict:
             v = verdict[cfg]
             cands.append(CandidateResult(cfg, v.status, v.reason, {**v.extra, "measurement": None}))
             continue
         assert result is not None
+        if plan is not None and cfg not in tried:
+            cands.append(CandidateResult(cfg, Status.NOT_TIMED, f"not tried by this run's search ({plan.strategy}; "
+                                         "earlier runs' records are in the store)", {"measurement": None,
+                                         "searched": False}))  # fmt: skip
+            continue
         o = result.outcome(cfg)
         extra: dict[str, Any] = dict(o.facts or {})
         if o.measurement is None and not o.timings and o.status in _PREPARE_FAILURES:  # failed before timing
@@ -206,10 +223,29 @@ def tune_key(
         "race": {k: v for k, v in result.to_json().items() if k != "candidates"} if result else None,
         "phases": stats,
     }
+    if search_summary is not None:
+        search_summary["winner"] = tie.picked.id if tie else None
+        wextra["search"] = search_summary
     wr = WorkloadResult(workload.name, dict(key), cands, wextra)
     if store is not None:
         record(store, workload, key, args, wr, result)
     return wr, result
+
+
+def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], plan: searching.SearchPlan,
+            legal: list[Config], job: TuningJob, store: Any, options: TuneOptions,
+            ) -> tuple[RaceResult | None, dict[str, Any]]:  # fmt: skip
+    """Search ``legal`` with ``job``'s parts: the store's records of the key resume it, the workload's other
+    tuned keys seed it, its stored winner and ties race again with the first batch."""
+    tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=_policy(options).value)
+    stored = store.candidates(tkey) if store is not None else []
+    near = searching.neighbours(store, tkey, legal)
+    driver, info = searching.make_driver(plan, legal, width=options.jobs or default_jobs(), key_values=dict(key),
+                                         stored=stored, near=near, where=workload.name)  # fmt: skip
+    result = search_and_race(driver, prepare=job.prepare, measure=job.measure, options=job.race,
+                             compiler=job.compiler, finalists=searching.stored_finalists(store, tkey, legal),
+                             stats=job.stats, recover=job.recover, probe=job.probe)  # fmt: skip
+    return result, searching.summary(driver, info, None if result is None else result.winner)
 
 
 def _policy(options: TuneOptions) -> Any:
@@ -239,12 +275,15 @@ def record(store: Any, workload: Workload, key: Mapping[str, Any], args: Sequenc
     tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=wr.extra.get("measure", "cold"))
     recs = []
     for c in wr.candidates:
+        if c.extra.get("searched") is False:  # never tried: no record, so a later search may still pick it
+            continue
         m = c.extra.get("measurement")
         measured = c.status is Status.MEASURED and m is not None
         recs.append(CandidateRecord(c.config, c.status, m["median_ms"] if measured and m else None, c.reason,
                                     m if measured else None))
     winner = Config.from_json(wr.extra["winner"]) if wr.extra.get("winner") else None
-    store.record(tkey, recs, winner, ties=[Config.from_json(c) for c in wr.extra.get("ties", [])])
+    prov = {"search": wr.extra["search"]} if wr.extra.get("search") else None
+    store.record(tkey, recs, winner, ties=[Config.from_json(c) for c in wr.extra.get("ties", [])], provenance=prov)
 
 
 def tune(
@@ -303,6 +342,7 @@ def tune(
         f"timed on {getattr(timer, 'device_name', '?')} with CUDA events, L2 flushed between runs "
         f"({getattr(timer, 'flush_bytes', 0) >> 20} MiB), medians with 95% order-statistic intervals; "
         + ("every legal candidate timed to completion" if options.exhaustive else "racing (slow candidates dropped early)")
+        + ("; large spaces searched (see each key's search)" if any("search" in w.extra for w in entries) else "")
         + (f"; farmed over {world} ranks, each candidate timed on one rank's GPU" if tg is not None else "")
     )
     prov.update(prov_extra)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritune.bench import EventTimer, race_tie_report
-from tritune.bench.timer import ConfigMeasure
+from tritune.bench.timer import ConfigMeasure, Failure
 from tritune.config import Config
 from tritune.device import current_target, gpu_unavailable_reason
 from tritune.dist.farm import Farm
@@ -59,8 +59,20 @@ class Tuner:
     #: The measurement policy (``"cold"``, ``"warm"``, ``"graph"``; :mod:`tritune.measure`); None: the
     #: run's ``$TRITUNE_MEASURE``, else cold. Part of the store key: a winner timed one way is not reused for another.
     measure: str | None = None
+    #: Search instead of racing every legal config (:mod:`tritune.tune.searching`): None or ``"auto"`` searches
+    #: spaces above its threshold (``$TRITUNE_SEARCH`` decides when set), ``"exhaustive"`` never, a strategy
+    #: name always. Not with ``distributed`` (a farmed key races every legal config).
+    search: str | None = None
+    #: The search's budget: a fraction of the legal configs (``"10%"``, ``0.1``), a count (``200``) or seconds
+    #: (``"30s"``); None: the default of :mod:`tritune.tune.searching`.
+    budget: Any = None
     _store: Any = field(default=None, init=False, repr=False)
     _pretuned: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from tritune.tune.searching import plan
+
+        plan(self.search, self.budget, 0, where="tritune.autotune")  # a bad name or budget fails at decoration
 
     def _open_store(self) -> Any:
         if self.store is False:
@@ -175,7 +187,9 @@ class Tuner:
         found: Config | None = None
         if st is not None:
             hit = st.lookup_winner(tkey)
-            if hit is not None and hit.config in legal and not st.missing(tkey, tuned.candidates):
+            if hit is not None and hit.config in legal and (
+                not st.missing(tkey, tuned.candidates) or self._searched_enough(tuned, hit, st, tkey, legal)
+            ):
                 found = hit.config
         if self.distributed and rank_and_world()[1] > 1:
             from tritune.dist import agree_on_cached
@@ -184,12 +198,23 @@ class Tuner:
             found = agree_on_cached(_label(tuned, key), found)
         return Choice(found, "store", "stored winner") if found is not None else None
 
+    def _searched_enough(self, tuned: Autotuned, hit: Any, st: Any, tkey: Any, legal: set[Config]) -> bool:
+        """A stored winner of a search serves a lookup when this tuner would search too, within what was spent."""
+        from tritune.tune.searching import plan, searched_enough
+
+        if self.distributed:
+            return False
+        p = plan(self.search, self.budget, len(legal), where=tuned.info.name)
+        return p is not None and searched_enough(p, hit, len(st.candidates(tkey, legal)), len(legal))
+
     def tune(self, tuned: Autotuned, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
              args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
         from tritune.tune.autotune import Choice
+        from tritune.tune.searching import plan
         from tritune.tune.simple import candidate_call
 
         st = self._open_store()
+        p = None if self.distributed else plan(self.search, self.budget, len(legal), where=tuned.info.name)
         gpu = gpu_unavailable_reason() is None
         tkey = self.tuning_key(tuned, key, interpreter=not gpu)
         clock = time.perf_counter()
@@ -197,6 +222,8 @@ class Tuner:
         stats: dict[str, Any] = {"candidates": len(legal), "measure": policy.value}
         todo = list(legal) if self.distributed or st is None else st.missing(tkey, legal)
         asked = set(todo)  # every one of these gets a record, failures included
+        if p is not None:  # searched: the front end's check (replay mode) runs on each proposed config only
+            todo = []
         if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
             for cfg in todo:
                 why_not = frontend_rejection(tuned.fn, args, cfg, cuda_target(90),
@@ -215,7 +242,10 @@ class Tuner:
 
         def prepare(cfg: Config) -> Prepared:
             if not gpu:
-                return None
+                if p is None:
+                    return None
+                why = frontend_rejection(tuned.fn, args, cfg, cuda_target(90), tuned.launch_kwargs(cfg, args, kwargs))
+                return None if why is None else Failure(Status.ILLEGAL, why)
             if cfg.pre_hook is not None:  # as Triton: it may set what the compile depends on (a descriptor's block)
                 cfg.pre_hook({**named, **cfg.kwargs, **cfg.launch_options()})
             return load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
@@ -225,9 +255,18 @@ class Tuner:
         else:
             measure = timer_measure(self.timer, make_fn, self.race.rel_tol, lambda: EventTimer.for_policy(policy))
         compiler = None
-        if gpu and self.precompile and not tuned.compiles_in_process(todo):  # each in a worker, slowest first
+        if gpu and self.precompile and not tuned.compiles_in_process(todo or legal):  # in workers, slowest first
             compiler = Precompiler(tuned._launcher(), args, kwargs, current_target(), self.jobs or None,
                                    self.compile_timeout)  # fmt: skip
+        if p is not None:
+            from tritune.tune.search_tuner import search_tune
+
+            try:
+                return search_tune(self, tuned, key, p, legal, rejected, prepare, measure, compiler, st, tkey,
+                                   stats, clock, cuda_context_error if gpu else None)  # fmt: skip
+            finally:
+                for c in cleanups:
+                    c()
         # Each rank compiles and races its own share; the shares' outcomes are merged on every rank.
         job = TuningJob(_label(tuned, key), tuple(todo), prepare, measure, self.race, compiler,
                         Farm() if self.distributed else None, retime_finalists=self.retime_finalists,

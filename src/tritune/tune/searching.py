@@ -1,0 +1,229 @@
+"""When tuning searches a space instead of racing all of it, with what budget, and what it starts from.
+
+**The rule.** ``search=None`` (or ``"auto"``, or ``$TRITUNE_SEARCH`` unset) races every legal config of a
+space of at most :data:`SEARCH_THRESHOLD` = 512 legal configs, as before, and searches a larger one with
+the default strategy and the default budget (:func:`default_evaluations`). ``search="exhaustive"`` (or ``TRITUNE_SEARCH=exhaustive``)
+always races everything; a strategy name always searches; a ``budget`` given alone searches too.
+
+Why 512, measured: a cold key costs about ``N x (compile + race)`` per legal config. Compiling a matmul
+config for sm_90 (``triton.compile``, ``GPUTarget("cuda", 90, 32)``, no GPU) took 0.69-3.05 s on this
+project's loaded 2-core machine (4 fitting configs of ``examples/matmul.py``, 1 job) and 0.63 s on the
+H200 host (137.1 s for 216 configs, 1 job; 15.6 s with 16 jobs: 0.072 s per config of wall). The recorded
+races (``benchmarks/results/2026-11-29-h200x2-run10``, matmul 4096^3, 168 legal) spent 3.06 s of device
+time, 0.018 s per config; ``matmul_tma`` (run 12, 138 configs, 16 jobs) compiled in 7.9 s (0.057 s per
+config) and raced in 1.5 s. So exhaustive tuning costs ~0.075 s per legal config on a 16-core H200 host:
+216 configs ~16 s, 512 ~38 s, 1,500 ~2 minutes, 5,536 ~7 minutes per key. Below ~500 configs the whole
+race stays under ~40 s, and searching would trade a sure winner for seconds; above it, minutes.
+
+**Budget.** A fraction of the legal space, a count or seconds (:meth:`Budget.parse`); it counts what the
+store already holds for the key, so a later run with a larger budget measures only the difference. The
+default is 5% of the legal space, at least 64 and at most 256 configs, rounded down to whole batches of the
+compile pool: each batch waits for its slowest compile, so a search costs about twice its share of an
+exhaustive compile, and 5% keeps a 2,000-config space near the 0.2x wall-time target (10% would not).
+With tuned neighbouring keys (transfer) the default is a quarter of that, at least one batch: the search
+starts from their winners and their landscape.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tritune.config import Config
+from tritune.errors import SearchError
+from tritune.outcome import Status
+from tritune.search import Budget, KeyResults, SearchDriver, get, names
+from tritune.search.registry import DEFAULT
+from tritune.space import Space
+
+#: Spaces of more legal configs than this are searched by default (module docstring: the measurement).
+SEARCH_THRESHOLD = 512
+#: The default budget: this share of the legal configs, within ``DEFAULT_MIN`` and ``DEFAULT_MAX`` configs.
+DEFAULT_SHARE, DEFAULT_MIN, DEFAULT_MAX = 0.05, 64, 256
+#: With tuned neighbouring keys, the default budget is this fraction of the cold default.
+TRANSFER_FRACTION = 0.25
+#: ``exhaustive``, ``auto`` or a strategy name: the process-wide choice when ``search`` is not given.
+ENV_VAR = "TRITUNE_SEARCH"
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """A decision to search: the strategy's name, the budget (unresolved; None for the default), and why."""
+
+    strategy: str
+    budget: Budget | None
+    why: str
+
+
+def plan(search: str | None, budget: Any, n_legal: int, *, where: str = "") -> SearchPlan | None:
+    """``None`` to race every legal config, else how to search them (module docstring: the rule).
+
+    ``where`` names the kernel or workload in error messages.
+    """
+    who = f"{where}: " if where else ""
+    mode = search if search is not None else (os.environ.get(ENV_VAR) or "auto")
+    if not isinstance(mode, str):
+        raise SearchError(f"{who}search={search!r} must be a strategy name, 'auto' or 'exhaustive'")
+    mode = mode.strip().lower()
+    if mode == "transfer":  # needs tuned keys: the default strategy transfers on its own when the store has them
+        mode = "auto"
+    parsed = None if budget is None else parse_budget(budget, where=where)
+    if mode == "exhaustive":
+        if budget is not None and search is not None:
+            raise SearchError(f"{who}search='exhaustive' races every legal config; drop budget={budget!r} "
+                              "or name a strategy")  # fmt: skip
+        return None
+    if mode == "auto":
+        if parsed is not None:
+            return SearchPlan(DEFAULT, parsed, f"budget {budget} given")
+        if n_legal > SEARCH_THRESHOLD:
+            return SearchPlan(DEFAULT, None, f"{n_legal} legal configs > {SEARCH_THRESHOLD} (search threshold)")
+        return None
+    if mode not in names():
+        raise SearchError(f"{who}unknown search strategy {mode!r}; use 'auto', 'exhaustive' or one of: "
+                          f"{', '.join(names())} (search= or ${ENV_VAR})")  # fmt: skip
+    return SearchPlan(mode, parsed, "strategy named")
+
+
+def parse_budget(budget: Any, *, where: str = "") -> Budget:
+    """:meth:`Budget.parse` with the kernel or workload named in its error."""
+    try:
+        return Budget.parse(budget)
+    except SearchError as e:
+        raise SearchError(f"{where}: {e}" if where else str(e)) from None
+
+
+def neighbours(store: Any, key: Any, legal: Sequence[Config]) -> list[KeyResults]:
+    """The other tuned keys of ``key``'s kernel in ``store`` (same source, device and measure policy), as
+    :class:`KeyResults` over the configs of ``legal``; keys with nothing measured are left out."""
+    if store is None:
+        return []
+    wanted = set(legal)
+    out = []
+    same = ("source_hash", "triton_version", "device", "capability", "env_hash", "measure", "dtypes")
+    for k, _win, recs in store.snapshot(key.kernel):
+        if k == key or any(getattr(k, f) != getattr(key, f) for f in same):
+            continue
+        times = {r.config: (r.time_ms if r.status is Status.MEASURED else None) for r in recs if r.config in wanted}
+        if any(t is not None for t in times.values()):
+            out.append(KeyResults(dict(k.key), times))
+    return out
+
+
+def known_outcomes(records: Sequence[Any]) -> list[tuple[Config, Any]]:
+    """Stored candidate records as the driver's ``known`` outcomes: a Measurement-like with its interval, a
+    time, or a failure status."""
+    from tritune.bench import Measurement
+
+    out: list[tuple[Config, Any]] = []
+    for r in records:
+        if r.status is Status.MEASURED and r.time_ms is not None:
+            m = r.measurement
+            try:
+                outcome: Any = Measurement.from_json(m) if m else r.time_ms
+            except Exception:  # an older or partial record: its median still teaches the strategy
+                outcome = r.time_ms
+            out.append((r.config, outcome))
+        elif r.status is not Status.MEASURED:
+            out.append((r.config, r.status))
+    return out
+
+
+def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_values: Mapping[str, Any],
+                stored: Sequence[Any] = (), near: Sequence[KeyResults] = (), seed: int = 0,
+                where: str = "") -> tuple[SearchDriver, dict[str, Any]]:  # fmt: skip
+    """The driver of one key's search and what it starts from (``info``: resumed, transfer, budget).
+
+    ``stored``: this key's candidate records (resume: they teach the strategy and count against the
+    budget); ``near``: tuned neighbouring keys (transfer: their winners go first and, for the default
+    strategy, their landscape is the model's prior).
+    """
+    space = Space.from_configs(legal)
+    info: dict[str, Any] = {"strategy": p.strategy, "why": p.why, "space": len(legal)}
+    transfer = bool(near) and p.strategy == DEFAULT
+    name = "transfer" if transfer else p.strategy
+    # Transfer: the whole first batch comes from the tuned keys (their winners, then their fastest configs by
+    # the prior), not from random draws while this key has no measurement yet.
+    options: dict[str, Any] = ({"key": dict(key_values), "neighbours": list(near),
+                                "warm": max(width, 2 * len(near))} if transfer else {})  # fmt: skip
+    strategy = get(name, space, seed=seed, **options)
+    if p.budget is not None:
+        resolved = p.budget.resolve(len(legal))
+        info["budget"] = str(p.budget)
+    else:
+        resolved = Budget(evaluations=default_evaluations(len(legal), width, transfer=bool(near)))
+        info["budget"] = f"default: {resolved.evaluations} evaluations" + (" (transfer)" if near else "")
+    legal_set = set(legal)
+    known = known_outcomes([r for r in stored if r.config in legal_set])
+    left = resolved
+    if resolved.evaluations is not None:  # what the store holds counts: a larger budget measures the difference
+        n = resolved.evaluations - len(known)
+        if n < 1:
+            info["nothing_left"] = True  # the stored finalists may race again; nothing new is proposed
+            left = Budget(seconds=1e-9)  # a driver that is done before its first batch
+        else:
+            left = Budget(evaluations=n, seconds=resolved.seconds)
+    from tritune.search import Strategy
+
+    if not isinstance(strategy, Strategy):
+        raise SearchError(f"{where}: strategy {name!r} is not a tritune.search.Strategy; the tuning loop "
+                          "needs preload() for stored results")  # fmt: skip
+    warm = [w for nb in sorted(near, key=lambda nb: _distance(key_values, nb)) if (w := nb.winner()) is not None]
+    driver = SearchDriver(strategy, left, width=width, known=known, warm=warm)
+    info["evaluations_allowed"] = resolved.evaluations
+    info["resumed"] = driver.resumed
+    if near:
+        info["transfer"] = {"keys": [dict(nb.key) for nb in near], "warm": [c.id for c in warm]}
+    return driver, info
+
+
+def default_evaluations(n_legal: int, width: int, *, transfer: bool = False) -> int:
+    """The default budget of a search of ``n_legal`` configs with a pool of ``width`` (module docstring)."""
+    n = min(DEFAULT_MAX, max(DEFAULT_MIN, math.ceil(DEFAULT_SHARE * n_legal)))
+    if transfer:
+        n = math.ceil(n * TRANSFER_FRACTION)
+    n = max(width, n // width * width)  # whole batches: a partial one waits for its slowest compile all the same
+    return max(1, min(n, n_legal))
+
+
+def _distance(key: Mapping[str, Any], nb: KeyResults) -> float:
+    from tritune.search.transfer import key_distance
+
+    return key_distance(key, nb.key)
+
+
+def stored_finalists(store: Any, key: Any, legal: Sequence[Config], limit: int = 3) -> list[Config]:
+    """The stored winner of ``key`` and its ties (at most ``limit``), to race again against new configs."""
+    if store is None:
+        return []
+    win = store.lookup_winner(key)
+    if win is None:
+        return []
+    legal_set = set(legal)
+    return [c for c in (win.config, *win.ties) if c in legal_set][:limit]
+
+
+def summary(driver: SearchDriver, info: Mapping[str, Any], winner: Config | None) -> dict[str, Any]:
+    """What was searched, measured and why it stopped, for ``choices()``, the JSON result and the report."""
+    s = driver.summary()
+    out = {**info, "evaluated": s["evaluated"], "measured": s["measured"], "failed": s["failed"],
+           "stopped": "store" if info.get("nothing_left") else s["stopped"], "width": s["width"],
+           "winner": None if winner is None else winner.id}  # fmt: skip
+    out["measured_total"] = out["measured"] + int(info.get("resumed", 0))
+    out.pop("nothing_left", None)
+    return out
+
+
+def searched_enough(p: SearchPlan, winner: Any, n_recorded: int, n_legal: int) -> bool:
+    """Whether a stored winner (a WinnerRecord) of a search already answers plan ``p``: it came from a search,
+    and ``p``'s budget (default: any search) asks for no more configs than the key has records of."""
+    prov = getattr(winner, "provenance", None) or {}
+    if "search" not in prov:
+        return False
+    if p.budget is None:
+        return True
+    resolved = p.budget.resolve(max(1, n_legal))
+    return resolved.evaluations is None or resolved.evaluations <= n_recorded

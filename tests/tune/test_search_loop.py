@@ -1,0 +1,259 @@
+"""Search in the loop (issue 16): the decorator searches a space in batches, the race decides, the store resumes.
+
+FAKES, to test the orchestration on CPU: the GPU check says "a GPU is here", compile workers are
+FakeCompiling (each batch's last config is a straggler, the others compile at once; the batches are kept), loading a binary is
+faked (one config is refused by the "GPU" like a shared-memory overflow), and the TIMINGS ARE SYNTHETIC:
+a made-up landscape replayed through ``Tuner(timer=...)``. The kernel itself runs in Triton's interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import triton
+from fake_compiling import FakeCompiling
+
+import tritune
+from kernels import scale_kernel
+from tritune.bench import Failure, ReplayTimer
+from tritune.engine import precompile as pc
+from tritune.engine.race import RaceOptions
+from tritune.errors import SearchError
+from tritune.landscape import Landscape, LandscapePoint
+from tritune.outcome import Status
+from tritune.store import open_store
+from tritune.tune import searching
+
+CONFIGS = [tritune.Config({"BLOCK": b}, num_warps=w, num_stages=s)
+           for b in (64, 128, 256, 512, 1024) for w in (1, 2, 4, 8) for s in (1, 2, 3)]  # fmt: skip
+REFUSED = tritune.Config({"BLOCK": 1024}, num_warps=8, num_stages=3)  # FAKE: "the GPU refuses to load it"
+
+
+def times() -> dict[tritune.Config, float]:  # SYNTHETIC: distinct, well separated (>= 4% apart)
+    return {c: 0.010 * (1.04 ** ((i * 7) % len(CONFIGS))) for i, c in enumerate(CONFIGS)}
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):  # type: ignore[no-untyped-def]
+    from tritune.store import keys as store_keys
+    from tritune.tune import tuner
+
+    monkeypatch.setattr(tuner, "gpu_unavailable_reason", lambda: None)  # FAKE: "a GPU is here"
+    monkeypatch.setattr(store_keys, "current_device", lambda: ("FAKE GPU", "9.0"))
+    monkeypatch.setattr("tritune.device.current_target", lambda: None)
+
+    def load(jit, name, cfg, *a, **k):  # FAKE binary screen
+        return Failure(Status.ILLEGAL, f"{name} {cfg.id}: FAKE shared memory") if cfg == REFUSED else {}
+
+    monkeypatch.setattr(tuner, "load_binary", load)
+    batches: list[list[tritune.Config]] = []
+
+    def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # FAKE compile workers
+        batches.append(list(todo))  # the batch's last config is a straggler: the batch races before it lands
+        return FakeCompiling(list(todo), {todo[-1]: None}, workers=4)
+
+    monkeypatch.setattr(pc, "start_precompile", fake_start)
+    pts = [LandscapePoint(c, Status.MEASURED, t) for c, t in times().items()]
+
+    class Timer:  # FAKE timer: replays the synthetic landscape with 0.5% noise
+        def __init__(self) -> None:
+            self.replay = ReplayTimer(Landscape.from_points("scale_kernel", "synthetic", {}, pts), noise=0.005, seed=0)
+            self.timed: list[tritune.Config] = []
+
+        def measure_config(self, config, budget_s):  # type: ignore[no-untyped-def]
+            self.timed.append(config)
+            return self.replay.measure_config(config, budget_s)
+
+    return batches, Timer
+
+
+def run(k, n: int = 3000) -> None:  # type: ignore[no-untyped-def]
+    x = torch.randn(n)
+    out = torch.empty_like(x)
+    k[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, out, n)
+    assert torch.equal(out, x * 2)
+
+
+def deco(store, timer, **kw):  # type: ignore[no-untyped-def]
+    return tritune.autotune(configs=CONFIGS, key=["n"], store=store, timer=timer, jobs=4,
+                            race=RaceOptions(brief_budget_s=0.001, round_budget_s=0.002), **kw)(scale_kernel)  # fmt: skip
+
+
+def test_search_batches_the_pool_width_the_race_decides_and_the_store_resumes(fake_gpu, tmp_path):
+    batches, Timer = fake_gpu
+    db = str(tmp_path / "s.db")
+    t = Timer()
+    k = deco(db, t, search="random", budget=12)
+    run(k)
+    (choice,) = k.choices().values()
+    s = choice.stats["search"]
+    assert [len(b) for b in batches] == [4, 4, 4]  # as wide as the pool (jobs=4), 12 = the budget
+    tried = [c for b in batches for c in b]
+    assert len(set(tried)) == 12  # never proposed twice
+    assert s["strategy"] == "random" and s["evaluated"] == 12 and s["stopped"] == "budget" and s["space"] == 60
+    ok = [c for c in tried if c != REFUSED]
+    assert choice.config == min(ok, key=times().__getitem__)  # the race's winner over every batch
+    assert REFUSED not in t.timed  # screened on its binary: never timed
+    st = open_store(db)
+    (entry,) = st.entries()
+    assert len(st.candidates(entry.key)) == 12  # every measured (or failed) config is recorded
+    assert st.lookup_winner(entry.key).provenance["search"]["evaluated"] == 12
+    # A larger budget continues: 12 more configs, none of the first 12, the stored ones count.
+    batches.clear()
+    k2 = deco(db, Timer(), search="random", budget=24)
+    run(k2)
+    (c2,) = k2.choices().values()
+    more = [c for b in batches for c in b]
+    again = set(more) & set(tried)  # only the stored winner (and its ties) race again, with the first batch
+    assert choice.config in again and len(again) <= 3 and again <= set(batches[0])
+    assert len(set(more) - set(tried)) == 12
+    assert c2.stats["search"]["resumed"] == 12 and c2.stats["search"]["evaluated"] == 12
+    assert len(st.candidates(entry.key)) == 24
+    assert times()[c2.config] <= times()[choice.config]
+    # The same budget again: the store answers, nothing is compiled or timed.
+    batches.clear()
+    t3 = Timer()
+    k3 = deco(db, t3, search="random", budget=24)
+    run(k3)
+    assert next(iter(k3.choices().values())).source == "store" and not batches and not t3.timed
+
+
+def test_a_new_key_starts_from_the_tuned_keys_winners(fake_gpu, tmp_path):
+    batches, Timer = fake_gpu
+    db = str(tmp_path / "s.db")
+    winners = []
+    for n in (1000, 2000, 4000):
+        k = deco(db, Timer(), search="surrogate", budget=16)
+        run(k, n)
+        winners.append(next(iter(k.choices().values())).config)
+    batches.clear()
+    k = deco(db, Timer(), search="surrogate")  # the default budget, a quarter of the cold one with transfer
+    run(k, 3000)
+    (choice,) = k.choices().values()
+    s = choice.stats["search"]
+    assert len(s["transfer"]["keys"]) == 3
+    assert set(winners) <= set(batches[0])  # the neighbours' winners are measured first
+    st = open_store(db)
+    seen_there = {r.config for e in st.entries() for r in st.candidates(e.key) if r.status is Status.MEASURED}
+    assert set(batches[0]) <= seen_there  # the rest of the first batch: their fastest, not random draws
+    assert s["evaluated"] == searching.default_evaluations(60, 4, transfer=True) == 16
+    assert "transfer" in s["budget"] and s["stopped"] == "budget"
+    assert choice.config in set(batches[0])
+
+
+def test_plan_threshold_env_and_errors(monkeypatch):
+    monkeypatch.delenv(searching.ENV_VAR, raising=False)
+    assert searching.plan(None, None, searching.SEARCH_THRESHOLD) is None  # small spaces race whole
+    big = searching.plan(None, None, searching.SEARCH_THRESHOLD + 1)
+    assert big is not None and big.strategy == "surrogate" and big.budget is None
+    assert searching.plan("exhaustive", None, 10_000) is None
+    assert searching.plan(None, "20", 10) is not None  # a budget alone searches
+    monkeypatch.setenv(searching.ENV_VAR, "exhaustive")
+    assert searching.plan(None, None, 10_000) is None
+    monkeypatch.setenv(searching.ENV_VAR, "random")
+    assert searching.plan(None, None, 10).strategy == "random"
+    with pytest.raises(SearchError, match="mykernel: unknown search strategy 'nope'"):
+        searching.plan("nope", None, 10, where="mykernel")
+    with pytest.raises(SearchError, match="mykernel: budget '0'"):
+        searching.plan("random", "0", 10, where="mykernel")
+    with pytest.raises(SearchError, match="drop budget"):
+        searching.plan("exhaustive", "10%", 10)
+    with pytest.raises(SearchError, match="unknown search strategy"):
+        tritune.autotune(configs=CONFIGS, key=["n"], search="nope")(scale_kernel)
+
+
+@pytest.mark.parametrize(("n_legal", "width", "transfer", "evals"), [
+    (2000, 16, False, 96),  # 5% = 100, in whole batches of 16
+    (2000, 16, True, 16),  # a quarter: 25, one batch
+    (5536, 16, False, 256),  # at most 256
+    (513, 16, False, 64),  # at least 64
+    (40, 16, False, 40),  # never more than the space
+])  # fmt: skip
+def test_default_budget(n_legal, width, transfer, evals):
+    assert searching.default_evaluations(n_legal, width, transfer=transfer) == evals
+
+
+@pytest.mark.parametrize(("text", "evals", "secs"), [("10%", 6, None), ("0.5", 30, None), (7, 7, None),
+                                                     ("30s", None, 30.0), ("10%+1m", 6, 60.0)])  # fmt: skip
+def test_budget_forms_resolve_against_the_legal_space(text, evals, secs):
+    b = searching.parse_budget(text).resolve(60)
+    assert (b.evaluations, b.seconds) == (evals, secs)
+
+
+def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path):
+    """``tune()`` (what ``tritune tune --strategy --budget`` runs) through FAKE compile workers and a replay
+    timer (SYNTHETIC times of tests/dist/session_workers.py); the kernel runs in Triton's interpreter."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    import session_workers as sw
+
+    from tritune.report.html import _summary as html_summary
+    from tritune.report.tables import _summary
+    from tritune.tune.session import TuneOptions, tune
+
+    batches: list[list[tritune.Config]] = []
+
+    def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # type: ignore[no-untyped-def]
+        batches.append(list(todo))
+        return FakeCompiling(list(todo), {})
+
+    monkeypatch.setattr(pc, "start_precompile", fake_start)
+    wl = sw.gelu()
+    store = open_store(str(tmp_path / "s.db"))
+
+    def once(budget):  # type: ignore[no-untyped-def]
+        opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False, strategy="random", budget=budget)
+        res = tune([wl], keys=[sw.KEY], options=opts, store=store, timer=sw.replay_timer(wl, 0), target="sm90",
+                   device="cpu", group=None)  # fmt: skip
+        doc = json.loads(res.dumps())  # what `tritune tune --json` writes
+        assert doc["workloads"][0]["search"]["evaluated"] == res.workloads[0].extra["search"]["evaluated"]
+        return res.workloads[0]
+
+    assert len(wl.candidates()) == 4
+    w = once(2)
+    s = w.extra["search"]
+    assert [len(b) for b in batches] == [2] and s["evaluated"] == 2 and s["stopped"] == "budget"
+    assert sum(c.extra.get("searched") is False for c in w.candidates) == 2
+    assert s["winner"] == tritune.Config.from_json(w.extra["winner"]).id
+    assert "searched with random" in _summary("tune", w) and "2 of 4" in _summary("tune", w)
+    assert "searched with random" in html_summary("tune", w) and "stopped: budget" in html_summary("tune", w)
+    (entry,) = store.entries()
+    assert len(store.candidates(entry.key)) == 2  # the untried configs are not recorded
+    batches.clear()
+    w2 = once(4)
+    assert w2.extra["search"]["resumed"] == 2 and w2.extra["search"]["evaluated"] == 2
+    assert len(store.candidates(entry.key)) == 4 and w2.extra["search"]["stopped"] in ("budget", "exhausted")
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--strategy", "nope"], "unknown search strategy 'nope'"),
+    (["--budget", "1.5"], "neither a fraction"),
+    (["--budget", "0%"], "percentage"),
+    (["--exhaustive", "--budget", "10%"], "--exhaustive times every legal config"),
+    (["--strategy", "exhaustive", "--budget", "10%"], "drop budget"),
+])  # fmt: skip
+def test_tune_cli_refuses_bad_search_flags_before_any_work(flags, message, capsys):
+    from pathlib import Path
+
+    from tritune.cli.main import main
+
+    gelu = str(Path(__file__).resolve().parents[2] / "examples" / "gelu.py")
+    assert main(["tune", gelu, "--no-store", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_transfer_batch_wider_than_the_warm_start_is_filled_from_the_neighbours_not_at_random():
+    from tritune.search import KeyResults
+
+    ranked = sorted(times(), key=times().__getitem__)
+    near = [KeyResults({"n": 1000}, {c: times()[c] for c in ranked[:40]})]  # one tuned key, 40 measured (SYNTHETIC)
+    p = searching.plan("surrogate", None, len(CONFIGS))
+    driver, info = searching.make_driver(p, CONFIGS, width=16, key_values={"n": 3000}, near=near)
+    first = driver.next_batch()
+    assert len(first) == 16 and first[0] == ranked[0]  # the neighbour's winner first
+    assert set(first) == set(ranked[:16])  # then its fastest configs, no random draws
+    assert info["transfer"]["keys"] == [{"n": 1000}] and driver.budget.evaluations == 16

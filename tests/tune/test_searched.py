@@ -1,0 +1,91 @@
+"""engine.searched.search_and_race: batches from a SearchDriver, one race across them, outcomes told back.
+
+FAKES: no compiling (compiler=None), a ``prepare`` that refuses one config as a binary the GPU would not
+load, and SYNTHETIC times replayed by a ReplayTimer with 1% noise.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fake_compiling import FakeCompiling
+
+import tritune
+from tritune.bench import Failure, ReplayTimer
+from tritune.engine.race import RaceOptions
+from tritune.engine.searched import search_and_race
+from tritune.landscape import Landscape, LandscapePoint
+from tritune.outcome import Status
+from tritune.search import SearchDriver, get
+from tritune.space import Space
+
+CONFIGS = [tritune.Config({"B": b, "C": c}) for b in range(8) for c in range(6)]
+TIMES = {cfg: 1.0 + 0.05 * ((i * 11) % len(CONFIGS)) for i, cfg in enumerate(CONFIGS)}  # SYNTHETIC
+BEST = min(TIMES, key=TIMES.__getitem__)
+REFUSED = max(TIMES, key=TIMES.__getitem__)
+OPTS = RaceOptions(brief_budget_s=0.001, round_budget_s=0.002)
+
+
+def test_one_race_decides_across_batches_and_every_outcome_reaches_the_strategy() -> None:
+    replay = ReplayTimer(Landscape.from_points("k", "synthetic", {}, [LandscapePoint(c, Status.MEASURED, t)
+                                                                     for c, t in TIMES.items()]), noise=0.01, seed=1)  # fmt: skip
+    timed: list[tritune.Config] = []
+
+    def measure(config, budget_s):  # type: ignore[no-untyped-def]
+        timed.append(config)
+        return replay.measure_config(config, budget_s)
+
+    def prepare(config):  # type: ignore[no-untyped-def]
+        return Failure(Status.ILLEGAL, "FAKE: too much shared memory") if config == REFUSED else None
+
+    strategy = get("random", Space.from_configs(CONFIGS), seed=3)
+    driver = SearchDriver(strategy, 20, width=5, warm=[BEST, REFUSED])  # type: ignore[arg-type]
+    seen: list[list[tritune.Config]] = []
+    stats: dict = {}
+    result = search_and_race(driver, prepare=prepare, measure=measure, options=OPTS, stats=stats,
+                             on_batch=lambda batch, _: seen.append(list(batch)))  # fmt: skip
+    assert result is not None
+    assert [len(b) for b in seen] == [5, 5, 5, 5] and len(stats["batches"]) == 4
+    tried = [c for b in seen for c in b]
+    assert len(set(tried)) == 20 and BEST in seen[0] and REFUSED in seen[0]
+    assert {o.config for o in result.outcomes} == set(tried)  # the race covers every batch
+    assert result.winner == BEST
+    # BEST came in the first batch and raced on against the later ones with the samples it had.
+    assert result.outcome(BEST).timings > 1 and timed.count(BEST) > 1
+    assert REFUSED not in timed and result.outcome(REFUSED).status is Status.ILLEGAL
+    told = {o.config: o for o in strategy.history}
+    assert told[REFUSED].status is Status.ILLEGAL and told[BEST].ok  # every outcome reached the strategy
+    assert driver.why_stopped == "budget" and driver.spent == 20
+
+
+def test_stored_finalists_race_again_without_being_told_twice() -> None:
+    replay = ReplayTimer(Landscape.from_points("k", "synthetic", {}, [LandscapePoint(c, Status.MEASURED, t)
+                                                                     for c, t in TIMES.items()]), noise=0.0, seed=1)  # fmt: skip
+    strategy = get("random", Space.from_configs(CONFIGS), seed=0)
+    driver = SearchDriver(strategy, 10, width=5, known=[(BEST, TIMES[BEST])])  # type: ignore[arg-type]
+    result = search_and_race(driver, prepare=lambda c: None, measure=replay.measure_config, options=OPTS,
+                             finalists=[BEST])  # fmt: skip
+    assert result is not None and result.winner == BEST  # the stored winner raced with the new configs
+    assert driver.resumed == 1 and driver.spent == 10  # the stored one is known, not proposed nor told again
+    assert len(strategy.history) == 11 and sum(o.config == BEST for o in strategy.history) == 1
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_next_batch_compiles_while_the_last_compiles_of_this_one_finish(overlap: bool) -> None:
+    """FAKE compile workers (tests/tune/fake_compiling.py): each batch's last config is a straggler."""
+    replay = ReplayTimer(Landscape.from_points("k", "synthetic", {}, [LandscapePoint(c, Status.MEASURED, t)
+                                                                     for c, t in TIMES.items()]), noise=0.0, seed=1)  # fmt: skip
+    started: list[FakeCompiling] = []
+    at_start: list[int] = []
+
+    def compiler(todo):  # type: ignore[no-untyped-def]
+        at_start.append(len(started[-1].pending) if started else -1)
+        started.append(FakeCompiling(list(todo), {todo[-1]: None}, workers=4))
+        return started[-1]
+
+    driver = SearchDriver(get("random", Space.from_configs(CONFIGS), seed=0), 12, width=4)  # type: ignore[arg-type]
+    result = search_and_race(driver, prepare=lambda c: None, measure=replay.measure_config, options=OPTS,
+                             compiler=compiler, overlap=overlap)  # fmt: skip
+    assert result is not None and len(started) == 3 and driver.spent == 12
+    # overlapped: batches 2 and 3 started while the previous batch's straggler was still compiling
+    assert at_start == ([-1, 1, 1] if overlap else [-1, 0, 0])
+    assert all(f.closed for f in started)
