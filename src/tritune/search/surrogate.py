@@ -139,6 +139,8 @@ class SurrogateSearch(Strategy):
         pick: str = "min",
         noise_aware: bool = True,
         pattern_every: int = 0,
+        kappa: float = 0.0,
+        kappa_local: float = 0.0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -164,6 +166,9 @@ class SurrogateSearch(Strategy):
         self.pick = pick
         self.noise_aware = bool(noise_aware)
         self.pattern_every = max(0, int(pattern_every))
+        self.kappa = float(kappa)
+        self.kappa_local = float(kappa_local)
+        self._sd = np.zeros(len(self.candidates))
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
         self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
         self._gp = GaussianProcess(self._unit, self._x) if model == "gp" else None
@@ -207,7 +212,10 @@ class SurrogateSearch(Strategy):
             y = y - base[idx]
         if self._gp is not None:
             sigma = self.noise / 1.96 if self.noise_aware else 0.0  # the interval's half-width, as a std
-            score = base + self._gp.predict(idx, y, noise_var=sigma * sigma)
+            want = self.kappa > 0 or self.kappa_local > 0
+            score = base + self._gp.predict(idx, y, noise_var=sigma * sigma, with_std=want)
+            sd = self._gp.last_std
+            self._sd = sd if sd is not None else np.zeros(len(self.candidates))
         else:
             if alpha is None:
                 alpha = min(ALPHAS, key=lambda a: loo_error(x, y - y.mean(), a))
@@ -286,7 +294,9 @@ class SurrogateSearch(Strategy):
                     if (step & free).any():
                         pool = step & free
                 cand = np.flatnonzero(pool)
-                out.append(int(cand[np.argmin(score[cand] + penalty[cand])]))
+                k = self.kappa if go_global else self.kappa_local
+                acq = score[cand] + penalty[cand] - k * self._sd[cand]
+                out.append(int(cand[np.argmin(acq)]))
             if n > 1:
                 r2 = (((self._unit - self._unit[out[-1]]) / 0.25) ** 2).sum(axis=1)
                 penalty += bump * matern52(r2)
