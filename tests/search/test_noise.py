@@ -115,3 +115,24 @@ def test_gp_spread_is_small_where_told_and_large_far_away() -> None:
     assert float(sd[idx].max()) < float(sd[unit[:, 0] == 1.0].min())
     gp.predict(idx, y)
     assert gp.last_std is None
+
+
+@pytest.mark.parametrize("smooth", [True, False])
+def test_smoothed_centres_do_not_follow_a_lucky_draw(smooth: bool) -> None:
+    """FAKE bowl over BLOCK 0..15 with its floor at 10..12, and one lucky draw at BLOCK=3 (slow region).
+
+    With noisy measurements and ``smooth``, the centre of the next pattern step is the model's best
+    (in the floor), not the lucky draw; without it the step leaves from the lucky config."""
+    space = Space({"BLOCK": list(range(16)), "W": [1, 2]})
+    s = SurrogateSearch(space, seed=0, pattern_every=1, explore=0.0, smooth=smooth, global_every=0)
+    told = [(b, w) for b in (0, 2, 3, 6, 8, 10, 12, 14) for w in (1, 2)]
+    for b, w in told:
+        c = Config({"BLOCK": b, "W": w})
+        s.mark_asked(c)
+        t = 1.0 + 0.02 * max(0, abs(b - 11) - 1) ** 1.5 + 0.01 * (w - 1)
+        if (b, w) == (3, 1):
+            t = 0.995  # a lucky draw: BLOCK=2 measures 1.42
+        s.tell(c, Status.MEASURED, t, ci=(t / 1.04, t * 1.04))
+    (step,) = s.ask(1)
+    moved_from_lucky = abs(step.as_dict()["BLOCK"] - 3) <= 1 and step.as_dict()["W"] == 1
+    assert moved_from_lucky is not smooth, step.id
