@@ -71,6 +71,18 @@ def load_holdout(folder: Path, per_variant: int) -> list[tuple[str, Landscape]]:
     return out
 
 
+def split_strategies(text: str | None) -> list[str]:
+    """``random,surrogate:top=5,kappa=2`` -> ``["random", "surrogate:top=5,kappa=2"]``: an item with ``=``
+    and no ``:`` is one more option of the strategy before it."""
+    out: list[str] = []
+    for item in (text or "").split(","):
+        if "=" in item and ":" not in item and out:
+            out[-1] += "," + item
+        elif item:
+            out.append(item)
+    return out
+
+
 def strategy_factory(spec: str) -> Any:
     """``name`` or ``name:key=value,...`` (a registered strategy with options) as a simulate factory."""
     if ":" not in spec:
@@ -225,9 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         return transfer_main(args)
     if args.folder is None and not args.synthetic and not args.holdout:
         ap.error("give a landscape folder, --synthetic, --holdout, or several")
-    names = (
-        args.strategies.split(",") if args.strategies else [n for n in registry.names() if n != "exhaustive"]
-    )
+    names = split_strategies(args.strategies) or [n for n in registry.names() if n != "exhaustive"]
     here = Path(__file__).parent / "landscapes"
     lands = [
         (lab, land, "dev") for lab, land in load_landscapes(args.folder, args.synthetic, args.synthetic_seed)
