@@ -216,8 +216,8 @@ class Strategy(ABC):
 
         The config's time becomes the geometric mean of every draw, and its interval (if intervals were
         told) narrows by the square root of the number of draws; :meth:`best`, :meth:`ties` and the
-        strategy's model (its ``_observe`` hook is called again with the pooled observation) use the
-        pooled value. A repeat is not a new evaluation: :attr:`evaluations` does not change.
+        strategy's model (its :meth:`_reobserve` hook, by default ``_observe`` again with the pooled
+        observation) use the pooled value. A repeat is not a new evaluation: :attr:`evaluations` does not change.
         """
         config = as_config(config)
         i = self.index.get(config)
@@ -240,7 +240,7 @@ class Strategy(ABC):
             key=lambda o: o.time_ms,  # type: ignore[arg-type, return-value]
             default=None,
         )
-        self._observe(i, pooled)
+        self._reobserve(i, pooled)
 
     def draws(self, config: Config) -> int:
         """How many measurements a config's time pools (0 if never measured)."""
@@ -355,6 +355,12 @@ class Strategy(ABC):
 
     def _observe(self, index: int, obs: Observation) -> None:  # noqa: B027 - optional hook
         """Called after each told outcome; ``index`` is the config's index in ``candidates``."""
+
+    def _reobserve(self, index: int, obs: Observation) -> None:
+        """Called after :meth:`retell` with the pooled observation; by default the ``_observe`` hook again,
+        which suits a hook that records each config's latest time. Override where a second call would
+        count the config twice."""
+        self._observe(index, obs)
 
     def _finished(self) -> bool:
         """Override to stop before the space is exhausted (the base stops only when it is)."""
