@@ -170,7 +170,11 @@ def transfer_main(args: argparse.Namespace) -> int:
         )
     if args.out:
         args.out.write_text(
-            json.dumps({"budget": args.budget, "seeds": args.seeds, "rows": rows}, indent=1) + "\n"
+            json.dumps(
+                {"provenance": args.provenance, "budget": args.budget, "seeds": args.seeds, "rows": rows},
+                indent=1,
+            )
+            + "\n"
         )
         print(f"wrote {args.out}")
     return 0
@@ -231,8 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="instead: transfer between keys on N fitted families of 4 keys per recorded landscape",
     )
-    raw_argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
+    # Taken before the runs: the commit and date of the code that ran, not of the tree at the end.
+    args.provenance = provenance(list(sys.argv[1:] if argv is None else argv))
     if args.transfer:
         return transfer_main(args)
     if args.folder is None and not args.synthetic and not args.holdout:
@@ -321,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = print_summary(tally)
     if args.out:
         doc = {
-            "provenance": provenance(raw_argv),
+            "provenance": args.provenance,
             "budget": args.budget,
             "seeds": args.seeds,
             "noise": noises,
