@@ -118,7 +118,7 @@ def softmax(seed: int = 0) -> Landscape:
         if block * rpp * 2 * stages > SMEM_BYTES:
             points.append(LandscapePoint(cfg, Status.ILLEGAL, None, "shared memory"))
             continue
-        eff = min(1.0, per_thread / 8) ** 0.5  # vector width
+        eff = min(1.0, per_thread / 8) ** 0.25  # vector width
         if per_thread > 64:
             eff /= 1 + (per_thread - 64) / 128  # spills
         chunks = max(1, cols // block)
@@ -184,6 +184,35 @@ def attention(seed: int = 0) -> Landscape:
     )
 
 
+def short_elementwise(seed: int = 0, n: int = 1 << 20) -> Landscape:
+    """A ~6 us elementwise kernel (GELU at n = 2^20): a launch floor, waves of few programs, vector width.
+
+    Few programs fill the GPU badly (wave quantization), small blocks pay per-program latency, and
+    threads with under 4 elements lose vector width: an irregular top where one or two configs win by
+    a few percent over the rest, as close as timing noise.
+    """
+    rng = np.random.default_rng(seed)
+    launch_ms, bytes_moved = 0.0035, 8 * n  # fp32 in and out
+    points = []
+    for block, warps, stages in itertools.product([128 << i for i in range(8)], [1, 2, 4, 8, 16], [1, 3]):
+        cfg = Config({"BLOCK": block}, num_warps=warps, num_stages=stages)
+        per_thread = block / (32 * warps)
+        programs = math.ceil(n / block)
+        resident = max(1, min(32, 64 // warps))  # blocks per SM, limited by warps per SM
+        waves = programs / (SMS * resident)
+        fill = min(1.0, programs / SMS)  # fewer programs than SMs leave SMs idle
+        eff = fill * (waves / math.ceil(waves)) * min(1.0, per_thread / 8) ** 0.25
+        if per_thread > 64:
+            eff /= 1 + (per_thread - 64) / 64  # register pressure
+        per_program_ms = 0.0012 * math.ceil(waves)  # scheduling latency per wave
+        t = launch_ms + bytes_moved / 4.0e12 * 1e3 / eff + per_program_ms
+        t *= (1.004 if stages == 3 else 1.0) * _rough(rng, 0.015)
+        points.append(LandscapePoint(cfg, Status.MEASURED, round(t, 7)))
+    return _landscape(
+        "synthetic_short_elementwise", {"n": n}, points, seed, short_elementwise.__doc__ or ""
+    )
+
+
 GENERATORS: dict[str, Callable[[int], Landscape]] = {
     "synthetic_matmul": matmul,
     "synthetic_matmul_small": lambda seed: matmul(seed, size=1024, name="synthetic_matmul_small"),
@@ -201,9 +230,24 @@ GENERATORS: dict[str, Callable[[int], Landscape]] = {
             "GROUP_M": [8],
         },
     ),
+    # 1,728 configs (1,400 legal): GROUP_M 1/4/8, the widest space of the held-out suite.
+    "synthetic_matmul_wide": lambda seed: matmul(
+        seed,
+        size=6144,
+        name="synthetic_matmul_wide",
+        grid={
+            "BM": [32, 64, 128, 256],
+            "BN": [32, 64, 128, 256],
+            "BK": [32, 64, 128],
+            "num_warps": [2, 4, 8],
+            "num_stages": [2, 3, 4, 5],
+            "GROUP_M": [1, 4, 8],
+        },
+    ),
     "synthetic_softmax": softmax,
     "synthetic_near_ties": near_ties,
     "synthetic_attention": attention,
+    "synthetic_short_elementwise": short_elementwise,
 }
 
 

@@ -90,6 +90,21 @@ def check_told(config: Config, status: Any, time_ms: Any) -> Observation:
     return Observation(config, status, None)
 
 
+def _checked_ci(obs: Observation, ci: tuple[float, float]) -> tuple[float, float]:
+    """A told interval, validated against its observation: ``0 < low <= time_ms <= high``."""
+    try:
+        lo, hi = (float(v) for v in ci)
+    except (TypeError, ValueError):
+        raise SearchError(f"{obs.config.id}: ci={ci!r} must be a pair (low_ms, high_ms)") from None
+    if not obs.ok or obs.time_ms is None:
+        raise SearchError(f"{obs.config.id}: a failure ({obs.status.value}) has no confidence interval")
+    if not (0 < lo <= obs.time_ms <= hi and math.isfinite(hi)):
+        raise SearchError(
+            f"{obs.config.id}: ci=({lo!r}, {hi!r}) must satisfy 0 < low <= time_ms={obs.time_ms!r} <= high"
+        )
+    return lo, hi
+
+
 class Strategy(ABC):
     """Base class of tritune's strategies: bookkeeping, deduplication and legality live here.
 
@@ -118,6 +133,7 @@ class Strategy(ABC):
         self._pending: set[int] = set()
         self._best: Observation | None = None
         self._ci: dict[int, tuple[float, float]] = {}
+        self._repeats: dict[int, list[float]] = {}  # log times of every draw of re-measured configs
 
     # -- the interface ---------------------------------------------------------------------------
     def ask(self, n: int = 1) -> list[Config]:
@@ -193,17 +209,77 @@ class Strategy(ABC):
         return True
 
     def _record_ci(self, i: int, obs: Observation, ci: tuple[float, float]) -> None:
-        try:
-            lo, hi = (float(v) for v in ci)
-        except (TypeError, ValueError):
-            raise SearchError(f"{obs.config.id}: ci={ci!r} must be a pair (low_ms, high_ms)") from None
-        if not obs.ok or obs.time_ms is None:
-            raise SearchError(f"{obs.config.id}: a failure ({obs.status.value}) has no confidence interval")
-        if not (0 < lo <= obs.time_ms <= hi and math.isfinite(hi)):
+        self._ci[i] = _checked_ci(obs, ci)
+
+    def retell(self, config: Config, time_ms: float, *, ci: tuple[float, float] | None = None) -> None:
+        """Report a repeat measurement of a config already told measured (a race re-timing its finalists).
+
+        The config's time becomes the geometric mean of every draw, and its interval (if intervals were
+        told) narrows by the square root of the number of draws; :meth:`best`, :meth:`ties` and the
+        strategy's model (its :meth:`_reobserve` hook, by default ``_observe`` again with the pooled
+        observation) use the pooled value. A repeat is not a new evaluation: :attr:`evaluations` does not change.
+        """
+        config = as_config(config)
+        i = self.index.get(config)
+        first = next((o for o in self.history if o.config == config), None)
+        if i is None or first is None or not first.ok or first.time_ms is None:
             raise SearchError(
-                f"{obs.config.id}: ci=({lo!r}, {hi!r}) must satisfy 0 < low <= time_ms={obs.time_ms!r} <= high"
+                f"{self.name}.retell({config.id}): only a config already told 'measured' can be re-measured"
             )
-        self._ci[i] = (lo, hi)
+        again = check_told(config, Status.MEASURED, time_ms)
+        assert again.time_ms is not None
+        if ci is not None:
+            checked = _checked_ci(again, ci)
+            self._ci.setdefault(i, checked)  # a config keeps its first draw's width; pooling narrows it
+        draws = self._repeats.setdefault(i, [math.log(first.time_ms)])
+        draws.append(math.log(again.time_ms))
+        pooled = Observation(config, Status.MEASURED, math.exp(sum(draws) / len(draws)))
+        self.history = [pooled if o.config == config else o for o in self.history]
+        self._best = min(
+            (o for o in self.history if o.ok and o.time_ms is not None),
+            key=lambda o: o.time_ms,  # type: ignore[arg-type, return-value]
+            default=None,
+        )
+        self._reobserve(i, pooled)
+
+    def draws(self, config: Config) -> int:
+        """How many measurements a config's time pools (0 if never measured)."""
+        i = self.index.get(as_config(config))
+        if i is None:
+            return 0
+        if i in self._repeats:
+            return len(self._repeats[i])
+        return int(any(o.config == self.candidates[i] and o.ok for o in self.history))
+
+    def contenders(self, limit: int) -> list[Config]:
+        """Up to ``limit`` measured configs worth re-measuring before the final pick: the best and its ties.
+
+        A config is a contender when its interval reaches below the best's upper bound (intervals
+        overlap), fastest first, fewest draws first among equal times. With no interval told nothing
+        is uncertain and only the best is returned: re-measuring would change nothing.
+        """
+        best = self._best
+        if best is None or best.time_ms is None or limit < 1:
+            return []
+        bhi = self.interval(best)[1]
+        out = []
+        for obs in sorted((o for o in self.history if o.ok), key=lambda o: o.time_ms or 0.0):
+            if obs is best or self.interval(obs)[0] <= bhi:
+                out.append(obs.config)
+        return out[:limit]
+
+    def interval(self, obs: Observation) -> tuple[float, float]:
+        """The confidence interval of a measured observation's (pooled) time: the told interval's
+        relative half-width, narrowed by the square root of the draws it pools; a point without one."""
+        t = obs.time_ms
+        if t is None:
+            raise SearchError(f"{obs.config.id}: a failure ({obs.status.value}) has no interval")
+        i = self.index[obs.config]
+        ci = self._ci.get(i)
+        if ci is None:
+            return t, t
+        half = math.log(ci[1] / ci[0]) / 2.0 / math.sqrt(len(self._repeats.get(i, (0,))))
+        return t * math.exp(-half), t * math.exp(half)
 
     @property
     def noise(self) -> float:
@@ -222,8 +298,7 @@ class Strategy(ABC):
         best = self._best
         if best is None or best.time_ms is None:
             return []
-        bi = self.index[best.config]
-        _, bhi = self._ci.get(bi, (best.time_ms, best.time_ms))
+        _, bhi = self.interval(best)
         out = [best]
         for obs in self.history:
             if obs is best or not obs.ok or obs.time_ms is None:
@@ -280,6 +355,12 @@ class Strategy(ABC):
 
     def _observe(self, index: int, obs: Observation) -> None:  # noqa: B027 - optional hook
         """Called after each told outcome; ``index`` is the config's index in ``candidates``."""
+
+    def _reobserve(self, index: int, obs: Observation) -> None:
+        """Called after :meth:`retell` with the pooled observation; by default the ``_observe`` hook again,
+        which suits a hook that records each config's latest time. Override where a second call would
+        count the config twice."""
+        self._observe(index, obs)
 
     def _finished(self) -> bool:
         """Override to stop before the space is exhausted (the base stops only when it is)."""

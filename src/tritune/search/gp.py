@@ -79,6 +79,7 @@ class GaussianProcess:
         self.hp = [LENGTH_SCALES.index(0.6)] * self.dims + [NUGGETS.index(1e-2), 0]
         self._fitted_at = 0
         self._cols: dict[int, np.ndarray] = {}
+        self.last_std: np.ndarray | None = None
 
     @property
     def length_scales(self) -> tuple[float, ...]:
@@ -152,8 +153,13 @@ class GaussianProcess:
             self._cols[i] = col
         return col
 
-    def predict(self, idx: np.ndarray, y: np.ndarray, *, noise_var: float = 0.0) -> np.ndarray:
+    def predict(
+        self, idx: np.ndarray, y: np.ndarray, *, noise_var: float = 0.0, with_std: bool = False
+    ) -> np.ndarray:
         """Posterior mean at every candidate given values ``y`` at candidates ``idx``.
+
+        With ``with_std`` the posterior standard deviation of every candidate (same units as ``y``) is
+        left in :attr:`last_std`: small at and near told points, large in unexplored regions.
 
         Past ``max_points`` values the model keeps the lowest half of ``max_points`` and an even spread (by
         rank) of the others, so that a long search keeps its cost per ask bounded and its matrices small.
@@ -184,4 +190,17 @@ class GaussianProcess:
             weights = np.linalg.solve(k, r)
         except np.linalg.LinAlgError:
             weights = np.linalg.lstsq(k, r, rcond=None)[0]
+        self.last_std = None
+        if with_std:
+            # Posterior variance of the latent log time, in units of y: the prior variance (Matern 1 plus
+            # the linear part) less what the told values explain, times the profiled signal variance.
+            _, _, weight = self._params(self.hp)
+            prior = 1.0 + weight * np.einsum("ik,ik->i", self.lin, self.lin)
+            try:
+                solved = np.linalg.solve(k, cross.T)
+            except np.linalg.LinAlgError:
+                solved = np.linalg.lstsq(k, cross.T, rcond=None)[0]
+            var = np.maximum(prior - np.einsum("ij,ji->i", cross, solved), 0.0)
+            signal = max(float(r @ weights) / len(r), 1e-12)
+            self.last_std = scale * np.sqrt(signal * var)
         return mean + scale * np.einsum("ij,j->i", cross, weights)

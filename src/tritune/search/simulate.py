@@ -22,7 +22,7 @@ from tritune.config import Config
 from tritune.errors import SearchError
 from tritune.landscape import Landscape
 from tritune.outcome import Status
-from tritune.search.base import Budget, SearchStrategy
+from tritune.search.base import Budget, Observation, SearchStrategy, Strategy
 from tritune.search.driver import run_search
 from tritune.search.registry import get
 from tritune.space import Space
@@ -160,9 +160,12 @@ def simulate_one(
 ) -> SimulatedRun:
     """One seeded run. ``strategy`` is a registered name or a factory ``(space, *, seed, illegal)``.
 
-    With noise, a share ``confirm`` of the evaluation budget is kept back to re-measure the fastest
-    configs found (as tuning's race re-times its finalists): each is measured once more, and the pick
-    is the lowest mean log time of the two draws. The re-measurements count in ``evaluations``.
+    With noise, a share ``confirm`` of the evaluation budget is kept back to decide between the best
+    and its ties, as tuning's race re-times its finalists. For a :class:`Strategy` the decision is
+    interval-aware (:func:`_race_finalists`): only configs whose interval overlaps the best's are
+    re-measured, in rounds, their draws pooled (:meth:`Strategy.retell`), and what no tie needs goes
+    to the search. Other strategy objects get the plain rule: the fastest few measured once more, the
+    pick the lowest mean log time of the two draws. Re-measurements count in ``evaluations``.
     """
     space, illegal = replay_space(landscape)
     if isinstance(strategy, str):
@@ -175,10 +178,13 @@ def simulate_one(
         finalists = min(budget.evaluations // 2, max(1, round(confirm * budget.evaluations)))
         budget = Budget(evaluations=budget.evaluations - finalists, seconds=budget.seconds)
     result = run_search(search, evaluator, budget)
+    history = list(result.history)
     best = result.best
     confirmed = 0
-    if finalists and best is not None:
-        ranked = sorted((o for o in result.history if o.ok and o.time_ms), key=lambda o: o.time_ms or 0.0)
+    if finalists and best is not None and isinstance(search, Strategy):
+        best, confirmed = _race_finalists(search, evaluator, finalists, history)
+    elif finalists and best is not None:
+        ranked = sorted((o for o in history if o.ok and o.time_ms), key=lambda o: o.time_ms or 0.0)
         means = []
         for obs in ranked[:finalists]:
             again = evaluator(obs.config)[1]
@@ -195,7 +201,7 @@ def simulate_one(
 
     evals_to: int | None = None
     running: tuple[float, Config] | None = None
-    for n, obs in enumerate(result.history, start=1):
+    for n, obs in enumerate(history, start=1):
         if obs.ok and obs.time_ms is not None and (running is None or obs.time_ms < running[0]):
             running = (obs.time_ms, obs.config)
             if evals_to is None and true_ratio(obs.config) <= WITHIN:
@@ -203,10 +209,48 @@ def simulate_one(
     return SimulatedRun(
         seed=seed,
         best_ratio=None if best is None else true_ratio(best.config),
-        evaluations=result.evaluations + confirmed,
+        evaluations=len(history) + confirmed,
         evals_to_2pct=evals_to,
         best_config=None if best is None else best.config.id,
     )
+
+
+def _race_finalists(
+    search: Strategy, evaluator: ReplayEvaluator, reserve: int, history: list[Observation]
+) -> tuple[Observation | None, int]:
+    """Spend ``reserve`` evaluations deciding between the best and its ties, as tuning's race does.
+
+    Only contenders (configs whose interval overlaps the best's, :meth:`Strategy.contenders`) are
+    re-measured; each round re-measures every contender once and pools the draws, so intervals narrow
+    and configs that separate drop out. Evaluations no tie needs go to the search (appended to
+    ``history``). Returns the strategy's pick on the pooled times and how many re-measurements it made.
+    """
+    left = reserve
+    remeasured = 0
+    spare = left - len(search.contenders(left))
+    while left > 0:
+        if spare > 0 and not search.done():
+            more = run_search(search, evaluator, Budget(evaluations=spare))
+            history.extend(more.history)
+            left -= more.evaluations
+            spare = 0
+            if more.evaluations == 0:
+                break
+            continue
+        contenders = search.contenders(left)
+        if len(contenders) < 2:
+            if search.done():
+                break
+            spare = left
+            continue
+        for config in contenders:
+            status, again, ci = evaluator(config)
+            if status is not Status.MEASURED or again is None:
+                raise SearchError(f"{config.id}: measured once, then replayed as {status.value}")
+            search.retell(config, again, ci=ci)
+            left -= 1
+            remeasured += 1
+    return search.best(), remeasured
 
 
 def simulate(

@@ -105,6 +105,9 @@ class TPESearch(Strategy):
                 out.append(j)
         return [self.candidates[i] for i in out]
 
+    def _reobserve(self, index: int, obs: Observation) -> None:
+        """A repeat measurement: the study keeps the config's first trial (optuna trials are immutable)."""
+
     def _observe(self, index: int, obs: Observation) -> None:
         optuna = self._optuna
         params = {name: int(x) for name, x in zip(self.grid.names, self.grid.coords[index], strict=True)}
