@@ -10,7 +10,8 @@ from tritune.bench import Failure, Measurement, MeasurePolicy, TieCandidate, Tie
 from tritune.bench.ties import TIE_RULE, race_tie_report, tied_with
 from tritune.config import Config
 
-A, B, C, D = (Config({"BLOCK": 1024}, num_warps=w) for w in (1, 2, 4, 8))
+# Same warps, so per-block and per-thread register counts rank alike; the per-block test makes its own.
+A, B, C, D = (Config({"BLOCK": b}, num_warps=4) for b in (128, 256, 512, 1024))
 
 
 def fake_timer(median_ms: float, spread: float = 0.002, n: int = 200, seed: int = 0) -> Measurement:
@@ -20,8 +21,20 @@ def fake_timer(median_ms: float, spread: float = 0.002, n: int = 200, seed: int 
 
 
 def test_fewest_registers_first() -> None:
-    cands = [TieCandidate(A, 1.00, registers=64, shared=0), TieCandidate(B, 1.01, registers=32, shared=4096)]
-    assert break_tie(cands) == B
+    a, b = Config({"BLOCK": 512}, num_warps=4), Config({"BLOCK": 1024}, num_warps=4)
+    cands = [TieCandidate(a, 1.00, registers=64, shared=0), TieCandidate(b, 1.01, registers=32, shared=4096)]
+    assert break_tie(cands) == b
+
+
+def test_registers_are_counted_per_block_not_per_thread() -> None:
+    """H200 softmax 4096x1024 (session 5, call 3): w1 uses 48 registers per thread, w2 34; per block that is
+    1,536 against 2,176, so w2's lower per-thread count is no saving, and the rule keeps w1 (which the long
+    re-measurement put 1.2% ahead; per-thread counting had kept w2)."""
+    w1, w2, w8 = (Config({"BLOCK_N": 1024}, num_warps=w) for w in (1, 2, 8))
+    cands = [TieCandidate(w1, 6.117e-3, registers=48, shared=0), TieCandidate(w2, 6.123e-3, registers=34, shared=8)]
+    assert break_tie(cands) == w1
+    # Per block, 8 warps x 20 registers (5,120) is more than 1 warp x 48 (1,536).
+    assert break_tie([TieCandidate(w8, 1.0, 20, 32), TieCandidate(w1, 1.0, 48, 0)]) == w1
 
 
 def test_then_least_shared_memory() -> None:

@@ -92,7 +92,7 @@ def test_gpu_fns_checks_every_config_against_the_oracle() -> None:
 def test_the_tie_rule_picks_from_the_binaries_facts() -> None:
     """FAKE timer, two configs 0.2% apart under every policy: tied; the slower one has fewer registers, so the
     rule keeps it (what the tuner would), and its quality is judged too."""
-    a, b = Config({"B": 1}, num_warps=4), Config({"B": 2}, num_warps=8)
+    a, b = Config({"B": 1}, num_warps=4), Config({"B": 2}, num_warps=4)
     truth = {a: {"cold": 5.0, "warm": 2.0, "graph": 2.0}, b: {"cold": 5.01, "warm": 2.004, "graph": 2.004}}
     fns = {c: (lambda c=c: truth[c]) for c in (a, b)}
     facts = {a: {"registers": 64, "shared": 0}, b: {"registers": 32, "shared": 0}}

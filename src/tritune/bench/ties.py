@@ -12,8 +12,10 @@ The pick among tied configs follows :data:`TIE_RULE`, implemented by the pure fu
 (it leaves room to co-running kernels and is less likely to fall off a cliff at a neighbouring size),
 then the one that is best when timed the other ways, then the faster median:
 
-1. fewest registers per thread (unknown counts last);
-2. least shared memory (unknown last);
+1. fewest registers per block (registers per thread x threads per block: what occupancy is limited by;
+   per-thread counts alone would favour more warps, which spread the same work over more threads)
+   (unknown counts last);
+2. least shared memory per block (unknown last);
 3. smallest geometric mean of its time under the other policies, relative to the best there
    (unknown last);
 4. smallest median under this policy;
@@ -42,10 +44,11 @@ PICK_SHARE = 0.5
 
 #: The tie-breaking rule in words (what reports and JSON print).
 TIE_RULE = (
-    "among tied configs within half the measurement's resolution of the fastest: fewest registers, then least "
-    "shared memory, then best under the other measurement policies, then smallest median, then config id"
+    "among tied configs within half the measurement's resolution of the fastest: fewest registers per block, "
+    "then least shared memory per block, then best under the other measurement policies, then smallest median, "
+    "then config id"
 )
-TIE_RULE_ID = "half-resolution,registers,shared,other-policies,median,id"
+TIE_RULE_ID = "half-resolution,block-registers,shared,other-policies,median,id"
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,11 @@ def _other_score(c: TieCandidate, best_other: Mapping[str, float]) -> float:
     return math.exp(sum(logs) / len(logs)) if logs else math.inf
 
 
+def _threads_per_block(config: Config) -> int:
+    """32 threads per warp times the config's warps (Triton's default of 4 when it names none)."""
+    return 32 * (config.num_warps if config.num_warps else 4)
+
+
 def break_tie(candidates: Sequence[TieCandidate]) -> Config:
     """The config :data:`TIE_RULE` picks among ``candidates`` (all tied). Pure and deterministic."""
     if not candidates:
@@ -77,7 +85,7 @@ def break_tie(candidates: Sequence[TieCandidate]) -> Config:
 
     def rank(c: TieCandidate) -> tuple[float, float, float, float, str]:
         return (
-            math.inf if c.registers is None else float(c.registers),
+            math.inf if c.registers is None else float(c.registers) * _threads_per_block(c.config),
             math.inf if c.shared is None else float(c.shared),
             _other_score(c, best_other),
             c.median_ms,
