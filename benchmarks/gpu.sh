@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs libtests tutorials serving servingwd search. COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch gelu short libs libtests tutorials serving servingwd search searchxfer. COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
 # everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
@@ -56,6 +56,9 @@ for part in "$@"; do
                grep -c "^Timeout" "$RES"/servingwd/watchdog-*-incremental.txt | tee -a "$LOG" ;;
     search) step search 540 python3 benchmarks/search_tune.py --out "$RES/search"
             grep -A3 "^== search vs exhaustive" "$RES"/search/python3_*.log | tee -a "$LOG" ;;
+    # Issue 16's new-key row alone (3-key search, transfer, cold new key, interleaved quality): ~80 s.
+    searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer
+                grep -A5 "^== search vs exhaustive" "$RES"/searchxfer/python3_*.log | tee -a "$LOG" ;;
     *) echo "unknown part $part" | tee -a "$LOG" ;;
   esac
 done

@@ -1,6 +1,6 @@
 """Search in the loop on the GPU (issue 16): a 2,000-config Hopper matmul space, default search vs exhaustive.
 
-    PYTHONPATH=src python benchmarks/search_tune.py --out DIR [--quick] [--exhaustive-keys 1|3]
+    PYTHONPATH=src python benchmarks/search_tune.py --out DIR [--quick] [--exhaustive-keys 1|3] [--only transfer]
 
 The space is ``examples/matmul_tma_wide.py``'s with ``num_ctas=1`` and ``maxnreg`` in {none, 168}: 2,000
 legal configs before the screen (tiles, ``GROUP_M``, epilogue subtiling, warp specialization, warps,
@@ -26,7 +26,10 @@ flushed): at 4096^3 the search winner, the exhaustive run's 3 fastest configs an
 * ``transfer wall / cold search wall`` at 6144^3 (target <= 0.25) and the transfer winner's quality
   against the cold search's winner (<= 1.02).
 
-``--quick`` re-measures in 8 rounds instead of 16. Each tune's JSON result and log are kept in DIR.
+``--quick`` re-measures in 8 rounds instead of 16. ``--only transfer`` runs steps 2-4 and the 6144^3
+re-measurement only (no exhaustive race: about 80 s on the H200). Each tune's JSON result and log are kept
+in DIR, and each key's phases (store and setup, every batch's compile and race, the strategy's asks, the
+final race) are in ``search_tune.json`` and printed, with every config a transfer or cold search measured.
 """
 
 from __future__ import annotations
@@ -97,15 +100,35 @@ def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store:
              for c in w["candidates"] if c["status"] == "measured" and c.get("measurement")),
             key=lambda t: t[0],
         )  # fmt: skip
+        phases = phase_summary(w)
         keyed.append({"key": w["key"], "wall_s": w.get("wall_s"), "winner": best, "search": w.get("search"),
                       "top": [c for _, c in measured[:3]], "winner_ms": measured[0][0] if measured else None,
-                      "measured": len(measured)})  # fmt: skip
+                      "measured": len(measured), "phases": phases,
+                      "times": [[c.id, round(t, 5)] for t, c in measured]})  # fmt: skip
         s = w.get("search") or {}
         print(f"   {w['key']}: {w.get('wall_s')} s, winner {best.id if best else None}, "
               f"{len(measured)} measured" + (f", searched {s.get('evaluated')} ({s.get('stopped')})" if s else ""),
               flush=True)  # fmt: skip
+        if phases:
+            print(f"      phases: {json.dumps(phases, default=str)}", flush=True)
     print(f"   rc={rc} process wall {wall:.1f} s", flush=True)
     return {"rc": rc, "process_wall_s": round(wall, 2), "keys": keyed}
+
+
+def phase_summary(w: Mapping[str, Any]) -> dict[str, Any]:
+    """Where one key's wall went: each batch's seconds and compile phase, the strategy's asks (those proposed
+    while a batch compiles are inside its seconds too), the final race, the race's device time, and the rest
+    outside the batches (the key's setup: store reads, screen, arguments, oracle, the strategy's first ask)."""
+    ph = w.get("phases") or {}
+    batches = ph.get("batches") or []
+    race = w.get("race") or {}
+    final = ph.get("final_race") or {}
+    inside = sum(float(b.get("s") or 0) for b in batches) + float(final.get("s") or 0)  # asks: some in both
+    wall = w.get("wall_s")
+    return {"batches": [{k: b.get(k) for k in ("configs", "s", "compiled_s")} for b in batches],
+            "first_race": ph.get("first_race"), "ask_s": ph.get("ask_s"), "final_race": final or None,
+            "race_device_s": race.get("device_s"), "race_stop": race.get("stop"),
+            "outside_batches_s": round(float(wall) - inside, 3) if wall is not None else None}  # fmt: skip
 
 
 def interleave(fns: Mapping[str, Callable[[], None]], rounds: int) -> dict[str, float]:
@@ -133,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="directory for the JSON results and logs")
     ap.add_argument("--quick", action="store_true", help="8 interleaved rounds instead of 16")
     ap.add_argument("--exhaustive-keys", type=int, choices=(1, 3), default=1)
+    ap.add_argument("--only", choices=("transfer",), help="transfer: the 3-key search, the new key's transfer and "
+                    "cold search and their interleaved re-measurement only (no exhaustive race)")  # fmt: skip
     a = ap.parse_args(argv)
     import torch
 
@@ -143,13 +168,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     stores = Path(tempfile.mkdtemp(prefix="search-stores-"))
     print(f"space: {len(SEARCH_SPACE.configs())} legal configs before the screen", flush=True)
     t0 = time.perf_counter()
-    runs = {"exhaustive": tune_process("exhaustive", out, KEYS[: a.exhaustive_keys], stores / "ex.db",
-                                       "--strategy", "exhaustive")}  # fmt: skip
+    runs: dict[str, Any] = {}
+    if a.only != "transfer":
+        runs["exhaustive"] = tune_process("exhaustive", out, KEYS[: a.exhaustive_keys], stores / "ex.db",
+                                          "--strategy", "exhaustive")  # fmt: skip
     runs["search"] = tune_process("search", out, KEYS, stores / "search.db")
     runs["transfer"] = tune_process("transfer", out, [NEW_KEY], stores / "search.db")
     runs["cold_new"] = tune_process("cold_new", out, [NEW_KEY], stores / "cold.db")
     rounds = 8 if a.quick else 16
-    ex, se, tr, cn = (runs[n]["keys"] for n in ("exhaustive", "search", "transfer", "cold_new"))
+    ex, se, tr, cn = (runs[n]["keys"] if n in runs else [] for n in ("exhaustive", "search", "transfer", "cold_new"))
     result: dict[str, Any] = {"space": len(SEARCH_SPACE.configs()), "rounds": rounds}
     if ex and se and ex[0]["winner"] and se[0]["winner"]:
         key = KEYS[0]
@@ -176,7 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ms = interleave(fns, rounds)
         result["new_key"] = {"ms": ms, "wall_ratio": tr[0]["wall_s"] / cn[0]["wall_s"],
                              "quality": ms["transfer"] / min(ms.values()), "transfer": tr[0]["search"],
-                             "cold": cn[0]["search"]}  # fmt: skip
+                             "cold": cn[0]["search"], "transfer_phases": tr[0]["phases"],
+                             "cold_phases": cn[0]["phases"], "transfer_times": tr[0]["times"],
+                             "cold_top_times": cn[0]["times"][:10]}  # fmt: skip
     total = time.perf_counter() - t0
     k4, nk = result.get("key_4096"), result.get("new_key")
     print("\n== search vs exhaustive (targets: wall <= 0.2, quality <= 1.02, cuBLAS >= 0.98; new key <= 0.25)")
@@ -188,13 +217,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if nk:
         print(f"6144^3 new key after 3 tuned: transfer wall / cold search wall = {nk['wall_ratio']:.3f}; "
               f"quality vs the cold search's winner {nk['quality']:.3f}")  # fmt: skip
+        print(f"   transfer {tr[0]['wall_s']} s: {json.dumps(nk['transfer_phases'], default=str)}")
+        print(f"   cold {cn[0]['wall_s']} s: outside batches {nk['cold_phases']['outside_batches_s']} s, "
+              f"{len(nk['cold_phases']['batches'])} batches, asks {nk['cold_phases']['ask_s']} s")  # fmt: skip
     print(f"total {total:.0f} s")
     doc = {"provenance": provenance(command=" ".join(sys.argv)), "total_s": round(total, 1), "result": result,
            "runs": {n: {**r, "keys": [{**k, "winner": k["winner"].id if k["winner"] else None,
                                        "top": [c.id for c in k["top"]]} for k in r["keys"]]}
                     for n, r in runs.items()}}  # fmt: skip
     (out / "search_tune.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    return 0 if k4 and nk else 1
+    return 0 if nk and (k4 or a.only == "transfer") else 1
 
 
 if __name__ == "__main__":

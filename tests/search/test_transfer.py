@@ -74,3 +74,40 @@ def test_transfer_is_registered_and_keeps_the_strategy_contract() -> None:
     stored = KeyResults({"size": 4}, {Config({"BM": 3}, num_warps=4, num_stages=3): 1.0})
     with pytest.raises(SearchError, match="nothing to transfer"):
         TransferSearch(SPACE, key={"size": 2}, neighbours=[stored])
+
+
+WIDE = Space({"BLOCK_M": [64, 128], "BLOCK_N": [128, 256], "num_stages": [3, 4, 5], "GROUP_M": [4, 8, 16],
+              "maxnreg": [None, 168]})  # fmt: skip
+
+
+def _wide(bm: int, bn: int, stages: int, group: int, maxnreg: int | None) -> Config:
+    return Config({"BLOCK_M": bm, "BLOCK_N": bn, "GROUP_M": group}, num_stages=stages, maxnreg=maxnreg)
+
+
+def test_the_first_batch_holds_the_winners_cheap_variants_but_not_one_the_neighbours_found_slow() -> None:
+    won = _wide(128, 256, 5, 16, 168)
+    assert won in WIDE.configs()
+    # FAKE tuned key: the winner, a stages-4 variant it found 20% slower, other tiles; never measured: the
+    # winner without its register cap (maxnreg=None) nor with GROUP_M=8.
+    times: dict[Config, float | None] = {won: 1.0, _wide(128, 256, 4, 16, 168): 1.2}
+    for i, c in enumerate(c for c in WIDE.configs() if c.as_dict()["BLOCK_M"] == 64):
+        times[c] = 1.05 + 0.01 * i
+    # the tuning's pick (``best``) wins over a smaller stored median (the tie rule may pick another config)
+    faster = _wide(64, 128, 3, 4, None)
+    times[faster] = 0.99
+    nb = KeyResults({"M": 4096}, times, best=won)
+    assert nb.winner() == won and KeyResults({"M": 4096}, times).winner() == faster
+    s = TransferSearch(WIDE, key={"M": 6144}, neighbours=[nb], warm=16)
+    first = s.ask(16)
+    assert first[0] == won
+    variants = {_wide(128, 256, 5, 16, None), _wide(128, 256, 5, 8, 168)}
+    assert set(first[1:3]) == variants  # the cheap-axis variants right after the winner, unmeasured or not
+    assert _wide(128, 256, 4, 16, 168) not in first[:3]  # measured 20% slower there: not taken as a variant
+    assert all(c.as_dict()["BLOCK_M"] == 64 or c in variants or c == won for c in first)  # the rest: the prior's
+
+
+def test_tile_axes_are_not_the_cheap_ones() -> None:
+    from tritune.search.transfer import is_tile_axis
+
+    assert all(is_tile_axis(n) for n in ("BLOCK_M", "BLOCK", "BM", "bk", "TILE_N", "BLOCK_SIZE"))
+    assert not any(is_tile_axis(n) for n in ("GROUP_M", "num_stages", "maxnreg", "EPILOGUE_SUBTILE", "BMX"))

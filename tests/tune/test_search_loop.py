@@ -257,3 +257,21 @@ def test_a_transfer_batch_wider_than_the_warm_start_is_filled_from_the_neighbour
     assert len(first) == 16 and first[0] == ranked[0]  # the neighbour's winner first
     assert set(first) == set(ranked[:16])  # then its fastest configs, no random draws
     assert info["transfer"]["keys"] == [{"n": 1000}] and driver.budget.evaluations == 16
+
+
+def test_neighbours_carry_each_keys_stored_winner_not_its_smallest_median(tmp_path):
+    from tritune.store import CandidateRecord
+    from tritune.store.keys import TuningKey
+
+    def key(n: int) -> TuningKey:
+        return TuningKey("scale_kernel", "src", "3.6.0", "FAKE GPU", "cuda:90", "env", key=(("n", n),))
+
+    st = open_store(str(tmp_path / "n.db"))
+    picked, smaller = CONFIGS[0], CONFIGS[1]  # the tie rule picked one a hair slower by its median (SYNTHETIC)
+    st.record(key(1000), [CandidateRecord(picked, Status.MEASURED, 1.004, None),
+                          CandidateRecord(smaller, Status.MEASURED, 1.0, None)], picked)  # fmt: skip
+    (nb,) = searching.neighbours(st, key(2000), CONFIGS)
+    assert nb.best == picked and nb.winner() == picked
+    p = searching.plan("surrogate", None, len(CONFIGS))
+    driver, info = searching.make_driver(p, CONFIGS, width=4, key_values={"n": 2000}, near=[nb])
+    assert info["transfer"]["warm"] == [picked.id] and driver.next_batch()[0] == picked

@@ -89,3 +89,49 @@ def test_the_next_batch_compiles_while_the_last_compiles_of_this_one_finish(over
     # overlapped: batches 2 and 3 started while the previous batch's straggler was still compiling
     assert at_start == ([-1, 1, 1] if overlap else [-1, 0, 0])
     assert all(f.closed for f in started)
+
+
+class DriftTimer:
+    """FAKE timer of a GPU that heats: once ``hot`` is set every config reads 5% slower. Deterministic samples
+    (0.1% jitter), so the race's decisions depend on the drift alone."""
+
+    def __init__(self, times: dict[tritune.Config, float]) -> None:
+        self.times = times
+        self.hot = False
+        self.calls = 0
+
+    def measure(self, config: tritune.Config, budget_s: float):  # type: ignore[no-untyped-def]
+        from tritune.bench.stats import Measurement
+
+        self.calls += 1
+        t = self.times[config] * (1.05 if self.hot else 1.0)
+        samples = [t * (1 + 0.001 * ((k % 3) - 1)) for k in range(8)]
+        return Measurement.from_samples(samples, elapsed_s=budget_s, extra={"timer": "FAKE drift"})
+
+
+@pytest.mark.parametrize("final", [4, 0])
+def test_the_final_race_re_times_the_best_together_so_drift_between_batches_does_not_pick(final: int) -> None:
+    fast, slow_cool = tritune.Config({"B": 0, "C": 0}), tritune.Config({"B": 0, "C": 1})
+    others = [tritune.Config({"B": 1, "C": 0}), tritune.Config({"B": 1, "C": 1})]
+    times = {slow_cool: 1.03, others[0]: 1.20, fast: 1.00, others[1]: 1.30}  # SYNTHETIC: fast is 3% faster
+    timer = DriftTimer(times)
+    strategy = get("random", Space.from_configs(list(times)), seed=0)
+    driver = SearchDriver(strategy, 4, width=2, warm=[slow_cool, others[0], fast, others[1]])  # type: ignore[arg-type]
+
+    def heat(batch, _):  # type: ignore[no-untyped-def]
+        timer.hot = True  # the second batch and everything after run on a hot GPU
+
+    stats: dict = {}
+    result = search_and_race(driver, prepare=lambda c: None, measure=timer.measure, options=OPTS, stats=stats,
+                             on_batch=heat, final=final)  # fmt: skip
+    assert result is not None
+    if final:
+        # fast read 1.05 hot against slow_cool's cool 1.03 and was dropped; timed together again, it wins
+        assert result.winner == fast
+        assert set(stats["final_race"]["configs"]) == {fast.id, slow_cool.id}
+        assert stats["final_race"]["winner"] == fast.id
+        assert result.outcome(fast).measurement.median_ms < result.outcome(slow_cool).measurement.median_ms  # type: ignore[union-attr]
+        assert {o.config for o in result.outcomes} == set(times)  # every config keeps an outcome
+    else:  # without it the batches' race keeps the config it only ever saw cool
+        assert result.winner == slow_cool and "final_race" not in stats
+    assert "ask_s" in stats and stats["ask_s"] >= 0

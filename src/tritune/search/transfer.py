@@ -4,8 +4,15 @@ A kernel tuned at M=N=K=4096 and 8192 has most of its landscape in common with 6
 spill, the same stages run out of shared memory, the winners are neighbours. :class:`TransferSearch`
 uses the tuned keys twice:
 
-1. **Their winners first.** The nearest key's winner is measured first, then the other keys' winners,
-   then the configs the prior ranks fastest, up to ``warm`` configs.
+1. **Their winners first, with their close variants.** The nearest key's winner is measured first, then
+   the other keys' winners, then the winners' variants along cheap axes (one grid step on one axis that
+   keeps the tile: ``maxnreg`` on/off, ``num_stages`` +-1, ``GROUP_M``, warps, epilogue subtiling; the
+   axes not named ``BLOCK*``/``BM``/``BN``/``BK``), at most two thirds of the rest of the warm start,
+   then the configs the prior ranks fastest, up to ``warm`` configs. A variant the neighbours measured is
+   ranked by their times (and left out when they found it more than 10% slower than the winner); one
+   they never measured is ranked just behind its winner (:data:`VARIANT_PENALTY`). At a new size the best config is often the neighbours' winner with one
+   launch option changed (6144^3 on the H200: their winner without its register cap), and the race,
+   not the prior, must decide among them.
 2. **Their landscape as the model's prior.** Each tuned key's times, relative to its own best, are
    averaged (weighted by ``1 / (1 + distance)`` in log2 key space) into a prior log time per candidate;
    the surrogate then models only this key's departure from that prior (see
@@ -26,20 +33,52 @@ import numpy as np
 
 from tritune.config import Config, as_config
 from tritune.errors import SearchError
+from tritune.search.grid import Grid
 from tritune.search.surrogate import SurrogateSearch
 from tritune.space import Space
+
+#: The prior log time of a winner's variant the neighbours never measured: its winner's, plus this (3%).
+VARIANT_PENALTY = 0.03
+#: A variant the neighbours measured more than this (log, ~10%) slower than its winner is left out.
+VARIANT_SLOWER = math.log(1.10)
+#: Axis names (upper-cased) that set the tile; the other axes are the cheap ones varied around a winner.
+TILE_AXES = ("BLOCK", "BM", "BN", "BK", "TILE")
 
 
 @dataclass(frozen=True)
 class KeyResults:
-    """One tuned key of the kernel: its key values and every config's measured time in ms (failures as ``None``)."""
+    """One tuned key of the kernel: its key values, every config's measured time in ms (failures as
+    ``None``) and, when known, the winner its tuning picked (``best``: the race's and tie rule's choice,
+    which may differ from the smallest stored median)."""
 
     key: Mapping[str, Any]
     times: Mapping[Config, float | None] = field(default_factory=dict)
+    best: Config | None = None
 
     def winner(self) -> Config | None:
+        if self.best is not None:
+            return as_config(self.best)
         ok = [(t, c.id, c) for c, t in self.times.items() if t is not None]
         return min(ok)[2] if ok else None
+
+
+def is_tile_axis(name: str) -> bool:
+    """Whether axis ``name`` sets the tile (module docstring): ``BLOCK_M``, ``BM``, ``TILE_N``, ..."""
+    up = name.upper()
+    return any(up == t or up.startswith(t + "_") or (t == "BLOCK" and up.startswith(t)) for t in TILE_AXES)
+
+
+def cheap_variants(grid: Grid, i: int) -> list[int]:
+    """The candidates one grid step from candidate ``i`` along one non-tile axis (jumping over gaps)."""
+    out: list[int] = []
+    for dim, name in enumerate(grid.names):
+        if is_tile_axis(name):
+            continue
+        for direction in (-1, 1):
+            j = grid.step(i, dim, direction)
+            if j is not None and j != i and j not in out:
+                out.append(j)
+    return out
 
 
 def key_distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
@@ -86,6 +125,22 @@ def prior_and_warm(
         won = nb.winner()
         if won is not None and as_config(won) in index and as_config(won) not in first:
             first.append(as_config(won))
+    # The winners' cheap variants, best estimate first (a variant the neighbours never measured sits just
+    # behind its winner), at most two thirds of the rest of the warm start: the prior's picks get the rest.
+    grid = Grid(candidates)
+    known = weight > 0
+    est: dict[int, tuple[float, int]] = {}
+    for rank, won in enumerate(first):
+        w = index[won]
+        for j in cheap_variants(grid, w):
+            e = float(prior[j]) if known[j] else float(prior[w]) + VARIANT_PENALTY
+            if known[j] and e > float(prior[w]) + VARIANT_SLOWER:
+                continue  # the neighbours measured it clearly slower than the winner
+            if candidates[j] not in first and (j not in est or (e, rank) < est[j]):
+                est[j] = (e, rank)
+    room = max(0, (2 * (warm - len(first))) // 3)
+    for j in sorted(est, key=lambda j: (est[j], j))[:room]:
+        first.append(candidates[j])
     for i in np.argsort(prior, kind="stable"):
         if len(first) >= warm:
             break

@@ -98,18 +98,20 @@ def parse_budget(budget: Any, *, where: str = "") -> Budget:
 
 def neighbours(store: Any, key: Any, legal: Sequence[Config]) -> list[KeyResults]:
     """The other tuned keys of ``key``'s kernel in ``store`` (same source, device and measure policy), as
-    :class:`KeyResults` over the configs of ``legal``; keys with nothing measured are left out."""
+    :class:`KeyResults` over the configs of ``legal`` with their stored winners; keys with nothing measured
+    are left out."""
     if store is None:
         return []
     wanted = set(legal)
     out = []
     same = ("source_hash", "triton_version", "device", "capability", "env_hash", "measure", "dtypes")
-    for k, _win, recs in store.snapshot(key.kernel):
+    for k, win, recs in store.snapshot(key.kernel):
         if k == key or any(getattr(k, f) != getattr(key, f) for f in same):
             continue
         times = {r.config: (r.time_ms if r.status is Status.MEASURED else None) for r in recs if r.config in wanted}
+        best = getattr(win, "config", None)  # the race's and tie rule's pick, not the smallest stored median
         if any(t is not None for t in times.values()):
-            out.append(KeyResults(dict(k.key), times))
+            out.append(KeyResults(dict(k.key), times, best if best in wanted else None))
     return out
 
 
