@@ -15,6 +15,11 @@ stages, a register cap). Every engine runs as its own ``tritune tune`` process w
 3. ``transfer``: a new key, 6144^3, into the store of step 2 (its 3 tuned keys seed the search);
 4. ``cold_new``: the same new key with an empty store (the cold search it is compared to).
 
+Steps 3 and 4 both start from a copy of step 2's Triton cache (``--new-key-cache shared``, the default): a
+new key arrives on a machine that tuned the other three, and both searches may reuse what it compiled (the
+matmul's binaries do not depend on M, N, K beyond their divisibility by 16). ``--new-key-cache empty`` starts
+both from an empty cache instead (session 5's first run: 0.478, dominated by first-batch compiles).
+
 Then, in this process, an interleaved re-measurement (rounds in rotating order, tritune's event timer, L2
 flushed): at 4096^3 the search winner, the exhaustive run's 3 fastest configs and ``torch.matmul``
 (cuBLAS); at 6144^3 the transfer winner and the cold search's winner. It prints and writes to
@@ -37,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -78,9 +84,14 @@ def key_arg(key: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in key.items())
 
 
-def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store: Path, *extra: str) -> dict[str, Any]:
-    """One ``tritune tune`` process with an empty Triton cache; its JSON result, process wall and per-key walls."""
-    env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix=f"tcache-{name}-")}
+def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store: Path, *extra: str,
+                 cache_from: str | None = None) -> dict[str, Any]:
+    """One ``tritune tune`` process with an empty Triton cache, or a copy of ``cache_from`` (another run's
+    cache); its JSON result, process wall, per-key walls and the cache directory it used."""
+    cache = tempfile.mkdtemp(prefix=f"tcache-{name}-")
+    if cache_from is not None:
+        shutil.copytree(cache_from, cache, dirs_exist_ok=True)
+    env = {**os.environ, "TRITON_CACHE_DIR": cache}
     env.pop("TRITUNE_SEARCH", None)
     cmd = [sys.executable, "-m", "tritune", "tune", __file__, "--workload", "matmul_search", "--quiet",
            "--store", str(store), "--json", str(out / f"{name}.json"), *extra]  # fmt: skip
@@ -112,7 +123,7 @@ def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store:
         if phases:
             print(f"      phases: {json.dumps(phases, default=str)}", flush=True)
     print(f"   rc={rc} process wall {wall:.1f} s", flush=True)
-    return {"rc": rc, "process_wall_s": round(wall, 2), "keys": keyed}
+    return {"rc": rc, "process_wall_s": round(wall, 2), "keys": keyed, "cache": cache}
 
 
 def phase_summary(w: Mapping[str, Any]) -> dict[str, Any]:
@@ -158,6 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--exhaustive-keys", type=int, choices=(1, 3), default=1)
     ap.add_argument("--only", choices=("transfer",), help="transfer: the 3-key search, the new key's transfer and "
                     "cold search and their interleaved re-measurement only (no exhaustive race)")  # fmt: skip
+    ap.add_argument("--new-key-cache", choices=("shared", "empty"), default="shared",
+                    help="the Triton cache the new key's transfer and cold search both start from: a copy of the "
+                    "3-key search's (shared, as on a machine that tuned them) or an empty one")  # fmt: skip
     a = ap.parse_args(argv)
     import torch
 
@@ -173,8 +187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs["exhaustive"] = tune_process("exhaustive", out, KEYS[: a.exhaustive_keys], stores / "ex.db",
                                           "--strategy", "exhaustive")  # fmt: skip
     runs["search"] = tune_process("search", out, KEYS, stores / "search.db")
-    runs["transfer"] = tune_process("transfer", out, [NEW_KEY], stores / "search.db")
-    runs["cold_new"] = tune_process("cold_new", out, [NEW_KEY], stores / "cold.db")
+    # The new key is tuned where the 3 keys were: both the transfer and the cold search start from a copy of
+    # the search run's Triton cache (--new-key-cache shared), or both from an empty one (empty).
+    warm = runs["search"]["cache"] if a.new_key_cache == "shared" else None
+    runs["transfer"] = tune_process("transfer", out, [NEW_KEY], stores / "search.db", cache_from=warm)
+    runs["cold_new"] = tune_process("cold_new", out, [NEW_KEY], stores / "cold.db", cache_from=warm)
     rounds = 8 if a.quick else 16
     ex, se, tr, cn = (runs[n]["keys"] if n in runs else [] for n in ("exhaustive", "search", "transfer", "cold_new"))
     result: dict[str, Any] = {"space": len(SEARCH_SPACE.configs()), "rounds": rounds}
