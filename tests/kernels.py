@@ -107,3 +107,14 @@ def set_desc_blocks(nargs):
     """A config pre_hook in the libraries' style: the descriptors' block shape is the config's tile."""
     for name in ("in_desc", "out_desc"):
         nargs[name].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+
+@triton.jit
+def even_scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    """For ``@triton.heuristics({"EVEN": n % BLOCK == 0})`` stacked under the decorator (FlagGems' bmm style)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+    else:
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)

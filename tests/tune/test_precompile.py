@@ -197,3 +197,30 @@ def test_a_pre_hook_that_sets_descriptor_blocks_is_compiled_in_workers_as_the_ji
     assert all(_cached(s) for s in specs.values())  # the binaries the JIT will look up after each hook
     unhooked = specialize(desc_copy_kernel, args, cfgs[0], target)
     assert not _cached(unhooked)  # nothing was compiled for the dummy [1, 1] blocks
+
+
+def test_stacked_heuristics_compile_in_workers_with_each_configs_values(tmp_path, monkeypatch):
+    """FlagGems' bmm, baddbmm and var_mean stack @triton.heuristics under the autotuner: each config's
+    heuristic values differ (EVEN = n % BLOCK == 0), so the workers compile each config with its own values,
+    computed in the parent (Autotuned.compile_plan). Before, these kernels compiled one config after another
+    in the tuning process. Without the per-config values the specialization misses EVEN and fails."""
+    import triton
+
+    import tritune
+    from kernels import even_scale_kernel
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    k = tritune.autotune([Config({"BLOCK": 32}), Config({"BLOCK": 64})], ["n"])(
+        triton.heuristics({"EVEN": lambda a: a["n"] % a["BLOCK"] == 0})(even_scale_kernel))
+    x = torch.randn(96)
+    args = (x, torch.empty_like(x), 96)
+    _, kwargs_for = k.compile_plan(args, {})
+    assert kwargs_for is not None
+    assert [kwargs_for(c) for c in k.candidates] == [{"EVEN": True}, {"EVEN": False}]
+    target = cuda_target(90)
+    specs = {c: specialize(even_scale_kernel, args, c, target, kwargs_for(c)) for c in k.candidates}
+    assert len({s.cache_hash() for s in specs.values()}) == 2 and not any(_cached(s) for s in specs.values())
+    without = precompile(even_scale_kernel, k.candidates, args, {}, target, jobs=2)
+    assert set(without) == set(k.candidates)  # EVEN missing: the old way could not compile these in workers
+    assert precompile(even_scale_kernel, k.candidates, args, {}, target, jobs=2, kwargs_for=kwargs_for) == {}
+    assert all(_cached(s) for s in specs.values())  # the binaries the JIT looks up for each config's values

@@ -237,13 +237,17 @@ def hooked_arguments(arg_names: Sequence[str], cfg: Config, args: Sequence[Any],
 
 
 def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-                     target: Any, jobs: int | None = None, timeout: float | None = None) -> Compiling:  # fmt: skip
+                     target: Any, jobs: int | None = None, timeout: float | None = None,
+                     kwargs_for: Callable[[Config], Mapping[str, Any]] | None = None) -> Compiling:  # fmt: skip
     """Start compiling every config's binary into Triton's cache in worker processes; returns at once.
 
     Configs already in the cache, and (where no worker can take it) everything, are left to the JIT's
     first launch in this process: they are neither pending nor failed. Even one uncached config goes to a
     worker: there it has a timeout, and a compiler crash kills the worker, not this process. A config with a
     ``pre_hook`` is specialized for the arguments as its hook leaves them (:func:`hooked_arguments`).
+    ``kwargs_for(cfg)``: the keyword arguments of ``cfg``'s launch where they differ per config (the values
+    of ``@triton.heuristics`` stacked under the decorator, computed here in the parent); a config whose
+    ``kwargs_for`` raises is left to the JIT, which raises it as Triton does.
     """
     from tritune.errors import KernelSpecError
     from tritune.screen.specialize import specialize
@@ -254,7 +258,7 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
     names = list(as_jit_names(jit))
     for cfg in configs:
         try:
-            cargs, ckwargs = hooked_arguments(names, cfg, args, kwargs)
+            cargs, ckwargs = hooked_arguments(names, cfg, args, kwargs if kwargs_for is None else kwargs_for(cfg))
             spec = specialize(jit, cargs, cfg, target, ckwargs)
         except KernelSpecError as e:
             failed[cfg] = str(e)
@@ -309,15 +313,21 @@ class Precompiler:
     target: Any
     jobs: int | None = None
     timeout: float | None = None
+    #: Per-config keyword arguments (stacked ``@triton.heuristics``): see :func:`start_precompile`.
+    kwargs_for: Callable[[Config], Mapping[str, Any]] | None = None
 
     def __call__(self, configs: Sequence[Config]) -> Compiling:
-        return start_precompile(self.jit, configs, self.args, self.kwargs, self.target, self.jobs, self.timeout)
+        if self.kwargs_for is None:
+            return start_precompile(self.jit, configs, self.args, self.kwargs, self.target, self.jobs, self.timeout)
+        return start_precompile(self.jit, configs, self.args, self.kwargs, self.target, self.jobs, self.timeout,
+                                kwargs_for=self.kwargs_for)  # fmt: skip
 
 
 def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any], target: Any,
-               jobs: int | None = None, timeout: float | None = None) -> dict[Config, str]:  # fmt: skip
+               jobs: int | None = None, timeout: float | None = None,
+               kwargs_for: Callable[[Config], Mapping[str, Any]] | None = None) -> dict[Config, str]:  # fmt: skip
     """Fill Triton's cache with every config's binary; returns the configs that failed, with the reason."""
-    c = start_precompile(jit, configs, args, kwargs, target, jobs, timeout)
+    c = start_precompile(jit, configs, args, kwargs, target, jobs, timeout, kwargs_for)
     try:
         c.wait(0)
     finally:

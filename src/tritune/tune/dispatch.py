@@ -128,6 +128,11 @@ def make_fast_kw(jit: Any, cfg: Config, args: Sequence[Any], kwargs: Mapping[str
     """
     if cfg.pre_hook is not None:
         return None
+    return _make_fast_kw(jit, cfg, args, kwargs, defaults)
+
+
+def _make_fast_kw(jit: Any, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
+                  defaults: dict[str, Any]) -> KwLaunch | None:  # fmt: skip
     names = list(jit.arg_names)
     p = len(args)
     rest = names[p:]
@@ -166,3 +171,60 @@ def make_fast_kw(jit: Any, cfg: Config, args: Sequence[Any], kwargs: Mapping[str
     exec(compile(src, "<tritune launch_kw>", "exec"), env)
     fn: KwLaunch = env["launch_kw"]
     return fn
+
+
+def is_descriptor(a: Any) -> bool:
+    """A host ``TensorDescriptor`` (Triton's ``triton.tools.tensor_descriptor``, or one shaped like it)."""
+    return hasattr(a, "block_shape") and getattr(getattr(a, "base", None), "data_ptr", None) is not None
+
+
+def descriptor_fact(a: Any) -> tuple[Any, ...]:
+    """What selects Triton's binary for a host ``TensorDescriptor``: its base's dtype, block shape, padding
+    and tf32 rounding (Triton specializes ``tensordesc<dtype[block]>``; shape and strides are runtime values)."""
+    return (type(a), a.base.dtype, tuple(a.block_shape), getattr(a, "padding", None),
+            bool(getattr(a, "round_f32_to_tf32", False)))  # fmt: skip
+
+
+def make_fast_hooked(jit: Any, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], defaults: dict[str, Any],
+                     slow: KwLaunch) -> KwLaunch | None:  # fmt: skip
+    """A launcher for a config with a ``pre_hook`` (Liger's SwiGLU MLP and Triton's tutorial 06 set host
+    descriptors' block shapes there): per call, as ``triton.autotune`` does before the real launch, the hook
+    gets the full argument dict (``{**args, **kwargs, **config kwargs, **launch options}``), then the binary
+    launches with the caller's (possibly hook-changed) objects.
+
+    The binary is built for the arguments as the hook leaves them, on copies (the caller's descriptors are
+    not touched while building: :func:`tritune.engine.precompile.hooked_arguments`). After each call's hook
+    the descriptors' facts are checked against the binary's; a call whose hook left other facts launches
+    through ``slow(args, kwargs, grid)`` (Triton's path, hook already run), so the hook runs once per call.
+    None where no fast launcher can be built.
+    """
+    from tritune.engine.precompile import hooked_arguments
+
+    names = list(jit.arg_names)
+    try:
+        cargs, ckwargs = hooked_arguments(names, cfg, args, kwargs)
+    except Exception:  # the hook raised on copies: Triton's path raises it on the real launch
+        return None
+    inner = _make_fast_kw(jit, cfg, cargs, ckwargs, defaults)
+    if inner is None:
+        return None
+    checks = [(i, descriptor_fact(a)) for i, a in enumerate(cargs) if is_descriptor(a)]
+    kw_checks = [(n, descriptor_fact(a)) for n, a in ckwargs.items() if is_descriptor(a)]
+    hook, extra = cfg.pre_hook, {**cfg.kwargs, **cfg.launch_options()}
+    assert hook is not None
+
+    def launch_hooked(args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
+        full = dict(zip(names, args))
+        if kwargs:
+            full.update(kwargs)
+        full.update(extra)
+        hook(full)
+        for i, fact in checks:
+            if descriptor_fact(args[i]) != fact:
+                return slow(args, kwargs, grid)
+        for n, fact in kw_checks:
+            if descriptor_fact(kwargs[n]) != fact:
+                return slow(args, kwargs, grid)
+        return inner(args, kwargs, grid)
+
+    return launch_hooked

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritune.errors import WorkloadError
+from tritune.tune.dispatch import descriptor_fact, is_descriptor
 
 
 def _identity(v: Any) -> Any:
@@ -18,10 +19,17 @@ def _miss() -> Any:
 
 
 def _other(a: Any) -> Any:
-    """call_key's item for an argument that is neither a tensor nor an int (its type); else a miss."""
-    if type(a) is int or getattr(a, "data_ptr", None) is not None:
+    """call_key's item for an argument that is neither a tensor, an int nor a descriptor (its type); else a miss."""
+    if type(a) is int or getattr(a, "data_ptr", None) is not None or is_descriptor(a):
         _miss()
     return type(a)
+
+
+def _desc(a: Any) -> Any:
+    """call_key's item for a host TensorDescriptor (:func:`descriptor_fact`); a miss for any other kind."""
+    if not is_descriptor(a):
+        _miss()
+    return descriptor_fact(a)
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,8 @@ class KeySpec:
             out.append(dp() % 16 == 0)
         elif type(a) is int:
             out.append((a == 1, a % 16 == 0, -(2**31) <= a < 2**31))
+        elif is_descriptor(a):  # its dtype and block shape select the binary, as a tensor's dtype does
+            out.append(descriptor_fact(a))
         else:
             out.append(type(a))
 
@@ -144,6 +154,8 @@ class KeySpec:
         if type(a) is int:
             return [f"(({var} == 1, {var} % 16 == 0, -2147483648 <= {var} < 2147483648) "
                     f"if type({var}) is int else miss())"]  # fmt: skip
+        if is_descriptor(a):
+            return [f"desc({var})"]
         return [f"other({var})"]
 
     def compiled_call_key(self, args: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
@@ -151,7 +163,7 @@ class KeySpec:
         its own binder): one tuple expression, no loop. It returns exactly what ``call_key`` returns for
         any call; a call of another arity or argument kind falls back to ``call_key`` itself."""
         n = len(args)
-        env: dict[str, Any] = {"generic": self.call_key, "other": _other, "miss": _miss}
+        env: dict[str, Any] = {"generic": self.call_key, "other": _other, "desc": _desc, "miss": _miss}
         items = self._key_items_src(n, {}, env)
         for i, a in enumerate(args):
             items += self._fact_src(i, a, f"a{i}", env)
@@ -192,7 +204,7 @@ class KeySpec:
         n = len(args)
         names = tuple(sorted(kwargs))
         index = self._index
-        env: dict[str, Any] = {"generic": self.kw_call_key, "other": _other, "miss": _miss, "names": names}
+        env: dict[str, Any] = {"generic": self.kw_call_key, "other": _other, "desc": _desc, "miss": _miss, "names": names}
         kw_vars = {name: f"k{j}" for j, name in enumerate(names)}
         items = ["names", *self._key_items_src(n, kw_vars, env)]
         for i, a in enumerate(args):

@@ -167,7 +167,8 @@ def precompile_for_library_loop(tuned: Autotuned, args: Sequence[Any], kwargs: M
     the static rules compile in the engine's worker processes, slowest first, all at once; each ``_bench``
     then only loads its binary. Once per key. A config with a ``pre_hook`` is compiled for the arguments as
     its hook leaves them (FlagGems' Hopper mm sets descriptor block shapes there); with stacked heuristics
-    every config compiles in the loop as before. Returns the configs sent to the workers (None when none).
+    (FlagGems' bmm, baddbmm) each config compiles with the heuristics' values for it
+    (:meth:`~tritune.tune.autotune.Autotuned.compile_plan`). Returns the configs sent to the workers (None when none).
     """
     from tritune.space import check_static
     from tritune.tune.triton_surface import from_triton
@@ -185,15 +186,17 @@ def precompile_for_library_loop(tuned: Autotuned, args: Sequence[Any], kwargs: M
         c = from_triton(obj)
         if c not in configs and check_static(c, tuned.info, kwargs.keys(), None) is None:
             configs.append(c)
-    if len(configs) < 2 or tuned.compiles_in_process(configs):
+    if len(configs) < 2:
         return None
     if compile_all is None:
         from tritune.device import current_target
         from tritune.engine.precompile import precompile
 
+        jit, kwargs_for = tuned.compile_plan(args, kwargs)
+
         def compile_all(cfgs: list[Config]) -> Any:
-            return precompile(tuned._launcher(), cfgs, args, kwargs, current_target(), tuned.tuner.jobs,
-                              tuned.tuner.compile_timeout)  # fmt: skip
+            return precompile(jit, cfgs, args, kwargs, current_target(), tuned.tuner.jobs,
+                              tuned.tuner.compile_timeout, kwargs_for)  # fmt: skip
 
     compile_all(configs)  # failures are left to the loop: its own compile raises and the config gets inf
     return configs

@@ -255,9 +255,10 @@ class Tuner:
         else:
             measure = timer_measure(self.timer, make_fn, self.race.rel_tol, lambda: EventTimer.for_policy(policy))
         compiler = None
-        if gpu and self.precompile and not tuned.compiles_in_process(todo or legal):  # in workers, slowest first
-            compiler = Precompiler(tuned._launcher(), args, kwargs, current_target(), self.jobs or None,
-                                   self.compile_timeout)  # fmt: skip
+        if gpu and self.precompile:  # in workers, slowest first (stacked heuristics' values computed here)
+            jit, kwargs_for = tuned.compile_plan(args, kwargs)
+            compiler = Precompiler(jit, args, kwargs, current_target(), self.jobs or None, self.compile_timeout,
+                                   kwargs_for)  # fmt: skip
         if p is not None:
             from tritune.tune.search_tuner import search_tune
 
