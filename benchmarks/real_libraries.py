@@ -250,6 +250,18 @@ QUICK = ("mm", "addmm", "bmm", "softmax", "layer_norm", "sum_dim", "batch_norm",
 # ---------------------------------------------------------------- child: one engine, driven over stdin
 
 
+def _choice_stats(tuner: Any) -> Any:
+    """tritune's phases for each key the tuner chose (``choices()[key].stats``: compile, load, race, ...), so a
+    slow cold tuning can be attributed; None for Triton's autotuner, which keeps no such record."""
+    choices = getattr(tuner, "choices", None)
+    if not callable(choices):
+        return None
+    try:
+        return json.loads(json.dumps({str(k): getattr(v, "stats", None) for k, v in choices().items()}, default=str))
+    except Exception as e:  # a report, not a reason to lose the run
+        return {"error": repr(e)}
+
+
 class _Child:
     def __init__(self, engine: str, outdir: Path, device: str, quick: bool) -> None:
         import torch
@@ -274,7 +286,8 @@ class _Child:
             cold = time.perf_counter() - t0
         self.calls[op.name] = (fn, args)
         self.tuners[op.name] = counted.tuners()
-        tuners = [{"name": tuner_name(t), "calls": counted.counts[id(t)], "config": describe(t.best_config)}
+        tuners = [{"name": tuner_name(t), "calls": counted.counts[id(t)], "config": describe(t.best_config),
+                   "stats": _choice_stats(t)}
                   for t in counted.tuners()]  # fmt: skip
         loops = 3
         with RunCounter() as again:  # cached calls: do they still reach an autotuner's run?
