@@ -21,7 +21,7 @@ from tritune.store import MemoryStore
 from tritune.tune.incremental import Incremental
 from tritune.tune.serving_state import IncrementalOptions
 
-BLOCKS = (64, 128, 256, 512, 1024, 2048)
+BLOCKS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 # ms per config on the H200 (do_bench), the quick run's hot buckets 10 and 18 of each kernel.
 LANDSCAPES = {
     "rmsnorm-3584": (0.015125, 0.014309, 0.013523, 0.014134, 0.013597, 0.012668),
@@ -31,14 +31,15 @@ LANDSCAPES = {
 }
 
 
-def promote_within(times: tuple[float, ...], calls: int, seed: int, check_extra: float) -> tuple[int | None, int]:
+def promote_within(times: tuple[float, ...], calls: int, seed: int, check_extra: float, noise: float = 0.04,
+                   options: IncrementalOptions | None = None) -> tuple[int | None, int]:  # fmt: skip
     """Serve ``calls`` calls of one key; the promoted BLOCK (None: still tuning) and the call it came at."""
     t = dict(zip(BLOCKS, times))
-    # FAKE: +-4% noise, a check's two spans add check_extra calls' worth of copies and comparison.
-    clock = FakeClock(t, noise=0.04, seed=seed, span_ms=check_extra * t[BLOCKS[0]] / 2)
+    # FAKE: +-noise, a check's two spans add check_extra calls' worth of copies and comparison.
+    clock = FakeClock(t, noise=noise, seed=seed, span_ms=check_extra * t[BLOCKS[0]] / 2)
     comp = FakeCompiles()
-    inc = Incremental(IncrementalOptions(), clock=clock, compiler=comp, thread=False)
-    configs = [triton.Config({"BLOCK": b}) for b in BLOCKS]
+    inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
+    configs = [triton.Config({"BLOCK": b}) for b in BLOCKS[: len(times)]]
     k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
     k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
     x, out = torch.zeros(64), torch.zeros(64)
@@ -68,3 +69,47 @@ def test_a_costly_check_under_the_old_accounting_would_not_fit():
     # output): 5 checks need 40 calls' worth, 400 calls at 10%: no promotion within 200 calls.
     results = [promote_within(LANDSCAPES["rmsnorm-3584"], 200, seed, 7.0) for seed in range(3)]
     assert all(b is None for b, _ in results), results
+
+
+def serve_two_keys(times: tuple[float, ...], prune_ratio: float, seed: int = 0):
+    """Key n=64 tunes from nothing, then key n=128 (its nearest tuned key is n=64); FAKE clock and launch.
+    Returns the compile service's asks per key, the calls each key took to promote, and the second choice."""
+    t = dict(zip(BLOCKS, times))
+    clock = FakeClock(t, noise=0.03, seed=seed, span_ms=2.0 * t[BLOCKS[0]] / 2)
+    comp = FakeCompiles()
+    inc = Incremental(IncrementalOptions(prune_ratio=prune_ratio), clock=clock, compiler=comp, thread=False)
+    configs = [triton.Config({"BLOCK": b}) for b in BLOCKS[: len(times)]]
+    k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
+    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
+    x, out = torch.zeros(128), torch.zeros(128)
+    asked, took = [], []
+    for n in (64, 128):
+        before = len(comp.asked)
+        for i in range(3000):
+            k[(1,)](x, out, n)
+            if i == 0:
+                asked.append([c.kwargs["BLOCK"] for c in comp.asked[before:]])
+                comp.finish()
+            inc.resolver().poll()
+            if len(inc.promoted) == len(took) + 1:
+                took.append(i)
+                break
+    return asked, took, list(inc.promoted.values())[-1]
+
+
+def test_candidates_the_nearest_key_ranks_far_behind_are_not_compiled_checked_or_raced():
+    times = LANDSCAPES["matmul-1280"]  # 64 and 256 within 1.3x of the best; 128, 512, 1024, 2048 beyond
+    asked, took, second = serve_two_keys(times, prune_ratio=1.3)
+    assert len(took) == 2, took
+    assert sorted(asked[0]) == [128, 256, 512, 1024, 2048]  # the first key has no neighbour: all of them
+    assert asked[1] == [64] or sorted(asked[1]) == [64]  # 256 (the neighbour's winner) is provisional
+    assert second.config.kwargs["BLOCK"] == 256
+    assert sorted(int(i.split(",")[0].split("=")[1]) for i in second.stats["pruned"]) == [128, 512, 1024, 2048]
+    # Without pruning the second key checks every candidate again and needs several times the calls.
+    _, took_all, _ = serve_two_keys(times, prune_ratio=0)
+    assert took[1] * 2 < took_all[1], (took, took_all)
+
+
+def test_prune_ratio_below_one_is_refused():
+    with pytest.raises(ValueError, match="prune_ratio"):
+        IncrementalOptions(prune_ratio=0.5)

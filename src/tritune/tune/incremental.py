@@ -39,7 +39,7 @@ from tritune.errors import CaptureMissError, ConfigError
 from tritune.tune.choice import Choice
 from tritune.tune.serving_check import compare_outputs, default_tolerance
 from tritune.tune.serving_runtime import CallClock, CompileService, CudaClock, Resolver, WorkerCompiles
-from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge
+from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge, prune
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned
@@ -278,11 +278,15 @@ class Incremental:
         known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
         near = nearest_key(key, known, legal)
         provisional = known[near] if near is not None else legal[0]
-        order = _fastest_first(tuned._choices[near].timings if near is not None else None, legal)
+        near_t = tuned._choices[near].timings if near is not None else None
+        order = _fastest_first(near_t, legal)
         st = KeyState(legal, provisional, self.options, check_order=order,
-                      budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget))  # fmt: skip
+                      budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget),
+                      pruned=prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
         self.states[key] = st
-        rest = [c for c in order if c != provisional]  # the likeliest winners compile (and are checked) first
+        if st.pruned:
+            self._note("pruned", ", ".join(f"{c.id}: {why}" for c, why in st.pruned.items()))
+        rest = [c for c in order if c != provisional and c not in st.pruned]  # the likeliest winners compile (and are checked) first
         names = self._output_names(tuned, args, kwargs)
         dtypes = sorted({str(v.dtype) for n, v in tuned._named(args, kwargs).items() if n in names})
         device = next((getattr(v, "device", None) for v in args if getattr(getattr(v, "device", None), "type", "") == "cuda"),
