@@ -113,3 +113,38 @@ def test_candidates_the_nearest_key_ranks_far_behind_are_not_compiled_checked_or
 def test_prune_ratio_below_one_is_refused():
     with pytest.raises(ValueError, match="prune_ratio"):
         IncrementalOptions(prune_ratio=0.5)
+
+
+def serve_interleaved(times: tuple[float, ...], prune_ratio: float, seed: int = 0):
+    """Keys n=64 and n=128 start together (neither has a tuned neighbour) and get 3 calls in 4 and 1 in 4;
+    FAKE clock and launch. Returns the stream call at which n=128 was promoted and its choice."""
+    t = dict(zip(BLOCKS, times))
+    clock = FakeClock(t, noise=0.03, seed=seed, span_ms=2.0 * t[BLOCKS[0]] / 2)
+    comp = FakeCompiles()
+    inc = Incremental(IncrementalOptions(prune_ratio=prune_ratio), clock=clock, compiler=comp, thread=False)
+    configs = [triton.Config({"BLOCK": b}) for b in BLOCKS[: len(times)]]
+    k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
+    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
+    x, out = torch.zeros(128), torch.zeros(128)
+    pruned_seen: dict = {}
+    for i in range(8000):
+        k[(1,)](x, out, 128 if i % 4 == 3 else 64)
+        if i < 4:
+            comp.finish()
+        inc.resolver().poll()
+        for st in inc.states.values():
+            pruned_seen.update(st.pruned)
+        done = [c for key, c in inc.promoted.items() if 128 in key]
+        if done:
+            return i, done[0], pruned_seen
+    return None, None, pruned_seen
+
+
+def test_a_promotion_prunes_the_unchecked_candidates_of_keys_still_tuning_near_it():
+    times = LANDSCAPES["matmul-1280"]
+    at, choice, pruned = serve_interleaved(times, prune_ratio=1.3)
+    assert choice is not None and choice.config.kwargs["BLOCK"] in (64, 256), choice
+    assert pruned and all(c.kwargs["BLOCK"] in (128, 512, 1024, 2048) for c in pruned), pruned
+    at_all, choice_all, pruned_all = serve_interleaved(times, prune_ratio=0)
+    assert not pruned_all and choice_all is not None
+    assert at < at_all, (at, at_all)

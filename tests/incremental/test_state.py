@@ -96,14 +96,14 @@ def test_a_check_sample_counts_and_the_next_check_is_estimated_from_the_last():
     assert C not in st.obs.samples  # a disagreeing run is no timing
 
 
-def test_a_candidate_joining_the_race_starts_level_with_the_racers():
-    st = KeyState([A, B], A, IncrementalOptions())
+def test_a_candidate_joining_the_race_takes_max_samples_calls_in_a_row_then_takes_turns():
+    st = KeyState([A, B], A, IncrementalOptions(min_samples=3, max_samples=4))
     assert [st.next_racer() for _ in range(10)] == [A] * 10
     st.compiled(B)
     st.checked(B, None)
     st.apply(st.propose())
-    # Without levelling B would take the next 10 calls in a row (fewest dispatched first).
-    assert [st.next_racer() for _ in range(4)] == [A, B, A, B]
+    # B catches up by max_samples calls (enough to be eliminated or tie), not by all 10 A had, then turns.
+    assert [st.next_racer() for _ in range(8)] == [B, B, B, B, A, B, A, B]
 
 
 def test_checks_follow_the_given_order_then_the_declared_one():

@@ -286,7 +286,7 @@ class Incremental:
         order = _fastest_first(near_t, legal)
         st = KeyState(legal, provisional, self.options, check_order=order,
                       budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget),
-                      pruned=prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
+                      pruned=None if self.distributed else prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
         self.states[key] = st
         if st.pruned:
             self._note("pruned", ", ".join(f"{c.id}: {why}" for c, why in st.pruned.items()))
@@ -359,8 +359,26 @@ class Incremental:
             tuned._remember(key, choice)
         self.promoted[key] = choice
         self.states.pop(key, None)
+        if not self.distributed:
+            self._prune_others(tuned, key, choice)
         if self.on_promote is not None:
             self.on_promote(tuned.key_spec.public(key), choice)
+
+    def _prune_others(self, tuned: Autotuned, key: tuple[Any, ...], choice: Choice) -> None:
+        """Keys still tuning whose nearest tuned key is now ``key`` leave out the candidates it timed beyond
+        ``prune_ratio`` of its best and that they have not checked yet (keys of a stream start long before
+        any is promoted: without this only keys started later would profit). Not with ``distributed=True``:
+        timings differ by rank, and ranks must keep the same candidates."""
+        if self.options.prune_ratio == 0 or not choice.timings:
+            return
+        known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
+        for other, st in list(self.states.items()):
+            if nearest_key(other, known, st.configs) != key:
+                continue
+            out = st.prune_more(prune(choice.timings, st.configs, self.options.prune_ratio, st.provisional))
+            if out:
+                self._note("pruned", f"{tuned.key_spec.public(other)}: {', '.join(c.id for c in out)} "
+                                     f"(by {tuned.key_spec.public(key)})")  # fmt: skip
 
     def _warm_comparison(self, dtypes: Sequence[str], device: Any) -> None:
         """Load the comparison's device code for these output dtypes before any check runs it on the caller's

@@ -215,6 +215,18 @@ class KeyState:
         self._since = 0  # samples since the last decision
         self.checking: set[Config] = set()  # scratch runs whose comparison has not resolved yet
 
+    def prune_more(self, pruned: Mapping[Config, str]) -> list[Config]:
+        """Leave out ``pruned`` candidates that are not racing yet (a nearer key was promoted since this one
+        started); the ones left out. The lists are replaced, never changed in place (the caller's thread
+        reads them)."""
+        racing = self.applied.racing | set(self.checking) | {self.provisional}
+        out = [c for c in pruned if c in self.configs and c not in racing]
+        if out:
+            self.pruned = {**self.pruned, **{c: pruned[c] for c in out}}
+            self.configs = [c for c in self.configs if c not in self.pruned]
+            self.check_order = [c for c in self.check_order if c not in self.pruned]
+        return out
+
     # -- observations (background threads) ------------------------------------------------------------
     def compiled(self, cfg: Config, why_not: str | None = None) -> None:
         with self.obs.lock:
@@ -340,13 +352,14 @@ class KeyState:
         return Proposal(ready, racing_alive, failed, disagreed, frozenset(eliminated), promoted, stop, ties)
 
     def apply(self, p: Proposal) -> None:
-        """Take ``p`` as the key's state. A candidate that joins the race starts level with the racers' fewest
-        dispatched calls, so the round-robin does not hand it every call until it caught up."""
+        """Take ``p`` as the key's state. A candidate that joins the race starts ``max_samples`` calls below
+        the racers' fewest dispatched calls: it takes that many calls in a row (its samples for elimination or
+        a tie come at once, not at one call in every round; the decision waits for them) and then turns."""
         joined = [c for c in p.racing if c not in self.applied.racing]
         if joined:
             level = min((self.dispatched.get(c, 0) for c in self.applied.racing if c in p.racing), default=0)
             for c in joined:
-                self.dispatched[c] = max(self.dispatched.get(c, 0), level)
+                self.dispatched[c] = max(self.dispatched.get(c, 0), level - self.options.max_samples)
         self.applied = p
 
     def summary(self, names: Iterable[Config] | None = None) -> dict[str, object]:
