@@ -123,3 +123,28 @@ def test_a_check_dearer_than_a_full_bucket_still_runs_and_its_debt_keeps_the_fra
             checks += 1
     assert checks >= 25  # it runs (never: if it had to wait for 3 ms in a 0.5 ms bucket)
     assert b.spent_ms <= 0.1 * b.earned_from_ms + 3.0  # at most one check ahead of the fraction
+
+
+def test_the_resolver_thread_resolves_what_queued_up_in_one_batch():
+    import threading
+
+    from tritune.tune.serving_runtime import Resolver
+
+    gate = threading.Event()
+
+    class GatedClock:  # FAKE clock: the first handle "resolves" only once the test opens the gate
+        def elapsed_ms(self, handle):
+            if handle == 0:
+                gate.wait(10)
+            return float(handle)
+
+    got = []
+    res = Resolver(GatedClock(), batch_s=0.001)
+    for i in range(100):
+        res.submit(i, got.append)
+    gate.set()
+    for _ in range(1000):
+        if len(got) == 100:
+            break
+        threading.Event().wait(0.01)
+    assert got == [float(i) for i in range(100)] and res.wakes == 1 and not res.errors

@@ -132,7 +132,8 @@ class Incremental:
             self._agree(tuned, key, st)
             if st.promoted is not None:
                 return MISS
-        check = st.next_check(self.distributed) if st.calls > 1 else None
+        # The budget is looked at first: it refuses most calls, and next_check walks every candidate.
+        check = st.next_check(self.distributed) if st.calls > 1 and self._may_afford(st) else None
         if check is not None and self._afford(st):
             self.last_phase = "check"
             return self._checked_call(tuned, key, st, check, args, kwargs, grid, res)
@@ -141,6 +142,14 @@ class Incremental:
         cfg = st.next_racer()
         tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
+
+    def _may_afford(self, st: KeyState) -> bool:
+        """Whether a check could be afforded now (a lock-free look; :meth:`_afford` decides and spends)."""
+        if self.distributed:
+            return st.applied.stop == "check"
+        b = st.budget
+        est = st.check_estimate_ms()
+        return est is not None and b.tokens_ms > 0 and b.tokens_ms >= min(est, b.cap_ms)
 
     def _afford(self, st: KeyState) -> bool:
         est = st.check_estimate_ms()

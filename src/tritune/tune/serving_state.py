@@ -210,6 +210,8 @@ class KeyState:
         self.check_cost: list[float] = []  # measured device ms of this key's checks (the next estimate)
         self.obs = Observations(compiled={provisional}, checked={provisional})
         self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
+        self._racers = [provisional]  # the racers in declared order (next_racer's loop)
+        self._to_check = [c for c in self.check_order if c != provisional]  # not racing, not removed
         self.calls = 0
         self.dispatched: dict[Config, int] = {}  # real calls sent to each racer (the caller's thread counts)
         self._since = 0  # samples since the last decision
@@ -225,6 +227,7 @@ class KeyState:
             self.pruned = {**self.pruned, **{c: pruned[c] for c in out}}
             self.configs = [c for c in self.configs if c not in self.pruned]
             self.check_order = [c for c in self.check_order if c not in self.pruned]
+            self._to_check = [c for c in self._to_check if c not in self.pruned]
         return out
 
     # -- observations (background threads) ------------------------------------------------------------
@@ -278,14 +281,17 @@ class KeyState:
 
     def next_racer(self) -> Config:
         """The racing candidate for this call: fewest calls dispatched first, declared order among equals
-        (counted here, not from resolved samples, so ranks that agree on the state agree on the config)."""
-        racing = self.applied.racing
+        (counted here, not from resolved samples, so ranks that agree on the state agree on the config).
+        On every racing call: a plain loop over the racers in declared order (kept by :meth:`apply`)."""
         n = self.dispatched
-        cfg = (
-            next(iter(racing))
-            if len(racing) == 1
-            else min((c for c in self.configs if c in racing), key=lambda c: n.get(c, 0))
-        )
+        order = self._racers
+        cfg = order[0]
+        if len(order) > 1:
+            least = n.get(cfg, 0)
+            for c in order:
+                v = n.get(c, 0)
+                if v < least:
+                    cfg, least = c, v
         n[cfg] = n.get(cfg, 0) + 1
         return cfg
 
@@ -294,8 +300,8 @@ class KeyState:
         resolve at their own pace, so there only the agreed state counts), or None."""
         a = self.applied
         busy = () if distributed else self.checking
-        for c in self.check_order:
-            if c in a.ready and c not in a.racing and c not in a.eliminated and c not in busy:
+        for c in self._to_check:
+            if c in a.ready and c not in busy:
                 return c
         return None
 
@@ -361,6 +367,9 @@ class KeyState:
             for c in joined:
                 self.dispatched[c] = max(self.dispatched.get(c, 0), level - self.options.max_samples)
         self.applied = p
+        self._racers = [c for c in self.configs if c in p.racing] or [self.provisional]
+        gone = p.racing | p.eliminated
+        self._to_check = [c for c in self.check_order if c not in gone and c not in p.failed and c not in p.disagreed]
 
     def summary(self, names: Iterable[Config] | None = None) -> dict[str, object]:
         """Counts and removals, for ``choices()`` and the store."""
