@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs libtests tutorials serving servingwd search searchxfer. COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch gelu short libs libtests tutorials serving servingtiny servingwd search searchxfer. COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
 # everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
@@ -50,6 +50,9 @@ for part in "$@"; do
     serving) step serving 300 python3 benchmarks/serving.py --out "$RES/serving"
              step serving 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/incremental -rs
              grep -h -A3 "worst single call\|^host cost\|^comparison" "$RES"/serving/python3_*.log | tee -a "$LOG" ;;
+    # The earlier stream of short, host-bound calls (GEMM M = 1..4096, RMSNorm keyed on hidden size).
+    servingtiny) step servingtiny 240 python3 benchmarks/serving.py --out "$RES/servingtiny" --tiny
+                 grep -h -A3 "worst single call\|^host cost" "$RES"/servingtiny/python3_*.log | tee -a "$LOG" ;;
     # Attribution of slow calls: a traceback of every thread whenever an incremental call passes 20 ms.
     servingwd) step servingwd 150 python3 benchmarks/serving.py --out "$RES/servingwd" --quick \
                  --engines tritune,incremental --watchdog-ms 20

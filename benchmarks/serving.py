@@ -1,11 +1,13 @@
 """A serving simulation: a skewed stream of calls over many shape buckets, for every way of tuning, in one run.
 
-    PYTHONPATH=src python3 benchmarks/serving.py --out DIR            # the H200: 6,000 calls, 24 buckets (~3 min)
+    PYTHONPATH=src python3 benchmarks/serving.py --out DIR            # the H200: 6,000 calls, 24 buckets (~1.5 min)
+    PYTHONPATH=src python3 benchmarks/serving.py --out DIR --tiny     # the earlier, host-bound shapes
     PYTHONPATH=src python3 benchmarks/serving.py --out DIR --quick    # 2,000 calls, 20 buckets, 6 configs
     PYTHONPATH=src python3 benchmarks/serving.py --out DIR --dry-run  # CPU, Triton's interpreter, tiny shapes
     ... --engines incremental --watchdog-ms 20   # attribution: a traceback of every thread when a call is slow
 
-Two kernels (a matmul keyed on M, N, K; a chunked RMSNorm keyed on N), each fed one seeded Zipf stream
+Two kernels at serving shapes (:func:`workloads`: a projection GEMM of M = 16..2048 tokens by 4096x4096, keyed
+on M, N, K; a chunked RMSNorm of M = 16..2048 rows of hidden 4096 or 8192, keyed on M, N), each fed one seeded Zipf stream
 (s = 1.1) of ``--calls`` calls over ``--buckets`` shape buckets. Engines, each on fresh decorator objects, in
 this order: ``tritune`` (normal mode, fresh store: it runs first, so Triton's cache is warm for the others,
 as the issue's 50 ms worst-call target assumes), ``untuned`` (plain ``triton.jit`` launches of the first
@@ -70,7 +72,7 @@ def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
 
 
 @triton.jit
-def rms_kernel(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr):
+def rms_kernel(x_ptr, w_ptr, y_ptr, M, N, eps, BLOCK: tl.constexpr):  # M: rows (one program each; a key part)
     row = tl.program_id(0)
     sq = tl.zeros((BLOCK,), dtype=tl.float32)
     for c0 in range(0, N, BLOCK):
@@ -122,17 +124,40 @@ class Workload:
         self.make, self.launch, self.outputs = make, launch, outputs
 
 
-def workloads(dev: str, dry: bool, quick: bool, n_buckets: int) -> list[Workload]:
+#: Serving shapes (the default): token counts of batch/sequence buckets, as a server pads to.
+TOKENS = [16, 24, 32, 48, 64, 80, 96, 128, 160, 192, 256, 320, 384, 448, 512, 640, 768, 896, 1024, 1152, 1280,
+          1536, 1792, 2048]  # fmt: skip
+
+
+def workloads(dev: str, dry: bool, quick: bool, n_buckets: int, tiny: bool = False) -> list[Workload]:
+    """The two kernels' buckets. Default (serving): a projection GEMM ``[M, 4096] x [4096, 4096]`` with M the
+    bucket's token count (16..2048), and an RMSNorm over M = 16..2048 rows of hidden 4096 and 8192 (buckets
+    alternate: 12 token counts x 2 hidden sizes when there are 24), keyed on (M, N): the device time of a
+    call is ~10-150 us (GEMM) and ~3-20 us (RMSNorm), as in a server, so the first config's slowness
+    shows in the stream's total. ``tiny``: the earlier stream (GEMM M = 1..4096, RMSNorm of 4096 rows keyed
+    on hidden 256..32768), whose hot buckets were short enough to be host-bound."""
     dt = torch.float32 if dry else torch.float16
     nk = 32 if dry else 4096
-    ms = ([1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 56, 64, 72, 80, 96, 128] if dry else
-          [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024, 1280, 1536, 2048, 2560,
-           3072, 4096])[:n_buckets]  # fmt: skip
-    ns = ([8, 12, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768,
-           896, 1024] if dry else
-          [256, 384, 512, 768, 1024, 1280, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240,
-           12288, 14336, 16384, 20480, 24576, 28672, 32768])[:n_buckets]  # fmt: skip
-    rows = 4 if dry else (2048 if quick else 4096)
+    if dry:
+        ms = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 56, 64, 72, 80, 96, 128][:n_buckets]
+    elif tiny:
+        ms = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024, 1280, 1536, 2048, 2560,
+              3072, 4096][:n_buckets]  # fmt: skip
+    else:
+        ms = [TOKENS[round(i * (len(TOKENS) - 1) / max(1, n_buckets - 1))] for i in range(n_buckets)]
+    if dry or tiny:
+        rows = 4 if dry else (2048 if quick else 4096)
+        ns = ([8, 12, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768,
+               896, 1024] if dry else
+              [256, 384, 512, 768, 1024, 1280, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240,
+               12288, 14336, 16384, 20480, 24576, 28672, 32768])[:n_buckets]  # fmt: skip
+        rms_sizes: list[Any] = [(rows, n) for n in ns]
+        rms_key = ["N"]
+    else:
+        half = (n_buckets + 1) // 2
+        toks = [TOKENS[round(i * (len(TOKENS) - 1) / max(1, half - 1))] for i in range(half)]
+        rms_sizes = [(toks[i // 2], (4096, 8192)[i % 2]) for i in range(n_buckets)]
+        rms_key = ["M", "N"]
 
     def mm_make(m: int) -> tuple[Any, ...]:
         return (torch.randn(m, nk, device=dev, dtype=dt) / 8, torch.randn(nk, nk, device=dev, dtype=dt) / 8,
@@ -141,18 +166,19 @@ def workloads(dev: str, dry: bool, quick: bool, n_buckets: int) -> list[Workload
     def mm_launch(k: Any, t: tuple[Any, ...]) -> Any:
         return k[lambda meta: (triton.cdiv(t[3], meta["BM"]), triton.cdiv(t[4], meta["BN"]))](*t)
 
-    def rms_make(n: int) -> tuple[Any, ...]:
+    def rms_make(size: tuple[int, int]) -> tuple[Any, ...]:
+        rows, n = size
         return (torch.randn(rows, n, device=dev, dtype=dt), torch.rand(n, device=dev, dtype=dt) + 0.5,
-                torch.empty(rows, n, device=dev, dtype=dt), n, 1e-6)  # fmt: skip
+                torch.empty(rows, n, device=dev, dtype=dt), rows, n, 1e-6)  # fmt: skip
 
     def rms_launch(k: Any, t: tuple[Any, ...]) -> Any:
-        return k[(rows,)](*t)
+        return k[(t[3],)](*t)
 
     return [
         Workload(
             "matmul", mm_kernel, ["M", "N", "K"], mm_configs(dry, quick), ms, mm_make, mm_launch, ["c_ptr"]
         ),
-        Workload("rmsnorm", rms_kernel, ["N"], rms_configs(dry, quick), ns, rms_make, rms_launch, ["y_ptr"]),
+        Workload("rmsnorm", rms_kernel, rms_key, rms_configs(dry, quick), rms_sizes, rms_make, rms_launch, ["y_ptr"]),
     ]
 
 
@@ -410,11 +436,11 @@ def overhead_us(dev: str, calls: int = 2000) -> dict[str, Any]:
     from tritune.tune.incremental import Incremental
     from tritune.tune.serving_state import IncrementalOptions
 
-    w = workloads(dev, dev == "cpu", True, 1)[1]
+    w = workloads(dev, dev == "cpu", True, 1, tiny=True)[1]
     configs = [triton.Config({"BLOCK": b}, num_warps=4) for b in (256, 512, 1024)]
     rows = 4
     x = torch.randn(rows, 1024, device=dev, dtype=torch.float16)
-    t = (x, torch.ones(1024, device=dev, dtype=torch.float16), torch.empty_like(x), 1024, 1e-6)
+    t = (x, torch.ones(1024, device=dev, dtype=torch.float16), torch.empty_like(x), rows, 1024, 1e-6)
 
     def launch(k: Any) -> None:
         k[(rows,)](*t)
@@ -467,6 +493,8 @@ def main() -> None:
     ap.add_argument(
         "--dry-run", action="store_true", help="CPU: Triton's interpreter, tiny shapes, few calls"
     )
+    ap.add_argument("--tiny", action="store_true",
+                    help="the earlier, host-bound stream (GEMM M = 1..4096, RMSNorm keyed on hidden 256..32768)")
     ap.add_argument("--calls", type=int, default=None)
     ap.add_argument("--buckets", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
@@ -489,12 +517,13 @@ def main() -> None:
         want = a.engines.split(",")
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
+                           "shapes": "tiny" if a.tiny else "serving",
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 
     doc["provenance"] = provenance()
     t_start = time.perf_counter()
-    for w in workloads(dev, dry, a.quick, n_b):
+    for w in workloads(dev, dry, a.quick, n_b, tiny=a.tiny):
         if w.name not in a.kernels.split(","):
             continue
         stream = zipf_stream(len(w.sizes), calls, a.seed)

@@ -14,26 +14,32 @@ class FakeClock:
     """FAKE timer: a launch of a config "takes" ``times[BLOCK]`` ms, times a seeded noise of +-``noise``.
     ``log`` lists every config started, in order; ``capture`` pretends a CUDA graph is being captured.
     A span started with ``start(None)`` (a check's copies, or its scratch run and comparison) "takes"
-    ``span_ms`` plus the fake time of every config started inside it."""
+    ``span_ms`` plus the fake time of every config started inside it, plus ``host_ms`` of FAKE host time for
+    every clock call after its start (an idle device's events measure the host's gaps between launches)."""
 
-    def __init__(self, times: Mapping[int, float], noise: float = 0.01, seed: int = 0, span_ms: float = 0.0) -> None:
+    def __init__(self, times: Mapping[int, float], noise: float = 0.01, seed: int = 0, span_ms: float = 0.0,
+                 host_ms: float = 0.0) -> None:  # fmt: skip
         self.times = dict(times)
         self.noise = noise
         self.span_ms = span_ms
+        self.host_ms = host_ms
+        self._calls = 0  # clock calls so far (each one "takes" host_ms)
         self.rng = random.Random(seed)
         self.log: list[Config] = []
         self.capture = False
         self._spent: list[float] = []  # fake time of every config stopped, in order
 
     def start(self, cfg: Config | None) -> Any:
+        self._calls += 1
         if cfg is None:
-            return ("span", len(self._spent))
+            return ("span", len(self._spent), self._calls)
         self.log.append(cfg)
         return cfg
 
     def stop(self, token: Any) -> Any:
+        self._calls += 1
         if isinstance(token, tuple):
-            return self.span_ms + sum(self._spent[token[1]:])
+            return self.span_ms + sum(self._spent[token[1]:]) + self.host_ms * (self._calls - token[2])
         base = self.times[token.kwargs["BLOCK"]]
         ms = base * (1 + self.rng.uniform(-self.noise, self.noise))
         self._spent.append(ms)

@@ -96,14 +96,14 @@ def test_a_check_sample_counts_and_the_next_check_is_estimated_from_the_last():
     assert C not in st.obs.samples  # a disagreeing run is no timing
 
 
-def test_a_candidate_joining_the_race_starts_level_with_the_racers():
-    st = KeyState([A, B], A, IncrementalOptions())
+def test_a_candidate_joining_the_race_takes_max_samples_calls_in_a_row_then_takes_turns():
+    st = KeyState([A, B], A, IncrementalOptions(min_samples=3, max_samples=4))
     assert [st.next_racer() for _ in range(10)] == [A] * 10
     st.compiled(B)
     st.checked(B, None)
     st.apply(st.propose())
-    # Without levelling B would take the next 10 calls in a row (fewest dispatched first).
-    assert [st.next_racer() for _ in range(4)] == [A, B, A, B]
+    # B catches up by max_samples calls (enough to be eliminated or tie), not by all 10 A had, then turns.
+    assert [st.next_racer() for _ in range(8)] == [B, B, B, B, A, B, A, B]
 
 
 def test_checks_follow_the_given_order_then_the_declared_one():
@@ -123,3 +123,28 @@ def test_a_check_dearer_than_a_full_bucket_still_runs_and_its_debt_keeps_the_fra
             checks += 1
     assert checks >= 25  # it runs (never: if it had to wait for 3 ms in a 0.5 ms bucket)
     assert b.spent_ms <= 0.1 * b.earned_from_ms + 3.0  # at most one check ahead of the fraction
+
+
+def test_the_resolver_thread_resolves_what_queued_up_in_one_batch():
+    import threading
+
+    from tritune.tune.serving_runtime import Resolver
+
+    gate = threading.Event()
+
+    class GatedClock:  # FAKE clock: the first handle "resolves" only once the test opens the gate
+        def elapsed_ms(self, handle):
+            if handle == 0:
+                gate.wait(10)
+            return float(handle)
+
+    got = []
+    res = Resolver(GatedClock(), batch_s=0.001)
+    for i in range(100):
+        res.submit(i, got.append)
+    gate.set()
+    for _ in range(1000):
+        if len(got) == 100:
+            break
+        threading.Event().wait(0.01)
+    assert got == [float(i) for i in range(100)] and res.wakes == 1 and not res.errors

@@ -39,7 +39,7 @@ from tritune.errors import CaptureMissError, ConfigError
 from tritune.tune.choice import Choice
 from tritune.tune.serving_check import compare_outputs, default_tolerance
 from tritune.tune.serving_runtime import CallClock, CompileService, CudaClock, Resolver, WorkerCompiles
-from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge
+from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge, prune
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned
@@ -132,7 +132,8 @@ class Incremental:
             self._agree(tuned, key, st)
             if st.promoted is not None:
                 return MISS
-        check = st.next_check(self.distributed) if st.calls > 1 else None
+        # The budget is looked at first: it refuses most calls, and next_check walks every candidate.
+        check = st.next_check(self.distributed) if st.calls > 1 and self._may_afford(st) else None
         if check is not None and self._afford(st):
             self.last_phase = "check"
             return self._checked_call(tuned, key, st, check, args, kwargs, grid, res)
@@ -141,6 +142,14 @@ class Incremental:
         cfg = st.next_racer()
         tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
+
+    def _may_afford(self, st: KeyState) -> bool:
+        """Whether a check could be afforded now (a lock-free look; :meth:`_afford` decides and spends)."""
+        if self.distributed:
+            return st.applied.stop == "check"
+        b = st.budget
+        est = st.check_estimate_ms()
+        return est is not None and b.tokens_ms > 0 and b.tokens_ms >= min(est, b.cap_ms)
 
     def _afford(self, st: KeyState) -> bool:
         est = st.check_estimate_ms()
@@ -172,8 +181,9 @@ class Incremental:
     def _checked_call(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cand: Config, args: Sequence[Any],
                       kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
         """The real call on the provisional config; ``cand`` runs on scratch copies of the outputs. The
-        check's device time (the copies, then the scratch run and the comparison) is timed by two spans
-        of events around the real call, and charged to the key's bucket when they resolve."""
+        check's device time (the copies, the scratch run and the comparison, each timed by its own pair of
+        events, so the host's work between them is not counted) is charged to the key's bucket when they
+        resolve."""
         assert self.clock is not None
         names = self._output_names(tuned, args, kwargs)
         named = tuned._named(args, kwargs)
@@ -183,26 +193,29 @@ class Incremental:
         scratch = {n: named[n].clone() for n in names}
         copies = self.clock.stop(t_copies)
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res)
-        t_rest = self.clock.start(None)
         s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
         s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
+        fast = self._fast_launcher(tuned, cand, s_args, s_kwargs)
         t = self.clock.start(cand)
-        try:
-            tuned._launch(cand, s_args, s_kwargs, grid, False)
+        try:  # the scratch run goes through the same launcher as a real call: its time is a fair sample
+            fast(s_args, grid) if fast is not None else tuned._launch(cand, s_args, s_kwargs, grid, False)
         except Exception as e:  # a candidate that cannot launch is out, and the call is already served
             self.clock.stop(t)
             st.checked(cand, f"launch failed: {type(e).__name__}: {e}")
             res.submit(copies, lambda ms: st.budget.correct(est_ms, ms))
-            res.submit(self.clock.stop(t_rest), lambda ms: st.budget.correct(0.0, ms))
             return out
         h = self.clock.stop(t)
+        # The comparison's own span: the host's work between the launches (building arguments, binding) is
+        # not device time; spans around it measured the host's gaps on an idle device (a tiny kernel's check
+        # "cost" ~15 calls' worth on the H200, 1.4 ms of host time), and starved the checks of budget.
+        t_rest = self.clock.start(None)
         verdict = compare_outputs({n: named[n] for n in names}, scratch, self.atol, self.rtol, self._fused)
         rest = self.clock.stop(t_rest)
         got: list[float] = []  # the scratch run's time, then the copies' (the resolver keeps this order)
 
         def then(rest_ms: float) -> None:
             run_ms, copies_ms = got
-            actual = copies_ms + rest_ms
+            actual = copies_ms + run_ms + rest_ms
             st.budget.correct(est_ms, actual)
             st.check_cost.append(actual)
             why = verdict()
@@ -278,11 +291,15 @@ class Incremental:
         known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
         near = nearest_key(key, known, legal)
         provisional = known[near] if near is not None else legal[0]
-        order = _fastest_first(tuned._choices[near].timings if near is not None else None, legal)
+        near_t = tuned._choices[near].timings if near is not None else None
+        order = _fastest_first(near_t, legal)
         st = KeyState(legal, provisional, self.options, check_order=order,
-                      budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget))  # fmt: skip
+                      budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget),
+                      pruned=None if self.distributed else prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
         self.states[key] = st
-        rest = [c for c in order if c != provisional]  # the likeliest winners compile (and are checked) first
+        if st.pruned:
+            self._note("pruned", ", ".join(f"{c.id}: {why}" for c, why in st.pruned.items()))
+        rest = [c for c in order if c != provisional and c not in st.pruned]  # the likeliest winners compile (and are checked) first
         names = self._output_names(tuned, args, kwargs)
         dtypes = sorted({str(v.dtype) for n, v in tuned._named(args, kwargs).items() if n in names})
         device = next((getattr(v, "device", None) for v in args if getattr(getattr(v, "device", None), "type", "") == "cuda"),
@@ -351,8 +368,26 @@ class Incremental:
             tuned._remember(key, choice)
         self.promoted[key] = choice
         self.states.pop(key, None)
+        if not self.distributed:
+            self._prune_others(tuned, key, choice)
         if self.on_promote is not None:
             self.on_promote(tuned.key_spec.public(key), choice)
+
+    def _prune_others(self, tuned: Autotuned, key: tuple[Any, ...], choice: Choice) -> None:
+        """Keys still tuning whose nearest tuned key is now ``key`` leave out the candidates it timed beyond
+        ``prune_ratio`` of its best and that they have not checked yet (keys of a stream start long before
+        any is promoted: without this only keys started later would profit). Not with ``distributed=True``:
+        timings differ by rank, and ranks must keep the same candidates."""
+        if self.options.prune_ratio == 0 or not choice.timings:
+            return
+        known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
+        for other, st in list(self.states.items()):
+            if nearest_key(other, known, st.configs) != key:
+                continue
+            out = st.prune_more(prune(choice.timings, st.configs, self.options.prune_ratio, st.provisional))
+            if out:
+                self._note("pruned", f"{tuned.key_spec.public(other)}: {', '.join(c.id for c in out)} "
+                                     f"(by {tuned.key_spec.public(key)})")  # fmt: skip
 
     def _warm_comparison(self, dtypes: Sequence[str], device: Any) -> None:
         """Load the comparison's device code for these output dtypes before any check runs it on the caller's

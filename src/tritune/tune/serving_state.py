@@ -44,6 +44,10 @@ class IncrementalOptions:
     ``burst_calls`` calls' worth of earnings may be saved up). ``min_samples``/``max_samples``: samples per racer before any elimination / kept (the latest).
     ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.engine.race.RaceOptions` (ties within
     ``rel_tol`` are ties). ``sync_every``: calls of a key between agreement steps with ``distributed=True``.
+    ``prune_ratio``: a candidate whose median at the nearest tuned key was more than this many times that
+    key's best is neither compiled nor checked nor raced (a check costs several calls' worth of the budget;
+    on a 5 us kernel, checking every candidate took ~100 calls each); 0 turns pruning off. Candidates the
+    neighbour did not time are kept.
     """
 
     gpu_fraction: float = 0.10
@@ -53,6 +57,7 @@ class IncrementalOptions:
     rel_tol: float = 0.02
     elimination_confidence: float = 0.99
     sync_every: int = 16
+    prune_ratio: float = 1.3
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_fraction <= 1:
@@ -61,6 +66,8 @@ class IncrementalOptions:
             raise ValueError("min_samples must be >= 3 and max_samples >= min_samples")
         if self.rel_tol <= 0 or not 0.5 < self.elimination_confidence < 1 or self.sync_every < 1:
             raise ValueError("rel_tol must be > 0, elimination_confidence in (0.5, 1), sync_every >= 1")
+        if self.prune_ratio != 0 and self.prune_ratio < 1:
+            raise ValueError(f"prune_ratio={self.prune_ratio}: expected 0 (off) or a ratio >= 1")
 
 
 class GpuBudget:
@@ -146,6 +153,20 @@ class Proposal:
     ties: tuple[Config, ...] = ()
 
 
+def prune(timings: Mapping[Config, Sequence[float]] | None, legal: Sequence[Config], ratio: float,
+          keep: Config) -> dict[Config, str]:  # fmt: skip
+    """The candidates of ``legal`` (not ``keep``) whose median (``timings[c][0]``) at the nearest tuned key
+    exceeds ``ratio`` times the best median there, with why; none when ``ratio`` is 0 or nothing was timed."""
+    if not timings or ratio == 0:
+        return {}
+    timed = {c: float(timings[c][0]) for c in legal if timings.get(c)}
+    if not timed:
+        return {}
+    best = min(timed.values())
+    return {c: f"{t / best:.2f}x the best at the nearest tuned key (prune_ratio={ratio:g})"
+            for c, t in timed.items() if c != keep and best > 0 and t > ratio * best}  # fmt: skip
+
+
 def merge(proposals: Sequence[Proposal], configs: Sequence[Config]) -> Proposal:
     """The agreement of every rank (the same answer on every rank, given the same list in rank order): a
     candidate is usable only where every rank has it; a failure or disagreement anywhere removes it;
@@ -173,10 +194,13 @@ class KeyState:
     """One key's candidates, phases and samples, and the decision rule (see the module docstring)."""
 
     def __init__(self, configs: Sequence[Config], provisional: Config, options: IncrementalOptions,
-                 check_order: Sequence[Config] | None = None, budget: GpuBudget | None = None) -> None:  # fmt: skip
+                 check_order: Sequence[Config] | None = None, budget: GpuBudget | None = None,
+                 pruned: Mapping[Config, str] | None = None) -> None:  # fmt: skip
         if provisional not in configs:
             configs = [provisional, *configs]
-        self.configs = list(configs)
+        #: Candidates left out by the nearest tuned key's timings (see ``prune_ratio``), with why.
+        self.pruned = {c: why for c, why in (pruned or {}).items() if c != provisional}
+        self.configs = [c for c in configs if c not in self.pruned]
         order = [c for c in (check_order or ()) if c in self.configs]
         self.check_order = order + [c for c in self.configs if c not in order]
         self.provisional = provisional
@@ -186,10 +210,25 @@ class KeyState:
         self.check_cost: list[float] = []  # measured device ms of this key's checks (the next estimate)
         self.obs = Observations(compiled={provisional}, checked={provisional})
         self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
+        self._racers = [provisional]  # the racers in declared order (next_racer's loop)
+        self._to_check = [c for c in self.check_order if c != provisional]  # not racing, not removed
         self.calls = 0
         self.dispatched: dict[Config, int] = {}  # real calls sent to each racer (the caller's thread counts)
         self._since = 0  # samples since the last decision
         self.checking: set[Config] = set()  # scratch runs whose comparison has not resolved yet
+
+    def prune_more(self, pruned: Mapping[Config, str]) -> list[Config]:
+        """Leave out ``pruned`` candidates that are not racing yet (a nearer key was promoted since this one
+        started); the ones left out. The lists are replaced, never changed in place (the caller's thread
+        reads them)."""
+        racing = self.applied.racing | set(self.checking) | {self.provisional}
+        out = [c for c in pruned if c in self.configs and c not in racing]
+        if out:
+            self.pruned = {**self.pruned, **{c: pruned[c] for c in out}}
+            self.configs = [c for c in self.configs if c not in self.pruned]
+            self.check_order = [c for c in self.check_order if c not in self.pruned]
+            self._to_check = [c for c in self._to_check if c not in self.pruned]
+        return out
 
     # -- observations (background threads) ------------------------------------------------------------
     def compiled(self, cfg: Config, why_not: str | None = None) -> None:
@@ -242,14 +281,17 @@ class KeyState:
 
     def next_racer(self) -> Config:
         """The racing candidate for this call: fewest calls dispatched first, declared order among equals
-        (counted here, not from resolved samples, so ranks that agree on the state agree on the config)."""
-        racing = self.applied.racing
+        (counted here, not from resolved samples, so ranks that agree on the state agree on the config).
+        On every racing call: a plain loop over the racers in declared order (kept by :meth:`apply`)."""
         n = self.dispatched
-        cfg = (
-            next(iter(racing))
-            if len(racing) == 1
-            else min((c for c in self.configs if c in racing), key=lambda c: n.get(c, 0))
-        )
+        order = self._racers
+        cfg = order[0]
+        if len(order) > 1:
+            least = n.get(cfg, 0)
+            for c in order:
+                v = n.get(c, 0)
+                if v < least:
+                    cfg, least = c, v
         n[cfg] = n.get(cfg, 0) + 1
         return cfg
 
@@ -258,8 +300,8 @@ class KeyState:
         resolve at their own pace, so there only the agreed state counts), or None."""
         a = self.applied
         busy = () if distributed else self.checking
-        for c in self.check_order:
-            if c in a.ready and c not in a.racing and c not in a.eliminated and c not in busy:
+        for c in self._to_check:
+            if c in a.ready and c not in busy:
                 return c
         return None
 
@@ -316,19 +358,23 @@ class KeyState:
         return Proposal(ready, racing_alive, failed, disagreed, frozenset(eliminated), promoted, stop, ties)
 
     def apply(self, p: Proposal) -> None:
-        """Take ``p`` as the key's state. A candidate that joins the race starts level with the racers' fewest
-        dispatched calls, so the round-robin does not hand it every call until it caught up."""
+        """Take ``p`` as the key's state. A candidate that joins the race starts ``max_samples`` calls below
+        the racers' fewest dispatched calls: it takes that many calls in a row (its samples for elimination or
+        a tie come at once, not at one call in every round; the decision waits for them) and then turns."""
         joined = [c for c in p.racing if c not in self.applied.racing]
         if joined:
             level = min((self.dispatched.get(c, 0) for c in self.applied.racing if c in p.racing), default=0)
             for c in joined:
-                self.dispatched[c] = max(self.dispatched.get(c, 0), level)
+                self.dispatched[c] = max(self.dispatched.get(c, 0), level - self.options.max_samples)
         self.applied = p
+        self._racers = [c for c in self.configs if c in p.racing] or [self.provisional]
+        gone = p.racing | p.eliminated
+        self._to_check = [c for c in self.check_order if c not in gone and c not in p.failed and c not in p.disagreed]
 
     def summary(self, names: Iterable[Config] | None = None) -> dict[str, object]:
         """Counts and removals, for ``choices()`` and the store."""
         a = self.applied
-        cfgs = list(names) if names is not None else self.configs
+        cfgs = [c for c in names if c not in self.pruned] if names is not None else self.configs
         compiling = [c for c in cfgs if c not in a.ready and c not in a.failed and c not in a.disagreed]
         return {
             "calls": self.calls,
@@ -338,4 +384,5 @@ class KeyState:
             "eliminated": sorted(c.id for c in a.eliminated),
             "disagreed": {c.id: why for c, why in a.disagreed.items()},
             "failed": {c.id: why for c, why in a.failed.items()},
+            "pruned": {c.id: why for c, why in self.pruned.items()},
         }
