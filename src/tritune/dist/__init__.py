@@ -57,13 +57,16 @@ from tritune.dist.race import (
     pick_winner,
 )
 from tritune.dist.records import candidate_records, record_on_rank0
-from tritune.dist.split import split_configs
+from tritune.dist.search import DriverView, SharedSearch
+from tritune.dist.split import split_by_width, split_configs
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "WINNER_RULE",
     "DistributedRaceResult",
+    "DriverView",
     "Farm",
+    "SharedSearch",
     "TuningGroup",
     "agree_on_cached",
     "candidate_records",
@@ -74,5 +77,6 @@ __all__ = [
     "pick_winner",
     "rank_and_world",
     "record_on_rank0",
+    "split_by_width",
     "split_configs",
 ]
