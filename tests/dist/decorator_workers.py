@@ -85,6 +85,10 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
         dist.barrier()  # rank 0 has written the search; the same budget again is a store hit on every rank
         again = launch(store_c, CountingReplay(seed=40 + rank), search="random", budget=4, jobs=1)
         data["searched_again"] = {"config": again.config.id, "source": again.source}
+        # A larger budget resumes from rank 0's store (rank 1 is given an empty one: its view does not count)
+        more = launch(store_c if rank == 0 else store_c + f".rank{rank}", CountingReplay(seed=50 + rank),
+                      search="random", budget=6, jobs=1)  # fmt: skip
+        data["resumed"] = {"config": more.config.id, "search": more.stats["search"]}
     except BaseException:
         data["exception"] = traceback.format_exc()
     (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(data))

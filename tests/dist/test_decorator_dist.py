@@ -46,10 +46,14 @@ def test_ranks_split_agree_record_once_and_a_partial_miss_does_not_hang(tmp_path
     assert s0["search"] == s1["search"] and s0["search"]["ranks"] == 2 and s0["search"]["width_per_rank"] == [1, 1]
     assert s0["search"]["evaluated"] == 4 and s0["search"]["stopped"] == "budget" and s0["search"]["width"] == 2
     assert s1["measured"]  # rank 1 timed its share of the batches
+    assert res[0]["searched_again"] == res[1]["searched_again"] == {"config": s0["config"], "source": "store"}
+    m0, m1 = res[0]["resumed"], res[1]["resumed"]
+    assert m0 == m1 and m0["search"]["resumed"] == 4 and m0["search"]["evaluated"] == 2
     with SQLiteStore(tmp_path / "c.sqlite") as st:
         (entry,) = st.entries()
         tried = {r.config.id for r in st.candidates(entry.key)}
-        assert len(tried) == 4 and set(s1["measured"]) <= tried  # rank 1's share is in rank 0's records
-        assert st.lookup_winner(entry.key).config.id == s0["config"]
-        assert st.lookup_winner(entry.key).provenance["search"]["ranks"] == 2
-    assert res[0]["searched_again"] == res[1]["searched_again"] == {"config": s0["config"], "source": "store"}
+        assert len(tried) == 6 and set(s1["measured"]) <= tried  # rank 1's share is in rank 0's records
+        win = st.lookup_winner(entry.key)
+        assert win.config.id == m0["config"] and win.provenance["search"]["ranks"] == 2
+    with SQLiteStore(str(tmp_path / "c.sqlite") + ".rank1") as st:
+        assert st.entries() == []  # only rank 0 writes

@@ -24,6 +24,10 @@ smaller config id; ties are the finalists whose 95% interval overlaps the winner
 finalists on its own GPU and everyone adopts its answer: even two H200s of one host timed the same
 matmul 5% apart, so medians from different GPUs decide nothing.
 
+**A searched space** (more than 512 legal configs, or ``search=``/``budget=`` given) is searched once for
+all ranks: :class:`~tritune.dist.search.SharedSearch` keeps one strategy on rank 0 and gives every batch
+out in shares, then merges and re-times by the same winner rule.
+
 **Collectives** run on a gloo *tuning group* (:class:`~tritune.dist.group.TuningGroup`) beside the
 job's own backend, with ``monitored_barrier`` timeouts; create it at startup with
 ``TuningGroup.create(timeout_s)`` on every rank, or let the first tuning create it.

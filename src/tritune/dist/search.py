@@ -40,6 +40,8 @@ from tritune.engine.sticky import StickyGuard
 from tritune.errors import DistributedError
 from tritune.outcome import Status
 from tritune.search import SearchDriver
+from tritune.store.keys import TuningKey
+from tritune.store.records import WinnerRecord
 
 #: Rank 0 builds the driver: ``make(width) -> (driver, info)``, ``width`` the sum of the ranks' pools.
 MakeDriver = Callable[[int], "tuple[SearchDriver, dict[str, Any]]"]
@@ -90,9 +92,16 @@ class SharedSearch:
     def _bcast(self, obj: Any, stage: str) -> Any:
         return self.group.broadcast(obj, self.label, stage, self.timeout_s)
 
-    def from_rank0(self, obj: Any, stage: str = "share rank 0's store view") -> Any:
-        """Rank 0's ``obj`` on every rank (a stored winner, stored finalists: rank 0's store decides)."""
-        return self._bcast(obj, stage)
+    def stored_winner(self, winner: WinnerRecord | None, key: TuningKey) -> WinnerRecord | None:
+        """Rank 0's stored winner of ``key`` on every rank (rank 0's store decides; the others pass theirs,
+        or None). Sent as JSON: a stored record holds read-only mappings that do not pickle."""
+        got = self._bcast(None if winner is None else winner.to_json(), "share rank 0's stored winner")
+        if self.rank == 0 or got is None:
+            return winner if self.rank == 0 else None
+        by_id = {c.id: c for c in self.legal}
+        cfg = Config.from_json(got["config"])
+        return WinnerRecord(key, by_id.get(cfg.id, cfg), got["time_ms"], tuple(Config.from_json(t) for t in got["ties"]),
+                            got["provenance"] or {}, got["recorded_at"])  # fmt: skip
 
     def start(self, make: MakeDriver, width: int) -> tuple[SearchDriver | DriverView, dict[str, Any]]:
         """Agree, gather the pools' ``width``s, build the driver on rank 0: ``(driver or view, info)``."""

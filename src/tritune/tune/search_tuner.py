@@ -53,7 +53,7 @@ def search_tune(tuner: Tuner, tuned: Autotuned, key: tuple[Any, ...], p: searchi
     driver, info = make(width) if shared is None else shared.start(make, width)
     old = st.lookup_winner(tkey) if st is not None else None
     if shared is not None:  # every rank takes rank 0's stored winner: one decision, one winner
-        old = shared.from_rank0(old)
+        old = shared.stored_winner(old, tkey)
     if info.get("nothing_left") and old is not None and old.config in set(legal):
         stats["search"] = searching.summary(driver, info, old.config)
         return Choice(old.config, "store", "stored winner (the budget was spent by earlier runs)", stats=stats)

@@ -14,7 +14,8 @@ every rank builds the same candidate list (static rules only), and :func:`tritun
 gives each rank its share to compile, load, verify and race on its own GPU; the shares' outcomes are
 merged, and rank 0 re-races the finalists on its own GPU (medians from two GPUs are not comparable:
 two H200s of one host ran the same matmul 5% apart). Every rank ends with the same winner and the same result of every
-candidate; only the caller's rank 0 should write (``tune`` writes the store on rank 0 only).
+candidate; only the caller's rank 0 should write (``tune`` writes the store on rank 0 only). A searched
+key (:mod:`tritune.tune.searching`) is searched once for all ranks (:mod:`tritune.dist.search`).
 """
 
 from __future__ import annotations
