@@ -55,8 +55,9 @@ def test_two_ranks_share_one_search_and_measure_what_one_process_would(tmp_path:
     assert r0["retimed"] and r1["retimed"]
 
 
-def test_a_rank_raising_mid_search_makes_every_rank_raise(tmp_path: Path) -> None:
-    res = _run(tmp_path, "random", fail_rank=1)
+@pytest.mark.parametrize("fail_rank", [0, 1])
+def test_a_rank_raising_mid_search_makes_every_rank_raise(tmp_path: Path, fail_rank: int) -> None:
+    res = _run(tmp_path, "random", fail_rank=fail_rank)
     for r in res:
         assert r["raised"].startswith("DistributedError"), r
-        assert "rank 1" in r["raised"] and "went away mid-search" in r["raised"]
+        assert f"on rank {fail_rank}" in r["raised"] and "went away mid-search" in r["raised"]
