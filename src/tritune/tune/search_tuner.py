@@ -45,6 +45,7 @@ def search_tune(tuner: Tuner, tuned: Autotuned, key: tuple[Any, ...], p: searchi
     stored = st.candidates(tkey) if st is not None else []
     near = searching.neighbours(st, tkey, legal)
     width = tuner.jobs or default_jobs()
+
     def make(width: int) -> tuple[Any, dict[str, Any]]:
         return searching.make_driver(p, legal, width=width, key_values=tuned.key_spec.as_dict(key),
                                      stored=stored, near=near, where=name)  # fmt: skip
@@ -59,8 +60,9 @@ def search_tune(tuner: Tuner, tuned: Autotuned, key: tuple[Any, ...], p: searchi
         return Choice(old.config, "store", "stored winner (the budget was spent by earlier runs)", stats=stats)
     finalists = searching.stored_finalists(st, tkey, legal)
     phases: dict[str, Any] = {}
-    result = (search_and_race if shared is None else shared.search_and_race)(driver, prepare=prepare, measure=measure, options=tuner.race, compiler=compiler,
-                             finalists=finalists, stats=phases, probe=probe)  # fmt: skip
+    run = search_and_race if shared is None else shared.search_and_race
+    result = run(driver, prepare=prepare, measure=measure, options=tuner.race, compiler=compiler,
+                 finalists=finalists, stats=phases, probe=probe)  # fmt: skip
     stats.update(phases)
     stats["total_s"] = round(time.perf_counter() - clock, 3)
     recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items()]
