@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs libtests tutorials serving servingtiny servingwd search searchxfer. COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch gelu short libs libtests tutorials serving servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
 # everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
@@ -62,6 +62,14 @@ for part in "$@"; do
     # Issue 16's new-key row alone (3-key search, transfer, cold new key, interleaved quality): ~80 s.
     searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer
                 grep -A5 "^== search vs exhaustive" "$RES"/searchxfer/python3_*.log | tee -a "$LOG" ;;
+    # Needs 2 GPUs (nvidia-h200-x2): one search shared by 2 ranks vs the same search in one process, 16 jobs each.
+    distsearch) step distsearch 280 python3 -m tritune tune examples/matmul_tma_wide.py --workload matmul_tma_wide \
+                  --jobs 16 --quiet --json "$RES/distsearch/one.json" --store /tmp/ds1.sqlite
+                GLOO_SOCKET_IFNAME=lo step distsearch 280 torchrun --nproc-per-node=2 -m tritune tune \
+                  examples/matmul_tma_wide.py --workload matmul_tma_wide --jobs 16 --quiet \
+                  --json "$RES/distsearch/farmed.json" --store /tmp/ds2.sqlite
+                python3 benchmarks/dist_search_compare.py "$RES/distsearch/one.json" "$RES/distsearch/farmed.json" \
+                  --out "$RES/distsearch" | tee -a "$LOG" ;;
     *) echo "unknown part $part" | tee -a "$LOG" ;;
   esac
 done

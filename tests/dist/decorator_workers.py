@@ -41,7 +41,7 @@ class CountingReplay:
         return self._replay.measure_config(config, budget_s, **kw)
 
 
-def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store_b: str) -> None:
+def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store_b: str, store_c: str) -> None:
     import torch
     import torch.distributed as dist
     import triton
@@ -57,10 +57,9 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
         configs = [tritune.Config({"BLOCK": b}, num_warps=4) for b in (*BLOCKS, 300)]
         opts = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
 
-        def launch(store: str, timer: Any) -> Any:
-            k = tritune.autotune(configs=configs, key=["n"], store=store, distributed=True, timer=timer, race=opts)(
-                scale_kernel
-            )
+        def launch(store: str, timer: Any, **search: Any) -> Any:
+            k = tritune.autotune(configs=configs, key=["n"], store=store, distributed=True, timer=timer, race=opts,
+                                 **search)(scale_kernel)  # fmt: skip
             n = KEY["n"]
             x = torch.randn(n)
             out = torch.empty_like(x)
@@ -78,6 +77,18 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
         dist.barrier()
         second = launch(store_b if rank == 0 else store_a, CountingReplay(seed=20 + rank))
         data["second"] = {"config": second.config.id, "source": second.source}
+        # One search shared by the ranks: budget 4 of the 6 legal configs, batches of 2 (one worker per rank)
+        timer = CountingReplay(seed=30 + rank)
+        searched = launch(store_c, timer, search="random", budget=4, jobs=1)
+        data["searched"] = {"config": searched.config.id, "source": searched.source,
+                            "search": searched.stats["search"], "measured": sorted(timer.measured)}  # fmt: skip
+        dist.barrier()  # rank 0 has written the search; the same budget again is a store hit on every rank
+        again = launch(store_c, CountingReplay(seed=40 + rank), search="random", budget=4, jobs=1)
+        data["searched_again"] = {"config": again.config.id, "source": again.source}
+        # A larger budget resumes from rank 0's store (rank 1 is given an empty one: its view does not count)
+        more = launch(store_c if rank == 0 else store_c + f".rank{rank}", CountingReplay(seed=50 + rank),
+                      search="random", budget=6, jobs=1)  # fmt: skip
+        data["resumed"] = {"config": more.config.id, "search": more.stats["search"]}
     except BaseException:
         data["exception"] = traceback.format_exc()
     (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(data))

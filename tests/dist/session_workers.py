@@ -49,10 +49,10 @@ def gelu() -> Any:
     return wl
 
 
-def tune_gelu(wl: Any, store: Any, seed: int, group: Any, exhaustive: bool = False) -> Any:
+def tune_gelu(wl: Any, store: Any, seed: int, group: Any, exhaustive: bool = False, **search: Any) -> Any:
     from tritune.tune.session import TuneOptions, tune
 
-    opts = TuneOptions(jobs=1, race=OPTS, exhaustive=exhaustive, ceilings=False)
+    opts = TuneOptions(jobs=1, race=OPTS, exhaustive=exhaustive, ceilings=False, **search)
     return tune([wl], keys=[KEY], options=opts, store=store, group=group, timer=replay_timer(wl, seed),
                 target="sm90", device="cpu")  # fmt: skip
 
@@ -70,6 +70,8 @@ def farm(rank: int, world: int, init_file: str, out_dir: str, store_path: str) -
         data["race"] = tune_gelu(wl, store, 100 + rank, "auto").to_json()
         data["sweep"] = tune_gelu(wl, None, 200 + rank, "auto", exhaustive=True).to_json()
         data["writes"] = CountingStore.writes
+        # one search shared by the ranks: 2 of the 4 configs, one batch as wide as both pools (1 + 1)
+        data["search"] = tune_gelu(wl, None, 300 + rank, "auto", strategy="random", budget=2).to_json()
     except BaseException:
         data["exception"] = traceback.format_exc()
     (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(data, default=str))

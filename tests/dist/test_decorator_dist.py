@@ -19,7 +19,7 @@ def test_ranks_split_agree_record_once_and_a_partial_miss_does_not_hang(tmp_path
     out = tmp_path / "out"
     out.mkdir()
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
-    res = run_ranks(dw.run, 2, out, (str(tmp_path / "rdv"), str(out), str(a), str(b)),
+    res = run_ranks(dw.run, 2, out, (str(tmp_path / "rdv"), str(out), str(a), str(b), str(tmp_path / "c.sqlite")),
                     ["torch.distributed", "triton", "tritune"])
     # every rank adopts the same winner, the true best of the synthetic landscape, labelled replayed
     assert res[0]["first"] == res[1]["first"] == {"config": "BLOCK=512,num_warps=4,num_stages=3", "source": "replayed"}
@@ -39,3 +39,21 @@ def test_ranks_split_agree_record_once_and_a_partial_miss_does_not_hang(tmp_path
         assert st.lookup_winner(entry.key).config.kwargs["BLOCK"] == 512
     # rank 0 missed (empty store b), rank 1 hit: the collective lookup gives both the hit, nobody tunes alone
     assert res[0]["second"] == res[1]["second"] == {"config": "BLOCK=512,num_warps=4,num_stages=3", "source": "store"}
+
+    # distributed=True with a search: one strategy (rank 0's) for both ranks; budget 4 counts both ranks' timings
+    s0, s1 = res[0]["searched"], res[1]["searched"]
+    assert s0["config"] == s1["config"] and s0["source"] == "replayed"
+    assert s0["search"] == s1["search"] and s0["search"]["ranks"] == 2 and s0["search"]["width_per_rank"] == [1, 1]
+    assert s0["search"]["evaluated"] == 4 and s0["search"]["stopped"] == "budget" and s0["search"]["width"] == 2
+    assert s1["measured"]  # rank 1 timed its share of the batches
+    assert res[0]["searched_again"] == res[1]["searched_again"] == {"config": s0["config"], "source": "store"}
+    m0, m1 = res[0]["resumed"], res[1]["resumed"]
+    assert m0 == m1 and m0["search"]["resumed"] == 4 and m0["search"]["evaluated"] == 2
+    with SQLiteStore(tmp_path / "c.sqlite") as st:
+        (entry,) = st.entries()
+        tried = {r.config.id for r in st.candidates(entry.key)}
+        assert len(tried) == 6 and set(s1["measured"]) <= tried  # rank 1's share is in rank 0's records
+        win = st.lookup_winner(entry.key)
+        assert win.config.id == m0["config"] and win.provenance["search"]["ranks"] == 2
+    with SQLiteStore(str(tmp_path / "c.sqlite") + ".rank1") as st:
+        assert st.entries() == []  # only rank 0 writes

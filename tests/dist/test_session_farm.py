@@ -52,3 +52,10 @@ def test_farmed_tune_matches_single_process_and_rank0_alone_writes(tmp_path: Pat
         assert len(store.candidates(entry.key)) == len(ids)
         win = store.lookup_winner(entry.key)
         assert win is not None and win.config.kwargs["BLOCK"] == 1024
+
+    searched = [r["search"]["workloads"][0] for r in res]
+    assert searched[0]["candidates"] == searched[1]["candidates"] and searched[0]["winner"] == searched[1]["winner"]
+    s0, s1 = (w["search"] for w in searched)
+    assert s0 == s1 and s0["ranks"] == 2 and s0["evaluated"] == 2 and s0["width"] == 2
+    tried = [c for c in searched[0]["candidates"] if c.get("searched") is not False]
+    assert len(tried) == 2 and set(searched[0]["race"]["distributed"]["measured_on"].values()) == {0, 1}

@@ -24,6 +24,10 @@ smaller config id; ties are the finalists whose 95% interval overlaps the winner
 finalists on its own GPU and everyone adopts its answer: even two H200s of one host timed the same
 matmul 5% apart, so medians from different GPUs decide nothing.
 
+**A searched space** (more than 512 legal configs, or ``search=``/``budget=`` given) is searched once for
+all ranks: :class:`~tritune.dist.search.SharedSearch` keeps one strategy on rank 0 and gives every batch
+out in shares, then merges and re-times by the same winner rule.
+
 **Collectives** run on a gloo *tuning group* (:class:`~tritune.dist.group.TuningGroup`) beside the
 job's own backend, with ``monitored_barrier`` timeouts; create it at startup with
 ``TuningGroup.create(timeout_s)`` on every rank, or let the first tuning create it.
@@ -57,13 +61,16 @@ from tritune.dist.race import (
     pick_winner,
 )
 from tritune.dist.records import candidate_records, record_on_rank0
-from tritune.dist.split import split_configs
+from tritune.dist.search import DriverView, SharedSearch
+from tritune.dist.split import split_by_width, split_configs
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "WINNER_RULE",
     "DistributedRaceResult",
+    "DriverView",
     "Farm",
+    "SharedSearch",
     "TuningGroup",
     "agree_on_cached",
     "candidate_records",
@@ -74,5 +81,6 @@ __all__ = [
     "pick_winner",
     "rank_and_world",
     "record_on_rank0",
+    "split_by_width",
     "split_configs",
 ]

@@ -155,6 +155,22 @@ class TuningGroup:
             ) from e
         return out
 
+    def broadcast(self, obj: Any, label: str, stage: str, timeout_s: float | None = None) -> Any:
+        """Group rank 0's ``obj`` on every rank (the others pass anything, None say), after a monitored
+        barrier, so a rank that is missing or crashed fails the exchange instead of hanging it."""
+        self.barrier(label, stage, timeout_s)
+        if self.world_size == 1:
+            return obj
+        box = [obj if self.rank == 0 else None]
+        try:
+            _dist().broadcast_object_list(box, src=self.global_ranks[0], group=self.pg)
+        except RuntimeError as e:
+            raise DistributedError(
+                f"{label}: broadcasting '{stage}' from rank 0 to the {self.world_size} ranks failed on "
+                f"{self.describe(self.rank)}: {_first_lines(e)}"
+            ) from e
+        return box[0]
+
 
 def _first_lines(e: BaseException, n: int = 3) -> str:
     lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]

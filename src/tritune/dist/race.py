@@ -229,6 +229,26 @@ def distributed_race(
                                 method=method)  # fmt: skip
 
     mine, err = _run_local(local, tg.rank, f"timing {len(share)} candidates")
+    return finish_race(tg, label, cands, mine, err, measure, opts, retime_finalists=retime_finalists,
+                       max_finalists=max_finalists, timeout_s=timeout_s)  # fmt: skip
+
+
+def finish_race(
+    tg: TuningGroup,
+    label: str,
+    cands: Sequence[Config],
+    mine: RankShare,
+    err: BaseException | None,
+    measure: ConfigMeasure,
+    opts: RaceOptions,
+    *,
+    retime_finalists: bool,
+    max_finalists: int | None,
+    timeout_s: float | None,
+) -> DistributedRaceResult:
+    """Collective: gather every rank's share of ``cands`` (``mine``: this rank's race, or its error), merge
+    them by the winner rule and, with ``retime_finalists``, let rank 0 re-race the finalists. Shared by
+    :func:`distributed_race` and the shared search (:mod:`tritune.dist.search`)."""
     shares: list[RankShare] = tg.all_gather(mine, label, "gather the timings", timeout_s)
     _raise_errors(label, shares, err)
     merged, finalists, measured_on = merge_shares(cands, shares, opts, max_finalists=max_finalists)

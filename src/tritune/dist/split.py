@@ -56,3 +56,21 @@ def split_configs(
     ids = [c.id for c in cfgs]
     ranks = assign(ids, world, None if cost is None else [float(cost(c)) for c in cfgs])
     return sorted((c for c, r in zip(cfgs, ranks, strict=True) if r == rank), key=lambda c: c.id)
+
+
+def split_by_width(configs: Sequence[Config], widths: Sequence[int], rank: int) -> list[Config]:
+    """The configs rank ``rank`` handles when rank ``r`` has a compile pool of ``widths[r]`` workers: in
+    config-id order, each goes to the rank with the least work per worker (lower rank on equal), so a
+    batch as wide as the pools' sum fills every pool once. Deterministic on every rank, no communication."""
+    world = len(widths)
+    _check_rank(rank, world)
+    if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in widths):
+        raise DistributedError(f"compile pool widths must be positive integers, got {list(widths)}")
+    load = [0] * world
+    mine = []
+    for c in sorted(configs, key=lambda c: c.id):
+        r = min(range(world), key=lambda r: (load[r] / widths[r], r))
+        load[r] += 1
+        if r == rank:
+            mine.append(c)
+    return mine

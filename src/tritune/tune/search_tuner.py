@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tritune.bench import race_tie_report
 from tritune.bench.timer import ConfigMeasure
 from tritune.config import Config
+from tritune.dist.search import SharedSearch
 from tritune.engine.job import Compiler
 from tritune.engine.pipeline import Prepared
 from tritune.engine.precompile import default_jobs
@@ -32,25 +33,36 @@ if TYPE_CHECKING:
 def search_tune(tuner: Tuner, tuned: Autotuned, key: tuple[Any, ...], p: searching.SearchPlan, legal: list[Config],
                 rejected: dict[Config, str], prepare: Callable[[Config], Prepared], measure: ConfigMeasure,
                 compiler: Compiler | None, st: Any, tkey: Any, stats: dict[str, Any], clock: float,
-                probe: Callable[[], str | None] | None = None) -> Choice:  # fmt: skip
+                probe: Callable[[], str | None] | None = None, shared: SharedSearch | None = None,
+                ) -> Choice:  # fmt: skip
     """Search ``legal`` for ``key`` (module docstring) and return the race's winner as a Choice; ``probe``
-    asks whether a launch error lost the CUDA context (a sticky error then costs its config only)."""
+    asks whether a launch error lost the CUDA context (a sticky error then costs its config only).
+    ``shared`` (``distributed=True``): the ranks share one search (:mod:`tritune.dist.search`); rank 0 passes
+    its store as ``st``, the others None, so resume, transfer and the records are rank 0's."""
     from tritune.tune.autotune import Choice
 
     name = tuned.info.name
     stored = st.candidates(tkey) if st is not None else []
     near = searching.neighbours(st, tkey, legal)
     width = tuner.jobs or default_jobs()
-    driver, info = searching.make_driver(p, legal, width=width, key_values=tuned.key_spec.as_dict(key),
-                                         stored=stored, near=near, where=name)  # fmt: skip
+
+    def make(width: int) -> tuple[Any, dict[str, Any]]:
+        return searching.make_driver(p, legal, width=width, key_values=tuned.key_spec.as_dict(key),
+                                     stored=stored, near=near, where=name)  # fmt: skip
+
+    driver: Any  # rank 0's SearchDriver, or a follower rank's DriverView (the same summary())
+    driver, info = make(width) if shared is None else shared.start(make, width)
     old = st.lookup_winner(tkey) if st is not None else None
+    if shared is not None:  # every rank takes rank 0's stored winner: one decision, one winner
+        old = shared.stored_winner(old, tkey)
     if info.get("nothing_left") and old is not None and old.config in set(legal):
         stats["search"] = searching.summary(driver, info, old.config)
         return Choice(old.config, "store", "stored winner (the budget was spent by earlier runs)", stats=stats)
     finalists = searching.stored_finalists(st, tkey, legal)
     phases: dict[str, Any] = {}
-    result = search_and_race(driver, prepare=prepare, measure=measure, options=tuner.race, compiler=compiler,
-                             finalists=finalists, stats=phases, probe=probe)  # fmt: skip
+    run = search_and_race if shared is None else shared.search_and_race
+    result = run(driver, prepare=prepare, measure=measure, options=tuner.race, compiler=compiler,
+                 finalists=finalists, stats=phases, probe=probe)  # fmt: skip
     stats.update(phases)
     stats["total_s"] = round(time.perf_counter() - clock, 3)
     recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items()]

@@ -14,7 +14,8 @@ every rank builds the same candidate list (static rules only), and :func:`tritun
 gives each rank its share to compile, load, verify and race on its own GPU; the shares' outcomes are
 merged, and rank 0 re-races the finalists on its own GPU (medians from two GPUs are not comparable:
 two H200s of one host ran the same matmul 5% apart). Every rank ends with the same winner and the same result of every
-candidate; only the caller's rank 0 should write (``tune`` writes the store on rank 0 only).
+candidate; only the caller's rank 0 should write (``tune`` writes the store on rank 0 only). A searched
+key (:mod:`tritune.tune.searching`) is searched once for all ranks (:mod:`tritune.dist.search`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tritune.config import Config
 from tritune.device import current_target, gpu_unavailable_reason
 from tritune.dist.farm import Farm, job_group, rank_info
 from tritune.dist.race import WINNER_RULE
+from tritune.dist.search import SharedSearch
 from tritune.engine.isolate import IsolatedBench
 from tritune.engine.job import TuningJob, timer_measure
 from tritune.engine.pipeline import Prepared, load_binary
@@ -168,7 +170,7 @@ def tune_key(
                     probe=cuda_context_error if device != "cpu" else None)  # fmt: skip
     stats = job.stats
     plan = None
-    if group is None and not options.exhaustive and legal:
+    if not options.exhaustive and legal:
         plan = searching.plan(options.strategy, options.budget, len(legal), where=workload.name)
     search_summary: dict[str, Any] | None = None
     if legal and progress is not None:  # the same list on every rank: static rules only
@@ -177,7 +179,7 @@ def tune_key(
         if plan is None:
             result = job.run()
         else:
-            result, search_summary = _search(workload, key, args, plan, legal, job, store, options)
+            result, search_summary = _search(workload, key, args, plan, legal, job, store, options, group)
     finally:
         for bench in benches:
             bench.close()
@@ -233,18 +235,32 @@ def tune_key(
 
 
 def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], plan: searching.SearchPlan,
-            legal: list[Config], job: TuningJob, store: Any, options: TuneOptions,
+            legal: list[Config], job: TuningJob, store: Any, options: TuneOptions, group: Any = None,
             ) -> tuple[RaceResult | None, dict[str, Any]]:  # fmt: skip
     """Search ``legal`` with ``job``'s parts: the store's records of the key resume it, the workload's other
-    tuned keys seed it, its stored winner and ties race again with the first batch."""
+    tuned keys seed it, its stored winner and ties race again with the first batch. Farmed (``group``), the
+    ranks share one search (:mod:`tritune.dist.search`) from rank 0's store."""
+    shared = None
+    if group is not None:
+        shared = SharedSearch.create(group, f"{job.label} (search: {plan.strategy}, budget "
+                                     f"{plan.budget or 'default'})", legal,
+                                     retime_finalists=options.retime_finalists)  # fmt: skip
+        store = store if shared.rank == 0 else None
     tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=_policy(options).value)
     stored = store.candidates(tkey) if store is not None else []
     near = searching.neighbours(store, tkey, legal)
-    driver, info = searching.make_driver(plan, legal, width=options.jobs or default_jobs(), key_values=dict(key),
-                                         stored=stored, near=near, where=workload.name)  # fmt: skip
-    result = search_and_race(driver, prepare=job.prepare, measure=job.measure, options=job.race,
-                             compiler=job.compiler, finalists=searching.stored_finalists(store, tkey, legal),
-                             stats=job.stats, recover=job.recover, probe=job.probe)  # fmt: skip
+
+    def make(width: int) -> tuple[Any, dict[str, Any]]:
+        return searching.make_driver(plan, legal, width=width, key_values=dict(key), stored=stored, near=near,
+                                     where=workload.name)  # fmt: skip
+
+    width = options.jobs or default_jobs()
+    driver: Any  # rank 0's SearchDriver, or a follower rank's DriverView (the same summary())
+    driver, info = make(width) if shared is None else shared.start(make, width)
+    result = (search_and_race if shared is None else shared.search_and_race)(
+        driver, prepare=job.prepare, measure=job.measure, options=job.race, compiler=job.compiler,
+        finalists=searching.stored_finalists(store, tkey, legal), stats=job.stats, recover=job.recover,
+        probe=job.probe)  # fmt: skip
     return result, searching.summary(driver, info, None if result is None else result.winner)
 
 

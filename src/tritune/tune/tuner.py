@@ -21,6 +21,7 @@ from tritune.config import Config
 from tritune.device import current_target, gpu_unavailable_reason
 from tritune.dist.farm import Farm
 from tritune.dist.group import rank_and_world
+from tritune.dist.search import SharedSearch
 from tritune.engine.job import TuningJob, timer_measure
 from tritune.engine.pipeline import Prepared, load_binary
 from tritune.engine.precompile import Precompiler
@@ -61,7 +62,7 @@ class Tuner:
     measure: str | None = None
     #: Search instead of racing every legal config (:mod:`tritune.tune.searching`): None or ``"auto"`` searches
     #: spaces above its threshold (``$TRITUNE_SEARCH`` decides when set), ``"exhaustive"`` never, a strategy
-    #: name always. Not with ``distributed`` (a farmed key races every legal config).
+    #: name always. With ``distributed`` the ranks share one search (:mod:`tritune.dist.search`).
     search: str | None = None
     #: The search's budget: a fraction of the legal configs (``"10%"``, ``0.1``), a count (``200``) or seconds
     #: (``"30s"``); None: the default of :mod:`tritune.tune.searching`.
@@ -202,8 +203,6 @@ class Tuner:
         """A stored winner of a search serves a lookup when this tuner would search too, within what was spent."""
         from tritune.tune.searching import plan, searched_enough
 
-        if self.distributed:
-            return False
         p = plan(self.search, self.budget, len(legal), where=tuned.info.name)
         return p is not None and searched_enough(p, hit, len(st.candidates(tkey, legal)), len(legal))
 
@@ -214,7 +213,7 @@ class Tuner:
         from tritune.tune.simple import candidate_call
 
         st = self._open_store()
-        p = None if self.distributed else plan(self.search, self.budget, len(legal), where=tuned.info.name)
+        p = plan(self.search, self.budget, len(legal), where=tuned.info.name)
         gpu = gpu_unavailable_reason() is None
         tkey = self.tuning_key(tuned, key, interpreter=not gpu)
         clock = time.perf_counter()
@@ -262,9 +261,15 @@ class Tuner:
         if p is not None:
             from tritune.tune.search_tuner import search_tune
 
+            shared = None
+            if self.distributed and rank_and_world()[1] > 1:  # the ranks share one search, rank 0's store
+                shared = SharedSearch.create(None, f"{_label(tuned, key)} (search: {p.strategy}, budget "
+                                             f"{p.budget or 'default'})", legal,
+                                             retime_finalists=self.retime_finalists)  # fmt: skip
+                st = st if shared.rank == 0 else None
             try:
                 return search_tune(self, tuned, key, p, legal, rejected, prepare, measure, compiler, st, tkey,
-                                   stats, clock, cuda_context_error if gpu else None)  # fmt: skip
+                                   stats, clock, cuda_context_error if gpu else None, shared)  # fmt: skip
             finally:
                 for c in cleanups:
                     c()

@@ -1,0 +1,63 @@
+"""One search shared by 2 gloo ranks on CPU (``tritune.dist.search``), against one process's search.
+
+SYNTHETIC timings replayed without noise (search_workers.py): what is compared is the search's logic
+(one strategy, the batches, the budget, the winner), never a timing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import search_workers as sw
+from ranks import run_ranks
+
+from tritune.engine.searched import search_and_race
+
+PRELOAD = ["torch.distributed", "search_workers", "tritune.dist.search"]
+
+
+def _run(tmp_path: Path, strategy: str, fail_rank: int | None = None) -> list[dict]:
+    out = tmp_path / "out"
+    out.mkdir()
+    return run_ranks(sw.shared, 2, out, (str(tmp_path / "rdv"), str(out), strategy, fail_rank), PRELOAD, 90.0)
+
+
+def _single(strategy: str) -> tuple[list[str], str | None]:
+    """The same search in one process with one pool as wide as both ranks' (no overlap of batches)."""
+    land = sw.landscape()
+    legal = list(land.configs)
+    driver, _ = sw.make_driver(legal, strategy, seed=5)(2 * sw.WIDTH)
+    res = search_and_race(driver, prepare=sw.prepare_for(land), measure=sw.FakeMeasure(land), options=sw.OPTS,
+                          overlap=False)  # fmt: skip
+    assert res is not None
+    return [o.config.id for o in res.outcomes], None if res.winner is None else res.winner.id
+
+
+@pytest.mark.parametrize("strategy", ["random", "surrogate"])
+def test_two_ranks_share_one_search_and_measure_what_one_process_would(tmp_path: Path, strategy: str) -> None:
+    r0, r1 = _run(tmp_path, strategy)
+    # one strategy: both ranks saw the same batches, each as wide as the two pools together
+    assert r0["batches"] == r1["batches"] and len(r0["batches"]) == sw.BUDGET // (2 * sw.WIDTH)
+    assert all(len(b) == 2 * sw.WIDTH for b in r0["batches"])
+    tried = sorted(c for b in r0["batches"] for c in b)
+    assert len(set(tried)) == len(tried) == sw.BUDGET
+    # every config was timed on exactly one rank, and both ranks worked
+    assert set(r0["measured_on"]) == set(tried) and set(r0["measured_on"].values()) == {0, 1}
+    # the budget counts both ranks' evaluations
+    assert r0["summary"]["evaluated"] == r1["summary"]["evaluated"] == sw.BUDGET
+    assert r0["summary"]["stopped"] == "budget" and r1["summary"] == r0["summary"]
+    assert r0["info"]["ranks"] == 2 and r0["info"]["width_per_rank"] == [sw.WIDTH, sw.WIDTH]
+    # one winner everywhere, the one a single process finds from the same configs
+    single_tried, single_winner = _single(strategy)
+    assert sorted(single_tried) == tried
+    assert r0["winner"] == r1["winner"] == single_winner is not None
+    assert r0["retimed"] and r1["retimed"]
+
+
+@pytest.mark.parametrize("fail_rank", [0, 1])
+def test_a_rank_raising_mid_search_makes_every_rank_raise(tmp_path: Path, fail_rank: int) -> None:
+    res = _run(tmp_path, "random", fail_rank=fail_rank)
+    for r in res:
+        assert r["raised"].startswith("DistributedError"), r
+        assert f"on rank {fail_rank}" in r["raised"] and "went away mid-search" in r["raised"]
