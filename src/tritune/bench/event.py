@@ -310,8 +310,16 @@ class EventTimer:
                 break
             if not past:
                 reps = min(reps * 2, 1000)
-        if self._flush_ms is None:  # the flush costs the same every time: estimated once per timer
-            self._flush_ms = self._time_loop(self._flush, 5) / 5 if self._flush_buf is not None else 0.0
+        if self._flush_buf is None:
+            self._flush_ms = 0.0
+        elif self._flush_ms is None or both_ms <= self._flush_ms:
+            # The flush costs the same every time, so it is estimated once per timer, the way the steps were
+            # (behind a spin, back to back); again whenever a warm-up's flush+fn comes out no slower than the
+            # flush alone: the first estimate was taken while the clocks were still low (the first timings
+            # of a process). Kept, it made every later short kernel look 0.1 us long (issue 19).
+            n = max(5, min(reps, 50))
+            fpad = self._spin(1.5 * n * step_cpu_ms + 0.01) if self._can_spin() else None
+            self._flush_ms = self._time_steps(self._flush, n, fpad)[0] / n
         return max(both_ms - self._flush_ms, 1e-4), self._flush_ms
 
     def _cycles_per_us(self) -> float:
@@ -450,6 +458,12 @@ class EventTimer:
         calls = max(1, min(MAX_GRAPH_CALLS, int(self.graph_ms / max(est_ms, 1e-6))))
         if self.batch_short:
             calls = max(calls, launches_per_sample(est_ms - (self._flush_ms or 0.0), short_ms=self.short_ms))
+        if self._flush_buf is not None:
+            # Flushing, a launch costs its flush too, and the graph of the flushes alone is replayed as well:
+            # bound the work graph by GPU time, not launches. Its fixed replay cost cancels against the
+            # flush graph's, so more launches buy nothing; and the kernel's own estimate, the difference
+            # of two numbers ~10x larger, may be ~0 (1000 launches of flush+fn, 60 ms a sample, issue 19).
+            calls = min(calls, max(1, int(MAX_FLUSH_GRAPH_MS / max(est_ms, 1e-6))))
         return calls
 
     def _capture_work(self, fns: Sequence[Callable[[], object]], calls: int) -> Any:
@@ -515,6 +529,10 @@ def _next_batch(samples: list[float], rel_tol: float, confidence: float, batch: 
 
 #: Most launches one work graph holds (bounds capture time and memory).
 MAX_GRAPH_CALLS = 1000
+
+#: Most GPU ms of flush+launch pairs one work graph holds when flushing (plus as much again for the flushes
+#: alone): ~65 launches of a 2.5 us kernel behind a 30 us flush.
+MAX_FLUSH_GRAPH_MS = 2.0
 
 #: Most work graphs one timer keeps (the oldest is dropped first).
 _GRAPH_CACHE_SIZE = 512
