@@ -90,6 +90,7 @@ class EventTimer:
         batch_short: bool = False,
         short_ms: float = SHORT_KERNEL_MS,
         reuse_graphs: bool = False,
+        recapture: bool = False,
     ) -> None:
         reason = gpu_unavailable_reason()
         if reason is not None:
@@ -107,6 +108,7 @@ class EventTimer:
         self.batch_short = batch_short
         self.short_ms = short_ms
         self.reuse_graphs = reuse_graphs
+        self.recapture = recapture
         self.warmup_s = warmup_s
         self.graph_ms = graph_ms
         self.batch_ms = batch_ms
@@ -129,6 +131,7 @@ class EventTimer:
         p = MeasurePolicy.parse(policy)
         kwargs.setdefault("batch_short", True)
         kwargs.setdefault("reuse_graphs", True)
+        kwargs.setdefault("recapture", True)
         # Shorter graphs than the plain graph mode's 2 ms: a capture costs the CPU one Python launch per
         # call (1000 calls of a 2 us kernel take ~20 ms to capture), and 0.5 ms samples are still ~1000x the
         # events' resolution.
@@ -157,6 +160,7 @@ class EventTimer:
             "graph": self.graph,
             "batch_short": self.batch_short,
             "reuse_graphs": self.reuse_graphs,
+            "recapture": self.recapture,
             "short_ms": self.short_ms,
             "graph_ms": self.graph_ms,
             "warmup_s": self.warmup_s,
@@ -408,11 +412,20 @@ class EventTimer:
         :meth:`for_policy` sets, for :class:`~tritune.bench.timer.TimerMeasure`, which keeps one callable per
         config) the work graph is captured on the first measurement of these callables and replayed by later
         ones: a race times each candidate many times, and capturing 1000 launches each time would cost more
-        than timing them. A callable that launches something else on a later call must not be reused."""
+        than timing them. A callable that launches something else on a later call must not be reused.
+        With ``recapture`` (also set by :meth:`for_policy`) only the size is reused: every later look
+        captures the work graph afresh at that size, skipping the warm-up sizing and its check."""
         ident = tuple(id(f) for f in fns)
         cached = self._graph_cache.get(ident) if self.reuse_graphs else None
         if cached is not None and cached[0] == list(fns):
-            return cached[1], cached[2], cached[3]
+            if not self.recapture:
+                return cached[1], cached[2], cached[3]
+            # The size is kept (checked once), the work graph captured afresh: each look sees a new
+            # capture, as the judge and a deployment that captures its own graph do, so one capture's
+            # luck (or the state of the device when it was made) is not kept for a whole race (issue 19).
+            work = self._capture_work(fns, cached[3])
+            self._graph_cache[ident] = (cached[0], work, cached[2], cached[3])
+            return work, cached[2], cached[3]
         calls = self._calls_for(est_ms)
         work = self._capture_work(fns, calls)
         for _ in range(3):
