@@ -12,6 +12,7 @@ With ``launch_cpu_ms`` the host is modelled too, in real time: each launch busy-
 CPU, and no op starts on the GPU before the host enqueued it, so a short kernel launched in a loop is
 launch-bound as on a real machine (the GPU clock then follows ``time.perf_counter``). ``replay_ms`` is a
 fixed GPU cost of each graph replay, and ``spin=True`` offers ``torch.cuda._sleep`` (a GPU spin).
+``slowdown`` scales every op (clocks not yet ramped up: the first timings of a process).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ class SimDevice:
         self.cached = False  # whether the last op was a kernel (toy L2 state)
         self.launches = 0
         self.graphs_captured = 0
+        #: Every op takes this many times its time (a test sets 2.0 to model clocks not yet ramped up).
+        self.slowdown = 1.0
+        #: GPU ms of work executed (replays included), to check what a measurement cost the device.
+        self.busy_ms = 0.0
 
     def host_ms(self) -> float:
         """The host's clock on the GPU's time axis (0 without a host model)."""
@@ -83,7 +88,9 @@ class SimDevice:
         is_flush = warm_ms is not None and warm_ms < 0
         base = warm_ms if (warm_ms is not None and warm_ms >= 0 and self.cached) else ms
         self.cached = not is_flush
-        self.clock_ms += base * (self.rng.lognormvariate(0.0, noise) if noise else 1.0)
+        took = base * self.slowdown * (self.rng.lognormvariate(0.0, noise) if noise else 1.0)
+        self.clock_ms += took
+        self.busy_ms += took
 
     def torch(self) -> Any:
         dev = self

@@ -90,6 +90,7 @@ class EventTimer:
         batch_short: bool = False,
         short_ms: float = SHORT_KERNEL_MS,
         reuse_graphs: bool = False,
+        recapture: bool = False,
     ) -> None:
         reason = gpu_unavailable_reason()
         if reason is not None:
@@ -107,6 +108,7 @@ class EventTimer:
         self.batch_short = batch_short
         self.short_ms = short_ms
         self.reuse_graphs = reuse_graphs
+        self.recapture = recapture
         self.warmup_s = warmup_s
         self.graph_ms = graph_ms
         self.batch_ms = batch_ms
@@ -129,6 +131,7 @@ class EventTimer:
         p = MeasurePolicy.parse(policy)
         kwargs.setdefault("batch_short", True)
         kwargs.setdefault("reuse_graphs", True)
+        kwargs.setdefault("recapture", True)
         # Shorter graphs than the plain graph mode's 2 ms: a capture costs the CPU one Python launch per
         # call (1000 calls of a 2 us kernel take ~20 ms to capture), and 0.5 ms samples are still ~1000x the
         # events' resolution.
@@ -157,6 +160,7 @@ class EventTimer:
             "graph": self.graph,
             "batch_short": self.batch_short,
             "reuse_graphs": self.reuse_graphs,
+            "recapture": self.recapture,
             "short_ms": self.short_ms,
             "graph_ms": self.graph_ms,
             "warmup_s": self.warmup_s,
@@ -310,8 +314,16 @@ class EventTimer:
                 break
             if not past:
                 reps = min(reps * 2, 1000)
-        if self._flush_ms is None:  # the flush costs the same every time: estimated once per timer
-            self._flush_ms = self._time_loop(self._flush, 5) / 5 if self._flush_buf is not None else 0.0
+        if self._flush_buf is None:
+            self._flush_ms = 0.0
+        elif self._flush_ms is None or both_ms <= self._flush_ms:
+            # The flush costs the same every time, so it is estimated once per timer, the way the steps were
+            # (behind a spin, back to back); again whenever a warm-up's flush+fn comes out no slower than the
+            # flush alone: the first estimate was taken while the clocks were still low (the first timings
+            # of a process). Kept, it made every later short kernel look 0.1 us long (issue 19).
+            n = max(5, min(reps, 50))
+            fpad = self._spin(1.5 * n * step_cpu_ms + 0.01) if self._can_spin() else None
+            self._flush_ms = self._time_steps(self._flush, n, fpad)[0] / n
         return max(both_ms - self._flush_ms, 1e-4), self._flush_ms
 
     def _cycles_per_us(self) -> float:
@@ -400,11 +412,20 @@ class EventTimer:
         :meth:`for_policy` sets, for :class:`~tritune.bench.timer.TimerMeasure`, which keeps one callable per
         config) the work graph is captured on the first measurement of these callables and replayed by later
         ones: a race times each candidate many times, and capturing 1000 launches each time would cost more
-        than timing them. A callable that launches something else on a later call must not be reused."""
+        than timing them. A callable that launches something else on a later call must not be reused.
+        With ``recapture`` (also set by :meth:`for_policy`) only the size is reused: every later look
+        captures the work graph afresh at that size, skipping the warm-up sizing and its check."""
         ident = tuple(id(f) for f in fns)
         cached = self._graph_cache.get(ident) if self.reuse_graphs else None
         if cached is not None and cached[0] == list(fns):
-            return cached[1], cached[2], cached[3]
+            if not self.recapture:
+                return cached[1], cached[2], cached[3]
+            # The size is kept (checked once), the work graph captured afresh: each look sees a new
+            # capture, as the judge and a deployment that captures its own graph do, so one capture's
+            # luck (or the state of the device when it was made) is not kept for a whole race (issue 19).
+            work = self._capture_work(fns, cached[3])
+            self._graph_cache[ident] = (cached[0], work, cached[2], cached[3])
+            return work, cached[2], cached[3]
         calls = self._calls_for(est_ms)
         work = self._capture_work(fns, calls)
         for _ in range(3):
@@ -450,6 +471,12 @@ class EventTimer:
         calls = max(1, min(MAX_GRAPH_CALLS, int(self.graph_ms / max(est_ms, 1e-6))))
         if self.batch_short:
             calls = max(calls, launches_per_sample(est_ms - (self._flush_ms or 0.0), short_ms=self.short_ms))
+        if self._flush_buf is not None:
+            # Flushing, a launch costs its flush too, and the graph of the flushes alone is replayed as well:
+            # bound the work graph by GPU time, not launches. Its fixed replay cost cancels against the
+            # flush graph's, so more launches buy nothing; and the kernel's own estimate, the difference
+            # of two numbers ~10x larger, may be ~0 (1000 launches of flush+fn, 60 ms a sample, issue 19).
+            calls = min(calls, max(1, int(MAX_FLUSH_GRAPH_MS / max(est_ms, 1e-6))))
         return calls
 
     def _capture_work(self, fns: Sequence[Callable[[], object]], calls: int) -> Any:
@@ -515,6 +542,10 @@ def _next_batch(samples: list[float], rel_tol: float, confidence: float, batch: 
 
 #: Most launches one work graph holds (bounds capture time and memory).
 MAX_GRAPH_CALLS = 1000
+
+#: Most GPU ms of flush+launch pairs one work graph holds when flushing (plus as much again for the flushes
+#: alone): ~65 launches of a 2.5 us kernel behind a 30 us flush.
+MAX_FLUSH_GRAPH_MS = 2.0
 
 #: Most work graphs one timer keeps (the oldest is dropped first).
 _GRAPH_CACHE_SIZE = 512
