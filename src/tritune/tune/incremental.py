@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -59,7 +60,7 @@ class Incremental:
                  atol: float | None = None, rtol: float | None = None,
                  on_promote: Callable[[tuple[Any, ...], Choice], None] | None = None,
                  clock: CallClock | None = None, compiler: CompileService | None = None, thread: bool = True,
-                 distributed: bool = False) -> None:  # fmt: skip
+                 distributed: bool = False, store_thread: bool | None = None) -> None:  # fmt: skip
         self.options = options or IncrementalOptions()
         self.outputs = list(outputs) if outputs is not None else None
         self.atol, self.rtol = atol, rtol
@@ -85,6 +86,16 @@ class Incremental:
         self._resolver: Resolver | None = None
         self._shown: dict[Config, Choice] = {}
         self._lock = threading.Lock()
+        #: Call shapes (compiled call keys) each key was launched with through a fast launcher: at promotion the
+        #: normal path's dispatch table gets the winner's launcher for each, built before the choice is visible.
+        self._shapes: dict[tuple[Any, ...], set[Any]] = {}
+        #: Store writes of promotions run on their own thread (``store_thread``, default ``thread``), after the
+        #: choice is published: a commit took 130 ms on the H200's disk, and no caller may wait on it.
+        self._store_thread = thread if store_thread is None else store_thread
+        self._writes: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        #: Exceptions raised by store writes (a broken store must not take the server down).
+        self.store_errors: list[BaseException] = []
 
     # -- the decorator's hook ---------------------------------------------------------------------------
     def active(self) -> bool:
@@ -121,8 +132,10 @@ class Incremental:
                     if st is None:
                         return MISS  # a stored or pretuned winner: now the normal path's choice
                     self.last_phase = "first"
-        if st.promoted is not None:  # promoted between the check and now: the normal path has it
-            return MISS
+        if st.promoted is not None:  # promoted between the check and now: the choice is published first
+            if key in tuned._choices:
+                return MISS
+            return self._serve_promoted(tuned, key, st.promoted, args, kwargs, grid)
         if self.clock.capturing():  # a graph records only the provisional config, untimed
             self.last_phase = "capture"
             tuned._last = Choice(st.provisional, "provisional", "recorded while capturing")
@@ -142,6 +155,15 @@ class Incremental:
         cfg = st.next_racer()
         tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
+
+    def _serve_promoted(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, args: Sequence[Any],
+                        kwargs: Mapping[str, Any], grid: Any) -> Any:  # fmt: skip
+        """The promoted config, untimed, through this mode's own launcher (never the normal path's tuning or its
+        store lookup): only in the instant a promotion is applied and its choice not yet visible."""
+        self.last_phase = "promoted"
+        tuned._last = self.promoted.get(key) or Choice(cfg, "incremental", "being promoted")
+        fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
+        return fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
 
     def _may_afford(self, st: KeyState) -> bool:
         """Whether a check could be afforded now (a lock-free look; :meth:`_afford` decides and spends)."""
@@ -164,7 +186,7 @@ class Incremental:
     def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
         assert self.clock is not None
-        fast = self._fast_launcher(tuned, cfg, args, kwargs)
+        fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
         t = self.clock.start(cfg)
         out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
         h = self.clock.stop(t)
@@ -195,7 +217,7 @@ class Incremental:
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res)
         s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
         s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
-        fast = self._fast_launcher(tuned, cand, s_args, s_kwargs)
+        fast = self._fast_launcher(tuned, cand, s_args, s_kwargs, key)
         t = self.clock.start(cand)
         try:  # the scratch run goes through the same launcher as a real call: its time is a fair sample
             fast(s_args, grid) if fast is not None else tuned._launch(cand, s_args, s_kwargs, grid, False)
@@ -229,7 +251,8 @@ class Incremental:
         res.submit(rest, then)
         return out
 
-    def _fast_launcher(self, tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    def _fast_launcher(self, tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
+                       key: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
         """The launch of ``cfg`` for this call's shape without Triton's binding (as the cached path does),
         built once per (call shape, config) from the binary the background thread loaded; None where
         only Triton's path can take the call (keywords, hooks, heuristics, no GPU)."""
@@ -250,6 +273,8 @@ class Incremental:
             except Exception:  # Triton's own path then compiles, launches and reports any error
                 fl = None
             fast = self._fast[ck] = fl.launch if fl is not None else None
+            if key is not None:
+                self._shapes.setdefault(key, set()).add(ck[0])
         return fast
 
     def start_trace(self) -> list[tuple[float, str, str, str]]:
@@ -324,9 +349,11 @@ class Incremental:
             if st.promoted is not None:
                 return
             p = st.propose()
-            st.apply(p)
-            if p.promoted is not None:
-                self._promote(tuned, key, st, p)
+            if p.promoted is None:
+                st.apply(p)
+                return
+            choice = self._publish(tuned, key, st, p)
+        self._after_promotion(tuned, key, st, p, choice)
 
     def _agree(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState) -> None:
         """The agreement step of ``distributed=True``, reached by every rank at the same call of the key."""
@@ -343,35 +370,103 @@ class Incremental:
         if agreed.promoted is None and all(p.stop == "check" for p in gathered):
             agreed = replace(agreed, stop="check")
         with self._lock:
-            st.apply(agreed)
-            if agreed.promoted is not None:
-                self._promote(tuned, key, st, agreed)
+            if agreed.promoted is None:
+                st.apply(agreed)
+                return
+            choice = self._publish(tuned, key, st, agreed)
+        self._after_promotion(tuned, key, st, agreed, choice)
 
-    def _promote(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, p: Proposal) -> None:
-        from tritune.tune.serving_store import record_promotion
-
+    def _publish(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, p: Proposal) -> Choice:
+        """Make ``p``'s winner the key's choice (under ``self._lock``), in this order: the normal path's dispatch
+        table gets the winner's fast launchers (built by this mode for the shapes it served: the next call
+        binds nothing and compiles nothing), then the choice, and only then the key's state says "promoted".
+        A caller that sees the state finds the choice; none ever reaches the normal path's tuning or its store
+        lookup. No I/O here: the store is written afterwards, on its own thread (:meth:`_after_promotion`)."""
         assert p.promoted is not None
         timings = {}
         for c in st.configs:
             m = st.measurement(c)
             if m is not None:
                 timings[c] = [m.median_ms, m.q1_ms, m.q3_ms]
-        stats = {**st.summary(), "stop": p.stop, "ties": [c.id for c in p.ties],
+        stats = {**st.summary(applied=p), "stop": p.stop, "ties": [c.id for c in p.ties],
                  "extra_gpu_fraction": round(st.budget.extra_fraction, 4)}  # fmt: skip
         med = timings.get(p.promoted, [math.nan])[0]
         choice = Choice(p.promoted, "incremental", f"{p.stop} after {st.calls} calls: {med:.4f} ms median",
                         stats=stats, timings=timings)  # fmt: skip
-        self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls)")
-        record_promotion(tuned, key, st, p)
+        warm = self._warm_dispatch(tuned, key, p.promoted, choice)
         with tuned._lock:
+            tuned._hot.update(warm)
             tuned._choices[key] = choice
             tuned._remember(key, choice)
         self.promoted[key] = choice
+        st.apply(p)
         self.states.pop(key, None)
+        self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls; "
+                               f"{len(warm)} fast launchers handed over)")  # fmt: skip
         if not self.distributed:
             self._prune_others(tuned, key, choice)
+        return choice
+
+    def _warm_dispatch(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, choice: Choice) -> dict[Any, Any]:
+        """Entries of the normal path's dispatch table (call shape -> (choice, launcher)) for every shape of
+        ``key`` this mode built a fast launcher of ``cfg`` for: the binary it already loaded, so the first
+        cached call neither goes through Triton's binding nor builds a launcher."""
+        if not tuned._fast_ok:
+            return {}
+        out = {}
+        for shape in self._shapes.get(key, ()):
+            fast = self._fast.get((shape, cfg))
+            if fast is not None and fast is not MISS:
+                out[shape] = (choice, fast)
+        if out and tuned._call_key == tuned.key_spec.call_key and self._call_key is not None:
+            tuned._call_key = self._call_key  # the same values as call_key (generated for these argument kinds)
+        return out
+
+    def _after_promotion(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, p: Proposal,
+                         choice: Choice) -> None:  # fmt: skip
+        """After the choice is published, outside every lock a caller could take: the store write (queued to
+        the writer thread) and ``on_promote``."""
+        from tritune.tune.serving_store import record_promotion
+
+        def write() -> None:
+            t0 = time.perf_counter()
+            record_promotion(tuned, key, st, p)
+            self._note("stored", f"{tuned.key_spec.public(key)} in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+
+        self._write(write)
         if self.on_promote is not None:
             self.on_promote(tuned.key_spec.public(key), choice)
+
+    def _write(self, job: Callable[[], None]) -> None:
+        if not self._store_thread:
+            self._run_write(job)
+            return
+        if self._writer is None:
+            with self._lock:
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write_loop, name="tritune-store", daemon=True)
+                    self._writer.start()
+        self._writes.put(job)
+
+    def _run_write(self, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except Exception as e:  # the choice is served already; the store just misses this key
+            self.store_errors.append(e)
+            self._note("store failed", f"{type(e).__name__}: {e}")
+
+    def _write_loop(self) -> None:
+        while True:
+            job = self._writes.get()
+            try:
+                self._run_write(job)
+            finally:
+                self._writes.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued store write is done (tests, and a server before it exits)."""
+        if self._writer is not None:
+            self._writes.join()
 
     def _prune_others(self, tuned: Autotuned, key: tuple[Any, ...], choice: Choice) -> None:
         """Keys still tuning whose nearest tuned key is now ``key`` leave out the candidates it timed beyond

@@ -371,9 +371,9 @@ class KeyState:
         gone = p.racing | p.eliminated
         self._to_check = [c for c in self.check_order if c not in gone and c not in p.failed and c not in p.disagreed]
 
-    def summary(self, names: Iterable[Config] | None = None) -> dict[str, object]:
-        """Counts and removals, for ``choices()`` and the store."""
-        a = self.applied
+    def summary(self, names: Iterable[Config] | None = None, applied: Proposal | None = None) -> dict[str, object]:
+        """Counts and removals, for ``choices()`` and the store (of ``applied``, default the applied state)."""
+        a = applied if applied is not None else self.applied
         cfgs = [c for c in names if c not in self.pruned] if names is not None else self.configs
         compiling = [c for c in cfgs if c not in a.ready and c not in a.failed and c not in a.disagreed]
         return {
