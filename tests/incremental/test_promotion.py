@@ -10,6 +10,7 @@ Timings come from a FAKE clock, compiles from a FAKE compile service, and the st
 from __future__ import annotations
 
 import threading
+import time
 
 import torch
 import triton
@@ -190,3 +191,61 @@ def test_a_broken_store_write_is_kept_and_the_choice_still_serves():
     assert len(inc.store_errors) == 1 and "disk full" in str(inc.store_errors[0])
     x, out = call(k)
     assert torch.equal(out, x * 2) and k._last.config.kwargs["BLOCK"] == 512
+
+
+class WallClock:
+    """FAKE clock: a span "takes" the wall time between its marks (as an event pair on an idle device does)."""
+
+    def start(self, cfg):  # type: ignore[no-untyped-def]
+        return time.perf_counter()
+
+    def stop(self, token):  # type: ignore[no-untyped-def]
+        return (time.perf_counter() - token) * 1e3
+
+    def elapsed_ms(self, handle):  # type: ignore[no-untyped-def]
+        return float(handle)
+
+    def capturing(self) -> bool:
+        return False
+
+
+def serve_with_a_resolver_thread(guard: bool) -> tuple[int, int]:
+    """300 calls with the real resolver thread; FAKE launches sleep 0.3 ms (releasing the interpreter's lock,
+    as Triton's launch does around cuLaunchKernel). Returns (callbacks run while a span was open, callbacks)."""
+    inc = Incremental(IncrementalOptions(), clock=WallClock(), compiler=FakeCompiles(), thread=True,
+                      store_thread=True)  # fmt: skip
+    inc.span_wait_s = 0.05  # generous on a loaded CI machine; the launch sleeps 0.3 ms
+    k = tritune.autotune(configs=CONFIGS, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
+    k._launch = lambda *a, **kw: time.sleep(0.0003)  # FAKE launch
+    res = inc.resolver()
+    if not guard:
+        res.quiet = None
+    seen = []
+    submit = res.submit
+
+    def instrumented(handle, then):  # INSTRUMENTED: notes whether a span is open when the callback runs
+        def run(ms):
+            seen.append(bool(inc._in_span))
+            then(ms)
+
+        submit(handle, run)
+
+    res.submit = instrumented  # type: ignore[method-assign]
+    x, out = torch.zeros(64), torch.zeros(64)
+    for _ in range(300):
+        k[(1,)](x, out, 64)
+    deadline = time.perf_counter() + 10
+    while len(seen) < 300 and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    assert not res.errors, res.errors
+    return sum(seen), len(seen)
+
+
+def test_the_resolver_waits_for_the_callers_timed_span_to_close():
+    """A callback run between a span's marks is timed as the kernel's (or the check's) device time. Unguarded,
+    nearly every callback ran inside a span (here 297 of 300); guarded, a few still can (the interpreter may
+    switch threads between the resolver's look and its callback: 2 of 300 here)."""
+    inside, n = serve_with_a_resolver_thread(guard=True)
+    assert n == 300 and inside <= 15, inside
+    inside_unguarded, n = serve_with_a_resolver_thread(guard=False)
+    assert n == 300 and inside_unguarded >= 150, inside_unguarded

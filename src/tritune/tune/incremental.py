@@ -38,7 +38,7 @@ from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import CaptureMissError, ConfigError
 from tritune.tune.choice import Choice
-from tritune.tune.serving_check import compare_outputs, default_tolerance
+from tritune.tune.serving_check import compare_outputs, default_tolerance, plan_comparison
 from tritune.tune.serving_runtime import CallClock, CompileService, CudaClock, Resolver, WorkerCompiles
 from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge, prune
 
@@ -96,6 +96,12 @@ class Incremental:
         self._writer: threading.Thread | None = None
         #: Exceptions raised by store writes (a broken store must not take the server down).
         self.store_errors: list[BaseException] = []
+        #: Threads between the two events of a timed span. Triton's launch releases the interpreter's lock
+        #: (around cuLaunchKernel): the resolver thread then took it and ran a batch of callbacks (hundreds of
+        #: us) before the caller could record its stop event, so spans timed the resolver's Python, on an
+        #: idle device. The resolver now waits (at most ``span_wait_s``) for open spans to close first.
+        self._in_span: set[int] = set()
+        self.span_wait_s = 0.001
 
     # -- the decorator's hook ---------------------------------------------------------------------------
     def active(self) -> bool:
@@ -105,8 +111,17 @@ class Incremental:
         if self._resolver is None:
             if self.clock is None:
                 self.clock = CudaClock()
-            self._resolver = Resolver(self.clock, thread=self.thread)
+            self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet)
         return self._resolver
+
+    def _quiet(self) -> None:
+        """Called by the resolver thread before each callback: let open spans close (see ``_in_span``)."""
+        spans = self._in_span
+        if not spans:
+            return
+        end = time.perf_counter() + self.span_wait_s
+        while spans and time.perf_counter() < end:
+            time.sleep(0)  # gives the interpreter's lock back to the caller, which records its stop event
 
     def run(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
             grid: Any) -> Any:  # fmt: skip
@@ -169,9 +184,8 @@ class Incremental:
         """Whether a check could be afforded now (a lock-free look; :meth:`_afford` decides and spends)."""
         if self.distributed:
             return st.applied.stop == "check"
-        b = st.budget
         est = st.check_estimate_ms()
-        return est is not None and b.tokens_ms > 0 and b.tokens_ms >= min(est, b.cap_ms)
+        return est is not None and st.budget.tokens_ms >= est > 0
 
     def _afford(self, st: KeyState) -> bool:
         est = st.check_estimate_ms()
@@ -187,13 +201,18 @@ class Incremental:
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
         assert self.clock is not None
         fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
-        t = self.clock.start(cfg)
-        out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
-        h = self.clock.stop(t)
+        tid = threading.get_ident()
+        self._in_span.add(tid)
+        try:
+            t = self.clock.start(cfg)
+            out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
+            h = self.clock.stop(t)
+        finally:
+            self._in_span.discard(tid)
 
         def then(ms: float) -> None:
             due = st.sample(cfg, ms)
-            st.budget.earn(ms)
+            st.budget.earn(ms, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
             if due and not self.distributed:
                 self._decide(tuned, key, st)
 
@@ -204,35 +223,53 @@ class Incremental:
                       kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
         """The real call on the provisional config; ``cand`` runs on scratch copies of the outputs. The
         check's device time (the copies, the scratch run and the comparison, each timed by its own pair of
-        events, so the host's work between them is not counted) is charged to the key's bucket when they
-        resolve."""
+        events) is charged to the key's bucket when they resolve. Each span holds launches only: the scratch
+        buffers, the candidate's launcher and the comparison's buffers and kernel are all prepared before
+        its span opens. On a host-bound stream the device is idle, so an event pair times the host's work
+        between its marks as well; on the H200 spans around Triton's binding of the comparison and torch's
+        allocations charged a check 0.5-1 ms, 20-50 calls' worth of a 20 us kernel."""
         assert self.clock is not None
         names = self._output_names(tuned, args, kwargs)
         named = tuned._named(args, kwargs)
         est_ms = st.check_estimate_ms() or 0.0  # what _afford spent
         st.checking.add(cand)
-        t_copies = self.clock.start(None)
-        scratch = {n: named[n].clone() for n in names}
-        copies = self.clock.stop(t_copies)
+        scratch = {n: _empty_like(named[n]) for n in names}
+        tid = threading.get_ident()
+        self._in_span.add(tid)
+        try:
+            t_copies = self.clock.start(None)
+            for n in names:
+                scratch[n].copy_(named[n])
+            copies = self.clock.stop(t_copies)
+        finally:
+            self._in_span.discard(tid)
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res)
         s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
         s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
         fast = self._fast_launcher(tuned, cand, s_args, s_kwargs, key)
-        t = self.clock.start(cand)
-        try:  # the scratch run goes through the same launcher as a real call: its time is a fair sample
-            fast(s_args, grid) if fast is not None else tuned._launch(cand, s_args, s_kwargs, grid, False)
-        except Exception as e:  # a candidate that cannot launch is out, and the call is already served
-            self.clock.stop(t)
-            st.checked(cand, f"launch failed: {type(e).__name__}: {e}")
+        try:
+            launch, verdict = plan_comparison({n: named[n] for n in names}, scratch, self.atol, self.rtol,
+                                              self._fused)  # fmt: skip
+        except Exception as e:  # the call is served; the candidate cannot be compared, so it is out
+            st.checked(cand, f"comparison failed: {type(e).__name__}: {e}")
             res.submit(copies, lambda ms: st.budget.correct(est_ms, ms))
             return out
-        h = self.clock.stop(t)
-        # The comparison's own span: the host's work between the launches (building arguments, binding) is
-        # not device time; spans around it measured the host's gaps on an idle device (a tiny kernel's check
-        # "cost" ~15 calls' worth on the H200, 1.4 ms of host time), and starved the checks of budget.
-        t_rest = self.clock.start(None)
-        verdict = compare_outputs({n: named[n] for n in names}, scratch, self.atol, self.rtol, self._fused)
-        rest = self.clock.stop(t_rest)
+        self._in_span.add(tid)
+        try:
+            t = self.clock.start(cand)
+            try:  # the scratch run goes through the same launcher as a real call: its time is a fair sample
+                fast(s_args, grid) if fast is not None else tuned._launch(cand, s_args, s_kwargs, grid, False)
+            except Exception as e:  # a candidate that cannot launch is out, and the call is already served
+                self.clock.stop(t)
+                st.checked(cand, f"launch failed: {type(e).__name__}: {e}")
+                res.submit(copies, lambda ms: st.budget.correct(est_ms, ms))
+                return out
+            h = self.clock.stop(t)
+            t_rest = self.clock.start(None)
+            launch()
+            rest = self.clock.stop(t_rest)
+        finally:
+            self._in_span.discard(tid)
         got: list[float] = []  # the scratch run's time, then the copies' (the resolver keeps this order)
 
         def then(rest_ms: float) -> None:
@@ -242,7 +279,8 @@ class Incremental:
             st.check_cost.append(actual)
             why = verdict()
             st.checked(cand, why, run_ms if why is None else None)
-            self._note("checked", f"{cand.id}: {why or 'agrees'}; check {actual:.4f} ms")
+            self._note("checked", f"{cand.id}: {why or 'agrees'}; check {actual:.4f} ms "
+                                  f"(copies {copies_ms:.4f}, run {run_ms:.4f}, compare {rest_ms:.4f})")  # fmt: skip
             if not self.distributed:
                 self._decide(tuned, key, st)
 
@@ -362,7 +400,7 @@ class Incremental:
         mine = st.propose()
         est = st.check_estimate_ms()
         b = st.budget
-        can_check = est is not None and b.tokens_ms > 0 and b.tokens_ms >= min(est, b.cap_ms)
+        can_check = est is not None and b.tokens_ms >= est > 0
         mine = replace(mine, stop=mine.stop or ("check" if can_check else ""))
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
@@ -528,6 +566,13 @@ class Incremental:
         return {tuned.key_spec.public(k): Choice(st.provisional, "provisional", "tuning on real calls",
                                                  stats=st.summary())
                 for k, st in list(self.states.items())}  # fmt: skip
+
+
+def _empty_like(t: Any) -> Any:
+    """A scratch buffer for ``t`` (allocated outside any timed span; filled by ``copy_`` inside one)."""
+    import torch
+
+    return torch.empty_like(t)
 
 
 def nearest_tuned(key: tuple[Any, ...], tuned_keys: Mapping[tuple[Any, ...], Config],
