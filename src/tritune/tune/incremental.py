@@ -101,6 +101,7 @@ class Incremental:
         #: us) before the caller could record its stop event, so spans timed the resolver's Python, on an
         #: idle device. The resolver now waits (at most ``span_wait_s``) for open spans to close first.
         self._in_span: set[int] = set()
+        self._check_calls = 3.0  # the last check's cost in real calls (KeyState.check_calls)
         self.span_wait_s = 0.001
 
     # -- the decorator's hook ---------------------------------------------------------------------------
@@ -277,6 +278,7 @@ class Incremental:
             actual = copies_ms + run_ms + rest_ms
             st.budget.correct(est_ms, actual)
             st.check_cost.append(actual)
+            self._learn_check_calls(st, actual)
             why = verdict()
             st.checked(cand, why, run_ms if why is None else None)
             self._note("checked", f"{cand.id}: {why or 'agrees'}; check {actual:.4f} ms "
@@ -288,6 +290,17 @@ class Incremental:
         res.submit(copies, got.append)
         res.submit(rest, then)
         return out
+
+    def _learn_check_calls(self, st: KeyState, actual_ms: float) -> None:
+        """A check's cost in real calls of its key's provisional config becomes every key's first estimate
+        (``KeyState.check_calls``): a new key's first check costs what the others' did, relative to a call."""
+        call = st.recent_ms(st.provisional)
+        if not call or call <= 0:
+            return
+        ratio = max(1.0, actual_ms / call)
+        self._check_calls = ratio
+        for other in list(self.states.values()):
+            other.check_calls = ratio
 
     def _fast_launcher(self, tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
                        key: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
@@ -358,7 +371,9 @@ class Incremental:
         order = _fastest_first(near_t, legal)
         st = KeyState(legal, provisional, self.options, check_order=order,
                       budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget),
-                      pruned=None if self.distributed else prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
+                      pruned=None if self.distributed or not self._may_prune(key, near)
+                      else prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
+        st.check_calls = self._check_calls
         self.states[key] = st
         if st.pruned:
             self._note("pruned", ", ".join(f"{c.id}: {why}" for c, why in st.pruned.items()))
@@ -506,6 +521,10 @@ class Incremental:
         if self._writer is not None:
             self._writes.join()
 
+    def _may_prune(self, key: tuple[Any, ...], near: tuple[Any, ...] | None) -> bool:
+        """Whether ``near``'s timings may prune ``key``'s candidates: only within ``prune_distance``."""
+        return near is not None and key_distance(key, near) <= self.options.prune_distance
+
     def _prune_others(self, tuned: Autotuned, key: tuple[Any, ...], choice: Choice) -> None:
         """Keys still tuning whose nearest tuned key is now ``key`` leave out the candidates it timed beyond
         ``prune_ratio`` of its best and that they have not checked yet (keys of a stream start long before
@@ -516,6 +535,8 @@ class Incremental:
         known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
         for other, st in list(self.states.items()):
             if nearest_key(other, known, st.configs) != key:
+                continue
+            if not self._may_prune(other, key):
                 continue
             out = st.prune_more(prune(choice.timings, st.configs, self.options.prune_ratio, st.provisional))
             if out:
@@ -588,6 +609,19 @@ def _fastest_first(timings: Mapping[Config, Sequence[float]] | None, legal: Sequ
         return list(legal)
     timed = sorted((c for c in legal if timings.get(c)), key=lambda c: timings[c][0])
     return timed + [c for c in legal if c not in timed]
+
+
+def key_distance(a: tuple[Any, ...], b: tuple[Any, ...]) -> float:
+    """The sum over numeric parts of ``|log2(x) - log2(y)|``; infinite where other parts differ."""
+    if len(a) != len(b):
+        return math.inf
+    d = 0.0
+    for x, y in zip(a, b):
+        if _positive_number(x) and _positive_number(y):
+            d += abs(math.log2(x) - math.log2(y))
+        elif x != y:
+            return math.inf
+    return d
 
 
 def nearest_key(key: tuple[Any, ...], tuned_keys: Mapping[tuple[Any, ...], Config],

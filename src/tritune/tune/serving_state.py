@@ -47,7 +47,9 @@ class IncrementalOptions:
     ``prune_ratio``: a candidate whose median at the nearest tuned key was more than this many times that
     key's best is neither compiled nor checked nor raced (a check costs several calls' worth of the budget;
     on a 5 us kernel, checking every candidate took ~100 calls each); 0 turns pruning off. Candidates the
-    neighbour did not time are kept.
+    neighbour did not time are kept. ``prune_distance``: only a neighbour this near prunes (the sum over
+    numeric key parts of ``|log2(a) - log2(b)|``: 1.0 is a factor of 2 in one part). On the H200 a GEMM's
+    best config at M = 96 was 3.3x slower at M = 320 (tile quantization): a far neighbour pruned the winner.
     """
 
     gpu_fraction: float = 0.10
@@ -58,6 +60,7 @@ class IncrementalOptions:
     elimination_confidence: float = 0.99
     sync_every: int = 16
     prune_ratio: float = 1.3
+    prune_distance: float = 1.0
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_fraction <= 1:
@@ -68,6 +71,8 @@ class IncrementalOptions:
             raise ValueError("rel_tol must be > 0, elimination_confidence in (0.5, 1), sync_every >= 1")
         if self.prune_ratio != 0 and self.prune_ratio < 1:
             raise ValueError(f"prune_ratio={self.prune_ratio}: expected 0 (off) or a ratio >= 1")
+        if self.prune_distance < 0:
+            raise ValueError(f"prune_distance={self.prune_distance}: expected a distance >= 0")
 
 
 class GpuBudget:
@@ -213,6 +218,9 @@ class KeyState:
         #: This key's token bucket: checks spend what the key's own real calls earned.
         self.budget = budget if budget is not None else GpuBudget(options.gpu_fraction, options.burst_calls)
         self.check_cost: list[float] = []  # measured device ms of this key's checks (the next estimate)
+        #: A first check's estimate in real calls of the provisional config: 3, or what the kernel's other
+        #: keys' checks measured (set by the incremental mode), so a first check rarely leaves a debt.
+        self.check_calls = 3.0
         self.obs = Observations(compiled={provisional}, checked={provisional})
         self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
         self._racers = [provisional]  # the racers in declared order (next_racer's loop)
@@ -256,14 +264,14 @@ class KeyState:
                 self.obs.disagreed[cfg] = why_not
 
     def check_estimate_ms(self) -> float | None:
-        """What the next check will cost: the last measured check, else three real calls of the provisional
-        config (its scratch run, plus copies and a comparison that move the outputs' bytes twice: for a
+        """What the next check will cost: the last measured check, else ``check_calls`` (by default three)
+        real calls of the provisional config (its scratch run, plus copies and a comparison that move the outputs' bytes twice: for a
         memory-bound kernel whose outputs are a third of its traffic, a call's worth each, rounded up so the
         first check rarely leaves a debt); None before anything was timed."""
         if self.check_cost:
             return self.check_cost[-1]
         est = self.recent_ms(self.provisional)
-        return None if est is None else 3.0 * est
+        return None if est is None else self.check_calls * est
 
     def sample(self, cfg: Config, ms: float) -> bool:
         """Record a timing; True once a round's worth of samples (one per racer) came in since the last
