@@ -249,3 +249,24 @@ def test_the_resolver_waits_for_the_callers_timed_span_to_close():
     assert n == 300 and inside <= 15, inside
     inside_unguarded, n = serve_with_a_resolver_thread(guard=False)
     assert n == 300 and inside_unguarded >= 150, inside_unguarded
+
+
+def test_a_compiled_candidates_launcher_is_built_off_the_callers_check_call(monkeypatch):
+    """INSTRUMENTED: the launchers built, by whom: each compiled candidate's is built when the compile
+    service delivers it (the background thread), before any check of it runs on the caller's thread."""
+    k, inc, _clock, comp, store = make(store_thread=False)
+    store.gate.set()
+    built = []
+    real = inc._fast_launcher
+
+    def spy(tuned, cfg, args, kwargs, key=None):
+        built.append((cfg.kwargs["BLOCK"], inc.last_phase))
+        return real(tuned, cfg, args, kwargs, key)
+
+    monkeypatch.setattr(inc, "_fast_launcher", spy)
+    call(k)
+    inc.resolver().poll()
+    inc.last_phase = "delivery"
+    comp.finish()
+    delivered = [b for b, phase in built if phase == "delivery"]
+    assert sorted(delivered) == [256, 512, 1024]

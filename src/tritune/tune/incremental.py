@@ -384,13 +384,22 @@ class Incremental:
                       None)  # fmt: skip
         self.compiler.start(
             tuned, rest, args, kwargs, grid,
-            lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device),
+            lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device, args, kwargs),
         )  # fmt: skip
         return st
 
     def _compiled(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, why: str | None,
-                  dtypes: Sequence[str] = (), device: Any = None) -> None:  # fmt: skip
+                  dtypes: Sequence[str] = (), device: Any = None, args: Sequence[Any] | None = None,
+                  kwargs: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         self._warm_comparison(dtypes, device)  # before the first check of these dtypes can be scheduled
+        if why is None and args is not None:
+            # The candidate's fast launcher for the key's first call shape (its check's scratch run and its
+            # racing calls have that shape as a rule), built here and not on the caller's check call:
+            # Triton's binding and the launcher's code generation cost ~1 ms of the caller's thread.
+            try:
+                self._fast_launcher(tuned, cfg, args, kwargs or {}, key)
+            except Exception as e:  # the caller's path builds it (or takes Triton's) and reports any error
+                self._note("launcher failed", f"{cfg.id}: {type(e).__name__}: {e}")
         self._note("compiled", f"{cfg.id}: {why or 'loaded'}")
         st.compiled(cfg, why)
         if not self.distributed:
