@@ -270,3 +270,28 @@ def test_a_compiled_candidates_launcher_is_built_off_the_callers_check_call(monk
     comp.finish()
     delivered = [b for b, phase in built if phase == "delivery"]
     assert sorted(delivered) == [256, 512, 1024]
+
+
+def test_a_state_promoted_before_its_choice_is_served_by_the_promoted_config_untimed(monkeypatch):
+    """Belt and braces for the order above (and for a distributed agreement, applied on the caller's thread):
+    a key whose state says promoted while no choice is visible is served its promoted config, untimed, and
+    never reaches the normal path's tuning. The state is set by hand (INSTRUMENTED)."""
+    from dataclasses import replace
+
+    k, inc, clock, _comp, store = make(store_thread=False)
+    store.gate.set()
+    call(k)
+    inc.resolver().poll()
+    (key,) = inc.states
+    st = inc.states[key]
+    c512 = next(c for c in st.configs if c.kwargs["BLOCK"] == 512)
+    st.applied = replace(st.applied, promoted=c512)
+
+    def no_choose(*a, **kw):
+        raise AssertionError("reached the normal path's tuning")
+
+    monkeypatch.setattr(k, "_choose", no_choose)
+    n_timed = len(clock.log)
+    x, out = call(k)
+    assert torch.equal(out, x * 2)
+    assert inc.last_phase == "promoted" and k._last.config == c512 and len(clock.log) == n_timed

@@ -19,8 +19,10 @@ time (copies, scratch run and comparison, timed together by a second pair of eve
 bucket per key (:class:`~tritune.tune.serving_state.GpuBudget`, default 10% of the key's real calls'
 device time). The comparison's device kernels are loaded once, in the background, before any check runs
 on the caller's path. Candidates are checked fastest-first by the timings of the nearest tuned key. While a CUDA graph is being captured only the provisional or promoted config is
-launched, untimed. The winner is promoted (written to the store; later calls take the fast dispatch
-path) and ``on_promote(key, choice)`` is called, from the resolver thread, so a server can recapture.
+launched, untimed. The winner is promoted: its choice and its fast launchers are published
+before the key's state says so (the next call takes the normal path's fast dispatch at once), then
+``on_promote(key, choice)`` is called, from the resolver thread, so a server can recapture, and the store is
+written by a thread of its own (no caller waits on a commit).
 """
 
 from __future__ import annotations
