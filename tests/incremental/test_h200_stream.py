@@ -83,13 +83,15 @@ class StreamClock:
 
 
 def serve(kernel: str, gap_ms: float = 0.004, host_check_ms: float = 0.0, seed: int = 0,
-          options: IncrementalOptions | None = None) -> dict[str, Any]:
+          options: IncrementalOptions | None = None, pool: bool = True) -> dict[str, Any]:
     d = DATA["kernels"][kernel]
     sizes = [(s, 4096) if isinstance(s, int) else tuple(s) for s in d["sizes"]]
     out_bytes = [m * n * 2 for m, n in sizes]  # float16 outputs [M, 4096] or [M, N]
     clock = StreamClock(d["times_ms"], out_bytes, gap_ms, host_check_ms, seed)
     comp = FakeCompiles()
     inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
+    if not pool:  # INSTRUMENTED: no key spends from the kernel's pool (each only from its own bucket)
+        inc._frequent = lambda st: False  # type: ignore[method-assign]
     k = tritune.autotune(configs=[triton.Config({"BLOCK": b}) for b in BLOCKS], key=["m", "n"],
                          store=MemoryStore(), incremental=inc)(pair_kernel)  # fmt: skip
     k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
@@ -114,7 +116,7 @@ def serve(kernel: str, gap_ms: float = 0.004, host_check_ms: float = 0.0, seed: 
 @pytest.mark.parametrize("kernel", ["matmul", "rmsnorm"])
 @pytest.mark.parametrize("gap_ms", [0.004, 0.010])
 def test_the_h200_stream_converges_its_hot_buckets_within_the_bound(kernel, gap_ms):
-    # Here: matmul 20 of 24 keys promoted, ~109 checks, 8.2% extra; rmsnorm 6 keys, ~110 checks, 8.7%.
+    # Here: matmul 19 of 24 keys promoted, ~99 checks, 8.9% extra; rmsnorm 9 keys, ~110 checks, 10.0%.
     r = serve(kernel, gap_ms=gap_ms)
     assert r["extra"] <= 0.10 + 1e-9, r  # the bound holds at the end of the stream, not on average
     assert r["hot_converged"] == 1.0, r  # every hot bucket promoted, to within 2% of its best
@@ -133,11 +135,23 @@ def test_a_far_neighbour_no_longer_prunes_the_winner():
 
 @pytest.mark.parametrize("kernel", ["matmul", "rmsnorm"])
 def test_checks_charged_the_h200_runs_host_gaps_starve_the_stream(kernel):
-    """The H200 run's accounting (0.7 ms a check; here: matmul 2 keys promoted, 27 checks; rmsnorm none, 3
-    checks, as on the H200: 3 and 1 keys, 42 and 46 checks): few checks, few promotions. The bound now holds
-    even then (3-8% here; 11.5% and 12.7% on the H200), as a first check is estimated from the others'."""
+    """The H200 run's accounting (0.7 ms a check; here: matmul 5 keys promoted, 34 checks; rmsnorm none, 9
+    checks; on the H200: 3 and 1 keys, 42 and 46 checks): few checks, few promotions. The bound now holds
+    even then (~10% here; 11.5% and 12.7% on the H200), as a first check is estimated from the others'."""
     r = serve(kernel, host_check_ms=0.7)
     honest = serve(kernel)
     assert r["extra"] <= 0.10 + 1e-9, r
-    assert r["checks"] * 3 < honest["checks"], (r, honest)
+    assert r["checks"] * 2 < honest["checks"], (r, honest)
     assert r["hot_converged"] < honest["hot_converged"], (r, honest)
+
+
+@pytest.mark.parametrize(("kernel", "host_check_ms"), [("matmul", 0.2), ("rmsnorm", 0.05)])
+def test_frequent_keys_spending_the_pool_converge_with_some_host_left_in_the_spans(kernel, host_check_ms):
+    """If the GPU's spans still hold some host time (0.2 ms a check is 5-10 calls of the GEMM, 0.05 ms 2-15
+    calls of the RMSNorm), the hot keys still converge: their checks may spend what rare keys earned and
+    did not spend. Each key from its own bucket only: matmul 4 of 6 hot buckets, rmsnorm 3 of 6."""
+    pooled = serve(kernel, host_check_ms=host_check_ms)
+    own = serve(kernel, host_check_ms=host_check_ms, pool=False)
+    assert pooled["extra"] <= 0.10 + 1e-9 and own["extra"] <= 0.10 + 1e-9, (pooled, own)
+    assert pooled["hot_converged"] == 1.0, pooled
+    assert own["hot_converged"] <= 4 / 6, own

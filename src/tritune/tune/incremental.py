@@ -104,6 +104,7 @@ class Incremental:
         #: idle device. The resolver now waits (at most ``span_wait_s``) for open spans to close first.
         self._in_span: set[int] = set()
         self._check_calls = 3.0  # the last check's cost in real calls (KeyState.check_calls)
+        self._calls = 0  # calls of keys while they tuned (the frequent keys' share, see _frequent)
         self.span_wait_s = 0.001
 
     # -- the decorator's hook ---------------------------------------------------------------------------
@@ -159,6 +160,7 @@ class Incremental:
             tuned._last = Choice(st.provisional, "provisional", "recorded while capturing")
             return tuned._launch(st.provisional, args, kwargs, grid, False)
         st.calls += 1
+        self._calls += 1
         if self.distributed and st.calls % self.options.sync_every == 0:
             self._agree(tuned, key, st)
             if st.promoted is not None:
@@ -188,7 +190,17 @@ class Incremental:
         if self.distributed:
             return st.applied.stop == "check"
         est = st.check_estimate_ms()
-        return est is not None and st.budget.tokens_ms >= est > 0
+        if est is None or est <= 0:
+            return False
+        b = self.budget
+        if b.fraction * b.earned_from_ms - b.spent_ms < est:  # every key's checks stay within the fraction
+            return False
+        return st.budget.tokens_ms >= est or self._frequent(st)
+
+    def _frequent(self, st: KeyState) -> bool:
+        """A key with at least an even share of the tuning keys' calls: its checks may also spend what the
+        other keys earned and did not spend (a promotion there saves the most; rare keys earn for it)."""
+        return st.calls >= 16 and st.calls * len(self.states) >= self._calls
 
     def _afford(self, st: KeyState) -> bool:
         est = st.check_estimate_ms()
@@ -198,7 +210,12 @@ class Incremental:
             st.apply(replace(st.applied, stop=""))
             st.budget.force_spend(est or 0.0)
             return True
-        return est is not None and st.budget.try_spend(est)
+        if est is None or not self._may_afford(st):
+            return False
+        if st.budget.try_spend(est):
+            return True
+        st.budget.force_spend(est)  # a frequent key: from the kernel's pool (its own bucket goes into debt)
+        return True
 
     def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
