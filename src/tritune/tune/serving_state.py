@@ -41,7 +41,10 @@ class IncrementalOptions:
     ``gpu_fraction``: extra device time (a check: the scratch copies, the candidate's scratch run and the
     comparison, all timed) allowed per call, as a fraction of the measured device time of the key's real
     calls (one token bucket per key, so rare keys never spend what the frequent ones earned;
-    ``burst_calls`` calls' worth of earnings may be saved up). ``min_samples``/``max_samples``: samples per racer before any elimination / kept (the latest).
+    ``burst_calls`` calls' worth of earnings, or one check's estimate, may be saved up; a key with at least
+    an even share of the calls may also spend what the others earned and left unspent, and all checks
+    together stay within the fraction of all calls). ``min_samples``/``max_samples``: samples per racer
+    before any elimination / kept (the latest).
     ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.engine.race.RaceOptions` (ties within
     ``rel_tol`` are ties). ``sync_every``: calls of a key between agreement steps with ``distributed=True``.
     ``prune_ratio``: a candidate whose median at the nearest tuned key was more than this many times that
