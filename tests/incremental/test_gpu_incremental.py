@@ -58,5 +58,29 @@ def test_serves_at_once_then_promotes_and_capture_records_the_provisional(tmp_pa
         assert torch.equal(out, x * 2)
     assert promoted, k.choices()
     assert promoted[0].source == "incremental" and promoted[0].config.kwargs["BLOCK"] != 64
+    # The promotion handed the winner's racing launcher to the dispatch table: no call after it built one.
+    inc = k._incremental
+    inc.flush()
+    hot = [v for v in k._hot.values() if v[0].source == "incremental"]
+    assert hot and all(v[1] in set(inc._fast.values()) for v in hot), (hot, inc._fast)
+    assert not inc.store_errors
     extra = k._incremental.budget.extra_fraction
     assert 0 < extra <= 0.10 + 0.02  # one scratch run may overshoot its estimate
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.int32])
+def test_the_fused_comparison_launches_through_a_prebuilt_launcher(dtype):
+    why = gpu_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"needs a GPU: {why}")
+    from tritune.tune.serving_check import _FAST_DIFFER, compare_outputs, prepare_fused
+
+    dev = torch.device("cuda", torch.cuda.current_device())
+    assert prepare_fused(str(dtype), dev) is None
+    assert (str(dtype), dev.index) in _FAST_DIFFER
+    x = (torch.arange(100_003, device=dev) % 7).to(dtype)
+    y = x.clone()
+    assert compare_outputs({"o": x}, {"o": y}, None, None, {str(dtype)})() is None
+    y[77_777] += 1
+    why_not = compare_outputs({"o": x}, {"o": y}, None, None, {str(dtype)})()
+    assert why_not is not None and "1 of 100003 elements differ" in why_not

@@ -19,14 +19,17 @@ time (copies, scratch run and comparison, timed together by a second pair of eve
 bucket per key (:class:`~tritune.tune.serving_state.GpuBudget`, default 10% of the key's real calls'
 device time). The comparison's device kernels are loaded once, in the background, before any check runs
 on the caller's path. Candidates are checked fastest-first by the timings of the nearest tuned key. While a CUDA graph is being captured only the provisional or promoted config is
-launched, untimed. The winner is promoted (written to the store; later calls take the fast dispatch
-path) and ``on_promote(key, choice)`` is called, from the resolver thread, so a server can recapture.
+launched, untimed. The winner is promoted: its choice and its fast launchers are published
+before the key's state says so (the next call takes the normal path's fast dispatch at once), then
+``on_promote(key, choice)`` is called, from the resolver thread, so a server can recapture, and the store is
+written by a thread of its own (no caller waits on a commit).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,7 +40,7 @@ from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import CaptureMissError, ConfigError
 from tritune.tune.choice import Choice
-from tritune.tune.serving_check import compare_outputs, default_tolerance
+from tritune.tune.serving_check import compare_outputs, default_tolerance, plan_comparison
 from tritune.tune.serving_runtime import CallClock, CompileService, CudaClock, Resolver, WorkerCompiles
 from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge, prune
 
@@ -59,7 +62,7 @@ class Incremental:
                  atol: float | None = None, rtol: float | None = None,
                  on_promote: Callable[[tuple[Any, ...], Choice], None] | None = None,
                  clock: CallClock | None = None, compiler: CompileService | None = None, thread: bool = True,
-                 distributed: bool = False) -> None:  # fmt: skip
+                 distributed: bool = False, store_thread: bool | None = None) -> None:  # fmt: skip
         self.options = options or IncrementalOptions()
         self.outputs = list(outputs) if outputs is not None else None
         self.atol, self.rtol = atol, rtol
@@ -85,6 +88,24 @@ class Incremental:
         self._resolver: Resolver | None = None
         self._shown: dict[Config, Choice] = {}
         self._lock = threading.Lock()
+        #: Call shapes (compiled call keys) each key was launched with through a fast launcher: at promotion the
+        #: normal path's dispatch table gets the winner's launcher for each, built before the choice is visible.
+        self._shapes: dict[tuple[Any, ...], set[Any]] = {}
+        #: Store writes of promotions run on their own thread (``store_thread``, default ``thread``), after the
+        #: choice is published: a commit took 130 ms on the H200's disk, and no caller may wait on it.
+        self._store_thread = thread if store_thread is None else store_thread
+        self._writes: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        #: Exceptions raised by store writes (a broken store must not take the server down).
+        self.store_errors: list[BaseException] = []
+        #: Threads between the two events of a timed span. Triton's launch releases the interpreter's lock
+        #: (around cuLaunchKernel): the resolver thread then took it and ran a batch of callbacks (hundreds of
+        #: us) before the caller could record its stop event, so spans timed the resolver's Python, on an
+        #: idle device. The resolver now waits (at most ``span_wait_s``) for open spans to close first.
+        self._in_span: set[int] = set()
+        self._check_calls = 3.0  # the last check's cost in real calls (KeyState.check_calls)
+        self._calls = 0  # calls of keys while they tuned (the frequent keys' share, see _frequent)
+        self.span_wait_s = 0.001
 
     # -- the decorator's hook ---------------------------------------------------------------------------
     def active(self) -> bool:
@@ -94,8 +115,17 @@ class Incremental:
         if self._resolver is None:
             if self.clock is None:
                 self.clock = CudaClock()
-            self._resolver = Resolver(self.clock, thread=self.thread)
+            self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet)
         return self._resolver
+
+    def _quiet(self) -> None:
+        """Called by the resolver thread before each callback: let open spans close (see ``_in_span``)."""
+        spans = self._in_span
+        if not spans:
+            return
+        end = time.perf_counter() + self.span_wait_s
+        while spans and time.perf_counter() < end:
+            time.sleep(0)  # gives the interpreter's lock back to the caller, which records its stop event
 
     def run(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
             grid: Any) -> Any:  # fmt: skip
@@ -121,13 +151,16 @@ class Incremental:
                     if st is None:
                         return MISS  # a stored or pretuned winner: now the normal path's choice
                     self.last_phase = "first"
-        if st.promoted is not None:  # promoted between the check and now: the normal path has it
-            return MISS
+        if st.promoted is not None:  # promoted between the check and now: the choice is published first
+            if key in tuned._choices:
+                return MISS
+            return self._serve_promoted(tuned, key, st.promoted, args, kwargs, grid)
         if self.clock.capturing():  # a graph records only the provisional config, untimed
             self.last_phase = "capture"
             tuned._last = Choice(st.provisional, "provisional", "recorded while capturing")
             return tuned._launch(st.provisional, args, kwargs, grid, False)
         st.calls += 1
+        self._calls += 1
         if self.distributed and st.calls % self.options.sync_every == 0:
             self._agree(tuned, key, st)
             if st.promoted is not None:
@@ -143,13 +176,31 @@ class Incremental:
         tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
 
+    def _serve_promoted(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, args: Sequence[Any],
+                        kwargs: Mapping[str, Any], grid: Any) -> Any:  # fmt: skip
+        """The promoted config, untimed, through this mode's own launcher (never the normal path's tuning or its
+        store lookup): only in the instant a promotion is applied and its choice not yet visible."""
+        self.last_phase = "promoted"
+        tuned._last = self.promoted.get(key) or Choice(cfg, "incremental", "being promoted")
+        fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
+        return fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
+
     def _may_afford(self, st: KeyState) -> bool:
         """Whether a check could be afforded now (a lock-free look; :meth:`_afford` decides and spends)."""
         if self.distributed:
             return st.applied.stop == "check"
-        b = st.budget
         est = st.check_estimate_ms()
-        return est is not None and b.tokens_ms > 0 and b.tokens_ms >= min(est, b.cap_ms)
+        if est is None or est <= 0:
+            return False
+        b = self.budget
+        if b.fraction * b.earned_from_ms - b.spent_ms < est:  # every key's checks stay within the fraction
+            return False
+        return st.budget.tokens_ms >= est or self._frequent(st)
+
+    def _frequent(self, st: KeyState) -> bool:
+        """A key with at least an even share of the tuning keys' calls: its checks may also spend what the
+        other keys earned and did not spend (a promotion there saves the most; rare keys earn for it)."""
+        return st.calls >= 16 and st.calls * len(self.states) >= self._calls
 
     def _afford(self, st: KeyState) -> bool:
         est = st.check_estimate_ms()
@@ -159,19 +210,29 @@ class Incremental:
             st.apply(replace(st.applied, stop=""))
             st.budget.force_spend(est or 0.0)
             return True
-        return est is not None and st.budget.try_spend(est)
+        if est is None or not self._may_afford(st):
+            return False
+        if st.budget.try_spend(est):
+            return True
+        st.budget.force_spend(est)  # a frequent key: from the kernel's pool (its own bucket goes into debt)
+        return True
 
     def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
         assert self.clock is not None
-        fast = self._fast_launcher(tuned, cfg, args, kwargs)
-        t = self.clock.start(cfg)
-        out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
-        h = self.clock.stop(t)
+        fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
+        tid = threading.get_ident()
+        self._in_span.add(tid)
+        try:
+            t = self.clock.start(cfg)
+            out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
+            h = self.clock.stop(t)
+        finally:
+            self._in_span.discard(tid)
 
         def then(ms: float) -> None:
             due = st.sample(cfg, ms)
-            st.budget.earn(ms)
+            st.budget.earn(ms, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
             if due and not self.distributed:
                 self._decide(tuned, key, st)
 
@@ -182,35 +243,53 @@ class Incremental:
                       kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
         """The real call on the provisional config; ``cand`` runs on scratch copies of the outputs. The
         check's device time (the copies, the scratch run and the comparison, each timed by its own pair of
-        events, so the host's work between them is not counted) is charged to the key's bucket when they
-        resolve."""
+        events) is charged to the key's bucket when they resolve. Each span holds launches only: the scratch
+        buffers, the candidate's launcher and the comparison's buffers and kernel are all prepared before
+        its span opens. On a host-bound stream the device is idle, so an event pair times the host's work
+        between its marks as well; on the H200 spans around Triton's binding of the comparison and torch's
+        allocations charged a check 0.5-1 ms, 20-50 calls' worth of a 20 us kernel."""
         assert self.clock is not None
         names = self._output_names(tuned, args, kwargs)
         named = tuned._named(args, kwargs)
         est_ms = st.check_estimate_ms() or 0.0  # what _afford spent
         st.checking.add(cand)
-        t_copies = self.clock.start(None)
-        scratch = {n: named[n].clone() for n in names}
-        copies = self.clock.stop(t_copies)
+        scratch = {n: _empty_like(named[n]) for n in names}
+        tid = threading.get_ident()
+        self._in_span.add(tid)
+        try:
+            t_copies = self.clock.start(None)
+            for n in names:
+                scratch[n].copy_(named[n])
+            copies = self.clock.stop(t_copies)
+        finally:
+            self._in_span.discard(tid)
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res)
         s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
         s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
-        fast = self._fast_launcher(tuned, cand, s_args, s_kwargs)
-        t = self.clock.start(cand)
-        try:  # the scratch run goes through the same launcher as a real call: its time is a fair sample
-            fast(s_args, grid) if fast is not None else tuned._launch(cand, s_args, s_kwargs, grid, False)
-        except Exception as e:  # a candidate that cannot launch is out, and the call is already served
-            self.clock.stop(t)
-            st.checked(cand, f"launch failed: {type(e).__name__}: {e}")
+        fast = self._fast_launcher(tuned, cand, s_args, s_kwargs, key)
+        try:
+            launch, verdict = plan_comparison({n: named[n] for n in names}, scratch, self.atol, self.rtol,
+                                              self._fused)  # fmt: skip
+        except Exception as e:  # the call is served; the candidate cannot be compared, so it is out
+            st.checked(cand, f"comparison failed: {type(e).__name__}: {e}")
             res.submit(copies, lambda ms: st.budget.correct(est_ms, ms))
             return out
-        h = self.clock.stop(t)
-        # The comparison's own span: the host's work between the launches (building arguments, binding) is
-        # not device time; spans around it measured the host's gaps on an idle device (a tiny kernel's check
-        # "cost" ~15 calls' worth on the H200, 1.4 ms of host time), and starved the checks of budget.
-        t_rest = self.clock.start(None)
-        verdict = compare_outputs({n: named[n] for n in names}, scratch, self.atol, self.rtol, self._fused)
-        rest = self.clock.stop(t_rest)
+        self._in_span.add(tid)
+        try:
+            t = self.clock.start(cand)
+            try:  # the scratch run goes through the same launcher as a real call: its time is a fair sample
+                fast(s_args, grid) if fast is not None else tuned._launch(cand, s_args, s_kwargs, grid, False)
+            except Exception as e:  # a candidate that cannot launch is out, and the call is already served
+                self.clock.stop(t)
+                st.checked(cand, f"launch failed: {type(e).__name__}: {e}")
+                res.submit(copies, lambda ms: st.budget.correct(est_ms, ms))
+                return out
+            h = self.clock.stop(t)
+            t_rest = self.clock.start(None)
+            launch()
+            rest = self.clock.stop(t_rest)
+        finally:
+            self._in_span.discard(tid)
         got: list[float] = []  # the scratch run's time, then the copies' (the resolver keeps this order)
 
         def then(rest_ms: float) -> None:
@@ -218,9 +297,11 @@ class Incremental:
             actual = copies_ms + run_ms + rest_ms
             st.budget.correct(est_ms, actual)
             st.check_cost.append(actual)
+            self._learn_check_calls(st, actual)
             why = verdict()
             st.checked(cand, why, run_ms if why is None else None)
-            self._note("checked", f"{cand.id}: {why or 'agrees'}; check {actual:.4f} ms")
+            self._note("checked", f"{cand.id}: {why or 'agrees'}; check {actual:.4f} ms "
+                                  f"(copies {copies_ms:.4f}, run {run_ms:.4f}, compare {rest_ms:.4f})")  # fmt: skip
             if not self.distributed:
                 self._decide(tuned, key, st)
 
@@ -229,7 +310,19 @@ class Incremental:
         res.submit(rest, then)
         return out
 
-    def _fast_launcher(self, tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    def _learn_check_calls(self, st: KeyState, actual_ms: float) -> None:
+        """A check's cost in real calls of its key's provisional config becomes every key's first estimate
+        (``KeyState.check_calls``): a new key's first check costs what the others' did, relative to a call."""
+        call = st.recent_ms(st.provisional)
+        if not call or call <= 0:
+            return
+        ratio = max(1.0, actual_ms / call)
+        self._check_calls = ratio
+        for other in list(self.states.values()):
+            other.check_calls = ratio
+
+    def _fast_launcher(self, tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
+                       key: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
         """The launch of ``cfg`` for this call's shape without Triton's binding (as the cached path does),
         built once per (call shape, config) from the binary the background thread loaded; None where
         only Triton's path can take the call (keywords, hooks, heuristics, no GPU)."""
@@ -250,6 +343,8 @@ class Incremental:
             except Exception:  # Triton's own path then compiles, launches and reports any error
                 fl = None
             fast = self._fast[ck] = fl.launch if fl is not None else None
+            if key is not None:
+                self._shapes.setdefault(key, set()).add(ck[0])
         return fast
 
     def start_trace(self) -> list[tuple[float, str, str, str]]:
@@ -295,7 +390,9 @@ class Incremental:
         order = _fastest_first(near_t, legal)
         st = KeyState(legal, provisional, self.options, check_order=order,
                       budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget),
-                      pruned=None if self.distributed else prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
+                      pruned=None if self.distributed or not self._may_prune(key, near)
+                      else prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
+        st.check_calls = self._check_calls
         self.states[key] = st
         if st.pruned:
             self._note("pruned", ", ".join(f"{c.id}: {why}" for c, why in st.pruned.items()))
@@ -306,13 +403,22 @@ class Incremental:
                       None)  # fmt: skip
         self.compiler.start(
             tuned, rest, args, kwargs, grid,
-            lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device),
+            lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device, args, kwargs),
         )  # fmt: skip
         return st
 
     def _compiled(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, why: str | None,
-                  dtypes: Sequence[str] = (), device: Any = None) -> None:  # fmt: skip
+                  dtypes: Sequence[str] = (), device: Any = None, args: Sequence[Any] | None = None,
+                  kwargs: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         self._warm_comparison(dtypes, device)  # before the first check of these dtypes can be scheduled
+        if why is None and args is not None:
+            # The candidate's fast launcher for the key's first call shape (its check's scratch run and its
+            # racing calls have that shape as a rule), built here and not on the caller's check call:
+            # Triton's binding and the launcher's code generation cost ~1 ms of the caller's thread.
+            try:
+                self._fast_launcher(tuned, cfg, args, kwargs or {}, key)
+            except Exception as e:  # the caller's path builds it (or takes Triton's) and reports any error
+                self._note("launcher failed", f"{cfg.id}: {type(e).__name__}: {e}")
         self._note("compiled", f"{cfg.id}: {why or 'loaded'}")
         st.compiled(cfg, why)
         if not self.distributed:
@@ -324,9 +430,11 @@ class Incremental:
             if st.promoted is not None:
                 return
             p = st.propose()
-            st.apply(p)
-            if p.promoted is not None:
-                self._promote(tuned, key, st, p)
+            if p.promoted is None:
+                st.apply(p)
+                return
+            choice = self._publish(tuned, key, st, p)
+        self._after_promotion(tuned, key, st, p, choice)
 
     def _agree(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState) -> None:
         """The agreement step of ``distributed=True``, reached by every rank at the same call of the key."""
@@ -335,7 +443,7 @@ class Incremental:
         mine = st.propose()
         est = st.check_estimate_ms()
         b = st.budget
-        can_check = est is not None and b.tokens_ms > 0 and b.tokens_ms >= min(est, b.cap_ms)
+        can_check = est is not None and b.tokens_ms >= est > 0
         mine = replace(mine, stop=mine.stop or ("check" if can_check else ""))
         gathered: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(gathered, mine)
@@ -343,35 +451,107 @@ class Incremental:
         if agreed.promoted is None and all(p.stop == "check" for p in gathered):
             agreed = replace(agreed, stop="check")
         with self._lock:
-            st.apply(agreed)
-            if agreed.promoted is not None:
-                self._promote(tuned, key, st, agreed)
+            if agreed.promoted is None:
+                st.apply(agreed)
+                return
+            choice = self._publish(tuned, key, st, agreed)
+        self._after_promotion(tuned, key, st, agreed, choice)
 
-    def _promote(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, p: Proposal) -> None:
-        from tritune.tune.serving_store import record_promotion
-
+    def _publish(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, p: Proposal) -> Choice:
+        """Make ``p``'s winner the key's choice (under ``self._lock``), in this order: the normal path's dispatch
+        table gets the winner's fast launchers (built by this mode for the shapes it served: the next call
+        binds nothing and compiles nothing), then the choice, and only then the key's state says "promoted".
+        A caller that sees the state finds the choice; none ever reaches the normal path's tuning or its store
+        lookup. No I/O here: the store is written afterwards, on its own thread (:meth:`_after_promotion`)."""
         assert p.promoted is not None
         timings = {}
         for c in st.configs:
             m = st.measurement(c)
             if m is not None:
                 timings[c] = [m.median_ms, m.q1_ms, m.q3_ms]
-        stats = {**st.summary(), "stop": p.stop, "ties": [c.id for c in p.ties],
+        stats = {**st.summary(applied=p), "stop": p.stop, "ties": [c.id for c in p.ties],
                  "extra_gpu_fraction": round(st.budget.extra_fraction, 4)}  # fmt: skip
         med = timings.get(p.promoted, [math.nan])[0]
         choice = Choice(p.promoted, "incremental", f"{p.stop} after {st.calls} calls: {med:.4f} ms median",
                         stats=stats, timings=timings)  # fmt: skip
-        self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls)")
-        record_promotion(tuned, key, st, p)
+        warm = self._warm_dispatch(tuned, key, p.promoted, choice)
         with tuned._lock:
+            tuned._hot.update(warm)
             tuned._choices[key] = choice
             tuned._remember(key, choice)
         self.promoted[key] = choice
+        st.apply(p)
         self.states.pop(key, None)
+        self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls; "
+                               f"{len(warm)} fast launchers handed over)")  # fmt: skip
         if not self.distributed:
             self._prune_others(tuned, key, choice)
+        return choice
+
+    def _warm_dispatch(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, choice: Choice) -> dict[Any, Any]:
+        """Entries of the normal path's dispatch table (call shape -> (choice, launcher)) for every shape of
+        ``key`` this mode built a fast launcher of ``cfg`` for: the binary it already loaded, so the first
+        cached call neither goes through Triton's binding nor builds a launcher."""
+        if not tuned._fast_ok:
+            return {}
+        out = {}
+        for shape in self._shapes.get(key, ()):
+            fast = self._fast.get((shape, cfg))
+            if fast is not None and fast is not MISS:
+                out[shape] = (choice, fast)
+        if out and tuned._call_key == tuned.key_spec.call_key and self._call_key is not None:
+            tuned._call_key = self._call_key  # the same values as call_key (generated for these argument kinds)
+        return out
+
+    def _after_promotion(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, p: Proposal,
+                         choice: Choice) -> None:  # fmt: skip
+        """After the choice is published, outside every lock a caller could take: the store write (queued to
+        the writer thread) and ``on_promote``."""
+        from tritune.tune.serving_store import record_promotion
+
+        def write() -> None:
+            t0 = time.perf_counter()
+            record_promotion(tuned, key, st, p)
+            self._note("stored", f"{tuned.key_spec.public(key)} in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+
+        self._write(write)
         if self.on_promote is not None:
             self.on_promote(tuned.key_spec.public(key), choice)
+
+    def _write(self, job: Callable[[], None]) -> None:
+        if not self._store_thread:
+            self._run_write(job)
+            return
+        if self._writer is None:
+            with self._lock:
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write_loop, name="tritune-store", daemon=True)
+                    self._writer.start()
+        self._writes.put(job)
+
+    def _run_write(self, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except Exception as e:  # the choice is served already; the store just misses this key
+            self.store_errors.append(e)
+            self._note("store failed", f"{type(e).__name__}: {e}")
+
+    def _write_loop(self) -> None:
+        while True:
+            job = self._writes.get()
+            try:
+                self._run_write(job)
+            finally:
+                self._writes.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued store write is done (tests, and a server before it exits)."""
+        if self._writer is not None:
+            self._writes.join()
+
+    def _may_prune(self, key: tuple[Any, ...], near: tuple[Any, ...] | None) -> bool:
+        """Whether ``near``'s timings may prune ``key``'s candidates: only within ``prune_distance``."""
+        return near is not None and key_distance(key, near) <= self.options.prune_distance
 
     def _prune_others(self, tuned: Autotuned, key: tuple[Any, ...], choice: Choice) -> None:
         """Keys still tuning whose nearest tuned key is now ``key`` leave out the candidates it timed beyond
@@ -383,6 +563,8 @@ class Incremental:
         known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
         for other, st in list(self.states.items()):
             if nearest_key(other, known, st.configs) != key:
+                continue
+            if not self._may_prune(other, key):
                 continue
             out = st.prune_more(prune(choice.timings, st.configs, self.options.prune_ratio, st.provisional))
             if out:
@@ -435,6 +617,13 @@ class Incremental:
                 for k, st in list(self.states.items())}  # fmt: skip
 
 
+def _empty_like(t: Any) -> Any:
+    """A scratch buffer for ``t`` (allocated outside any timed span; filled by ``copy_`` inside one)."""
+    import torch
+
+    return torch.empty_like(t)
+
+
 def nearest_tuned(key: tuple[Any, ...], tuned_keys: Mapping[tuple[Any, ...], Config],
                   allowed: Sequence[Config]) -> Config | None:  # fmt: skip
     """The config of the nearest tuned key (see the module docstring), if it is among ``allowed``."""
@@ -448,6 +637,19 @@ def _fastest_first(timings: Mapping[Config, Sequence[float]] | None, legal: Sequ
         return list(legal)
     timed = sorted((c for c in legal if timings.get(c)), key=lambda c: timings[c][0])
     return timed + [c for c in legal if c not in timed]
+
+
+def key_distance(a: tuple[Any, ...], b: tuple[Any, ...]) -> float:
+    """The sum over numeric parts of ``|log2(x) - log2(y)|``; infinite where other parts differ."""
+    if len(a) != len(b):
+        return math.inf
+    d = 0.0
+    for x, y in zip(a, b):
+        if _positive_number(x) and _positive_number(y):
+            d += abs(math.log2(x) - math.log2(y))
+        elif x != y:
+            return math.inf
+    return d
 
 
 def nearest_key(key: tuple[Any, ...], tuned_keys: Mapping[tuple[Any, ...], Config],

@@ -9,6 +9,7 @@ per block), compiled in the engine's workers and loaded by the background thread
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -49,17 +50,35 @@ def _fusable(t: Any) -> bool:
     return not t.dtype.is_complex and t.is_contiguous()
 
 
-def _launch_differ(g: Any, r: Any, atol: float, rtol: float) -> Any:
+#: (dtype, device index) -> a fast launcher of :data:`differ_kernel` (built once the binary is loaded):
+#: the comparison inside a check's event span is one launch, not Triton's binding of seven arguments.
+_FAST_DIFFER: dict[tuple[str, Any], Callable[[Any, Any], Any]] = {}
+
+
+def _differ_meta(dt: Any) -> dict[str, Any]:
+    import torch
+
+    return {"EXACT": not dt.is_floating_point, "WIDE": dt == torch.float64, **DIFFER_CONFIG.kwargs}
+
+
+def _plan_differ(g: Any, r: Any, atol: float, rtol: float) -> tuple[Callable[[], None], Any]:
+    """The differ pass as (launch, count): the count buffer is allocated and zeroed here, so the launch
+    is the only device work (and the only host work) left for the check's span."""
     import torch
 
     count = torch.zeros(1, dtype=torch.int32, device=r.device)
     n = r.numel()
-    exact = not r.dtype.is_floating_point
-    wide = r.dtype == torch.float64
     grid = (triton.cdiv(max(n, 1), DIFFER_CONFIG.kwargs["BLOCK"]),)
-    differ_kernel[grid](g, r, n, float(atol), float(rtol), count, EXACT=exact, WIDE=wide,
-                        **DIFFER_CONFIG.kwargs, **DIFFER_CONFIG.launch_options())  # fmt: skip
-    return count[0]
+    args = (g, r, n, float(atol), float(rtol), count)
+    fast = _FAST_DIFFER.get((str(r.dtype), r.device.index)) if r.device.type == "cuda" else None
+    if fast is not None:
+        return (lambda: fast(args, grid)), count
+    meta = _differ_meta(r.dtype)
+
+    def launch() -> None:
+        differ_kernel[grid](*args, **meta, **DIFFER_CONFIG.launch_options())
+
+    return launch, count
 
 
 def prepare_fused(dtype: Any, device: Any) -> str | None:
@@ -81,7 +100,16 @@ def prepare_fused(dtype: Any, device: Any) -> str | None:
     if failed:
         return failed[DIFFER_CONFIG]
     got = load_binary(differ_kernel, "differ_kernel", DIFFER_CONFIG, args, kw, (1,))
-    return None if isinstance(got, dict) else got.reason
+    if not isinstance(got, dict):
+        return str(got.reason)
+    from tritune.tune.dispatch import make_fast
+
+    # n and both pointers are not specialized, the count buffer is always a fresh (aligned) allocation, and
+    # atol/rtol are floats: one launcher per dtype serves every output of every check.
+    fl = make_fast(differ_kernel, Config(_differ_meta(dt), num_warps=DIFFER_CONFIG.num_warps), args, {})
+    if fl is not None:
+        _FAST_DIFFER[(str(dt), torch.device(device).index)] = fl.launch
+    return None
 
 
 def default_tolerance(dtype: Any) -> tuple[float, float]:
@@ -105,15 +133,27 @@ def default_tolerance(dtype: Any) -> tuple[float, float]:
     return 0.0, 0.0
 
 
-def compare_outputs(ref: Mapping[str, Any], got: Mapping[str, Any], atol: float | None, rtol: float | None,
-                    fused: Collection[str] = ()) -> Callable[[], str | None]:  # fmt: skip
-    """Queue the comparison on the device; the returned function (called after the device got there)
-    says what differed, or None. Per output, one count of the elements that differ: beyond the tolerance
-    for floats (NaN in both agrees), any difference for integers and bools. Outputs whose dtype (as
-    ``str(dtype)``) is in ``fused`` are compared by :data:`differ_kernel`, the others by ``torch.isclose``."""
+def _run_then(go: Callable[[], None], count: Any) -> Any:
+    go()
+    return count
+
+
+def _isclose_count(g: Any, r: Any, atol: float, rtol: float) -> Any:
     import torch
 
-    pending: list[tuple[str, Any, int, float, float]] = []
+    return torch.isclose(g, r, rtol=rtol, atol=atol, equal_nan=True).logical_not_().sum()
+
+
+def _ne_count(g: Any, r: Any) -> Any:
+    return g.ne(r).sum()
+
+
+def plan_comparison(ref: Mapping[str, Any], got: Mapping[str, Any], atol: float | None, rtol: float | None,
+                    fused: Collection[str] = ()) -> tuple[Callable[[], None], Callable[[], str | None]]:  # fmt: skip
+    """:func:`compare_outputs` in two steps: ``(launch, result)``. Everything but the device work (the
+    tolerances, the count buffers, the choice of kernel) is done here, so ``launch()`` only enqueues the
+    comparison: a check times ``launch()`` alone, and its span holds no host work but the launches."""
+    steps: list[tuple[str, Callable[[], Any], int, float, float]] = []
     for name, r in ref.items():
         g = got[name]
         if r.dtype.is_floating_point or r.dtype.is_complex:
@@ -121,22 +161,40 @@ def compare_outputs(ref: Mapping[str, Any], got: Mapping[str, Any], atol: float 
             a, rt = (a0 if atol is None else atol), (r0 if rtol is None else rtol)
         else:
             a, rt = 0.0, 0.0
+        step: Callable[[], Any]
         if str(r.dtype) in fused and _fusable(r) and _fusable(g) and g.shape == r.shape:
-            nbad = _launch_differ(g, r, a, rt)
+            go, count = _plan_differ(g, r, a, rt)
+            step = functools.partial(_run_then, go, count)
         elif r.dtype.is_floating_point or r.dtype.is_complex:
-            nbad = torch.isclose(g, r, rtol=rt, atol=a, equal_nan=True).logical_not_().sum()
+            step = functools.partial(_isclose_count, g, r, a, rt)
         else:
-            nbad = g.ne(r).sum()
-        pending.append((name, nbad, r.numel(), a, rt))
+            step = functools.partial(_ne_count, g, r)
+        steps.append((name, step, r.numel(), a, rt))
+    counts: list[Any] = []
+
+    def launch() -> None:
+        for _, step, _, _, _ in steps:
+            counts.append(step())
 
     def result() -> str | None:
-        for name, nbad, size, a, rt in pending:
-            n = int(nbad.item())
+        for (name, _, size, a, rt), nbad in zip(steps, counts):
+            n = int(nbad.reshape(()).item())
             if n:
                 return (f"output {name!r}: {n} of {size} elements differ from the provisional "
                         f"config's (atol={a:g}, rtol={rt:g}; integers and bools must be equal)")  # fmt: skip
         return None
 
+    return launch, result
+
+
+def compare_outputs(ref: Mapping[str, Any], got: Mapping[str, Any], atol: float | None, rtol: float | None,
+                    fused: Collection[str] = ()) -> Callable[[], str | None]:  # fmt: skip
+    """Queue the comparison on the device; the returned function (called after the device got there)
+    says what differed, or None. Per output, one count of the elements that differ: beyond the tolerance
+    for floats (NaN in both agrees), any difference for integers and bools. Outputs whose dtype (as
+    ``str(dtype)``) is in ``fused`` are compared by :data:`differ_kernel`, the others by ``torch.isclose``."""
+    launch, result = plan_comparison(ref, got, atol, rtol, fused)
+    launch()
     return result
 
 

@@ -90,8 +90,11 @@ class Resolver:
     """Resolves timing handles in order and runs their callbacks: on a daemon thread (``thread=True``),
     or when :meth:`poll` is called (tests with a fake clock). A callback's exception is kept in ``errors``."""
 
-    def __init__(self, clock: CallClock, *, thread: bool = True, batch_s: float = 0.001) -> None:
+    def __init__(self, clock: CallClock, *, thread: bool = True, batch_s: float = 0.001,
+                 quiet: Callable[[], None] | None = None) -> None:  # fmt: skip
         self.clock = clock
+        #: Called before each callback (the incremental mode waits there for the caller's open spans).
+        self.quiet = quiet
         #: The thread resolves what queued up, then sleeps this long: it takes the interpreter's lock about
         #: 1,000 times a second, not once per call (waking per event pair cost the caller's thread ~40 us of
         #: every racing call on the H200, the two threads handing the lock back and forth).
@@ -114,6 +117,8 @@ class Resolver:
     def _one(self, handle: Any, then: Callable[[float], None]) -> None:
         try:
             ms = self.clock.elapsed_ms(handle)
+            if self.quiet is not None:
+                self.quiet()
             t0 = time.perf_counter()
             then(ms)
             self.busy_s += time.perf_counter() - t0

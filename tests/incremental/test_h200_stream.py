@@ -1,0 +1,157 @@
+"""The serving benchmark's stream, replayed on a FAKE clock with the H200's timings of every key.
+
+``h200_landscapes.json`` holds what tritune's normal mode measured on the H200 (run of 2026-12-01, session 5,
+call 5) for every config at each of the 24 keys of ``benchmarks/serving.py``'s matmul and RMSNorm: 18-436 us
+and 3-28 us. The stream is the benchmark's (6,000 calls, Zipf s=1.1 over 24 buckets, seed 0: hot buckets of
+1744, 870, 541, 389, 324 and 267 calls). The real :class:`~tritune.tune.incremental.Incremental` (state
+machine, per-key budgets, checks, pruning, promotion) serves it; no kernel runs (FAKE launch), and the FAKE
+clock says what each event pair measured:
+
+- a real call or a scratch run: the config's H200 time, +-4% noise, plus ``gap_ms`` (an idle device's event
+  pair also times the launch's host work after its first mark);
+- a check's copies span and its comparison span: ``gap_ms`` plus the bytes they move (the outputs twice each)
+  at 3 TB/s (honest spans: launches only, prepared outside; the resolver kept out of them);
+- ``host_check_ms``, when given, is added to a check as the H200 run's spans measured it (0.5-1 ms each:
+  Triton's binding of the comparison, torch's allocations and the resolver's Python inside the spans).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from incremental_fakes import FakeCompiles
+
+import tritune
+from tritune.store import MemoryStore
+from tritune.tune.incremental import Incremental
+from tritune.tune.serving_state import IncrementalOptions
+
+DATA = json.loads((Path(__file__).parent / "h200_landscapes.json").read_text())
+BLOCKS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)  # stand-ins for the 8 configs, in declared order
+CALLS = 6000
+
+
+@triton.jit
+def pair_kernel(x_ptr, out_ptr, m, n, BLOCK: tl.constexpr):  # never launched (FAKE launch): a (M, N) key
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < m * n), mask=offs < m * n)
+
+
+def zipf_stream(n_buckets: int, calls: int, seed: int, s: float = 1.1) -> list[int]:
+    """``benchmarks/serving.py``'s stream (the same generator)."""
+    rng = random.Random(seed)
+    order = list(range(n_buckets))
+    rng.shuffle(order)
+    weights = [1.0 / (r + 1) ** s for r in range(n_buckets)]
+    return [order[i] for i in rng.choices(range(n_buckets), weights=weights, k=calls)]
+
+
+class StreamClock:
+    """FAKE clock for the stream (see the module docstring); ``bucket`` is set by the test before each call."""
+
+    def __init__(self, times: list[list[float]], out_bytes: list[int], gap_ms: float, host_check_ms: float,
+                 seed: int = 0) -> None:  # fmt: skip
+        self.times, self.out_bytes, self.gap_ms, self.host_check_ms = times, out_bytes, gap_ms, host_check_ms
+        self.rng = random.Random(seed)
+        self.bucket = 0
+        self.spans = 0  # spans of a check (copies and comparison) measured
+
+    def start(self, cfg: Any) -> Any:
+        return (cfg, self.bucket)
+
+    def stop(self, token: Any) -> float:
+        cfg, b = token
+        if cfg is None:  # a check's copies or comparison: the outputs' bytes twice at 3 TB/s, one launch
+            self.spans += 1
+            return self.gap_ms + 2 * self.out_bytes[b] / 3e9 + self.host_check_ms / 2
+        t = self.times[b][BLOCKS.index(cfg.kwargs["BLOCK"])]
+        return t * (1 + self.rng.uniform(-0.04, 0.04)) + self.gap_ms
+
+    def elapsed_ms(self, handle: Any) -> float:
+        return float(handle)
+
+    def capturing(self) -> bool:
+        return False
+
+
+def serve(kernel: str, gap_ms: float = 0.004, host_check_ms: float = 0.0, seed: int = 0,
+          options: IncrementalOptions | None = None, pool: bool = True) -> dict[str, Any]:
+    d = DATA["kernels"][kernel]
+    sizes = [(s, 4096) if isinstance(s, int) else tuple(s) for s in d["sizes"]]
+    out_bytes = [m * n * 2 for m, n in sizes]  # float16 outputs [M, 4096] or [M, N]
+    clock = StreamClock(d["times_ms"], out_bytes, gap_ms, host_check_ms, seed)
+    comp = FakeCompiles()
+    inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
+    if not pool:  # INSTRUMENTED: no key spends from the kernel's pool (each only from its own bucket)
+        inc._frequent = lambda st: False  # type: ignore[method-assign]
+    k = tritune.autotune(configs=[triton.Config({"BLOCK": b}) for b in BLOCKS], key=["m", "n"],
+                         store=MemoryStore(), incremental=inc)(pair_kernel)  # fmt: skip
+    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
+    x, out = torch.zeros(64), torch.zeros(64)
+    stream = zipf_stream(len(sizes), CALLS, 0)
+    for b in stream:
+        clock.bucket = b
+        k[(1,)](x, out, *sizes[b])
+        comp.finish()  # the background compiles are done by the next call (they take ~1 s of 6,000 calls)
+        inc.resolver().poll()
+    hot = [b for b, n in Counter(stream).items() if n >= 200]
+    conv = 0
+    for b in hot:
+        ch = next((c for key, c in inc.promoted.items() if tuple(key[:2]) == sizes[b]), None)
+        times = d["times_ms"][b]
+        if ch is not None and times[BLOCKS.index(ch.config.kwargs["BLOCK"])] <= 1.02 * min(times):
+            conv += 1
+    return {"hot_converged": conv / len(hot), "promoted": len(inc.promoted), "checks": clock.spans // 2,
+            "extra": inc.budget.extra_fraction, "inc": inc, "hot": hot, "sizes": sizes}
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "rmsnorm"])
+@pytest.mark.parametrize("gap_ms", [0.004, 0.010])
+def test_the_h200_stream_converges_its_hot_buckets_within_the_bound(kernel, gap_ms):
+    # Here: matmul 19 of 24 keys promoted, ~99 checks, 8.9% extra; rmsnorm 9 keys, ~110 checks, 10.0%.
+    r = serve(kernel, gap_ms=gap_ms)
+    assert r["extra"] <= 0.10 + 1e-9, r  # the bound holds at the end of the stream, not on average
+    assert r["hot_converged"] == 1.0, r  # every hot bucket promoted, to within 2% of its best
+    assert r["checks"] >= 90, r
+
+
+def test_a_far_neighbour_no_longer_prunes_the_winner():
+    """The GEMM's best config at M = 96 and 128 (BM=16 / BM=32 tiles) is 2-3x slower from M = 320 up:
+    pruning by any nearest tuned key (the earlier rule) left 2 of the 6 hot buckets on a config 1.2-1.5x
+    slower than their best; ``prune_distance=1`` (a factor of 2 in M) keeps them."""
+    far = serve("matmul", options=IncrementalOptions(prune_distance=100.0))
+    assert far["hot_converged"] < 1.0, far
+    near = serve("matmul")
+    assert near["hot_converged"] == 1.0, near
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "rmsnorm"])
+def test_checks_charged_the_h200_runs_host_gaps_starve_the_stream(kernel):
+    """The H200 run's accounting (0.7 ms a check; here: matmul 5 keys promoted, 34 checks; rmsnorm none, 9
+    checks; on the H200: 3 and 1 keys, 42 and 46 checks): few checks, few promotions. The bound now holds
+    even then (~10% here; 11.5% and 12.7% on the H200), as a first check is estimated from the others'."""
+    r = serve(kernel, host_check_ms=0.7)
+    honest = serve(kernel)
+    assert r["extra"] <= 0.10 + 1e-9, r
+    assert r["checks"] * 2 < honest["checks"], (r, honest)
+    assert r["hot_converged"] < honest["hot_converged"], (r, honest)
+
+
+@pytest.mark.parametrize(("kernel", "host_check_ms"), [("matmul", 0.2), ("rmsnorm", 0.05)])
+def test_frequent_keys_spending_the_pool_converge_with_some_host_left_in_the_spans(kernel, host_check_ms):
+    """If the GPU's spans still hold some host time (0.2 ms a check is 5-10 calls of the GEMM, 0.05 ms 2-15
+    calls of the RMSNorm), the hot keys still converge: their checks may spend what rare keys earned and
+    did not spend. Each key from its own bucket only: matmul 4 of 6 hot buckets, rmsnorm 3 of 6."""
+    pooled = serve(kernel, host_check_ms=host_check_ms)
+    own = serve(kernel, host_check_ms=host_check_ms, pool=False)
+    assert pooled["extra"] <= 0.10 + 1e-9 and own["extra"] <= 0.10 + 1e-9, (pooled, own)
+    assert pooled["hot_converged"] == 1.0, pooled
+    assert own["hot_converged"] <= 4 / 6, own
