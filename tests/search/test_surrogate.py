@@ -166,3 +166,25 @@ def test_pattern_steps_move_one_axis_from_the_best() -> None:
         step = np.abs(s.grid.coords[s.index[c]] - s.grid.coords[s.index[best.config]])
         assert (step > 0).sum() == 1, f"{c.id} is not a one-axis move from {best.config.id}"
         s.tell(c, Status.MEASURED, float(c.as_dict()["BLOCK"]) / c.num_warps)
+
+
+def test_cover_share_samples_the_least_covered_axis_values() -> None:
+    """cover=1: every guided pick has the values asked least so far, so an edge value is not starved.
+
+    The landscape rewards BLOCK=1024 and num_warps=8 only; a model-guided search would stay there, but a
+    full coverage share keeps every value of every axis within one ask of the others."""
+    space = Space({"BLOCK": pow2(16, 1024), "num_warps": [1, 2, 4, 8], "num_stages": [1, 2, 3]})
+    s = SurrogateSearch(space, seed=0, cover=1.0, explore=0.0)
+    while s.evaluations < 42:
+        for c in s.ask(3):
+            s.tell(c, Status.MEASURED, 1024.0 / float(c.as_dict()["BLOCK"]) / c.num_warps)
+    asked = s.grid.coords[[s.index[o.config] for o in s.history]]
+    for axis, size in enumerate(s.grid.sizes):
+        counts = np.bincount(asked[:, axis], minlength=size)
+        assert counts.max() - counts.min() <= 2, f"axis {s.grid.names[axis]} unevenly covered: {counts}"
+
+
+def test_cover_share_is_checked_and_off_by_default() -> None:
+    with pytest.raises(SearchError, match="cover"):
+        SurrogateSearch(_space(), cover=1.5)
+    assert SurrogateSearch(_space()).cover == 0.0
