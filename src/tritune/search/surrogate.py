@@ -84,12 +84,21 @@ def balanced_design(
     if not chosen:
         return int(rng.choice(free))
     sel = np.asarray(chosen, dtype=np.int64)
-    same = grid.coords[free][:, None, :] == grid.coords[sel][None, :, :]
-    repeats = same.sum(axis=(1, 2)).astype(float)
-    for a in range(grid.dims):
+    # Counted per value (and per pair of values) with bincount, not per (candidate, chosen) pair: the
+    # same numbers, in O((candidates + chosen) x pairs of axes) instead of O(candidates x chosen x axes).
+    cf, cs = grid.coords[free], grid.coords[sel]
+    repeats = np.zeros(len(free))
+    for a, size_a in enumerate(grid.sizes):
+        repeats += np.bincount(cs[:, a], minlength=size_a)[cf[:, a]]
         for b in range(a + 1, grid.dims):
-            repeats += 2.0 * (same[:, :, a] & same[:, :, b]).sum(axis=1)
-    distance = np.abs(unit[free][:, None, :] - unit[sel][None, :, :]).sum(axis=2).min(axis=1)
+            size_b = grid.sizes[b]
+            pairs = np.bincount(cs[:, a] * size_b + cs[:, b], minlength=size_a * size_b)
+            repeats += 2.0 * pairs[cf[:, a] * size_b + cf[:, b]]
+    uf, us = unit[free], unit[sel]
+    distance = np.zeros((len(free), len(sel)))
+    for a in range(unit.shape[1]):  # axis by axis: no (candidates x chosen x axes) temporary
+        distance += np.abs(uf[:, a, None] - us[None, :, a])
+    distance = distance.min(axis=1)
     score = repeats - 1e-3 * distance  # distance < dims <= 1000 x the smallest repeat step
     return int(rng.choice(free[score <= score.min() + 1e-9]))
 
