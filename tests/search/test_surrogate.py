@@ -166,3 +166,58 @@ def test_pattern_steps_move_one_axis_from_the_best() -> None:
         step = np.abs(s.grid.coords[s.index[c]] - s.grid.coords[s.index[best.config]])
         assert (step > 0).sum() == 1, f"{c.id} is not a one-axis move from {best.config.id}"
         s.tell(c, Status.MEASURED, float(c.as_dict()["BLOCK"]) / c.num_warps)
+
+
+def test_cover_share_samples_the_least_covered_axis_values() -> None:
+    """cover=1: every guided pick has the values asked least so far, so an edge value is not starved.
+
+    The landscape rewards BLOCK=1024 and num_warps=8 only; a model-guided search would stay there, but a
+    full coverage share keeps every value of every axis within one ask of the others."""
+    space = Space({"BLOCK": pow2(16, 1024), "num_warps": [1, 2, 4, 8], "num_stages": [1, 2, 3]})
+    s = SurrogateSearch(space, seed=0, cover=1.0, explore=0.0)
+    while s.evaluations < 42:
+        for c in s.ask(3):
+            s.tell(c, Status.MEASURED, 1024.0 / float(c.as_dict()["BLOCK"]) / c.num_warps)
+    asked = s.grid.coords[[s.index[o.config] for o in s.history]]
+    for axis, size in enumerate(s.grid.sizes):
+        counts = np.bincount(asked[:, axis], minlength=size)
+        assert counts.max() - counts.min() <= 2, f"axis {s.grid.names[axis]} unevenly covered: {counts}"
+
+
+def test_cover_share_is_checked_and_off_by_default() -> None:
+    with pytest.raises(SearchError, match="cover"):
+        SurrogateSearch(_space(), cover=1.5)
+    assert SurrogateSearch(_space()).cover == 0.0
+
+
+def _balanced_design_reference(grid: Any, unit: Any, chosen: list[int], free: Any, rng: Any) -> int:
+    """The direct O(candidates x chosen x axes) form of balanced_design: the oracle for the fast one."""
+    if not chosen:
+        return int(rng.choice(free))
+    sel = np.asarray(chosen, dtype=np.int64)
+    same = grid.coords[free][:, None, :] == grid.coords[sel][None, :, :]
+    repeats = same.sum(axis=(1, 2)).astype(float)
+    for a in range(grid.dims):
+        for b in range(a + 1, grid.dims):
+            repeats += 2.0 * (same[:, :, a] & same[:, :, b]).sum(axis=1)
+    distance = np.abs(unit[free][:, None, :] - unit[sel][None, :, :]).sum(axis=2).min(axis=1)
+    score = repeats - 1e-3 * distance
+    return int(rng.choice(free[score <= score.min() + 1e-9]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_balanced_design_counts_repeats_as_the_direct_form_does(seed: int) -> None:
+    """The bincount form picks exactly the configs the per-(candidate, chosen) comparison picks."""
+    from tritune.search.surrogate import balanced_design
+
+    space = Space({"BM": pow2(16, 256), "BN": pow2(16, 128), "num_warps": [2, 4, 8], "num_stages": [2, 3, 4]})
+    s = SurrogateSearch(space, seed=seed)
+    fast, slow = np.random.default_rng(seed), np.random.default_rng(seed)
+    chosen_fast: list[int] = []
+    chosen_slow: list[int] = []
+    for _ in range(40):
+        free_f = np.setdiff1d(np.arange(len(s.candidates)), chosen_fast)
+        free_s = np.setdiff1d(np.arange(len(s.candidates)), chosen_slow)
+        chosen_fast.append(balanced_design(s.grid, s._unit, chosen_fast, free_f, fast))
+        chosen_slow.append(_balanced_design_reference(s.grid, s._unit, chosen_slow, free_s, slow))
+    assert chosen_fast == chosen_slow

@@ -84,12 +84,21 @@ def balanced_design(
     if not chosen:
         return int(rng.choice(free))
     sel = np.asarray(chosen, dtype=np.int64)
-    same = grid.coords[free][:, None, :] == grid.coords[sel][None, :, :]
-    repeats = same.sum(axis=(1, 2)).astype(float)
-    for a in range(grid.dims):
+    # Counted per value (and per pair of values) with bincount, not per (candidate, chosen) pair: the
+    # same numbers, in O((candidates + chosen) x pairs of axes) instead of O(candidates x chosen x axes).
+    cf, cs = grid.coords[free], grid.coords[sel]
+    repeats = np.zeros(len(free))
+    for a, size_a in enumerate(grid.sizes):
+        repeats += np.bincount(cs[:, a], minlength=size_a)[cf[:, a]]
         for b in range(a + 1, grid.dims):
-            repeats += 2.0 * (same[:, :, a] & same[:, :, b]).sum(axis=1)
-    distance = np.abs(unit[free][:, None, :] - unit[sel][None, :, :]).sum(axis=2).min(axis=1)
+            size_b = grid.sizes[b]
+            pairs = np.bincount(cs[:, a] * size_b + cs[:, b], minlength=size_a * size_b)
+            repeats += 2.0 * pairs[cf[:, a] * size_b + cf[:, b]]
+    uf, us = unit[free], unit[sel]
+    distance = np.zeros((len(free), len(sel)))
+    for a in range(unit.shape[1]):  # axis by axis: no (candidates x chosen x axes) temporary
+        distance += np.abs(uf[:, a, None] - us[None, :, a])
+    distance = distance.min(axis=1)
     score = repeats - 1e-3 * distance  # distance < dims <= 1000 x the smallest repeat step
     return int(rng.choice(free[score <= score.min() + 1e-9]))
 
@@ -118,7 +127,10 @@ class SurrogateSearch(Strategy):
     the measured configs by the model's mean there rather than by their raw times when choosing the
     centres of the local and pattern steps, so a lucky draw does not steer the search; ``kappa``: on
     global steps, minimize the model's mean minus ``kappa`` posterior standard deviations (a lower
-    confidence bound; 0 is the mean alone).
+    confidence bound; 0 is the mean alone); ``cover``: a share of the guided asks (0 to 1) that goes to
+    a per-axis stratified pick instead, the config whose values were asked least so far on every axis
+    (an exploration floor that reaches edges and isolated optima; 0, off, by default: it did not beat
+    the default in benchmarks/results/2026-12-01-cpu/search_eval_session5b).
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
@@ -150,6 +162,7 @@ class SurrogateSearch(Strategy):
         pattern_every: int = 0,
         kappa: float = 0.0,
         smooth: bool = True,
+        cover: float = 0.0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -177,6 +190,10 @@ class SurrogateSearch(Strategy):
         self.pattern_every = max(0, int(pattern_every))
         self.kappa = float(kappa)
         self.smooth = bool(smooth)
+        if not 0.0 <= float(cover) <= 1.0:
+            raise SearchError(f"surrogate cover={cover!r} must be a share of the asks in [0, 1]")
+        self.cover = float(cover)
+        self._covered = 0
         self._sd = np.zeros(len(self.candidates))
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
         self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
@@ -253,6 +270,23 @@ class SurrogateSearch(Strategy):
                 out.append(int(self.rng.choice(free)))
         return out
 
+    def _stratified(self, free: np.ndarray) -> int:
+        """A free candidate whose axis values were asked least often so far (per-axis stratification).
+
+        Each candidate scores the sum over axes of how often its value on that axis was asked, each
+        axis's counts scaled by its number of values, so a rare edge value (BLOCK_N=16 of 16..256) is
+        asked as often as any other; ties are drawn with the seeded generator. O(candidates x axes).
+        """
+        cand = np.flatnonzero(free)
+        if self.grid.dims == 0:
+            return int(self.rng.choice(cand))
+        asked = self.grid.coords[self._asked]
+        score = np.zeros(len(cand))
+        for a, size in enumerate(self.grid.sizes):
+            counts = np.bincount(asked[:, a], minlength=size).astype(float) if len(asked) else np.zeros(size)
+            score += counts[self.grid.coords[cand, a]] * size
+        return int(self.rng.choice(cand[score <= score.min() + 1e-9]))
+
     def _local(self, best_first: list[int]) -> np.ndarray:
         """Unasked candidates within one grid step on every axis at once (diagonals too) of ``best_first``."""
         near = np.zeros(len(self.candidates), dtype=bool)
@@ -292,7 +326,12 @@ class SurrogateSearch(Strategy):
             free[skip] = False
             if not free.any():
                 break
-            if self.rng.random() < self.explore:
+            if self.cover > 0 and self._covered < self.cover * (self._guided + self._covered + 1):
+                # The coverage share: a fixed fraction of the guided asks goes to the least covered
+                # values of every axis (random's strength: edges and isolated optima get sampled).
+                self._covered += 1
+                out.append(self._stratified(free))
+            elif self.rng.random() < self.explore:
                 out.append(int(self.rng.choice(np.flatnonzero(free))))
             else:
                 self._guided += 1
