@@ -130,7 +130,10 @@ class SurrogateSearch(Strategy):
     confidence bound; 0 is the mean alone); ``cover``: a share of the guided asks (0 to 1) that goes to
     a per-axis stratified pick instead, the config whose values were asked least so far on every axis
     (an exploration floor that reaches edges and isolated optima; 0, off, by default: it did not beat
-    the default in benchmarks/results/2026-12-01-cpu/search_eval_session5b).
+    the default in benchmarks/results/2026-12-01-cpu/search_eval_session5b); ``probe``: a share (0 to 1)
+    of the finalists' reserve (:meth:`finals`, called by the simulator's race before the ties are
+    re-measured) spent on untried configs one local move from a tie, the model's fastest first, so an
+    isolated optimum next to the ties is measured rather than the ties re-timed (0, off, by default).
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
@@ -195,7 +198,9 @@ class SurrogateSearch(Strategy):
             raise SearchError(f"surrogate cover={cover!r} must be a share of the asks in [0, 1]")
         self.cover = float(cover)
         if not 0.0 <= float(probe) <= 1.0:
-            raise SearchError(f"surrogate probe={probe!r} must be a share of the finalists' reserve in [0, 1]")
+            raise SearchError(
+                f"surrogate probe={probe!r} must be a share of the finalists' reserve in [0, 1]"
+            )
         self.probe = float(probe)
         self._probing = 0
         self._covered = 0
@@ -329,7 +334,11 @@ class SurrogateSearch(Strategy):
         if self._probing > 0:
             picks = self._probe_picks(n)
             if picks:
-                rest = self._propose_guided(n - len(picks), [self.candidates[i] for i in picks]) if n > len(picks) else []
+                rest = (
+                    self._propose_guided(n - len(picks), [self.candidates[i] for i in picks])
+                    if n > len(picks)
+                    else []
+                )
                 return [self.candidates[i] for i in picks] + rest
         if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 3:
             return [self.candidates[i] for i in self._space_filling(n)]
