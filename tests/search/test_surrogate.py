@@ -221,3 +221,84 @@ def test_balanced_design_counts_repeats_as_the_direct_form_does(seed: int) -> No
         chosen_fast.append(balanced_design(s.grid, s._unit, chosen_fast, free_f, fast))
         chosen_slow.append(_balanced_design_reference(s.grid, s._unit, chosen_slow, free_s, slow))
     assert chosen_fast == chosen_slow
+
+
+def _tied_search(probe: float) -> tuple[SurrogateSearch, dict[int, float]]:
+    """A noisy search told every config but a needle's neighbourhood: two ties at the top, their
+    neighbours (the needle among them) never asked. Times are a deterministic bowl around BM=128, BN=128,
+    num_warps=4 (the needle, 0.5 ms), told with a 2% interval."""
+    s = SurrogateSearch(_space(), seed=0, probe=probe, explore=0.0)
+    needle = _at(s, BM=128, BN=128, num_warps=4)
+    times = {}
+    for i, c in enumerate(s.candidates):
+        d = c.as_dict()
+        dist = (
+            abs(math.log2(d["BM"] / 128)) + abs(math.log2(d["BN"] / 128)) + abs(math.log2(d["num_warps"] / 4))
+        )
+        times[i] = 0.5 if i == needle else 1.0 + 0.3 * dist
+    keep = [_at(s, BM=64, BN=128, num_warps=4), _at(s, BM=128, BN=64, num_warps=4)]  # the ties, 1.3 ms
+    far = [
+        i
+        for i in range(len(s.candidates))
+        if i not in keep and np.abs(s.grid.coords[i] - s.grid.coords[needle]).max() >= 2
+    ]
+    for i in keep + far:
+        c = s.candidates[i]
+        s.preload(c, Status.MEASURED, times[i], ci=(times[i] / 1.02, times[i] * 1.02))
+    return s, times
+
+
+def test_probe_asks_untried_neighbours_of_the_ties_before_the_race() -> None:
+    """probe=1: finals(reserve) plans the whole reserve, and the next asks are untried configs one local
+    move from a tie (the needle among them), not the model's picks elsewhere."""
+    s, times = _tied_search(1.0)
+    ties = [s.index[o.config] for o in s.ties()]
+    assert len(ties) == 2
+    assert s.finals(4) == 4
+    asked = []
+    for _ in range(4):
+        (c,) = s.ask(1)
+        i = s.index[c]
+        step = np.abs(s.grid.coords[ties] - s.grid.coords[i])
+        assert ((step.max(axis=1) <= 1) & (step.sum(axis=1) <= s.reach)).any(), (
+            f"{c.id} is no tie's neighbour"
+        )
+        s.tell(c, Status.MEASURED, times[i], ci=(times[i] / 1.02, times[i] * 1.02))
+        asked.append(i)
+    assert _at(s, BM=128, BN=128, num_warps=4) in asked
+    assert s._probing == 0
+
+
+def test_probe_share_is_checked_on_by_default_and_wants_nothing_when_off() -> None:
+    with pytest.raises(SearchError, match="probe"):
+        SurrogateSearch(_space(), probe=1.5)
+    assert SurrogateSearch(_space()).probe == 1.0
+    off, _ = _tied_search(0.0)
+    assert off.finals(6) == 0
+    half, _ = _tied_search(0.5)
+    assert half.finals(6) == 3
+
+
+def test_probe_spends_the_race_reserve_on_new_configs_and_finds_the_needle() -> None:
+    """simulate's finalists' race: with probe=1 the reserve goes to untried neighbours of the ties (the
+    needle is found and picked, nothing is re-measured); with probe=0 the same reserve re-measures the
+    ties and the needle stays unasked. The evaluator is a FAKE: the bowl's times, noise-free, with a 2%
+    interval."""
+    from tritune.search.simulate import _race_finalists
+
+    for probe in (1.0, 0.0):
+        s, times = _tied_search(probe)
+        needle = _at(s, BM=128, BN=128, num_warps=4)
+
+        def fake(config: Any, times: dict[int, float] = times, s: SurrogateSearch = s) -> Any:
+            t = times[s.index[config]]
+            return Status.MEASURED, t, (t / 1.02, t * 1.02)
+
+        history: list[Any] = []
+        best, remeasured = _race_finalists(s, fake, 2, history)  # type: ignore[arg-type]
+        assert best is not None
+        if probe:
+            assert remeasured == 0 and len(history) == 2
+            assert best.config == s.candidates[needle]
+        else:
+            assert remeasured == 2 and history == [] and not s.is_asked(needle)

@@ -366,5 +366,10 @@ class Strategy(ABC):
         """Override to stop before the space is exhausted (the base stops only when it is)."""
         return False
 
+    def finals(self, reserve: int) -> int:
+        """Called once before the finalists' race with its ``reserve`` of evaluations; returns how many of
+        them the strategy wants to ask (its next asks) before the ties are re-measured. The base wants none."""
+        return 0
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(seed={self.seed}, {len(self.candidates)} candidates, {self.evaluations} told)"

@@ -227,6 +227,13 @@ def _race_finalists(
     """
     left = reserve
     remeasured = 0
+    probes = min(left, max(0, search.finals(left)))
+    if probes > 0 and not search.done():
+        # The strategy's own use of part of the reserve (a probe of untried neighbours of the ties,
+        # :class:`~tritune.search.surrogate.SurrogateSearch` ``probe=``), before any tie is re-measured.
+        more = run_search(search, evaluator, Budget(evaluations=probes))
+        history.extend(more.history)
+        left -= more.evaluations
     spare = left - len(search.contenders(left))
     while left > 0:
         if spare > 0 and not search.done():

@@ -130,7 +130,12 @@ class SurrogateSearch(Strategy):
     confidence bound; 0 is the mean alone); ``cover``: a share of the guided asks (0 to 1) that goes to
     a per-axis stratified pick instead, the config whose values were asked least so far on every axis
     (an exploration floor that reaches edges and isolated optima; 0, off, by default: it did not beat
-    the default in benchmarks/results/2026-12-01-cpu/search_eval_session5b).
+    the default in benchmarks/results/2026-12-01-cpu/search_eval_session5b); ``probe``: a share (0 to 1)
+    of the finalists' reserve (:meth:`finals`, called by the simulator's race before the ties are
+    re-measured) spent on untried configs one local move from a tie, the model's fastest first, so an
+    isolated optimum next to the ties is measured rather than the ties re-timed (1 by default: it met
+    the targets on more recorded and held-out rows, benchmarks/results/2026-12-01-cpu/search_eval_session5c;
+    0 turns it off).
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
@@ -163,6 +168,7 @@ class SurrogateSearch(Strategy):
         kappa: float = 0.0,
         smooth: bool = True,
         cover: float = 0.0,
+        probe: float = 1.0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -193,6 +199,12 @@ class SurrogateSearch(Strategy):
         if not 0.0 <= float(cover) <= 1.0:
             raise SearchError(f"surrogate cover={cover!r} must be a share of the asks in [0, 1]")
         self.cover = float(cover)
+        if not 0.0 <= float(probe) <= 1.0:
+            raise SearchError(
+                f"surrogate probe={probe!r} must be a share of the finalists' reserve in [0, 1]"
+            )
+        self.probe = float(probe)
+        self._probing = 0
         self._covered = 0
         self._sd = np.zeros(len(self.candidates))
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
@@ -296,7 +308,40 @@ class SurrogateSearch(Strategy):
             near[self.grid.neighbours(i)] = True  # the axis moves that jump over illegal gaps
         return near & ~self._asked
 
+    def finals(self, reserve: int) -> int:
+        """Before the finalists' race: with ``probe`` > 0, ask up to a share ``probe`` of ``reserve`` of
+        untried neighbours of the ties (one local move, diagonals included, as the local step) rather
+        than spend the whole reserve re-measuring configs that differ by less than the noise. Each probe
+        is the model's fastest such neighbour of the ties as they stand after the previous probes.
+        Returns how many probes it plans (fewer are asked when the ties have no untried neighbour)."""
+        self._probing = 0
+        if self.probe <= 0 or reserve < 1 or len(self._measured) < 3:
+            return 0
+        self._probing = min(reserve, math.floor(self.probe * reserve))
+        return self._probing
+
+    def _probe_picks(self, n: int) -> list[int]:
+        """Up to ``n`` untried neighbours of the ties, the model's fastest first (see :meth:`finals`)."""
+        ties = [self.index[o.config] for o in self.ties()[: 2 * self.top]]
+        cand = np.flatnonzero(self._local(ties))
+        if len(cand) == 0:
+            self._probing = 0
+            return []
+        score = self._scores()
+        picks = [int(i) for i in cand[np.argsort(score[cand], kind="stable")][: min(n, self._probing)]]
+        self._probing -= len(picks)
+        return picks
+
     def _propose(self, n: int) -> Sequence[Config]:
+        if self._probing > 0:
+            picks = self._probe_picks(n)
+            if picks:
+                rest = (
+                    self._propose_guided(n - len(picks), [self.candidates[i] for i in picks])
+                    if n > len(picks)
+                    else []
+                )
+                return [self.candidates[i] for i in picks] + rest
         if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 3:
             return [self.candidates[i] for i in self._space_filling(n)]
         return self._propose_guided(n)
