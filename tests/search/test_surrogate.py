@@ -269,10 +269,10 @@ def test_probe_asks_untried_neighbours_of_the_ties_before_the_race() -> None:
     assert s._probing == 0
 
 
-def test_probe_share_is_checked_on_by_default_and_wants_nothing_when_off() -> None:
+def test_probe_share_is_checked_off_by_default_and_wants_nothing_when_off() -> None:
     with pytest.raises(SearchError, match="probe"):
         SurrogateSearch(_space(), probe=1.5)
-    assert SurrogateSearch(_space()).probe == 1.0
+    assert SurrogateSearch(_space()).probe == 0.0
     off, _ = _tied_search(0.0)
     assert off.finals(6) == 0
     half, _ = _tied_search(0.5)

@@ -133,9 +133,7 @@ class SurrogateSearch(Strategy):
     the default in benchmarks/results/2026-12-01-cpu/search_eval_session5b); ``probe``: a share (0 to 1)
     of the finalists' reserve (:meth:`finals`, called by the simulator's race before the ties are
     re-measured) spent on untried configs one local move from a tie, the model's fastest first, so an
-    isolated optimum next to the ties is measured rather than the ties re-timed (1 by default: it met
-    the targets on more recorded and held-out rows, benchmarks/results/2026-12-01-cpu/search_eval_session5c;
-    0 turns it off).
+    isolated optimum next to the ties is measured rather than the ties re-timed (0, off, by default).
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
@@ -168,7 +166,7 @@ class SurrogateSearch(Strategy):
         kappa: float = 0.0,
         smooth: bool = True,
         cover: float = 0.0,
-        probe: float = 1.0,
+        probe: float = 0.0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
