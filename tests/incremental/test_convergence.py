@@ -96,9 +96,10 @@ def test_a_costly_check_under_the_old_accounting_would_not_fit():
     assert all(b is None for b, _ in results), results
 
 
-def serve_two_keys(times: tuple[float, ...], prune_ratio: float, seed: int = 0):
-    """Key n=64 tunes from nothing, then key n=128 (its nearest tuned key is n=64); FAKE clock and launch.
-    Returns the compile service's asks per key, the calls each key took to promote, and the second choice."""
+def _fake_serving(times: tuple[float, ...], prune_ratio: float, seed: int):
+    """A kernel over the first ``len(times)`` BLOCKs in incremental mode with a FAKE clock (``times`` per
+    config, 3% noise), FAKE compiles and a FAKE launch; returns the compiles, the mode, the kernel and its
+    two tensors."""
     t = dict(zip(BLOCKS, times))
     clock = FakeClock(t, noise=0.03, seed=seed, span_ms=2.0 * t[BLOCKS[0]] / 2)
     comp = FakeCompiles()
@@ -106,7 +107,13 @@ def serve_two_keys(times: tuple[float, ...], prune_ratio: float, seed: int = 0):
     configs = [triton.Config({"BLOCK": b}) for b in BLOCKS[: len(times)]]
     k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
     k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
-    x, out = torch.zeros(128), torch.zeros(128)
+    return comp, inc, k, torch.zeros(128), torch.zeros(128)
+
+
+def serve_two_keys(times: tuple[float, ...], prune_ratio: float, seed: int = 0):
+    """Key n=64 tunes from nothing, then key n=128 (its nearest tuned key is n=64); FAKE clock and launch.
+    Returns the compile service's asks per key, the calls each key took to promote, and the second choice."""
+    comp, inc, k, x, out = _fake_serving(times, prune_ratio, seed)
     asked, took = [], []
     for n in (64, 128):
         before = len(comp.asked)
@@ -143,14 +150,7 @@ def test_prune_ratio_below_one_is_refused():
 def serve_interleaved(times: tuple[float, ...], prune_ratio: float, seed: int = 0):
     """Keys n=64 and n=128 start together (neither has a tuned neighbour) and get 3 calls in 4 and 1 in 4;
     FAKE clock and launch. Returns the stream call at which n=128 was promoted and its choice."""
-    t = dict(zip(BLOCKS, times))
-    clock = FakeClock(t, noise=0.03, seed=seed, span_ms=2.0 * t[BLOCKS[0]] / 2)
-    comp = FakeCompiles()
-    inc = Incremental(IncrementalOptions(prune_ratio=prune_ratio), clock=clock, compiler=comp, thread=False)
-    configs = [triton.Config({"BLOCK": b}) for b in BLOCKS[: len(times)]]
-    k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
-    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
-    x, out = torch.zeros(128), torch.zeros(128)
+    comp, inc, k, x, out = _fake_serving(times, prune_ratio, seed)
     pruned_seen: dict = {}
     for i in range(8000):
         k[(1,)](x, out, 128 if i % 4 == 3 else 64)
