@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tritune.bench import race_tie_report
 from tritune.bench.timer import ConfigMeasure
 from tritune.config import Config
 from tritune.dist.search import SharedSearch
@@ -24,6 +23,7 @@ from tritune.outcome import Status
 from tritune.space.legality import format_rejections
 from tritune.store import CandidateRecord
 from tritune.tune import searching
+from tritune.tune.tuner import race_outcomes
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned, Choice
@@ -42,16 +42,8 @@ def search_tune(tuner: Tuner, tuned: Autotuned, key: tuple[Any, ...], p: searchi
     from tritune.tune.autotune import Choice
 
     name = tuned.info.name
-    stored = st.candidates(tkey) if st is not None else []
-    near = searching.neighbours(st, tkey, legal)
-    width = tuner.jobs or default_jobs()
-
-    def make(width: int) -> tuple[Any, dict[str, Any]]:
-        return searching.make_driver(p, legal, width=width, key_values=tuned.key_spec.as_dict(key),
-                                     stored=stored, near=near, where=name)  # fmt: skip
-
-    driver: Any  # rank 0's SearchDriver, or a follower rank's DriverView (the same summary())
-    driver, info = make(width) if shared is None else shared.start(make, width)
+    driver, info = searching.start_driver(p, legal, store=st, tkey=tkey, key_values=tuned.key_spec.as_dict(key),
+                                          where=name, width=tuner.jobs or default_jobs(), shared=shared)  # fmt: skip
     old = st.lookup_winner(tkey) if st is not None else None
     if shared is not None:  # every rank takes rank 0's stored winner: one decision, one winner
         old = shared.stored_winner(old, tkey)
@@ -66,28 +58,8 @@ def search_tune(tuner: Tuner, tuned: Autotuned, key: tuple[Any, ...], p: searchi
     stats.update(phases)
     stats["total_s"] = round(time.perf_counter() - clock, 3)
     recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items()]
-    timings: dict[Config, list[float]] = {}
-    winner, best_ms = None, None
-    policy = tuner.policy(tuned)
-    if result is not None:
-        stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
-                         "device_s": round(result.device_s, 3), "ties": [c.id for c in result.ties]}  # fmt: skip
-        for o in result.outcomes:
-            m = o.measurement
-            ok = o.status is Status.MEASURED and m is not None
-            if not ok:
-                rejected[o.config] = o.reason or o.status.value
-            recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok and m is not None else None,
-                                        o.reason, m.to_json() if ok and m is not None else None))  # fmt: skip
-            if ok and m is not None:
-                timings[o.config] = [m.median_ms, m.q1_ms, m.q3_ms]
-        tie = race_tie_report(result, policy)
-        if tie is not None:
-            stats["tie"] = tie.to_json()
-            if result.winner_measurement is not None:
-                winner = tie.picked
-                picked = result.outcome(winner).measurement
-                best_ms = picked.median_ms if picked is not None else None
+    raced, timings, winner, best_ms = race_outcomes(result, rejected, tuner.policy(tuned), stats)
+    recs += raced
     summary = searching.summary(driver, info, winner)
     stats["search"] = summary
     if winner is None and old is not None and old.time_ms is not None and old.config in set(legal):

@@ -182,6 +182,20 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     return driver, info
 
 
+def start_driver(p: SearchPlan, legal: Sequence[Config], *, store: Any, tkey: Any, key_values: Mapping[str, Any],
+                 where: str, width: int, shared: Any = None) -> tuple[Any, dict[str, Any]]:
+    """The search driver of one key and its ``make_driver`` info: resumed from the store's records of ``tkey``,
+    seeded by the kernel's other tuned keys. With ``shared`` (a :class:`tritune.dist.search.SharedSearch`) rank 0
+    builds it, as wide as every rank's pool, and the other ranks get a view of it (the same ``summary()``)."""
+    stored = store.candidates(tkey) if store is not None else []
+    near = neighbours(store, tkey, legal)
+
+    def make(w: int) -> tuple[Any, dict[str, Any]]:
+        return make_driver(p, legal, width=w, key_values=key_values, stored=stored, near=near, where=where)
+
+    return make(width) if shared is None else shared.start(make, width)
+
+
 def default_evaluations(n_legal: int, width: int, *, transfer: bool = False) -> int:
     """The default budget of a search of ``n_legal`` configs with a pool of ``width`` (module docstring)."""
     n = min(DEFAULT_MAX, max(DEFAULT_MIN, math.ceil(DEFAULT_SHARE * n_legal)))

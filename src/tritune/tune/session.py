@@ -247,16 +247,9 @@ def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], pla
                                      retime_finalists=options.retime_finalists)  # fmt: skip
         store = store if shared.rank == 0 else None
     tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=_policy(options).value)
-    stored = store.candidates(tkey) if store is not None else []
-    near = searching.neighbours(store, tkey, legal)
-
-    def make(width: int) -> tuple[Any, dict[str, Any]]:
-        return searching.make_driver(plan, legal, width=width, key_values=dict(key), stored=stored, near=near,
-                                     where=workload.name)  # fmt: skip
-
-    width = options.jobs or default_jobs()
-    driver: Any  # rank 0's SearchDriver, or a follower rank's DriverView (the same summary())
-    driver, info = make(width) if shared is None else shared.start(make, width)
+    driver, info = searching.start_driver(plan, legal, store=store, tkey=tkey, key_values=dict(key),
+                                          where=workload.name, width=options.jobs or default_jobs(),
+                                          shared=shared)  # fmt: skip
     result = (search_and_race if shared is None else shared.search_and_race)(
         driver, prepare=job.prepare, measure=job.measure, options=job.race, compiler=job.compiler,
         finalists=searching.stored_finalists(store, tkey, legal), stats=job.stats, recover=job.recover,

@@ -282,27 +282,8 @@ class Tuner:
             c()
         stats["total_s"] = round(time.perf_counter() - clock, 3)
         recs = [CandidateRecord(c, Status.ILLEGAL, None, r) for c, r in rejected.items() if c in asked]
-        timings: dict[Config, list[float]] = {}
-        winner, best_ms = None, None
-        if result is not None:
-            stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
-                             "device_s": round(result.device_s, 3), "ties": [c.id for c in result.ties]}
-            for o in result.outcomes:
-                m = o.measurement
-                ok = o.status is Status.MEASURED and m is not None
-                if not ok:
-                    rejected[o.config] = o.reason or o.status.value
-                recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok and m is not None else None, o.reason,
-                                            m.to_json() if ok and m is not None else None))
-                if ok and m is not None:
-                    timings[o.config] = [m.median_ms, m.q1_ms, m.q3_ms]
-            tie = race_tie_report(result, policy)
-            if tie is not None:
-                stats["tie"] = tie.to_json()
-            if tie is not None and result.winner_measurement is not None:  # the tie rule's pick among equals
-                winner = tie.picked
-                picked = result.outcome(winner).measurement
-                best_ms = picked.median_ms if picked is not None else None
+        raced, timings, winner, best_ms = race_outcomes(result, rejected, policy, stats)
+        recs += raced
         if st is not None and not self.distributed:
             old = st.lookup_winner(tkey)
             if old is not None and old.time_ms is not None and (best_ms is None or old.time_ms <= best_ms):
@@ -317,6 +298,37 @@ class Tuner:
             )
         source = "timed" if self.timer is None else "replayed"
         return Choice(winner, source, f"{best_ms:.4f} ms median", stats=stats, timings=timings)
+
+
+def race_outcomes(result: Any, rejected: dict[Config, str], policy: Any, stats: dict[str, Any],
+                  ) -> tuple[list[CandidateRecord], dict[Config, list[float]], Config | None, float | None]:  # fmt: skip
+    """What a race (None: nothing raced) gives a key's tuning: a store record per outcome, the measured
+    configs' [median, q1, q3] ms, the winner (the tie rule's pick among equals; None when nothing was timed)
+    and its median. Adds every failed outcome's reason to ``rejected`` and the race and tie to ``stats``."""
+    recs: list[CandidateRecord] = []
+    timings: dict[Config, list[float]] = {}
+    winner, best_ms = None, None
+    if result is None:
+        return recs, timings, winner, best_ms
+    stats["race"] = {"stop": result.stop, "rounds": result.rounds, "measurements": result.measurements,
+                     "device_s": round(result.device_s, 3), "ties": [c.id for c in result.ties]}
+    for o in result.outcomes:
+        m = o.measurement
+        ok = o.status is Status.MEASURED and m is not None
+        if not ok:
+            rejected[o.config] = o.reason or o.status.value
+        recs.append(CandidateRecord(o.config, o.status, m.median_ms if ok and m is not None else None, o.reason,
+                                    m.to_json() if ok and m is not None else None))
+        if ok and m is not None:
+            timings[o.config] = [m.median_ms, m.q1_ms, m.q3_ms]
+    tie = race_tie_report(result, policy)
+    if tie is not None:
+        stats["tie"] = tie.to_json()
+    if tie is not None and result.winner_measurement is not None:  # the tie rule's pick among equals
+        winner = tie.picked
+        picked = result.outcome(winner).measurement
+        best_ms = picked.median_ms if picked is not None else None
+    return recs, timings, winner, best_ms
 
 
 @dataclass
