@@ -45,6 +45,9 @@ class SimDevice:
         self.slowdown = 1.0
         #: GPU ms of work executed (replays included), to check what a measurement cost the device.
         self.busy_ms = 0.0
+        #: Extra GPU ms of each replay of a graph holding flushes alone: a test sets it to model the H200
+        #: anomaly of session 6 (the flushes-alone graph slower than the flush+launch graph).
+        self.flush_graph_extra_ms = 0.0
 
     def host_ms(self) -> float:
         """The host's clock on the GPU's time axis (0 without a host model)."""
@@ -126,6 +129,8 @@ class SimDevice:
             def replay(self) -> None:
                 dev._arrive()
                 dev.clock_ms += dev.replay_ms
+                if self.ops and all(w is not None and w < 0 for _, _, w in self.ops):
+                    dev.clock_ms += dev.flush_graph_extra_ms  # a graph of flushes alone
                 for op in self.ops:
                     dev._exec(*op, queued=True)
 

@@ -180,3 +180,17 @@ def test_policy_timer_recaptures_each_look_at_the_first_looks_size(fake_device: 
         assert fake_device.graphs_captured == 1 + looks  # one new work graph a look, no new flush graph
         assert again.calls_per_sample == first.calls_per_sample
         assert again.median_ms == pytest.approx(COLD_SHORT, rel=0.02)
+
+
+def test_cold_graph_that_does_not_resolve_the_kernel_falls_back_to_one_launch_per_sample(fake_device: Any) -> None:
+    """Issue 15, H200 session 6: under the cold policy Liger's DyT kernels got a median of -51 us a launch
+    (the graph of flushes alone came out slower than the graph of flush+launch pairs), and the negative time
+    failed the user's call in the store. FAKE model: every replay of the flushes-alone graph costs 3 ms more.
+    The timer must notice the unresolved difference and time the kernel one launch per sample instead."""
+    fake_device.flush_graph_extra_ms = 3.0
+    timer = EventTimer.for_policy("cold", warmup_s=0.001)
+    m = timer.measure(lambda: fake_device.run(COLD_SHORT, 0.02, WARM_SHORT), budget_s=0.5, rel_tol=0.01)
+    assert m.median_ms > 0 and min(m.samples) > 0
+    assert m.calls_per_sample == 1 and m.extra["timer"] == "event"
+    assert "graph minus flushes" in m.extra["fallback"]
+    assert m.median_ms == pytest.approx(COLD_SHORT, rel=0.05)  # still the cold time: flushed before each launch

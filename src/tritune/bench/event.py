@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -251,10 +252,21 @@ class EventTimer:
             fn_ms, flush_ms = self._warm_up(fns, self.warmup_s if warmup_s is None else warmup_s)
             per_run_ms = fn_ms + flush_ms
             batched = self.batch_short and launches_per_sample(fn_ms, short_ms=self.short_ms) > 1
+            fallback = None
             if self.graph or batched:
                 samples, calls = self._sample_graph(
                     fns, per_run_ms, budget_s, rel_tol, min_samples, max_samples
                 )
+                if self._flush_buf is not None and statistics.median(samples) <= 0:
+                    # The work graph (flush+launch pairs) came out no slower than the graph of the flushes
+                    # alone: the difference did not resolve the kernel (Liger's DyT tests on the H200 gave
+                    # -51 us a launch, and a negative time reached the store and failed the user's call).
+                    # Time it one launch per sample instead: flush, spin, events around the launch, which
+                    # cannot go below zero.
+                    fallback = f"graph minus flushes gave {statistics.median(samples) * 1e3:.2f} us a launch"
+                    samples, calls = self._sample_events(
+                        fns, per_run_ms, budget_s, rel_tol, min_samples, max_samples
+                    )
             else:
                 samples, calls = self._sample_events(
                     fns, per_run_ms, budget_s, rel_tol, min_samples, max_samples
@@ -267,7 +279,8 @@ class EventTimer:
             elapsed_s=time.perf_counter() - t0,
             calls_per_sample=calls,
             extra={
-                "timer": "event-graph" if self.graph or batched else "event",
+                "timer": "event-graph" if (self.graph or batched) and fallback is None else "event",
+                **({"fallback": fallback} if fallback else {}),
                 "measure": self.policy.value,
                 "est_us": round(fn_ms * 1e3, 3),  # the warm-up's estimate of one run, which sized the samples
             },
