@@ -44,7 +44,7 @@ for part in "$@"; do
               fi
               b=${LIBTESTS_BUDGET_S:-225}  # a call that ran other parts first passes what it has left
               PYTHONPATH=$PYTHONPATH:/tmp/site-tests step libtests $((b + 25)) python3 benchmarks/libtests.py \
-                --ref .ref/libtests --out "$RES/libtests" --budget-s "$b"
+                --ref .ref/libtests --out "$RES/libtests" --budget-s "$b" --suites "${LIBTESTS_SUITES:-}"
               grep -h "^total\|differs\|NOT RUN" "$RES"/libtests/python3_*.log | tee -a "$LOG" ;;
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
     serving) step serving 300 python3 benchmarks/serving.py --out "$RES/serving"

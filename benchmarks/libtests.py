@@ -125,12 +125,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--budget-s", type=float, default=210.0, help="wall seconds per engine (they run side by side)")
     p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--suites", default="", help="run only the suites whose name contains one of these "
+                   "comma-separated words (e.g. 'liger' to rerun Liger's alone); the others are listed as not run")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     ref = args.ref.resolve()
     runnable, skipped = [], {}
+    words = [w for w in args.suites.split(",") if w]
     for s in SUITES:
         why = missing(s, ref)
+        if words and not any(w in s.name for w in words):
+            why = f"not selected (--suites {args.suites})"
         if why is None:
             runnable.append(s)
         else:
