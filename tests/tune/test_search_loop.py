@@ -285,3 +285,37 @@ def test_neighbours_carry_each_keys_stored_winner_not_its_smallest_median(tmp_pa
     p = searching.plan("surrogate", None, len(CONFIGS))
     driver, info = searching.make_driver(p, CONFIGS, width=4, key_values={"n": 2000}, near=[nb])
     assert info["transfer"]["warm"] == [picked.id] and driver.next_batch()[0] == picked
+
+
+def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_path):
+    """The static screen is per kernel and caller kwargs, not per key: counted, through FAKE compile workers
+    and a replay timer (SYNTHETIC times); the kernel runs in Triton's interpreter."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    import session_workers as sw
+
+    from tritune.tune import session
+    from tritune.tune.session import TuneOptions, tune
+
+    monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
+    calls: list[tritune.Config] = []
+    real = session.check_static
+
+    def counting(cfg, *a):  # type: ignore[no-untyped-def]  # the real rule check, counted
+        calls.append(cfg)
+        return real(cfg, *a)
+
+    monkeypatch.setattr(session, "check_static", counting)
+    wl = sw.gelu()
+    keys = [{"n": 4096}, {"n": 8192}, {"n": 2048}]
+    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
+    res = tune([wl], keys=keys, options=opts, store=open_store(str(tmp_path / "s.db")), timer=sw.replay_timer(wl, 0),
+               target="sm90", device="cpu", group=None)  # fmt: skip
+    assert len(calls) == len(wl.candidates()) == 4  # once, not once per key (12)
+    assert [w.key for w in res.workloads] == keys and all(w.extra["winner"] for w in res.workloads)
+    for w in res.workloads:
+        setup = w.extra["phases"]["setup"]
+        assert {"args_s", "oracle_s", "screen_s"} <= set(setup) and w.extra["phases"]["after_s"] >= 0
+    assert {c.status for c in res.workloads[2].candidates} == {c.status for c in res.workloads[0].candidates}
