@@ -218,7 +218,7 @@ class TransferSearch(SurrogateSearch):
         self.warm_start = tuple(start)
         #: The neighbours' winners (the transferred leaders) and the first batch :meth:`confirmed` waits for.
         self.leaders = frozenset(w for nb in neighbours if (w := nb.winner()) is not None and w in self.index)
-        self.opening = tuple(start[: max(first, len(self.leaders))]) if first is not None else ()
+        self.opening = tuple(start[:first]) if first is not None else ()  # what the driver sends first
 
     def confirmed(self) -> bool:
         """Whether the first batch confirmed the transfer (module docstring, 2.): every config of it told, and a
