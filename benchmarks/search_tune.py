@@ -15,10 +15,18 @@ stages, a register cap). Every engine runs as its own ``tritune tune`` process w
 3. ``transfer``: a new key, 6144^3, into the store of step 2 (its 3 tuned keys seed the search);
 4. ``cold_new``: the same new key with an empty store (the cold search it is compared to).
 
-Steps 3 and 4 both start from a copy of step 2's Triton cache (``--new-key-cache shared``, the default): a
-new key arrives on a machine that tuned the other three, and both searches may reuse what it compiled (the
-matmul's binaries do not depend on M, N, K beyond their divisibility by 16). ``--new-key-cache empty`` starts
-both from an empty cache instead (session 5's first run: 0.478, dominated by first-batch compiles).
+**The new key's comparison is fair.** After step 2, its Triton cache is copied once into a snapshot; steps
+3 and 4 each start from their own copy of that snapshot (``--new-key-cache shared``): a new key arrives on a
+machine that tuned the other three, both searches may reuse what the 3-key search compiled (the matmul's
+binaries do not depend on M, N, K beyond their divisibility by 16), and neither sees what the other compiled.
+With ``--new-key-cache both`` (the default) the transfer and the cold search also run each from an EMPTY
+cache (``transfer_empty``, ``cold_empty``), and both ratios are printed. (The cold search's seed is the 3-key
+search's, so its first batches are the ones step 2 compiled for 4096^3: from the snapshot it compiles little.)
+
+The arguments are drawn on the GPU (``--args device``, :func:`search_args`): ``matmul_tma_args`` draws them
+on the CPU, ~0.5 s per key at 6144^3, a cost of the workload and not of tuning, that both the cold search and
+the transfer would pay (``--args cpu`` keeps it). Each key's ``setup`` phases (arguments, oracle, static
+screen, the search's start) and ``after_s`` (results and the store's write) are printed with its batches.
 
 Then, in this process, an interleaved re-measurement (rounds in rotating order, tritune's event timer, L2
 flushed): at 4096^3 the search winner, the exhaustive run's 3 fastest configs and ``torch.matmul``
@@ -60,6 +68,25 @@ import matmul_tma_wide as wide  # noqa: E402
 
 import tritune  # noqa: E402
 
+
+def search_args(key: Mapping[str, int], device: str) -> tuple[Any, ...]:
+    """``matmul_tma_args``' arguments (the same shapes, scale and strides), drawn on ``device`` by a seeded
+    generator there instead of on the CPU (module docstring); ``SEARCH_ARGS=cpu``: the example's own."""
+    if device == "cpu" or os.environ.get("SEARCH_ARGS", "device") == "cpu":
+        return wide.matmul_tma_args(key, device)  # type: ignore[no-any-return]
+    import matmul_tma
+    import torch
+    import triton
+
+    triton.set_allocator(matmul_tma._scratch)
+    m, n, k = key["M"], key["N"], key["K"]
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = (torch.randn(m, k, generator=gen, device=device) / k**0.25).to(torch.float16)
+    b = (torch.randn(k, n, generator=gen, device=device) / k**0.25).to(torch.float16)
+    c = torch.empty(m, n, device=device, dtype=torch.float16)
+    return (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
+
+
 SEARCH_GRID = {**wide.WIDE_GRID, "num_ctas": [1], "maxnreg": [None, 168]}
 SEARCH_SPACE = tritune.Space(SEARCH_GRID, constraints=wide.CONSTRAINTS)
 KEYS = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 4096}, {"M": 4096, "N": 4096, "K": 8192}]
@@ -69,7 +96,7 @@ matmul_search = tritune.Workload(
     name="matmul_search",
     kernel=wide.matmul_tma_kernel,
     configs=SEARCH_SPACE,
-    args=wide.matmul_tma_args,
+    args=search_args,
     grid=wide.persistent_grid,
     outputs=[2],
     oracle=wide.matmul_tma_oracle,
@@ -85,13 +112,13 @@ def key_arg(key: Mapping[str, int]) -> str:
 
 
 def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store: Path, *extra: str,
-                 cache_from: str | None = None) -> dict[str, Any]:
+                 cache_from: str | None = None, args: str = "device") -> dict[str, Any]:
     """One ``tritune tune`` process with an empty Triton cache, or a copy of ``cache_from`` (another run's
     cache); its JSON result, process wall, per-key walls and the cache directory it used."""
     cache = tempfile.mkdtemp(prefix=f"tcache-{name}-")
     if cache_from is not None:
         shutil.copytree(cache_from, cache, dirs_exist_ok=True)
-    env = {**os.environ, "TRITON_CACHE_DIR": cache}
+    env = {**os.environ, "TRITON_CACHE_DIR": cache, "SEARCH_ARGS": args}
     env.pop("TRITUNE_SEARCH", None)
     cmd = [sys.executable, "-m", "tritune", "tune", __file__, "--workload", "matmul_search", "--quiet",
            "--store", str(store), "--json", str(out / f"{name}.json"), *extra]  # fmt: skip
@@ -126,6 +153,14 @@ def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store:
     return {"rc": rc, "process_wall_s": round(wall, 2), "keys": keyed, "cache": cache}
 
 
+def copy_store(src: Path, dst: Path) -> None:
+    """A copy of a SQLite store, WAL included (SQLite's backup API, not a file copy)."""
+    import sqlite3
+
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+
+
 def phase_summary(w: Mapping[str, Any]) -> dict[str, Any]:
     """Where one key's wall went: each batch's seconds and compile phase, the strategy's asks (those proposed
     while a batch compiles are inside its seconds too), the final race, the race's device time, and the rest
@@ -136,7 +171,8 @@ def phase_summary(w: Mapping[str, Any]) -> dict[str, Any]:
     final = ph.get("final_race") or {}
     inside = sum(float(b.get("s") or 0) for b in batches) + float(final.get("s") or 0)  # asks: some in both
     wall = w.get("wall_s")
-    return {"batches": [{k: b.get(k) for k in ("configs", "s", "compiled_s")} for b in batches],
+    return {"setup": ph.get("setup"), "after_s": ph.get("after_s"),
+            "batches": [{k: b.get(k) for k in ("configs", "s", "compiled_s")} for b in batches],
             "first_race": ph.get("first_race"), "ask_s": ph.get("ask_s"), "final_race": final or None,
             "race_device_s": race.get("device_s"), "race_stop": race.get("stop"),
             "outside_batches_s": round(float(wall) - inside, 3) if wall is not None else None}  # fmt: skip
@@ -169,9 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--exhaustive-keys", type=int, choices=(1, 3), default=1)
     ap.add_argument("--only", choices=("transfer",), help="transfer: the 3-key search, the new key's transfer and "
                     "cold search and their interleaved re-measurement only (no exhaustive race)")  # fmt: skip
-    ap.add_argument("--new-key-cache", choices=("shared", "empty"), default="shared",
-                    help="the Triton cache the new key's transfer and cold search both start from: a copy of the "
-                    "3-key search's (shared, as on a machine that tuned them) or an empty one")  # fmt: skip
+    ap.add_argument("--new-key-cache", choices=("both", "shared", "empty"), default="both",
+                    help="the Triton cache the new key's transfer and cold search each start from: a copy of one "
+                    "snapshot of the 3-key search's (shared, as on a machine that tuned them), an empty one, or "
+                    "both pairs (module docstring)")  # fmt: skip
+    ap.add_argument("--args", choices=("device", "cpu"), default="device",
+                    help="draw the matmul's arguments on the GPU (default) or on the CPU as matmul_tma_args does")
     a = ap.parse_args(argv)
     import torch
 
@@ -186,14 +225,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.only != "transfer":
         runs["exhaustive"] = tune_process("exhaustive", out, KEYS[: a.exhaustive_keys], stores / "ex.db",
                                           "--strategy", "exhaustive")  # fmt: skip
-    runs["search"] = tune_process("search", out, KEYS, stores / "search.db")
-    # The new key is tuned where the 3 keys were: both the transfer and the cold search start from a copy of
-    # the search run's Triton cache (--new-key-cache shared), or both from an empty one (empty).
-    warm = runs["search"]["cache"] if a.new_key_cache == "shared" else None
-    runs["transfer"] = tune_process("transfer", out, [NEW_KEY], stores / "search.db", cache_from=warm)
-    runs["cold_new"] = tune_process("cold_new", out, [NEW_KEY], stores / "cold.db", cache_from=warm)
+    runs["search"] = tune_process("search", out, KEYS, stores / "search.db", args=a.args)
+    # The new key is tuned where the 3 keys were: the transfer and the cold search each start from their own
+    # copy of ONE snapshot of the search run's Triton cache, taken now (neither sees the other's compiles);
+    # with --new-key-cache both/empty, each also from an empty cache. The store of the transfer runs is a copy
+    # of the 3-key search's, so the two transfers start from the same 3 tuned keys.
+    snapshot = tempfile.mkdtemp(prefix="tcache-snapshot-")
+    shutil.copytree(runs["search"]["cache"], snapshot, dirs_exist_ok=True)
+    pairs = [("", snapshot)] if a.new_key_cache == "shared" else [("_empty", None)] if a.new_key_cache == "empty" \
+        else [("", snapshot), ("_empty", None)]  # fmt: skip
+    for suffix, cache in pairs:
+        db = stores / f"transfer{suffix}.db"
+        copy_store(stores / "search.db", db)
+        runs[f"transfer{suffix}"] = tune_process(f"transfer{suffix}", out, [NEW_KEY], db, cache_from=cache, args=a.args)
+        runs[f"cold_new{suffix}"] = tune_process(f"cold_new{suffix}", out, [NEW_KEY], stores / f"cold{suffix}.db",
+                                                 cache_from=cache, args=a.args)  # fmt: skip
     rounds = 8 if a.quick else 16
-    ex, se, tr, cn = (runs[n]["keys"] if n in runs else [] for n in ("exhaustive", "search", "transfer", "cold_new"))
+    main_pair = pairs[0][0]
+    ex, se = (runs[n]["keys"] if n in runs else [] for n in ("exhaustive", "search"))
     result: dict[str, Any] = {"space": len(SEARCH_SPACE.configs()), "rounds": rounds}
     if ex and se and ex[0]["winner"] and se[0]["winner"]:
         key = KEYS[0]
@@ -214,29 +263,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if len(ex) == 3:  # --exhaustive-keys 3: the whole runs, 3 keys each (the search's keys 2-3 transfer)
             result["three_keys_wall_ratio"] = sum(k["wall_s"] for k in se) / sum(k["wall_s"] for k in ex)
-    if tr and cn and tr[0]["winner"] and cn[0]["winner"]:
+    pair_rows = {sfx: (runs[f"transfer{sfx}"]["keys"], runs[f"cold_new{sfx}"]["keys"]) for sfx, _ in pairs}
+    pair_rows = {sfx: (t, c) for sfx, (t, c) in pair_rows.items() if t and c and t[0]["winner"] and c[0]["winner"]}
+    if pair_rows:  # every winner of the new key, re-measured interleaved in one set of rounds
         args = matmul_search.make_args(NEW_KEY, "cuda")
-        fns = {"transfer": launch(NEW_KEY, tr[0]["winner"], args), "cold": launch(NEW_KEY, cn[0]["winner"], args)}
+        fns = {}
+        for sfx, (t, c) in pair_rows.items():
+            fns[f"transfer{sfx}"] = launch(NEW_KEY, t[0]["winner"], args)
+            fns[f"cold{sfx}"] = launch(NEW_KEY, c[0]["winner"], args)
         ms = interleave(fns, rounds)
-        result["new_key"] = {"ms": ms, "wall_ratio": tr[0]["wall_s"] / cn[0]["wall_s"],
-                             "quality": ms["transfer"] / min(ms.values()), "transfer": tr[0]["search"],
-                             "cold": cn[0]["search"], "transfer_phases": tr[0]["phases"],
-                             "cold_phases": cn[0]["phases"], "transfer_times": tr[0]["times"],
-                             "cold_top_times": cn[0]["times"][:10]}  # fmt: skip
+        for sfx, (t, c) in pair_rows.items():
+            result[f"new_key{sfx}"] = {
+                "cache": "a copy of the 3-key search's cache snapshot" if sfx == "" else "an empty cache",
+                "ms": {n: v for n, v in ms.items() if n in (f"transfer{sfx}", f"cold{sfx}")},
+                "wall_ratio": t[0]["wall_s"] / c[0]["wall_s"], "transfer_wall_s": t[0]["wall_s"],
+                "cold_wall_s": c[0]["wall_s"],
+                "quality": ms[f"transfer{sfx}"] / min(ms[f"transfer{sfx}"], ms[f"cold{sfx}"]),
+                "transfer": t[0]["search"], "cold": c[0]["search"], "transfer_phases": t[0]["phases"],
+                "cold_phases": c[0]["phases"], "transfer_times": t[0]["times"], "cold_top_times": c[0]["times"][:10]}
     total = time.perf_counter() - t0
-    k4, nk = result.get("key_4096"), result.get("new_key")
+    k4, nk = result.get("key_4096"), result.get(f"new_key{main_pair}")
     print("\n== search vs exhaustive (targets: wall <= 0.2, quality <= 1.02, cuBLAS >= 0.98; new key <= 0.25)")
     if k4:
         print(f"4096^3: search wall / exhaustive wall = {k4['wall_ratio']:.3f}; quality {k4['quality']:.3f}; "
               f"cuBLAS / search winner = {k4['vs_cublas']:.3f}")  # fmt: skip
     if "three_keys_wall_ratio" in result:
         print(f"3 keys: search wall / exhaustive wall = {result['three_keys_wall_ratio']:.3f}")
-    if nk:
-        print(f"6144^3 new key after 3 tuned: transfer wall / cold search wall = {nk['wall_ratio']:.3f}; "
-              f"quality vs the cold search's winner {nk['quality']:.3f}")  # fmt: skip
-        print(f"   transfer {tr[0]['wall_s']} s: {json.dumps(nk['transfer_phases'], default=str)}")
-        print(f"   cold {cn[0]['wall_s']} s: outside batches {nk['cold_phases']['outside_batches_s']} s, "
-              f"{len(nk['cold_phases']['batches'])} batches, asks {nk['cold_phases']['ask_s']} s")  # fmt: skip
+    for sfx, _ in pairs:
+        r = result.get(f"new_key{sfx}")
+        if r is None:
+            print(f"6144^3 new key ({'snapshot' if sfx == '' else 'empty'} cache): a run failed, no ratio")
+            continue
+        print(f"6144^3 new key after 3 tuned, each from {r['cache']}: transfer wall / cold search wall = "
+              f"{r['wall_ratio']:.3f} ({r['transfer_wall_s']} s / {r['cold_wall_s']} s); quality vs the cold "
+              f"search's winner {r['quality']:.3f} (transfer stopped: {(r['transfer'] or {}).get('stopped')}, "
+              f"{(r['transfer'] or {}).get('evaluated')} configs)")  # fmt: skip
+        for who in ("transfer", "cold"):
+            ph = r[f"{who}_phases"]
+            print(f"   {who}: setup {json.dumps(ph.get('setup'))}, batches "
+                  f"{[(b['configs'], b['s'], b['compiled_s']) for b in ph['batches']]} (configs, s, compiled_s), "
+                  f"final race {(ph.get('final_race') or {}).get('s')} s, after {ph.get('after_s')} s, outside "
+                  f"batches {ph['outside_batches_s']} s, asks {ph['ask_s']} s")  # fmt: skip
     print(f"total {total:.0f} s")
     doc = {"provenance": provenance(command=" ".join(sys.argv)), "total_s": round(total, 1), "result": result,
            "runs": {n: {**r, "keys": [{**k, "winner": k["winner"].id if k["winner"] else None,

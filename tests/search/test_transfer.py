@@ -111,3 +111,71 @@ def test_tile_axes_are_not_the_cheap_ones() -> None:
 
     assert all(is_tile_axis(n) for n in ("BLOCK_M", "BLOCK", "BM", "bk", "TILE_N", "BLOCK_SIZE"))
     assert not any(is_tile_axis(n) for n in ("GROUP_M", "num_stages", "maxnreg", "EPILOGUE_SUBTILE", "BMX"))
+
+
+def _ci(ms: float, half: float = 0.01) -> object:
+    """FAKE measurement: a median and a +-``half`` interval (what a race's Measurement carries)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(median_ms=ms, ci_low_ms=ms * (1 - half), ci_high_ms=ms * (1 + half))
+
+
+def _three_neighbours() -> tuple[list[KeyResults], list[Config]]:
+    """FAKE tuned keys M=2048, 4096, 8192: each measured the same 24 configs (SYNTHETIC times), each its own winner."""
+    cands = WIDE.configs()
+    measured = cands[::3][:24]
+    near, winners = [], []
+    for k, m in enumerate((2048, 4096, 8192)):
+        won = measured[k]
+        times = {c: (1.0 if c == won else 1.1 + 0.01 * i) for i, c in enumerate(measured)}
+        near.append(KeyResults({"M": m}, times, best=won))
+        winners.append(won)
+    return near, winners
+
+
+def _driver(near: list[KeyResults], confirm: bool = True) -> object:
+    from tritune.search import Budget, SearchDriver
+
+    s = TransferSearch(WIDE, key={"M": 6144}, neighbours=near, warm=16, first=8)
+    nearest_first = [nb.winner() for nb in sorted(near, key=lambda nb: key_distance({"M": 6144}, nb.key))]
+    return SearchDriver(s, Budget(evaluations=16), width=16, warm=nearest_first, first=8, confirm=confirm)
+
+
+def test_the_transfer_opens_with_a_small_batch_of_recorded_configs_and_stops_when_it_confirms_a_winner() -> None:
+    near, winners = _three_neighbours()
+    recorded = {c for nb in near for c, t in nb.times.items() if t is not None}
+    d = _driver(near)
+    first = d.next_batch()  # type: ignore[attr-defined]
+    assert len(first) == 8 and set(winners) <= set(first[:3])  # small, the winners first
+    assert set(first) <= recorded  # all measured by a neighbour: compiled on the machine that tuned them
+    assert d.next_batch() == [] and not d.may_propose_ahead  # type: ignore[attr-defined]  # nothing ahead of it
+    # SYNTHETIC: a neighbour's winner is 0.5% slower than another config, inside the best's interval: a tie.
+    for c in first:
+        d.record(c, _ci(1.0 if c == winners[1] else 0.995 if c == first[5] else 1.2))  # type: ignore[attr-defined]
+    assert d.done and d.why_stopped == "confirmed" and d.next_batch() == []  # type: ignore[attr-defined]
+    assert d.summary()["evaluated"] == 8 and d.summary()["stopped"] == "confirmed"  # type: ignore[attr-defined]
+
+
+def test_a_first_batch_that_beats_every_transferred_winner_goes_on_and_an_explicit_budget_is_spent() -> None:
+    near, _ = _three_neighbours()
+    d = _driver(near)
+    first = d.next_batch()  # type: ignore[attr-defined]
+    for c in first:  # SYNTHETIC: a config no neighbour won with is 10% faster, outside every interval
+        d.record(c, _ci(0.9 if c == first[6] else 1.0))  # type: ignore[attr-defined]
+    assert not d.done and len(d.next_batch()) == 8  # type: ignore[attr-defined]  # the rest of the budget
+    d2 = _driver(near, confirm=False)  # a budget given explicitly: no early stop
+    first = d2.next_batch()  # type: ignore[attr-defined]
+    for c in first:
+        d2.record(c, _ci(1.0 if c in {nb.winner() for nb in near} else 1.2))  # type: ignore[attr-defined]
+    assert not d2.done and len(d2.next_batch()) == 8  # type: ignore[attr-defined]
+
+
+def test_confirmed_is_false_for_other_strategies_and_first_must_be_positive() -> None:
+    from tritune.search import Budget, SearchDriver
+
+    assert get("surrogate", WIDE, seed=0).confirmed() is False
+    with pytest.raises(SearchError, match="first batch's size"):
+        SearchDriver(get("random", WIDE), Budget(evaluations=4), first=0)
+    near, _ = _three_neighbours()
+    with pytest.raises(SearchError, match="first=0"):
+        TransferSearch(WIDE, key={"M": 6144}, neighbours=near, first=0)

@@ -138,9 +138,13 @@ def test_a_new_key_starts_from_the_tuned_keys_winners(fake_gpu, tmp_path):
     st = open_store(db)
     seen_there = {r.config for e in st.entries() for r in st.candidates(e.key) if r.status is Status.MEASURED}
     assert set(batches[0]) <= seen_there  # the rest of the first batch: their fastest, not random draws
-    assert s["evaluated"] == searching.default_evaluations(60, 4, transfer=True) == 16
-    assert "transfer" in s["budget"] and s["stopped"] == "budget"
-    assert choice.config in set(batches[0])
+    # The first batch (as wide as the pool here: 2 x 3 keys + 2 > 4 workers) confirmed a neighbour's winner
+    # (SYNTHETIC landscape: the same at every n, so the winners are this key's best): the search stops there,
+    # and no second batch was proposed (nor compiled) while the first raced.
+    assert len(batches) == 1 and len(batches[0]) == searching.first_batch_size(3, 4) == 4
+    assert s["evaluated"] == 4 < searching.default_evaluations(60, 4, transfer=True) == 16
+    assert "transfer" in s["budget"] and s["stopped"] == "confirmed"
+    assert choice.config in set(winners)
 
 
 def test_plan_threshold_env_and_errors(monkeypatch):
@@ -254,9 +258,15 @@ def test_a_transfer_batch_wider_than_the_warm_start_is_filled_from_the_neighbour
     p = searching.plan("surrogate", None, len(CONFIGS))
     driver, info = searching.make_driver(p, CONFIGS, width=16, key_values={"n": 3000}, near=near)
     first = driver.next_batch()
-    assert len(first) == 16 and first[0] == ranked[0]  # the neighbour's winner first
-    assert set(first) == set(ranked[:16])  # then its fastest configs, no random draws
+    assert first == ranked[:4]  # a small first batch: the neighbour's winner, then its fastest configs
     assert info["transfer"]["keys"] == [{"n": 1000}] and driver.budget.evaluations == 16
+    assert info["transfer"]["first"] == 4 and info["transfer"]["confirm"] is True
+    # SYNTHETIC outcomes that do not confirm the transfer: a config other than the winner is 20% faster here.
+    for i, c in enumerate(first):
+        driver.record(c, (Status.MEASURED, 1.0 if i == 2 else 1.2))
+    assert not driver.done
+    second = driver.next_batch()
+    assert len(second) == 12 and set(first + second) == set(ranked[:16])  # then its fastest, no random draws
 
 
 def test_neighbours_carry_each_keys_stored_winner_not_its_smallest_median(tmp_path):
@@ -275,3 +285,37 @@ def test_neighbours_carry_each_keys_stored_winner_not_its_smallest_median(tmp_pa
     p = searching.plan("surrogate", None, len(CONFIGS))
     driver, info = searching.make_driver(p, CONFIGS, width=4, key_values={"n": 2000}, near=[nb])
     assert info["transfer"]["warm"] == [picked.id] and driver.next_batch()[0] == picked
+
+
+def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_path):
+    """The static screen is per kernel and caller kwargs, not per key: counted, through FAKE compile workers
+    and a replay timer (SYNTHETIC times); the kernel runs in Triton's interpreter."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    import session_workers as sw
+
+    from tritune.tune import session
+    from tritune.tune.session import TuneOptions, tune
+
+    monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
+    calls: list[tritune.Config] = []
+    real = session.check_static
+
+    def counting(cfg, *a):  # type: ignore[no-untyped-def]  # the real rule check, counted
+        calls.append(cfg)
+        return real(cfg, *a)
+
+    monkeypatch.setattr(session, "check_static", counting)
+    wl = sw.gelu()
+    keys = [{"n": 4096}, {"n": 8192}, {"n": 2048}]
+    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
+    res = tune([wl], keys=keys, options=opts, store=open_store(str(tmp_path / "s.db")), timer=sw.replay_timer(wl, 0),
+               target="sm90", device="cpu", group=None)  # fmt: skip
+    assert len(calls) == len(wl.candidates()) == 4  # once, not once per key (12)
+    assert [w.key for w in res.workloads] == keys and all(w.extra["winner"] for w in res.workloads)
+    for w in res.workloads:
+        setup = w.extra["phases"]["setup"]
+        assert {"args_s", "oracle_s", "screen_s"} <= set(setup) and w.extra["phases"]["after_s"] >= 0
+    assert {c.status for c in res.workloads[2].candidates} == {c.status for c in res.workloads[0].candidates}

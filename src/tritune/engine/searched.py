@@ -108,10 +108,10 @@ def search_and_race(
             todo = batch + [c for c in extra if c not in batch]
             if not todo:
                 break
+            t0 = time.perf_counter()  # starting the compiles (specializing, the cache check) is the batch's too
             if compiling is None and compiler is not None:
                 compiling = compiler(todo)
             extra = []
-            t0 = time.perf_counter()
             phase: dict[str, Any] = {}
             result = compile_and_race(todo, prepare=prepare, measure=measure, options=options, compiling=compiling,
                                       stats=phase, prior=result, on_tail=start_next)  # fmt: skip

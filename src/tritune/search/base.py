@@ -362,6 +362,11 @@ class Strategy(ABC):
         count the config twice."""
         self._observe(index, obs)
 
+    def confirmed(self) -> bool:
+        """Whether what was measured confirms the search's starting point, so that it may stop before its
+        budget (the transfer's first batch, :meth:`tritune.search.TransferSearch.confirmed`); False here."""
+        return False
+
     def _finished(self) -> bool:
         """Override to stop before the space is exhausted (the base stops only when it is)."""
         return False

@@ -109,7 +109,7 @@ def run_search(
 
 
 #: Why a :class:`SearchDriver` stopped.
-STOP_REASONS = ("budget", "time", "exhausted")
+STOP_REASONS = ("budget", "time", "exhausted", "confirmed")
 
 
 def _outcome(config: Config, outcome: Any) -> tuple[Observation, tuple[float, float] | None]:
@@ -146,7 +146,9 @@ class SearchDriver:
     the budget). ``known`` is ``(config, outcome)`` pairs measured earlier (the store): they teach the
     strategy first and cost no budget, so a later, larger budget continues where the last stopped.
     ``warm`` lists configs to try first, in order, before the strategy's own choices (transfer from
-    neighbouring keys: their winners). An outcome is a
+    neighbouring keys: their winners). ``first`` caps the first batch (a transfer's small opening batch of
+    recorded configs), and ``confirm=True`` stops the search (``"confirmed"``) once no batch is out and
+    :meth:`Strategy.confirmed` says the measurements confirm its start. An outcome is a
     :class:`~tritune.bench.stats.Measurement` (its interval reaches the strategy), a ``(Status, time_ms)``
     pair, a failure :class:`~tritune.outcome.Status` or a time in ms. This layer imports no tuning code.
     """
@@ -160,6 +162,8 @@ class SearchDriver:
         known: Iterable[tuple[Config, Any]] = (),
         warm: Iterable[Config] = (),
         clock: Callable[[], float] = time.monotonic,
+        first: int | None = None,
+        confirm: bool = False,
     ) -> None:
         if not isinstance(strategy, Strategy):
             raise SearchError(
@@ -170,8 +174,13 @@ class SearchDriver:
             raise SearchError(
                 f"SearchDriver(width={width!r}): the compile pool width must be a positive integer"
             )
+        if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
+            raise SearchError(f"SearchDriver(first={first!r}): the first batch's size must be a positive integer")
         self.strategy = strategy
         self.width = width
+        self.first = first
+        self.confirm = bool(confirm)
+        self.batches = 0
         self.budget = Budget.parse(budget).resolve(len(strategy.candidates))
         self.resumed = 0
         for config, outcome in known:
@@ -199,6 +208,8 @@ class SearchDriver:
             self._stopped = "time"
         elif self.strategy.done() and not self._out:
             self._stopped = "exhausted"
+        elif self.confirm and self.spent > 0 and not self._out and self.strategy.confirmed():
+            self._stopped = "confirmed"
         return self._stopped
 
     @property
@@ -207,15 +218,22 @@ class SearchDriver:
         return self._check_stop() is not None
 
     @property
+    def may_propose_ahead(self) -> bool:
+        """Whether a batch may be proposed while one is out: not while a ``confirm`` driver's first batch is,
+        since its outcome decides whether there is a next one."""
+        return not (self.confirm and self.batches <= 1 and self._out)
+
+    @property
     def why_stopped(self) -> str | None:
-        """``"budget"``, ``"time"`` or ``"exhausted"``; ``None`` while the search goes on."""
+        """``"budget"``, ``"time"``, ``"exhausted"`` or ``"confirmed"``; ``None`` while the search goes on."""
         return self._check_stop()
 
     def next_batch(self) -> list[Config]:
-        """Up to ``width`` configs never proposed before (counting those still out); [] once done."""
-        if self.done:
+        """Up to ``width`` configs never proposed before (counting those still out); [] once done, and [] while
+        a ``confirm`` driver's first batch is out (:attr:`may_propose_ahead`)."""
+        if self.done or not self.may_propose_ahead:
             return []
-        room = self.width
+        room = self.width if self.batches or self.first is None else min(self.width, self.first)
         if self.budget.evaluations is not None:
             room = min(room, self.budget.evaluations - self.spent - len(self._out))
         if room <= 0:
@@ -229,6 +247,7 @@ class SearchDriver:
         if len(batch) < room and not self.strategy.done():
             batch.extend(self.strategy.ask(room - len(batch)))
         self._out.update(batch)
+        self.batches += bool(batch)
         return batch
 
     def record(self, config: Config, outcome: Any) -> Observation:

@@ -13,7 +13,14 @@ uses the tuned keys twice:
    they never measured is ranked just behind its winner (:data:`VARIANT_PENALTY`). At a new size the best config is often the neighbours' winner with one
    launch option changed (6144^3 on the H200: their winner without its register cap), and the race,
    not the prior, must decide among them.
-2. **Their landscape as the model's prior.** Each tuned key's times, relative to its own best, are
+2. **A small first batch, then stop if it confirms them** (``first=``, what the tuning loop's default
+   transfer uses): the first batch is the winners and the configs the neighbours measured fastest (by the
+   prior), at most ``first`` of them: on a machine that tuned the neighbours, their binaries are in
+   Triton's cache, so the batch costs loads and a race, not compiles. When the race of that batch puts a
+   neighbour's winner first, or tied with the first (inside its interval: ties are ties),
+   :meth:`TransferSearch.confirmed` says so and the driver stops (``stopped: confirmed``); otherwise the
+   search goes on with the variants and the model's picks.
+3. **Their landscape as the model's prior.** Each tuned key's times, relative to its own best, are
    averaged (weighted by ``1 / (1 + distance)`` in log2 key space) into a prior log time per candidate;
    the surrogate then models only this key's departure from that prior (see
    :meth:`SurrogateSearch.set_prior`), so a few measurements place the whole landscape.
@@ -93,10 +100,28 @@ def key_distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     return d
 
 
+def first_batch(candidates: Sequence[Config], prior: np.ndarray, measured: np.ndarray, winners: Sequence[Config],
+                size: int) -> list[Config]:  # fmt: skip
+    """The transfer's first batch (module docstring, 2.): ``winners``, then the configs some neighbour measured
+    (``measured[i]``), fastest by the ``prior`` first, ``size`` in all (the winners always, even if more)."""
+    out = list(dict.fromkeys(winners))
+    for i in np.argsort(prior, kind="stable"):
+        if len(out) >= size:
+            break
+        c = candidates[int(i)]
+        if measured[int(i)] and c not in out:
+            out.append(c)
+    return out
+
+
 def prior_and_warm(
-    candidates: Sequence[Config], key: Mapping[str, Any], neighbours: Sequence[KeyResults], warm: int
+    candidates: Sequence[Config], key: Mapping[str, Any], neighbours: Sequence[KeyResults], warm: int,
+    opening: int | None = None,
 ) -> tuple[np.ndarray, list[Config]]:
-    """The prior log time of every candidate and the configs to measure first (see the module docstring)."""
+    """The prior log time of every candidate and the configs to measure first (see the module docstring).
+
+    ``opening``: the warm start opens with :func:`first_batch` of that size (recorded configs only), then the
+    variants and the prior's picks as without it."""
     if not neighbours:
         raise SearchError("transfer needs at least one tuned key (neighbours=[KeyResults(...), ...])")
     index = {c: i for i, c in enumerate(candidates)}
@@ -120,11 +145,18 @@ def prior_and_warm(
         raise SearchError("no tuned key measured any candidate of this space; nothing to transfer")
     unknown = float(np.median(total[weight > 0] / weight[weight > 0]))
     prior = np.where(weight > 0, total / np.maximum(weight, 1e-12), unknown)
+    measured = np.zeros(len(candidates), dtype=bool)
+    for nb in ranked:
+        for c, t in nb.times.items():
+            i = index.get(as_config(c))
+            if i is not None and t is not None:
+                measured[i] = True
     first: list[Config] = []
     for nb in ranked:
         won = nb.winner()
         if won is not None and as_config(won) in index and as_config(won) not in first:
             first.append(as_config(won))
+    winners = list(first)
     # The winners' cheap variants, best estimate first (a variant the neighbours never measured sits just
     # behind its winner), at most two thirds of the rest of the warm start: the prior's picks get the rest.
     grid = Grid(candidates)
@@ -146,15 +178,20 @@ def prior_and_warm(
             break
         if candidates[int(i)] not in first:
             first.append(candidates[int(i)])
-    return prior, first[: max(warm, len(ranked))]
+    first = first[: max(warm, len(ranked))]
+    if opening is not None:
+        head = first_batch(candidates, prior, measured, winners, opening)
+        first = head + [c for c in first if c not in head]
+    return prior, first
 
 
 class TransferSearch(SurrogateSearch):
     """The surrogate search, warm-started from other keys of the kernel (see the module docstring).
 
     ``key``: this key's values; ``neighbours``: the tuned keys' results; ``warm``: how many configs to
-    measure before the model leads (default ``max(4, 2 x neighbours)``). Other options are the
-    surrogate's.
+    measure before the model leads (default ``max(4, 2 x neighbours)``); ``first``: the size of the first
+    batch of recorded configs, after which :meth:`confirmed` may end the search (module docstring, 2.;
+    None: no such batch, the warm start opens with the winners' variants). Other options are the surrogate's.
     """
 
     name = "transfer"
@@ -168,14 +205,28 @@ class TransferSearch(SurrogateSearch):
         key: Mapping[str, Any] | None = None,
         neighbours: Sequence[KeyResults] = (),
         warm: int | None = None,
+        first: int | None = None,
         **options: Any,
     ) -> None:
         n_warm = max(4, 2 * len(neighbours)) if warm is None else int(warm)
         options.setdefault("initial", n_warm)
         super().__init__(space, seed=seed, illegal=illegal, **options)
-        prior, first = prior_and_warm(self.candidates, dict(key or {}), list(neighbours), n_warm)
+        if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
+            raise SearchError(f"transfer: first={first!r} must be a positive number of configs")
+        prior, start = prior_and_warm(self.candidates, dict(key or {}), list(neighbours), n_warm, opening=first)
         self.set_prior(prior)
-        self.warm_start = tuple(first)
+        self.warm_start = tuple(start)
+        #: The neighbours' winners (the transferred leaders) and the first batch :meth:`confirmed` waits for.
+        self.leaders = frozenset(w for nb in neighbours if (w := nb.winner()) is not None and w in self.index)
+        self.opening = tuple(start[:first]) if first is not None else ()  # what the driver sends first
+
+    def confirmed(self) -> bool:
+        """Whether the first batch confirmed the transfer (module docstring, 2.): every config of it told, and a
+        neighbour's winner is the best measured here or tied with it (its time inside the best's interval)."""
+        if not self.opening or any(not self.is_asked(self.index[c]) or self.index[c] in self._pending
+                                   for c in self.opening):  # fmt: skip
+            return False
+        return any(o.config in self.leaders for o in self.ties())
 
     def _propose(self, n: int) -> Sequence[Config]:
         out = [c for c in self.warm_start if not self.is_asked(self.index[c])][:n]

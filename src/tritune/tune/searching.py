@@ -21,7 +21,11 @@ default is 5% of the legal space, at least 64 and at most 256 configs, rounded d
 compile pool: each batch waits for its slowest compile, so a search costs about twice its share of an
 exhaustive compile, and 5% keeps a 2,000-config space near the 0.2x wall-time target (10% would not).
 With tuned neighbouring keys (transfer) the default is a quarter of that, at least one batch: the search
-starts from their winners and their landscape.
+starts from their winners and their landscape. Its first batch is small (:func:`first_batch_size`: the
+neighbours' winners and the configs they measured fastest, whose binaries a machine that tuned them has in
+Triton's cache), and with the default budget the search stops there when that batch's race confirms a
+neighbour's winner (``stopped: confirmed``, :meth:`tritune.search.TransferSearch.confirmed`); a budget
+given explicitly is spent in full.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ SEARCH_THRESHOLD = 512
 DEFAULT_SHARE, DEFAULT_MIN, DEFAULT_MAX = 0.05, 64, 256
 #: With tuned neighbouring keys, the default budget is this fraction of the cold default.
 TRANSFER_FRACTION = 0.25
+#: A transfer's first batch: this many configs per tuned neighbouring key, plus :data:`TRANSFER_EXTRA` ...
+TRANSFER_PER_KEY, TRANSFER_EXTRA = 2, 2
 #: ``exhaustive``, ``auto`` or a strategy name: the process-wide choice when ``search`` is not given.
 ENV_VAR = "TRITUNE_SEARCH"
 
@@ -149,8 +155,9 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     name = "transfer" if transfer else p.strategy
     # Transfer: the whole first batch comes from the tuned keys (their winners, then their fastest configs by
     # the prior), not from random draws while this key has no measurement yet.
+    first = first_batch_size(len(near), width) if transfer else None
     options: dict[str, Any] = ({"key": dict(key_values), "neighbours": list(near),
-                                "warm": max(width, 2 * len(near))} if transfer else {})  # fmt: skip
+                                "warm": max(width, 2 * len(near)), "first": first} if transfer else {})  # fmt: skip
     strategy = get(name, space, seed=seed, **options)
     if p.budget is not None:
         resolved = p.budget.resolve(len(legal))
@@ -174,11 +181,13 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
         raise SearchError(f"{where}: strategy {name!r} is not a tritune.search.Strategy; the tuning loop "
                           "needs preload() for stored results")  # fmt: skip
     warm = [w for nb in sorted(near, key=lambda nb: _distance(key_values, nb)) if (w := nb.winner()) is not None]
-    driver = SearchDriver(strategy, left, width=width, known=known, warm=warm)
+    driver = SearchDriver(strategy, left, width=width, known=known, warm=warm, first=first,
+                          confirm=transfer and p.budget is None)  # fmt: skip
     info["evaluations_allowed"] = resolved.evaluations
     info["resumed"] = driver.resumed
     if near:
-        info["transfer"] = {"keys": [dict(nb.key) for nb in near], "warm": [c.id for c in warm]}
+        info["transfer"] = {"keys": [dict(nb.key) for nb in near], "warm": [c.id for c in warm], "first": first,
+                            "confirm": driver.confirm}  # fmt: skip
     return driver, info
 
 
@@ -194,6 +203,12 @@ def start_driver(p: SearchPlan, legal: Sequence[Config], *, store: Any, tkey: An
         return make_driver(p, legal, width=w, key_values=key_values, stored=stored, near=near, where=where)
 
     return make(width) if shared is None else shared.start(make, width)
+
+
+def first_batch_size(n_near: int, width: int) -> int:
+    """A transfer's first batch: :data:`TRANSFER_PER_KEY` configs per tuned key plus :data:`TRANSFER_EXTRA`,
+    at most the pool's width (3 tuned keys, 16 workers: 8)."""
+    return max(1, min(width, TRANSFER_PER_KEY * n_near + TRANSFER_EXTRA))
 
 
 def default_evaluations(n_legal: int, width: int, *, transfer: bool = False) -> int:

@@ -91,6 +91,7 @@ def tune_key(
     group: Any = None,
     device: str = "cuda",
     target: Any = "auto",
+    screens: dict[Any, Screened] | None = None,
 ) -> tuple[WorkloadResult, RaceResult | None]:
     """Tune one key on the GPU: compile the legal candidates in workers, load, verify and race them.
 
@@ -98,10 +99,16 @@ def tune_key(
     calls this with the same workload and key): each rank compiles, loads, verifies and races only its
     share. ``target``: what the workers compile for ("auto": this GPU; a name such as "sm90" or a
     GPUTarget; None: nothing is compiled ahead, the JIT compiles at first load). ``device="cpu"``
-    launches through Triton's interpreter: for tests only (its timings mean nothing).
+    launches through Triton's interpreter: for tests only (its timings mean nothing). ``screens``: the static
+    screens of earlier keys (:func:`screen_static`; ``tune`` keeps one for all the keys it tunes).
+    ``phases`` in the result's extra has ``setup`` (seconds of the arguments, the oracle, the static screen
+    and, searched, the search's start: store reads, neighbours, the strategy) and ``after_s`` (the results
+    and the store's write): what a key costs outside its batches and races.
     """
     import torch
 
+    setup: dict[str, float] = {}
+    t_setup = time.perf_counter()
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     compile_jit = as_jit(workload.kernel)
     kname = workload.info.name
@@ -109,17 +116,16 @@ def tune_key(
     args = workload.make_args(key, device)
     kw = workload.caller_kwargs(key)
     pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    setup["args_s"] = _lap(t_setup)
+    t = time.perf_counter()
     expected = None
     if options.verify and workload.oracle is not None:
         expected = list(workload.oracle([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine]))
-    verdict: dict[Config, CandidateResult] = {}
-    legal: list[Config] = []
-    for cfg in workload.candidates():
-        rej = check_static(cfg, workload.info, kw, workload.space)
-        if rej is not None:
-            verdict[cfg] = CandidateResult(cfg, Status.ILLEGAL, rej.reason)
-        else:
-            legal.append(cfg)
+    setup["oracle_s"] = _lap(t)
+    t = time.perf_counter()
+    screened = screen_static(workload, kw, screens)
+    verdict, legal, every = screened.verdict, list(screened.legal), screened.candidates
+    setup["screen_s"] = _lap(t)
 
     def prepare(cfg: Config) -> Prepared:
         """Load ``cfg`` and check it against the oracle: the Failure to record, or the binary's facts."""
@@ -169,6 +175,7 @@ def tune_key(
                     recover=recover if path is not None else None,
                     probe=cuda_context_error if device != "cpu" else None)  # fmt: skip
     stats = job.stats
+    stats["setup"] = setup
     plan = None
     if not options.exhaustive and legal:
         plan = searching.plan(options.strategy, options.budget, len(legal), where=workload.name)
@@ -183,10 +190,11 @@ def tune_key(
     finally:
         for bench in benches:
             bench.close()
+    t_after = time.perf_counter()
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
     tried = {o.config for o in result.outcomes} if result is not None else set()
-    for cfg in workload.candidates():
+    for cfg in every:
         if cfg in verdict:
             v = verdict[cfg]
             cands.append(CandidateResult(cfg, v.status, v.reason, {**v.extra, "measurement": None}))
@@ -231,7 +239,50 @@ def tune_key(
     wr = WorkloadResult(workload.name, dict(key), cands, wextra)
     if store is not None:
         record(store, workload, key, args, wr, result)
+    stats["after_s"] = _lap(t_after)
     return wr, result
+
+
+def _lap(t0: float) -> float:
+    return round(time.perf_counter() - t0, 4)
+
+
+@dataclass(frozen=True)
+class Screened:
+    """A workload's candidates after the static rules: the rejected ones' results, and the legal ones in order."""
+
+    candidates: tuple[Config, ...]
+    verdict: Mapping[Config, CandidateResult]
+    legal: tuple[Config, ...]
+
+
+def screen_static(workload: Workload, kw: Mapping[str, Any], cache: dict[Any, Screened] | None = None) -> Screened:
+    """The static screen of every candidate of ``workload`` for the caller's keyword arguments ``kw``.
+
+    The rules see the config and ``kw`` only, not the key's sizes, so ``cache`` (kept by :func:`tune` across
+    the keys it tunes) answers a later key with the same ``kw`` without screening the space again: 6,912
+    candidates of the search benchmark's matmul take ~0.2 s per key. Unhashable ``kw`` values are screened
+    every time."""
+    try:
+        ident: Any = (id(workload), tuple(sorted(kw.items())))
+        hash(ident)
+    except TypeError:
+        ident = None
+    if cache is not None and ident is not None and ident in cache:
+        return cache[ident]
+    every = tuple(workload.candidates())
+    verdict: dict[Config, CandidateResult] = {}
+    legal: list[Config] = []
+    for cfg in every:
+        rej = check_static(cfg, workload.info, kw, workload.space)
+        if rej is not None:
+            verdict[cfg] = CandidateResult(cfg, Status.ILLEGAL, rej.reason)
+        else:
+            legal.append(cfg)
+    out = Screened(every, verdict, tuple(legal))
+    if cache is not None and ident is not None:
+        cache[ident] = out
+    return out
 
 
 def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], plan: searching.SearchPlan,
@@ -246,10 +297,12 @@ def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], pla
                                      f"{plan.budget or 'default'})", legal,
                                      retime_finalists=options.retime_finalists)  # fmt: skip
         store = store if shared.rank == 0 else None
+    t = time.perf_counter()
     tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=_policy(options).value)
     driver, info = searching.start_driver(plan, legal, store=store, tkey=tkey, key_values=dict(key),
                                           where=workload.name, width=options.jobs or default_jobs(),
                                           shared=shared)  # fmt: skip
+    job.stats["setup"]["search_start_s"] = _lap(t)
     result = (search_and_race if shared is None else shared.search_and_race)(
         driver, prepare=job.prepare, measure=job.measure, options=job.race, compiler=job.compiler,
         finalists=searching.stored_finalists(store, tkey, legal), stats=job.stats, recover=job.recover,
@@ -324,11 +377,12 @@ def tune(
     entries: list[WorkloadResult] = []
     compile_s = 0.0
     t0 = time.perf_counter()
+    screens: dict[Any, Screened] = {}  # the static screen of each workload, once for all its keys
     for w in workloads:
         for key in list(keys) if keys is not None else list(w.keys):
             t2 = time.perf_counter()
             wr, _ = tune_key(w, key, options=options, store=store if rank == 0 else None, progress=progress,
-                             timer=timer, group=tg, device=device, target=target)  # fmt: skip
+                             timer=timer, group=tg, device=device, target=target, screens=screens)  # fmt: skip
             wr.extra["wall_s"] = round(time.perf_counter() - t2, 3)
             compile_s += float(wr.extra["phases"].get("compiled_s", 0.0))
             entries.append(wr)
