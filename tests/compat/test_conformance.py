@@ -373,3 +373,38 @@ def test_bad_calls_raise_tritons_exception_types(bad: str, fake_triton_bench: li
                 k[grid1(300)](x, y, out, 300, 64)
         errors[name] = (type(e.value), str(e.value))
     assert errors["tritune"] == errors["triton"]
+
+
+def test_heuristics_positional_fast_path_keeps_per_call_values_and_follows_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Positional calls under @heuristics find their choice by the generated call key (session 6); driven on
+    CPU with a FAKE fast launcher that launches through the interpreter. Heuristic values are still computed
+    per call (EVEN differs for n = 256 and 320, one tuning key), and setting ``kernel.cache[key]`` makes the
+    next call use that config, as under Triton."""
+    import tritune.tune.autotune as autotune_module
+
+    built: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    def fake_make_fast_kw(jit: Any, cfg: Any, args: Any, kwargs: Any, defaults: Any) -> Any:
+        built.append((dict(kwargs), dict(cfg.kwargs)))
+        return lambda a, kw, grid: jit.run(*a, grid=grid, warmup=False, **kw, **cfg.kwargs, **cfg.launch_options())
+
+    monkeypatch.setattr(autotune_module, "make_fast_kw", fake_make_fast_kw)
+    heur = {"EVEN": lambda a: a["n"] % a["BLOCK"] == 0, "FACTOR": lambda a: 3}
+    k = tritune.autotune([triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 64})], [])(
+        triton.heuristics(heur)(scale_kernel))
+    k._heur_fast = True  # as on a GPU
+    for n in (256, 320, 256, 320):
+        x, _, out = add_inputs(n)
+        out.fill_(-1.0)
+        k[grid1(n)](x, out, n)
+        assert torch.equal(out, x * 3), n
+    assert [(b[0]["EVEN"], b[1]["BLOCK"]) for b in built] == [(False, 128), (True, 128)]
+    first = k.best_config.kwargs["BLOCK"]
+    (key,) = k.choices()
+    k.cache[key] = triton.Config({"BLOCK": 64})
+    x, _, out = add_inputs(320)
+    k[grid1(320)](x, out, 320)
+    assert torch.equal(out, x * 3)
+    assert first == 128 and k.best_config.kwargs["BLOCK"] == 64

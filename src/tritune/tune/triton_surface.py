@@ -112,8 +112,9 @@ def heuristic_layers(fn: Any) -> list[Any]:
 def apply_heuristics(layers: Sequence[Any], args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with every heuristic's value added, as ``Heuristics.run`` computes them (outermost first)."""
     for layer in layers:
+        named = dict(zip(layer.arg_names, args))
         for name, heur in layer.values.items():
-            kwargs[name] = heur({**dict(zip(layer.arg_names, args)), **kwargs})
+            kwargs[name] = heur({**named, **kwargs})  # a fresh dict for each heuristic, as Triton's
     return kwargs
 
 
@@ -184,6 +185,7 @@ class LiveCache(dict):  # type: ignore[type-arg]
         o = self._owner
         o._hot.clear()
         o._hot_kw.clear()
+        o._heur_hot.clear()
         if public is None:
             o._choices.clear()
         else:
