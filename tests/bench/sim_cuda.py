@@ -8,7 +8,8 @@ A toy L2: a kernel run with ``warm_ms`` takes ``warm_ms`` when the previous op o
 kernel (its data still cached) and ``ms`` after a flush (the buffer zeroing), so a test can tell
 whether the timer kept the cache state of its measurement policy.
 
-With ``launch_cpu_ms`` the host is modelled too, in real time: each launch busy-waits that long on the
+With ``launch_cpu_ms`` the host is modelled too, in real time (or on a virtual host clock with
+``virtual_host``, which the code under test must read through :meth:`SimDevice.perf_counter`): each launch busy-waits that long on the
 CPU, and no op starts on the GPU before the host enqueued it, so a short kernel launched in a loop is
 launch-bound as on a real machine (the GPU clock then follows ``time.perf_counter``). ``replay_ms`` is a
 fixed GPU cost of each graph replay, and ``spin=True`` offers ``torch.cuda._sleep`` (a GPU spin).
@@ -27,8 +28,11 @@ from typing import Any
 
 class SimDevice:
     def __init__(self, *, seed: int = 0, l2_bytes: int = 50 << 20, flush_ms_per_mb: float = 0.0003,
-                 launch_cpu_ms: float = 0.0, replay_ms: float = 0.0, spin: bool = False) -> None:  # fmt: skip
+                 launch_cpu_ms: float = 0.0, replay_ms: float = 0.0, spin: bool = False,
+                 virtual_host: bool = False) -> None:  # fmt: skip
         self.clock_ms = 0.0
+        self.virtual_host = virtual_host
+        self._vhost_ms = 0.0
         self.launch_cpu_ms = launch_cpu_ms
         self.replay_ms = replay_ms
         self.spin = spin
@@ -51,10 +55,23 @@ class SimDevice:
 
     def host_ms(self) -> float:
         """The host's clock on the GPU's time axis (0 without a host model)."""
+        if self.virtual_host:
+            return self._vhost_ms
         return (time.perf_counter() - self.t0) * 1e3 if self.launch_cpu_ms else 0.0
 
+    def perf_counter(self) -> float:
+        """With ``virtual_host``: the host clock in seconds, for the code under test to read in place of
+        ``time.perf_counter`` (a test patches it in). Host time advances only by launches (``launch_cpu_ms``),
+        syncs, and 1 us a read (so a loop that polls a deadline ends): a busy machine cannot change a result."""
+        self._vhost_ms += 0.001
+        return self._vhost_ms / 1e3
+
     def _launch_cost(self, ms: float | None = None) -> None:
-        end = time.perf_counter() + (self.launch_cpu_ms if ms is None else ms) / 1e3
+        cost = self.launch_cpu_ms if ms is None else ms
+        if self.virtual_host:
+            self._vhost_ms += cost
+            return
+        end = time.perf_counter() + cost / 1e3
         while time.perf_counter() < end:
             pass
 
@@ -64,6 +81,9 @@ class SimDevice:
 
     def sync(self) -> None:
         """The host waits for the GPU (host time catches up with the GPU's clock)."""
+        if self.virtual_host:
+            self._vhost_ms = max(self._vhost_ms, self.clock_ms)
+            return
         while self.launch_cpu_ms and self.host_ms() < self.clock_ms:
             pass
 
