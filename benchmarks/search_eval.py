@@ -87,13 +87,10 @@ def strategy_factory(spec: str) -> Any:
     """``name`` or ``name:key=value,...`` (a registered strategy with options) as a simulate factory."""
     if ":" not in spec:
         return spec
-    name, _, opts = spec.partition(":")
-    options: dict[str, Any] = {}
-    for item in opts.split(","):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"strategy {spec!r}: options are key=value pairs, got {item!r}")
-        options[key.strip()] = json.loads(value) if value.strip()[:1] in "-0123456789[{tfn" else value
+    try:
+        name, options = registry.parse_spec(spec)
+    except SearchError as e:
+        raise SystemExit(str(e)) from None
 
     def factory(space: Any, *, seed: int, illegal: Any) -> Any:
         return registry.get(name, space, seed=seed, illegal=illegal, **options)

@@ -61,7 +61,9 @@ def prepare_for(land: Landscape) -> Any:
 
 def make_driver(legal: list[Config], strategy: str, seed: int) -> Any:
     def make(width: int) -> tuple[SearchDriver, dict[str, Any]]:
-        s = get(strategy, Space.from_configs(legal), seed=seed)
+        name, _, opt = strategy.partition(":")  # "surrogate:probe=1": the surrogate with finalist probes
+        options = {"probe": float(opt.split("=")[1])} if opt.startswith("probe=") else {}
+        s = get(name, Space.from_configs(legal), seed=seed, **options)
         return SearchDriver(s, Budget(evaluations=BUDGET), width=width), {"strategy": strategy}
 
     return make

@@ -55,6 +55,22 @@ def test_two_ranks_share_one_search_and_measure_what_one_process_would(tmp_path:
     assert r0["retimed"] and r1["retimed"]
 
 
+def test_the_shared_search_asks_the_strategys_finals_once_on_rank_0(tmp_path: Path) -> None:
+    """surrogate with probe=1: rank 0's driver holds back the finalists' reserve (15% of 24 = 4) and, once every
+    rank's batch is back, asks the strategy's finals; the probes go to the ranks as one more batch, counted in
+    the budget, and the ranks end with what one process's search finds."""
+    r0, r1 = _run(tmp_path, "surrogate:probe=1")
+    assert r0["batches"] == r1["batches"]
+    assert [len(b) for b in r0["batches"]] == [8, 8, 4, 4]  # 20, then the reserve after the finals
+    tried = sorted(c for b in r0["batches"] for c in b)
+    assert len(set(tried)) == len(tried) == sw.BUDGET
+    assert r0["summary"]["finals"] == {"reserve": 4, "probes": 4, "at": 20} and r1["summary"] == r0["summary"]
+    assert r0["summary"]["evaluated"] == sw.BUDGET
+    single_tried, single_winner = _single("surrogate:probe=1")
+    assert sorted(single_tried) == tried
+    assert r0["winner"] == r1["winner"] == single_winner is not None
+
+
 @pytest.mark.parametrize("fail_rank", [0, 1])
 def test_a_rank_raising_mid_search_makes_every_rank_raise(tmp_path: Path, fail_rank: int) -> None:
     res = _run(tmp_path, "random", fail_rank=fail_rank)

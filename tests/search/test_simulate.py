@@ -95,6 +95,18 @@ def test_cli_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert out["median_best_ratio"] >= 1.0 and out["p90_best_ratio"] >= out["median_best_ratio"]
 
 
+def test_cli_takes_a_strategy_with_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--strategy surrogate:probe=1 runs the surrogate with finalist probes (as search= does in tuning)."""
+    path = tmp_path / "fake.json"
+    fake_landscape().write(path)
+    args = ["simulate", str(path), "--budget", "0.5", "--seeds", "2", "--noise", "0.02", "--json", "-"]
+    assert main([*args, "--strategy", "surrogate:probe=1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["strategy"] == "surrogate:probe=1" and len(out["runs"]) == 2
+    assert main([*args, "--strategy", "surrogate"]) == 0
+    assert json.loads(capsys.readouterr().out)["strategy"] == "surrogate"
+
+
 def test_cli_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "fake.json"
     fake_landscape().write(path)
@@ -111,6 +123,9 @@ def test_cli_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         ('{"format": "tritune.landscape/1", "results": [{"status": "measured"}]}', [], "malformed"),
         ('{"format": "tritune.landscape/1", "results": []}', [], "no measured config"),
         (None, ["--strategy", "nope"], "unknown strategy 'nope'"),
+        (None, ["--strategy", "surrogate:probe"], "key=value"),
+        (None, ["--strategy", "surrogate:nope=1"], "--strategy 'surrogate:nope=1'"),
+        (None, ["--strategy", "surrogate:probe=3"], "probe=3 must be a share"),
         (None, ["--budget", "0"], "must be a fraction"),
         (None, ["--seeds", "0"], "at least 1"),
     ],

@@ -23,6 +23,7 @@ from tritune.engine.race import RaceOptions
 from tritune.errors import SearchError
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
+from tritune.search import Strategy, register, unregister
 from tritune.store import open_store
 from tritune.tune import searching
 
@@ -319,3 +320,86 @@ def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_p
         setup = w.extra["phases"]["setup"]
         assert {"args_s", "oracle_s", "screen_s"} <= set(setup) and w.extra["phases"]["after_s"] >= 0
     assert {c.status for c in res.workloads[2].candidates} == {c.status for c in res.workloads[0].candidates}
+
+
+class NeedleFinals(Strategy):
+    """FAKE strategy: asks the legal configs in REVERSE stable order; its finals (``Strategy.finals``) plan one
+    probe, the FIRST config in stable order (the synthetic landscape's best), which its ordinary asks reach
+    only at the end of the space."""
+
+    name = "fake-needle"
+
+    def wants_finals(self) -> bool:
+        return True
+
+    def finals(self, reserve: int) -> int:
+        self.planned = reserve  # type: ignore[attr-defined]
+        return 1
+
+    def _propose(self, n: int) -> list[tritune.Config]:  # type: ignore[override]
+        free = self.unasked()[::-1]
+        out = []
+        if getattr(self, "planned", 0) and not self.is_asked(0):
+            out.append(self.candidates[0])
+            self.planned = 0  # type: ignore[attr-defined]
+        return out + [self.candidates[i] for i in free if i != 0 or not out][: n - len(out)]
+
+
+def test_the_tuners_search_asks_the_strategys_finals_and_races_them(fake_gpu, tmp_path):
+    """The decorator's search= loop (engine.searched with the SearchDriver) holds back the finalists' reserve,
+    asks the strategy's finals once every batch is back, and compiles, screens and races the probe like any
+    batch: the probe here is the true best, which the old loop (no finals) never measured in 12."""
+    batches, Timer = fake_gpu
+    register("fake-needle", NeedleFinals)
+    try:
+        t = Timer()
+        k = deco(str(tmp_path / "s.db"), t, search="fake-needle", budget=12)
+        run(k)
+    finally:
+        unregister("fake-needle")
+    (choice,) = k.choices().values()
+    s = choice.stats["search"]
+    best = CONFIGS[0]
+    assert best == min(times(), key=times().__getitem__)
+    assert [len(b) for b in batches] == [4, 4, 2, 2]  # 10, then the reserve of 2 (15% of 12) after the finals
+    assert best in batches[-1] and best not in [c for b in batches[:-1] for c in b]
+    tried = [c for b in batches for c in b]
+    assert len(set(tried)) == len(tried) == 12  # never proposed twice
+    assert s["evaluated"] == 12 and s["measured"] == 11 and s["failed"] == 1  # REFUSED, screened on its binary
+    assert s["finals"] == {"reserve": 2, "probes": 1, "at": 10}
+    assert REFUSED in tried and REFUSED not in t.timed
+    assert choice.config == best and best in t.timed
+
+
+def test_a_strategy_spec_with_options_reaches_the_tuners_driver(tmp_path):
+    """search="surrogate:probe=1" (and tritune tune --strategy): the options build the strategy, its finals
+    get a reserve; a transfer of a spec keeps them; bad specs fail at planning, naming the kernel."""
+    from tritune.search.surrogate import SurrogateSearch
+    from tritune.store import CandidateRecord
+    from tritune.store.keys import TuningKey
+
+    p = searching.plan("surrogate:probe=1", 20, len(CONFIGS), where="mykernel")
+    assert p is not None and p.strategy == "surrogate:probe=1"
+    driver, info = searching.make_driver(p, CONFIGS, width=4, key_values={"n": 1})
+    assert isinstance(driver.strategy, SurrogateSearch) and driver.strategy.probe == 1.0
+    assert driver.held == 3 and info["strategy"] == "surrogate:probe=1"  # 15% of 20 for the finals
+    plain, _ = searching.make_driver(searching.plan("surrogate", 20, len(CONFIGS)), CONFIGS, width=4,
+                                     key_values={"n": 1})  # fmt: skip
+    assert plain.held == 0
+    st = open_store(str(tmp_path / "n.db"))
+    k = TuningKey("scale_kernel", "src", "3.6.0", "FAKE GPU", "cuda:90", "env", key=(("n", 1000),))
+    st.record(k, [CandidateRecord(CONFIGS[0], Status.MEASURED, 1.0, None)], CONFIGS[0])
+    k2 = TuningKey("scale_kernel", "src", "3.6.0", "FAKE GPU", "cuda:90", "env", key=(("n", 2000),))
+    near = searching.neighbours(st, k2, CONFIGS)
+    moved, info = searching.make_driver(p, CONFIGS, width=4, key_values={"n": 2000}, near=near)
+    assert moved.strategy.name == "transfer" and moved.strategy.probe == 1.0 and "transfer" in info  # type: ignore[attr-defined]
+    with pytest.raises(SearchError, match=r"mykernel: .*key=value"):
+        searching.plan("surrogate:probe", None, 10, where="mykernel")
+    with pytest.raises(SearchError, match="mykernel: unknown search strategy 'nope:probe=1'"):
+        searching.plan("nope:probe=1", None, 10, where="mykernel")
+    with pytest.raises(SearchError, match="mykernel: strategy 'surrogate:probe=2': surrogate probe=2 must be a share"):
+        searching.make_driver(searching.plan("surrogate:probe=2", 20, 60), CONFIGS, width=4, key_values={},
+                              where="mykernel")  # fmt: skip
+    with pytest.raises(SearchError, match=r"mykernel: strategy 'surrogate:nope=1'.*nope"):
+        searching.make_driver(searching.plan("surrogate:nope=1", 20, 60), CONFIGS, width=4, key_values={},
+                              where="mykernel")  # fmt: skip

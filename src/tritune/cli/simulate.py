@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from tritune.cli.common import EXIT_OK, EXIT_USAGE, check_outputs, emit_json, fail_usage, out_stream
-from tritune.errors import TrituneError
+from tritune.errors import SearchError, TrituneError
 
 
 def add_parser(sub: Any) -> None:
@@ -22,7 +22,8 @@ def add_parser(sub: Any) -> None:
         "files that cannot be loaded.",
     )
     p.add_argument("landscape", help="a landscape JSON file (tritune tune --record FILE writes one)")
-    p.add_argument("--strategy", default=None, help="registered strategy name (default: tritune's default)")
+    p.add_argument("--strategy", default=None, help="registered strategy name, with options as name:key=value,... (surrogate:probe=1; "
+                   "default: tritune's default)")
     p.add_argument(
         "--budget", type=float, default=0.25, help="fraction of the legal configs to evaluate (default 0.25)"
     )
@@ -42,8 +43,18 @@ def run(args: argparse.Namespace) -> int:
     from tritune.search.simulate import simulate
 
     name = args.strategy or registry.DEFAULT
-    if name not in registry.names():
+    if name.partition(":")[0] not in registry.names():
         return fail_usage(f"unknown strategy {name!r}; registered: {', '.join(registry.names())}")
+    try:
+        base, options = registry.parse_spec(name)  # "surrogate:probe=1": a strategy with options
+    except TrituneError as e:
+        return fail_usage(str(e))
+
+    def strategy(space: Any, *, seed: int, illegal: Any) -> Any:
+        try:
+            return registry.get(base, space, seed=seed, illegal=illegal, **options)
+        except TypeError as e:  # an option the strategy does not take
+            raise SearchError(f"--strategy {name!r}: {e}") from None
     if not 0 < args.budget <= 1:
         return fail_usage(
             f"--budget {args.budget} must be a fraction in (0, 1], e.g. 0.25 for 25% of legal configs"
@@ -72,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             progress.step(f"seed {r.seed}", "measured", f"best ratio {r.best_ratio:.4f}, {r.evaluations} evaluations")
 
         try:
-            sim = simulate(landscape, name, args.budget, args.seeds, noise=args.noise, on_run=on_run)
+            sim = simulate(landscape, strategy, args.budget, args.seeds, noise=args.noise, name=name, on_run=on_run)
         except TrituneError as e:
             return fail_usage(f"{args.landscape}: {e}")
     payload = {"command": "simulate", **sim.to_json(), "landscape": str(args.landscape)}

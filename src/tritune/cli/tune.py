@@ -48,7 +48,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--strategy", metavar="NAME", default=None,
                    help="search the space with this strategy instead of racing every legal config: auto (default: "
                         "spaces above 512 legal configs are searched), exhaustive, or a name of `tritune simulate "
-                        "--help` (default: $TRITUNE_SEARCH, else auto)")
+                        "--help`, with options as name:key=value,... (surrogate:probe=1) (default: "
+                        "$TRITUNE_SEARCH, else auto)")
     p.add_argument("--budget", metavar="B", default=None,
                    help="the search's budget: a fraction of the legal configs (10%%, 0.1), a count (200) or seconds "
                         "(30s); what the store holds for the key counts (default: 10%% of the space, at most 256)")

@@ -13,6 +13,13 @@ a space is searched (:mod:`tritune.tune.searching` decides when). Each round:
    finalists of all batches, never from one noisy sample;
 4. every outcome (a Measurement with its interval, or a failure) goes back to the strategy.
 
+**The strategy's finals.** A strategy that wants them (``surrogate:probe=1``: untried neighbours of the configs
+tied with the best) gets a reserve of the budget held back by the driver (15%, as ``tritune simulate``'s
+finalists' race): once the rest is spent and every batch is back, the driver calls ``Strategy.finals``
+and the next batches are its probes, proposed, compiled, screened, checked, raced and told like any
+batch and counted in the search's ``evaluated`` (``SearchDriver``'s docstring). The final race below
+then takes the best configs, probes included.
+
 ``finalists`` (the stored winner and ties of an earlier, smaller search of this key) join the first batch
 so they race again against the new configs; they are not told to the strategy, which already knows them.
 

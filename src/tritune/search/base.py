@@ -371,9 +371,15 @@ class Strategy(ABC):
         """Override to stop before the space is exhausted (the base stops only when it is)."""
         return False
 
+    def wants_finals(self) -> bool:
+        """Whether :meth:`finals` may ask for configs: the tuning driver holds back a reserve of the budget
+        for them only then (:class:`~tritune.search.SearchDriver`). The base wants none."""
+        return False
+
     def finals(self, reserve: int) -> int:
-        """Called once before the finalists' race with its ``reserve`` of evaluations; returns how many of
-        them the strategy wants to ask (its next asks) before the ties are re-measured. The base wants none."""
+        """Called once before the finalists' race with its ``reserve`` of evaluations (``tritune simulate``'s
+        race, and the tuning driver once the rest of the budget is spent); returns how many of them the
+        strategy wants to ask (its next asks) before the ties are re-measured. The base wants none."""
         return 0
 
     def __repr__(self) -> str:

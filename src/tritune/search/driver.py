@@ -111,6 +111,18 @@ def run_search(
 #: Why a :class:`SearchDriver` stopped.
 STOP_REASONS = ("budget", "time", "exhausted", "confirmed")
 
+#: The share of an evaluation budget kept back for the finalists (the simulator's race under noise, and the
+#: driver's reserve for a strategy's :meth:`~tritune.search.Strategy.finals`).
+CONFIRM = 0.15
+
+
+def finals_reserve(evaluations: int | None, share: float = CONFIRM) -> int:
+    """How many of ``evaluations`` are kept back for the finalists: ``share`` of them, at least one and at most
+    half; none for a budget of fewer than 4 evaluations, a time budget (``None``) or ``share`` 0."""
+    if evaluations is None or evaluations < 4 or share <= 0:
+        return 0
+    return min(evaluations // 2, max(1, round(share * evaluations)))
+
 
 def _outcome(config: Config, outcome: Any) -> tuple[Observation, tuple[float, float] | None]:
     """Read one outcome: a Measurement (duck-typed: ``median_ms``, ``ci_low_ms``, ``ci_high_ms``),
@@ -151,6 +163,15 @@ class SearchDriver:
     :meth:`Strategy.confirmed` says the measurements confirm its start. An outcome is a
     :class:`~tritune.bench.stats.Measurement` (its interval reaches the strategy), a ``(Status, time_ms)``
     pair, a failure :class:`~tritune.outcome.Status` or a time in ms. This layer imports no tuning code.
+
+    **The strategy's finals.** When the strategy wants them (:meth:`Strategy.wants_finals`, e.g.
+    ``surrogate`` with ``probe=1``) and the budget counts evaluations, a share ``finals`` of it
+    (:func:`finals_reserve`, 15% as in ``tritune simulate``) is held back. Once the rest is spent and every
+    batch is back, :meth:`Strategy.finals` is called once with that reserve, and the reserve is released:
+    the next batches are the strategy's finalist probes (untried neighbours of the ties), then, for what the
+    probes leave, its ordinary asks. They are batches like any other (compiled, screened, checked, raced,
+    told, counted in ``evaluated``), never a config asked before. A time budget has no reserve: it has no
+    count to take a share of. The tuner's final race then re-times the best configs, probes included.
     """
 
     def __init__(
@@ -164,6 +185,7 @@ class SearchDriver:
         clock: Callable[[], float] = time.monotonic,
         first: int | None = None,
         confirm: bool = False,
+        finals: float = CONFIRM,
     ) -> None:
         if not isinstance(strategy, Strategy):
             raise SearchError(
@@ -182,6 +204,12 @@ class SearchDriver:
         self.confirm = bool(confirm)
         self.batches = 0
         self.budget = Budget.parse(budget).resolve(len(strategy.candidates))
+        if not (isinstance(finals, (int, float)) and not isinstance(finals, bool) and 0 <= finals < 1):
+            raise SearchError(f"SearchDriver(finals={finals!r}): the finals' share of the budget must be in [0, 1)")
+        #: Evaluations held back for the strategy's :meth:`~Strategy.finals` (class docstring); 0 once released.
+        self.held = finals_reserve(self.budget.evaluations, finals) if strategy.wants_finals() else 0
+        #: The finals as they went: ``{"reserve", "probes", "at"}`` (``at``: evaluations before them), or None.
+        self.finals: dict[str, int] | None = None
         self.resumed = 0
         for config, outcome in known:
             obs, ci = _outcome(as_config(config), outcome)
@@ -199,10 +227,21 @@ class SearchDriver:
     def elapsed_s(self) -> float:
         return self._clock() - self._start
 
+    def _release_finals(self) -> None:
+        """Once the budget less the reserve is spent and nothing is out: the strategy's finals (class docstring)."""
+        if not self.held or self._out or self.budget.evaluations is None:
+            return
+        if self.spent < self.budget.evaluations - self.held and not self.strategy.done():
+            return
+        reserve, self.held = self.held, 0
+        probes = 0 if self.strategy.done() else max(0, min(reserve, int(self.strategy.finals(reserve))))
+        self.finals = {"reserve": reserve, "probes": probes, "at": self.spent}
+
     def _check_stop(self) -> str | None:
         if self._stopped is not None:
             return self._stopped
-        if self.budget.evaluations is not None and self.spent >= self.budget.evaluations:
+        self._release_finals()
+        if self.budget.evaluations is not None and self.spent >= self.budget.evaluations - self.held:
             self._stopped = "budget"
         elif self.budget.seconds is not None and self.elapsed_s >= self.budget.seconds:
             self._stopped = "time"
@@ -235,7 +274,7 @@ class SearchDriver:
             return []
         room = self.width if self.batches or self.first is None else min(self.width, self.first)
         if self.budget.evaluations is not None:
-            room = min(room, self.budget.evaluations - self.spent - len(self._out))
+            room = min(room, self.budget.evaluations - self.held - self.spent - len(self._out))
         if room <= 0:
             return []
         batch: list[Config] = []
@@ -282,6 +321,7 @@ class SearchDriver:
             "measured": sum(o.ok for o in self.history),
             "failed": sum(not o.ok for o in self.history),
             "stopped": self.why_stopped,
+            "finals": None if self.finals is None else dict(self.finals),
             "best": None if best is None else best.config.id,
             "best_ms": None if best is None else best.time_ms,
         }

@@ -6,6 +6,7 @@ subclass is one). Where a name is accepted, an object that already implements th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -60,6 +61,33 @@ def unregister(name: str) -> None:
 def names() -> list[str]:
     """Registered strategy names, sorted."""
     return sorted(_REGISTRY)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """A strategy spec, ``name`` or ``name:key=value,...`` (``surrogate:probe=1``), as ``(name, options)``.
+
+    Values that read as JSON (numbers, ``true``/``false``/``null``, lists) are parsed; others stay strings.
+    The name must be registered; the options are checked by the strategy when it is built.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise SearchError(f"a strategy spec must be a name or 'name:key=value,...', got {spec!r}")
+    name, sep, opts = spec.strip().partition(":")
+    if name not in _REGISTRY:
+        raise SearchError(f"unknown search strategy {name!r}; registered: {', '.join(names())}")
+    options: dict[str, Any] = {}
+    for item in opts.split(",") if sep else ():
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise SearchError(
+                f"strategy {spec!r}: options are key=value pairs separated by commas "
+                f"(e.g. 'surrogate:probe=1'), got {item!r}"
+            )
+        value = value.strip()
+        try:
+            options[key.strip()] = json.loads(value) if value[:1] in "-0123456789[{tfn" else value
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return name, options
 
 
 def get(

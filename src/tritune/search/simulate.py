@@ -23,15 +23,15 @@ from tritune.errors import SearchError
 from tritune.landscape import Landscape
 from tritune.outcome import Status
 from tritune.search.base import Budget, Observation, SearchStrategy, Strategy
-from tritune.search.driver import run_search
+from tritune.search.driver import CONFIRM, finals_reserve, run_search
 from tritune.search.registry import get
 from tritune.space import Space
 
 #: Within this ratio of the landscape's best counts as found (``evals_to_2pct``).
 WITHIN = 1.02
 
-#: Share of the budget a noisy simulation keeps to re-measure the finalists (see :func:`simulate_one`).
-CONFIRM = 0.15
+# The share of the budget a noisy simulation keeps to re-measure the finalists (see :func:`simulate_one`) is
+# :data:`tritune.search.driver.CONFIRM`, the tuning driver's reserve for a strategy's finals too.
 
 
 class ReplayEvaluator:
@@ -173,9 +173,8 @@ def simulate_one(
     else:
         search = strategy(space, seed=seed, illegal=illegal)
     evaluator = ReplayEvaluator(landscape, noise=noise, seed=seed)
-    finalists = 0
-    if noise > 0 and confirm > 0 and budget.evaluations is not None and budget.evaluations >= 4:
-        finalists = min(budget.evaluations // 2, max(1, round(confirm * budget.evaluations)))
+    finalists = finals_reserve(budget.evaluations, confirm) if noise > 0 else 0
+    if finalists and budget.evaluations is not None:
         budget = Budget(evaluations=budget.evaluations - finalists, seconds=budget.seconds)
     result = run_search(search, evaluator, budget)
     history = list(result.history)

@@ -132,7 +132,7 @@ class SurrogateSearch(Strategy):
     (an exploration floor that reaches edges and isolated optima; 0, off, by default: it did not beat
     the default in benchmarks/results/2026-12-01-cpu/search_eval_session5b); ``probe``: a share (0 to 1)
     of the finalists' reserve (:meth:`finals`, called by the simulator's race before the ties are
-    re-measured) spent on untried configs one local move from a tie, the model's fastest first, so an
+    re-measured, and by the tuning driver once the rest of the budget is spent) spent on untried configs one local move from a tie, the model's fastest first, so an
     isolated optimum next to the ties is measured rather than the ties re-timed (0, off, by default).
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
@@ -330,16 +330,25 @@ class SurrogateSearch(Strategy):
         self._probing -= len(picks)
         return picks
 
+    def wants_finals(self) -> bool:
+        """With ``probe`` > 0: the tuning driver then holds back the finalists' reserve for :meth:`finals`."""
+        return self.probe > 0
+
+    def _probe_batch(self, n: int) -> list[Config] | None:
+        """While probes are planned (:meth:`finals`): ``n`` asks, the probes first and guided picks after them;
+        None when no probe is planned or the ties have no untried neighbour left."""
+        if self._probing <= 0:
+            return None
+        picks = self._probe_picks(n)
+        if not picks:
+            return None
+        probes = [self.candidates[i] for i in picks]
+        return probes + (self._propose_guided(n - len(picks), probes) if n > len(picks) else [])
+
     def _propose(self, n: int) -> Sequence[Config]:
-        if self._probing > 0:
-            picks = self._probe_picks(n)
-            if picks:
-                rest = (
-                    self._propose_guided(n - len(picks), [self.candidates[i] for i in picks])
-                    if n > len(picks)
-                    else []
-                )
-                return [self.candidates[i] for i in picks] + rest
+        probes = self._probe_batch(n)
+        if probes is not None:
+            return probes
         if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 3:
             return [self.candidates[i] for i in self._space_filling(n)]
         return self._propose_guided(n)

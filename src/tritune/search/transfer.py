@@ -229,6 +229,9 @@ class TransferSearch(SurrogateSearch):
         return any(o.config in self.leaders for o in self.ties())
 
     def _propose(self, n: int) -> Sequence[Config]:
+        probes = self._probe_batch(n)  # the finalists' probes (``probe``, :meth:`SurrogateSearch.finals`)
+        if probes is not None:
+            return probes
         out = [c for c in self.warm_start if not self.is_asked(self.index[c])][:n]
         if len(out) < n:
             if len(self._measured) >= 3:

@@ -40,7 +40,7 @@ from tritune.config import Config
 from tritune.errors import SearchError
 from tritune.outcome import Status
 from tritune.search import Budget, KeyResults, SearchDriver, get, names
-from tritune.search.registry import DEFAULT
+from tritune.search.registry import DEFAULT, parse_spec
 from tritune.space import Space
 
 #: Spaces of more legal configs than this are searched by default (module docstring: the measurement).
@@ -88,9 +88,13 @@ def plan(search: str | None, budget: Any, n_legal: int, *, where: str = "") -> S
         if n_legal > SEARCH_THRESHOLD:
             return SearchPlan(DEFAULT, None, f"{n_legal} legal configs > {SEARCH_THRESHOLD} (search threshold)")
         return None
-    if mode not in names():
+    if mode.partition(":")[0] not in names():
         raise SearchError(f"{who}unknown search strategy {mode!r}; use 'auto', 'exhaustive' or one of: "
                           f"{', '.join(names())} (search= or ${ENV_VAR})")  # fmt: skip
+    try:
+        parse_spec(mode)  # "surrogate:probe=1": a strategy with options
+    except SearchError as e:
+        raise SearchError(f"{who}{e} (search= or ${ENV_VAR})") from None
     return SearchPlan(mode, parsed, "strategy named")
 
 
@@ -151,14 +155,23 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     """
     space = Space.from_configs(legal)
     info: dict[str, Any] = {"strategy": p.strategy, "why": p.why, "space": len(legal)}
-    transfer = bool(near) and p.strategy == DEFAULT
-    name = "transfer" if transfer else p.strategy
+    base, spec_options = parse_spec(p.strategy)  # "surrogate:probe=1": the options go to the strategy
+    transfer = bool(near) and base == DEFAULT
+    name = "transfer" if transfer else base
     # Transfer: the whole first batch comes from the tuned keys (their winners, then their fastest configs by
     # the prior), not from random draws while this key has no measurement yet.
     first = first_batch_size(len(near), width) if transfer else None
     options: dict[str, Any] = ({"key": dict(key_values), "neighbours": list(near),
                                 "warm": max(width, 2 * len(near)), "first": first} if transfer else {})  # fmt: skip
-    strategy = get(name, space, seed=seed, **options)
+    try:
+        strategy = get(name, space, seed=seed, **{**spec_options, **options})
+    except TypeError as e:  # an option the strategy does not take
+        raise SearchError(f"{where}: strategy {p.strategy!r}: {e}; see the strategy's docstring for its "
+                          "options") from None  # fmt: skip
+    except SearchError as e:
+        if not spec_options:
+            raise
+        raise type(e)(f"{where}: strategy {p.strategy!r}: {e}") from None
     if p.budget is not None:
         resolved = p.budget.resolve(len(legal))
         info["budget"] = str(p.budget)
@@ -244,6 +257,8 @@ def summary(driver: SearchDriver, info: Mapping[str, Any], winner: Config | None
            "stopped": "store" if info.get("nothing_left") else s["stopped"], "width": s["width"],
            "winner": None if winner is None else winner.id}  # fmt: skip
     out["measured_total"] = out["measured"] + int(info.get("resumed", 0))
+    if s.get("finals") is not None:  # the strategy's finalist probes: counted in evaluated/measured above
+        out["finals"] = dict(s["finals"])
     out.pop("nothing_left", None)
     return out
 
