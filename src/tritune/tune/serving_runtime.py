@@ -114,6 +114,10 @@ class Resolver:
     def submit(self, handle: Any, then: Callable[[float], None]) -> None:
         self._q.put((handle, then))
 
+    def backlog(self) -> int:
+        """Handles submitted and not resolved yet (approximate while the thread runs)."""
+        return self._q.qsize()
+
     def _one(self, handle: Any, then: Callable[[float], None]) -> None:
         try:
             ms = self.clock.elapsed_ms(handle)
