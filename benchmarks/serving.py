@@ -325,6 +325,7 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["extra_gpu_ms"] = inc.budget.spent_ms
         res["tuning_gpu_ms"] = inc.budget.earned_from_ms
         res["promoted"] = len(inc.promoted)
+        res["stretched_spans"], res["stretched_ms"] = int(inc.stretched[0]), float(inc.stretched[1])
         res["still_tuning"] = len(inc.states)
         r = inc._resolver
         res["resolver_us_per_handle"] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
@@ -683,6 +684,11 @@ def report(doc: dict[str, Any]) -> None:
               f"(bound 10%): {verdict(inc['extra_gpu_fraction'] <= 0.10 + 0.005)}; promoted {inc['promoted']} keys, "
               f"{inc['still_tuning']} still tuning; resolver {inc['resolver_us_per_handle'] or float('nan'):.1f} us "
               f"per event pair; disagreed: {inc['disagreed'] or 'none'}")  # fmt: skip
+        if inc.get("stretched_spans") is not None:
+            upper = (inc["extra_gpu_ms"] + inc["stretched_ms"]) / max(inc["tuning_gpu_ms"], 1e-9)
+            print(f"  spans stretched by another thread (caller > stall_ms inside a span): {inc['stretched_spans']}, "
+                  f"{inc['stretched_ms']:.1f} ms of checks' event time not charged (charged plus all of it: "
+                  f"{upper:.1%} of the tuning calls' device time)")  # fmt: skip
         sp = kd["output_spread"]
         if sp:
             worst_sp = max(sp.values(), key=lambda v: v["max_over_tolerance"])

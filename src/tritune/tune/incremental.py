@@ -114,7 +114,7 @@ class Incremental:
         #: itself); tests pass a FAKE. Read when the first call starts the resolver.
         self.host_clock: Callable[[], float] | None = None
         self._host: Callable[[], float] = _no_time
-        #: [spans found stretched, their event milliseconds not used as samples or charged to a check]
+        #: [spans found stretched (real calls' and checks'), the checks' event milliseconds not charged]
         self.stretched: list[float] = [0, 0.0]
         self._calls = 0  # calls of keys while they tuned (the frequent keys' share, see _frequent)
         self.span_wait_s = 0.001
@@ -270,7 +270,7 @@ class Incremental:
 
         def then(ms: float) -> None:
             if stretched:  # the events timed another thread's hold on the interpreter: no sample
-                self._stretched(st, ms)
+                self._stretched(st, 0.0)  # a real call: no extra device time to account for
                 return
             due = st.sample(cfg, ms)
             st.budget.earn(ms, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
