@@ -179,3 +179,30 @@ def test_diagnose_says_what_holds_the_promotion_back():
     assert d["blocked"].startswith("race open") and C.id in d["blocked"], d["blocked"]
     assert d["candidates"][A.id]["phase"] == "eliminated"
     assert d["candidates"][B.id]["samples"] == 8 and d["candidates"][B.id]["median_ms"] > 0
+
+
+class CountingList(list):
+    """FAKE sample window that counts how often it is copied (iterated whole)."""
+
+    copies = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        CountingList.copies += 1
+        return super().__iter__()
+
+
+def test_a_decision_copies_no_window_the_statistics_will_not_read():
+    # The serving benchmark's host-cost key never promotes (min_samples=10**9): every round copied every
+    # racer's whole window (thousands of samples), ~30 us of the resolver's hold on the interpreter per call.
+    opts = IncrementalOptions(min_samples=10**6, max_samples=10**6)
+    st = KeyState([A, B, C], A, opts)
+    for c in (B, C):
+        st.compiled(c)
+        st.checked(c, None)
+    st.apply(st.propose())
+    for c in (A, B, C):
+        st.obs.samples[c] = CountingList([1.0] * 1000)
+    CountingList.copies = 0
+    p = st.propose()
+    assert p.promoted is None and p.racing == {A, B, C}
+    assert CountingList.copies == 0

@@ -43,13 +43,15 @@ class CudaClock:
 
         self._torch = torch
         self._free: list[Any] = []
-        self._lock = threading.Lock()
+        self._new = torch.cuda.Event
 
     def _event(self) -> Any:
-        with self._lock:
-            if self._free:
-                return self._free.pop()
-        return self._torch.cuda.Event(enable_timing=True)
+        # list.pop and list.extend are atomic under the interpreter's lock: no lock of our own on the caller's
+        # path (two per racing call).
+        try:
+            return self._free.pop()
+        except IndexError:
+            return self._new(enable_timing=True)
 
     def start(self, cfg: Config | None) -> Any:
         e = self._event()
@@ -65,8 +67,7 @@ class CudaClock:
         a, b = handle
         b.synchronize()
         ms = float(a.elapsed_time(b))
-        with self._lock:
-            self._free.extend((a, b))
+        self._free.extend((a, b))
         return ms
 
     def capturing(self) -> bool:

@@ -387,15 +387,21 @@ class KeyState:
             ready = frozenset(c for c in self.configs if c in o.compiled and c not in gone)
             racing = frozenset(c for c in ready if c in o.checked)
             failed, disagreed = dict(o.failed), dict(o.disagreed)
-            samples = {c: list(o.samples.get(c, ())) for c in racing}
-        eliminated = set(self.applied.eliminated)
+            eliminated = set(self.applied.eliminated)
+            # Only what the statistics will read: racers still in, with min_samples or more (copying every
+            # racer's whole window on every round was most of the resolver's work per event pair).
+            samples: dict[Config, list[float]] = {}
+            for c in racing:
+                xs = o.samples.get(c)
+                if xs is not None and len(xs) >= opts.min_samples and c not in eliminated:
+                    samples[c] = list(xs)
         alive = [c for c in self.configs if c in racing and c not in eliminated]
         settled = all(c in failed or c in disagreed or c in racing for c in self.configs)
         if len(alive) < 2 and not settled:  # nothing to compare yet: skip the statistics
             return Proposal(ready, frozenset(alive), failed, disagreed, frozenset(eliminated))
         ms = {c: Measurement.from_samples(samples[c], rel_tol=opts.rel_tol,
                                           confidence=opts.elimination_confidence)
-              for c in alive if len(samples[c]) >= opts.min_samples}  # fmt: skip
+              for c in alive if c in samples}  # fmt: skip
         if len(ms) >= 2:
             bound = min(m.ci_high_ms for m in ms.values())
             for c, m in ms.items():
