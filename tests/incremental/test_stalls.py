@@ -206,3 +206,24 @@ def test_a_decision_copies_no_window_the_statistics_will_not_read():
     p = st.propose()
     assert p.promoted is None and p.racing == {A, B, C}
     assert CountingList.copies == 0
+
+
+def test_the_compile_thread_takes_the_hottest_key_first():
+    # A stream's keys all arrive in its first calls; first come, first compiled left a hot key seen 13th
+    # waiting for twelve keys' compiles. FAKE jobs (record their key; nothing compiles), queued while the
+    # thread is not running: the key with the most calls so far goes first.
+    from tritune.tune.serving_runtime import WorkerCompiles
+
+    w = WorkerCompiles()
+    ran: list[str] = []
+    calls = {"rare": 2, "hot": 40, "warm": 9}
+    for name in calls:  # queued in this order (as first seen)
+        w._jobs.append((lambda n=name: calls[n], lambda n=name: ran.append(n)))
+    while w._jobs:
+        w.next_job()()
+    assert ran == ["hot", "warm", "rare"]
+    calls.update(a=5, b=5)  # equals keep their order
+    for name in ("a", "b"):
+        w._jobs.append((lambda n=name: calls[n], lambda n=name: ran.append(n)))
+    w.next_job()()
+    assert ran[-1] == "a"

@@ -472,10 +472,11 @@ class Incremental:
         dtypes = sorted({str(v.dtype) for n, v in tuned._named(args, kwargs).items() if n in names})
         device = next((getattr(v, "device", None) for v in args if getattr(getattr(v, "device", None), "type", "") == "cuda"),
                       None)  # fmt: skip
-        self.compiler.start(
-            tuned, rest, args, kwargs, grid,
-            lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device, args, kwargs),
-        )  # fmt: skip
+        deliver = lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device, args, kwargs)  # noqa: E731
+        if isinstance(self.compiler, WorkerCompiles):  # the hottest key's compiles first
+            self.compiler.start(tuned, rest, args, kwargs, grid, deliver, calls=lambda: st.calls)
+        else:
+            self.compiler.start(tuned, rest, args, kwargs, grid, deliver)
         return st
 
     def _compiled(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, why: str | None,
