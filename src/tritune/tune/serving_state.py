@@ -110,7 +110,7 @@ class GpuBudget:
 
     def earn(self, call_ms: float, hold_ms: float = 0.0) -> None:
         """Earn ``fraction`` of ``call_ms``; the bucket holds up to ``burst_calls`` such earnings, or
-        ``hold_ms`` (the next check's estimate) where that is more."""
+        ``hold_ms`` (the next check's estimate) where that is more; what it cannot hold goes to ``spill``."""
         with self._lock:
             self.earned_from_ms += call_ms
             cap = self.cap_ms = max(self.fraction * call_ms * self.burst_calls, hold_ms)
