@@ -326,6 +326,8 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["tuning_gpu_ms"] = inc.budget.earned_from_ms
         res["promoted"] = len(inc.promoted)
         res["stretched_spans"], res["stretched_ms"] = int(inc.stretched[0]), float(inc.stretched[1])
+        inc.flush()  # the promotions' store writes (the H200 run's incremental store had no tables)
+        res["store_errors"] = [repr(e) for e in inc.store_errors]
         res["still_tuning"] = len(inc.states)
         r = inc._resolver
         res["resolver_us_per_handle"] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
@@ -683,6 +685,8 @@ def report(doc: dict[str, Any]) -> None:
                      for b in kd["hot_buckets"]]  # fmt: skip
         print(f"  judges agree on the best config of {sum(a == c for a, c in zip(warm_best, cold_best))} of "
               f"{len(warm_best)} hot buckets")  # fmt: skip
+        if inc.get("store_errors"):
+            print(f"  STORE WRITES FAILED: {inc['store_errors'][:3]}")
         if "warm_judge_error" in kd:
             print(f"  WARM JUDGE FAILED ({kd['warm_judge_error']}): both verdicts above are the cold judge's")
         print_diagnosis(kd, inc)
