@@ -49,7 +49,8 @@ for part in "$@"; do
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
     serving) step serving 300 python3 benchmarks/serving.py --out "$RES/serving"
              step serving 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/incremental -rs
-             grep -h -A3 "worst single call\|^host cost\|^comparison" "$RES"/serving/python3_*.log | tee -a "$LOG" ;;
+             grep -h -A3 "worst single call\|^host cost\|^comparison" "$RES"/serving/python3_*.log | tee -a "$LOG"
+             grep -h "cold judge\|judges agree\|spans stretched\|not promoted" "$RES"/serving/python3_*.log | tee -a "$LOG" ;;
     # The earlier stream of short, host-bound calls (GEMM M = 1..4096, RMSNorm keyed on hidden size).
     servingtiny) step servingtiny 240 python3 benchmarks/serving.py --out "$RES/servingtiny" --tiny
                  grep -h -A3 "worst single call\|^host cost" "$RES"/servingtiny/python3_*.log | tee -a "$LOG" ;;

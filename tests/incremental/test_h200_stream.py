@@ -12,7 +12,11 @@ clock says what each event pair measured:
 - a check's copies span and its comparison span: ``gap_ms`` plus the bytes they move (the outputs twice each)
   at 3 TB/s (honest spans: launches only, prepared outside; the resolver kept out of them);
 - ``host_check_ms``, when given, is added to a check as the H200 run's spans measured it (0.5-1 ms each:
-  Triton's binding of the comparison, torch's allocations and the resolver's Python inside the spans).
+  Triton's binding of the comparison, torch's allocations and the resolver's Python inside the spans);
+- ``stall``, when given, is the chance that a span (a real call's or a check's) is *stretched* by 0.5-5 ms
+  while the background compiles run (the first ``stall_calls`` calls): another thread held the interpreter's
+  lock when the launch gave it up, and on an idle device the event pair measured the wait. The FAKE host clock
+  (``StreamClock.host``) advances by the same wait, as the caller's ``perf_counter`` would.
 """
 
 from __future__ import annotations
@@ -63,17 +67,27 @@ class StreamClock:
         self.rng = random.Random(seed)
         self.bucket = 0
         self.spans = 0  # spans of a check (copies and comparison) measured
+        self.stall, self.stall_calls, self.calls = 0.0, 0, 0
+        self.now = 0.0  # FAKE host seconds (advanced only by stalls)
+        self.stalls = random.Random(seed + 1)
+
+    def host(self) -> float:
+        return self.now
 
     def start(self, cfg: Any) -> Any:
         return (cfg, self.bucket)
 
     def stop(self, token: Any) -> float:
         cfg, b = token
+        wait = 0.0
+        if self.calls < self.stall_calls and self.stalls.random() < self.stall:
+            wait = self.stalls.uniform(0.5, 5.0)  # FAKE: another thread held the interpreter's lock
+            self.now += wait / 1e3
         if cfg is None:  # a check's copies or comparison: the outputs' bytes twice at 3 TB/s, one launch
             self.spans += 1
-            return self.gap_ms + 2 * self.out_bytes[b] / 3e9 + self.host_check_ms / 2
+            return self.gap_ms + 2 * self.out_bytes[b] / 3e9 + self.host_check_ms / 2 + wait
         t = self.times[b][BLOCKS.index(cfg.kwargs["BLOCK"])]
-        return t * (1 + self.rng.uniform(-0.04, 0.04)) + self.gap_ms
+        return t * (1 + self.rng.uniform(-0.04, 0.04)) + self.gap_ms + wait
 
     def elapsed_ms(self, handle: Any) -> float:
         return float(handle)
@@ -83,13 +97,16 @@ class StreamClock:
 
 
 def serve(kernel: str, gap_ms: float = 0.004, host_check_ms: float = 0.0, seed: int = 0,
-          options: IncrementalOptions | None = None, pool: bool = True) -> dict[str, Any]:
+          options: IncrementalOptions | None = None, pool: bool = True, stall: float = 0.0,
+          stall_calls: int = 3000) -> dict[str, Any]:  # fmt: skip
     d = DATA["kernels"][kernel]
     sizes = [(s, 4096) if isinstance(s, int) else tuple(s) for s in d["sizes"]]
     out_bytes = [m * n * 2 for m, n in sizes]  # float16 outputs [M, 4096] or [M, N]
     clock = StreamClock(d["times_ms"], out_bytes, gap_ms, host_check_ms, seed)
+    clock.stall, clock.stall_calls = stall, stall_calls
     comp = FakeCompiles()
     inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
+    inc.host_clock = clock.host  # FAKE host time: stalls only
     if not pool:  # INSTRUMENTED: no key spends from the kernel's pool (each only from its own bucket)
         inc._frequent = lambda st: False  # type: ignore[method-assign]
     k = tritune.autotune(configs=[triton.Config({"BLOCK": b}) for b in BLOCKS], key=["m", "n"],
@@ -97,8 +114,8 @@ def serve(kernel: str, gap_ms: float = 0.004, host_check_ms: float = 0.0, seed: 
     k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
     x, out = torch.zeros(64), torch.zeros(64)
     stream = zipf_stream(len(sizes), CALLS, 0)
-    for b in stream:
-        clock.bucket = b
+    for i, b in enumerate(stream):
+        clock.bucket, clock.calls = b, i
         k[(1,)](x, out, *sizes[b])
         comp.finish()  # the background compiles are done by the next call (they take ~1 s of 6,000 calls)
         inc.resolver().poll()
@@ -116,11 +133,13 @@ def serve(kernel: str, gap_ms: float = 0.004, host_check_ms: float = 0.0, seed: 
 @pytest.mark.parametrize("kernel", ["matmul", "rmsnorm"])
 @pytest.mark.parametrize("gap_ms", [0.004, 0.010])
 def test_the_h200_stream_converges_its_hot_buckets_within_the_bound(kernel, gap_ms):
-    # Here: matmul 19 of 24 keys promoted, ~99 checks, 8.9% extra; rmsnorm 9 keys, ~110 checks, 10.0%.
+    # Here: matmul 19 of 24 keys promoted, 91-93 checks, 8.5% extra; rmsnorm 7-8 keys, 79-92 checks, 8.4%
+    # (with the kernel's pool as the sum of what keys saved, lent token by token, ~10 checks fewer than when
+    # a frequent key could spend the whole unspent total; the starved runs below get 9-34).
     r = serve(kernel, gap_ms=gap_ms)
     assert r["extra"] <= 0.10 + 1e-9, r  # the bound holds at the end of the stream, not on average
     assert r["hot_converged"] == 1.0, r  # every hot bucket promoted, to within 2% of its best
-    assert r["checks"] >= 90, r
+    assert r["checks"] >= 75, r
 
 
 def test_a_far_neighbour_no_longer_prunes_the_winner():
@@ -155,3 +174,19 @@ def test_frequent_keys_spending_the_pool_converge_with_some_host_left_in_the_spa
     assert pooled["extra"] <= 0.10 + 1e-9 and own["extra"] <= 0.10 + 1e-9, (pooled, own)
     assert pooled["hot_converged"] == 1.0, pooled
     assert own["hot_converged"] <= 4 / 6, own
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "rmsnorm"])
+@pytest.mark.parametrize("stall", [0.02, 0.05])
+def test_spans_stretched_by_another_thread_neither_stall_checks_nor_skew_the_race(kernel, stall):
+    """The H200's stream: the compile thread's Python (loads, launcher builds) held the interpreter's lock
+    while a launch inside an event span gave it up; a call waited 15 ms, and a check's copies span measured
+    0.21 ms for ~10 us of copies. Charged at face value, one such check set its key's next estimate (and
+    every new key's first) to milliseconds and put the key in debt: here the earlier code left 1-2 hot
+    matmul buckets unpromoted (one with its last candidate, the winner, waiting for a check). Stretched spans
+    are now found by the caller's clock: no sample, no estimate, the check charged its estimate."""
+    r = serve(kernel, gap_ms=0.012, stall=stall)
+    assert r["hot_converged"] == 1.0, r
+    assert r["extra"] <= 0.10 + 1e-9, r
+    inc = r["inc"]
+    assert inc.stretched[0] > 0  # the FAKE stalls were seen

@@ -103,7 +103,19 @@ class Incremental:
         #: us) before the caller could record its stop event, so spans timed the resolver's Python, on an
         #: idle device. The resolver now waits (at most ``span_wait_s``) for open spans to close first.
         self._in_span: set[int] = set()
-        self._check_calls = 3.0  # the last check's cost in real calls (KeyState.check_calls)
+        self._check_calls = 3.0  # the checks' median cost in real calls (KeyState.check_calls)
+        self._check_ratios: list[float] = []
+        #: The kernel's pool: every key's earnings beyond its bucket's cap and its unspent tokens at its
+        #: promotion (lent to frequent keys' checks, see :meth:`_afford`).
+        self.spare = GpuBudget(self.options.gpu_fraction, self.options.burst_calls)
+        #: The caller's clock around each event span: a span whose launches held the caller longer than
+        #: ``options.stall_ms`` was stretched by another thread (``IncrementalOptions``). None: ``perf_counter``
+        #: with CUDA events, and no such test with another clock (the dry run's host clock times the host
+        #: itself); tests pass a FAKE. Read when the first call starts the resolver.
+        self.host_clock: Callable[[], float] | None = None
+        self._host: Callable[[], float] = _no_time
+        #: [spans found stretched (real calls' and checks'), the checks' event milliseconds not charged]
+        self.stretched: list[float] = [0, 0.0]
         self._calls = 0  # calls of keys while they tuned (the frequent keys' share, see _frequent)
         self.span_wait_s = 0.001
 
@@ -116,6 +128,7 @@ class Incremental:
             if self.clock is None:
                 self.clock = CudaClock()
             self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet)
+            self._host = self.host_clock or (time.perf_counter if isinstance(self.clock, CudaClock) else _no_time)
         return self._resolver
 
     def _quiet(self) -> None:
@@ -189,13 +202,18 @@ class Incremental:
         """Whether a check could be afforded now (a lock-free look; :meth:`_afford` decides and spends)."""
         if self.distributed:
             return st.applied.stop == "check"
+        if not st.needs_checks():
+            return False
         est = st.check_estimate_ms()
         if est is None or est <= 0:
             return False
-        b = self.budget
-        if b.fraction * b.earned_from_ms - b.spent_ms < est:  # every key's checks stay within the fraction
+        tokens = st.budget.tokens_ms
+        if tokens >= est:  # its own calls earned it: every token is spent once, so the bound holds
+            return True
+        if not self._frequent(st) or st.calls < st.borrow_after:
             return False
-        return st.budget.tokens_ms >= est or self._frequent(st)
+        b = self.budget  # a cheap necessary condition: the other keys cannot lend more than all of them saved
+        return b.fraction * b.earned_from_ms - b.spent_ms >= est - tokens
 
     def _frequent(self, st: KeyState) -> bool:
         """A key with at least an even share of the tuning keys' calls: its checks may also spend what the
@@ -203,6 +221,11 @@ class Incremental:
         return st.calls >= 16 and st.calls * len(self.states) >= self._calls
 
     def _afford(self, st: KeyState) -> bool:
+        """Spend the next check's estimate: from the key's own bucket, else (a frequent key) with tokens lent
+        by the other keys' buckets and by promoted keys' savings (:meth:`GpuBudget.lend`: a lent token leaves
+        its bucket, so no token is spent twice and all checks together stay within the fraction). The earlier
+        rule let a frequent key spend the kernel's unspent total and refused every key's check while that total
+        was short: keys that had earned their check waited for the ones that spent it."""
         est = st.check_estimate_ms()
         if self.distributed:  # scheduled at the last agreement step, the same on every rank
             if st.applied.stop != "check":
@@ -210,12 +233,24 @@ class Incremental:
             st.apply(replace(st.applied, stop=""))
             st.budget.force_spend(est or 0.0)
             return True
-        if est is None or not self._may_afford(st):
+        if est is None or est <= 0:
             return False
         if st.budget.try_spend(est):
             return True
-        st.budget.force_spend(est)  # a frequent key: from the kernel's pool (its own bucket goes into debt)
-        return True
+        if not self._frequent(st):
+            return False
+        need = est - st.budget.tokens_ms
+        lenders = [self.spare, *(o.budget for o in list(self.states.values()) if o is not st)]
+        if sum(max(0.0, b.tokens_ms) for b in lenders) < need:
+            st.borrow_after = st.calls + 8  # not enough saved anywhere: look again in a few calls
+            return False
+        got = 0.0
+        for b in lenders:
+            got += b.lend(need - got)
+            if got >= need:
+                break
+        st.budget.receive(got)
+        return st.budget.try_spend(est)
 
     def _timed(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, args: Sequence[Any],
                kwargs: Mapping[str, Any], grid: Any, res: Resolver) -> Any:  # fmt: skip
@@ -223,14 +258,20 @@ class Incremental:
         fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
         tid = threading.get_ident()
         self._in_span.add(tid)
+        host = self._host
         try:
+            h0 = host()
             t = self.clock.start(cfg)
             out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
             h = self.clock.stop(t)
+            stretched = (host() - h0) * 1e3 > self.options.stall_ms
         finally:
             self._in_span.discard(tid)
 
         def then(ms: float) -> None:
+            if stretched:  # the events timed another thread's hold on the interpreter: no sample
+                self._stretched(st, 0.0)  # a real call: no extra device time to account for
+                return
             due = st.sample(cfg, ms)
             st.budget.earn(ms, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
             if due and not self.distributed:
@@ -255,12 +296,16 @@ class Incremental:
         st.checking.add(cand)
         scratch = {n: _empty_like(named[n]) for n in names}
         tid = threading.get_ident()
+        host = self._host
+        stall_s = self.options.stall_ms / 1e3
         self._in_span.add(tid)
         try:
+            h0 = host()
             t_copies = self.clock.start(None)
             for n in names:
                 scratch[n].copy_(named[n])
             copies = self.clock.stop(t_copies)
+            h1 = host()
         finally:
             self._in_span.discard(tid)
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res)
@@ -276,6 +321,7 @@ class Incremental:
             return out
         self._in_span.add(tid)
         try:
+            h2 = host()
             t = self.clock.start(cand)
             try:  # the scratch run goes through the same launcher as a real call: its time is a fair sample
                 fast(s_args, grid) if fast is not None else tuned._launch(cand, s_args, s_kwargs, grid, False)
@@ -285,23 +331,37 @@ class Incremental:
                 res.submit(copies, lambda ms: st.budget.correct(est_ms, ms))
                 return out
             h = self.clock.stop(t)
+            h3 = host()
             t_rest = self.clock.start(None)
             launch()
             rest = self.clock.stop(t_rest)
+            h4 = host()
         finally:
             self._in_span.discard(tid)
+        # Which spans another thread stretched (see IncrementalOptions.stall_ms): copies, run, comparison.
+        bad = (h1 - h0 > stall_s, h3 - h2 > stall_s, h4 - h3 > stall_s)
         got: list[float] = []  # the scratch run's time, then the copies' (the resolver keeps this order)
 
         def then(rest_ms: float) -> None:
             run_ms, copies_ms = got
             actual = copies_ms + run_ms + rest_ms
-            st.budget.correct(est_ms, actual)
-            st.check_cost.append(actual)
-            self._learn_check_calls(st, actual)
+            if any(bad):
+                # Charged the estimate spent up front, or the unstretched spans where they cost more; the
+                # stretched spans' event time (the device idle while the host waited) is reported, not charged,
+                # nor taken as the next check's estimate (every key's next check would wait for it).
+                clean = sum(x for x, b in zip((copies_ms, run_ms, rest_ms), bad) if not b)
+                charged = max(est_ms, clean)
+                st.budget.correct(est_ms, charged)
+                self._stretched(st, actual - charged)
+            else:
+                st.budget.correct(est_ms, actual)
+                st.check_cost.append(actual)
+                self._learn_check_calls(st, actual)
             why = verdict()
-            st.checked(cand, why, run_ms if why is None else None)
+            st.checked(cand, why, run_ms if why is None and not bad[1] else None)
             self._note("checked", f"{cand.id}: {why or 'agrees'}; check {actual:.4f} ms "
-                                  f"(copies {copies_ms:.4f}, run {run_ms:.4f}, compare {rest_ms:.4f})")  # fmt: skip
+                                  f"(copies {copies_ms:.4f}, run {run_ms:.4f}, compare {rest_ms:.4f})"
+                                  f"{'; stretched ' + str(bad) if any(bad) else ''}")  # fmt: skip
             if not self.distributed:
                 self._decide(tuned, key, st)
 
@@ -311,15 +371,25 @@ class Incremental:
         return out
 
     def _learn_check_calls(self, st: KeyState, actual_ms: float) -> None:
-        """A check's cost in real calls of its key's provisional config becomes every key's first estimate
-        (``KeyState.check_calls``): a new key's first check costs what the others' did, relative to a call."""
+        """The median cost of the checks so far, in real calls of their key's provisional config, becomes every
+        key's first estimate (``KeyState.check_calls``): a new key's first check costs what the others' did,
+        relative to a call (the median: one outlier set every key's estimate when it was the last check's)."""
         call = st.recent_ms(st.provisional)
         if not call or call <= 0:
             return
-        ratio = max(1.0, actual_ms / call)
+        self._check_ratios.append(max(1.0, actual_ms / call))
+        xs = sorted(self._check_ratios[-64:])
+        ratio = xs[(len(xs) - 1) // 2]
         self._check_calls = ratio
         for other in list(self.states.values()):
             other.check_calls = ratio
+
+    def _stretched(self, st: KeyState, ms: float) -> None:
+        """A span another thread stretched (see ``IncrementalOptions.stall_ms``): counted, not used."""
+        with self._lock:
+            self.stretched[0] += 1
+            self.stretched[1] += max(0.0, ms)
+        st.stretched += 1
 
     def _fast_launcher(self, tuned: Autotuned, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
                        key: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
@@ -389,7 +459,8 @@ class Incremental:
         near_t = tuned._choices[near].timings if near is not None else None
         order = _fastest_first(near_t, legal)
         st = KeyState(legal, provisional, self.options, check_order=order,
-                      budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget),
+                      budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget,
+                                       spill=self.spare),
                       pruned=None if self.distributed or not self._may_prune(key, near)
                       else prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
         st.check_calls = self._check_calls
@@ -401,10 +472,11 @@ class Incremental:
         dtypes = sorted({str(v.dtype) for n, v in tuned._named(args, kwargs).items() if n in names})
         device = next((getattr(v, "device", None) for v in args if getattr(getattr(v, "device", None), "type", "") == "cuda"),
                       None)  # fmt: skip
-        self.compiler.start(
-            tuned, rest, args, kwargs, grid,
-            lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device, args, kwargs),
-        )  # fmt: skip
+        deliver = lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device, args, kwargs)  # noqa: E731
+        if isinstance(self.compiler, WorkerCompiles):  # the hottest key's compiles first
+            self.compiler.start(tuned, rest, args, kwargs, grid, deliver, calls=lambda: st.calls)
+        else:
+            self.compiler.start(tuned, rest, args, kwargs, grid, deliver)
         return st
 
     def _compiled(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, why: str | None,
@@ -482,6 +554,7 @@ class Incremental:
         self.promoted[key] = choice
         st.apply(p)
         self.states.pop(key, None)
+        self.spare.receive(st.budget.lend(math.inf))  # its savings: frequent keys' checks may borrow them
         self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls; "
                                f"{len(warm)} fast launchers handed over)")  # fmt: skip
         if not self.distributed:
@@ -610,11 +683,31 @@ class Incremental:
                 why = f"{type(e).__name__}: {e}"
             self._note("fused comparison", f"{d}: {why or 'ready'} after {(time.perf_counter() - t0) * 1e3:.0f} ms")
 
+    def diagnose(self, tuned: Autotuned) -> dict[tuple[Any, ...], dict[str, Any]]:
+        """Keys still tuning -> why each is not promoted (:meth:`KeyState.diagnose`), with the kernel's pool
+        (what every key earned and did not spend: a frequent key's checks may draw on it), whether the key
+        counts as frequent, and the resolver's backlog (event pairs not resolved yet)."""
+        b = self.budget
+        pool = b.fraction * b.earned_from_ms - b.spent_ms
+        r = self._resolver
+        backlog = r.backlog() if r is not None else 0
+        out = {}
+        for k, st in list(self.states.items()):
+            d = st.diagnose()
+            d.update(pool_ms=round(pool, 5), frequent=self._frequent(st), resolver_backlog=backlog)
+            out[tuned.key_spec.public(k)] = d
+        return out
+
     def tuning(self, tuned: Autotuned) -> dict[tuple[Any, ...], Choice]:
         """Keys still tuning -> their provisional config, with the state in ``stats`` (for ``choices()``)."""
         return {tuned.key_spec.public(k): Choice(st.provisional, "provisional", "tuning on real calls",
                                                  stats=st.summary())
                 for k, st in list(self.states.items())}  # fmt: skip
+
+
+def _no_time() -> float:
+    """The host clock where spans are not tested for stalls (see ``Incremental.host_clock``)."""
+    return 0.0
 
 
 def _empty_like(t: Any) -> Any:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tritune.bench.stats import Measurement, within
 from tritune.config import Config
@@ -53,6 +54,11 @@ class IncrementalOptions:
     neighbour did not time are kept. ``prune_distance``: only a neighbour this near prunes (the sum over
     numeric key parts of ``|log2(a) - log2(b)|``: 1.0 is a factor of 2 in one part). On the H200 a GEMM's
     best config at M = 96 was 3.3x slower at M = 320 (tile quantization): a far neighbour pruned the winner.
+    ``stall_ms``: an event span whose launches took the caller's thread longer than this (a launch takes
+    5-30 us of host time) was *stretched*: another thread (the compile thread loading binaries and building
+    launchers, ~1 ms of Python each) held the interpreter's lock when the launch gave it up, and the event
+    pair, on an idle device, measured that wait. A stretched span is no sample, and a check with one is
+    charged its estimate, not the wait (see :class:`~tritune.tune.incremental.Incremental`).
     """
 
     gpu_fraction: float = 0.10
@@ -64,6 +70,7 @@ class IncrementalOptions:
     sync_every: int = 16
     prune_ratio: float = 1.3
     prune_distance: float = 1.0
+    stall_ms: float = 0.5
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_fraction <= 1:
@@ -76,6 +83,8 @@ class IncrementalOptions:
             raise ValueError(f"prune_ratio={self.prune_ratio}: expected 0 (off) or a ratio >= 1")
         if self.prune_distance < 0:
             raise ValueError(f"prune_distance={self.prune_distance}: expected a distance >= 0")
+        if self.stall_ms <= 0:
+            raise ValueError(f"stall_ms={self.stall_ms}: expected milliseconds > 0")
 
 
 class GpuBudget:
@@ -87,10 +96,12 @@ class GpuBudget:
     after its last check, and the H200's stream ended 11.5-12.7% over a 10% bound). Only an estimate
     below the measured cost (corrected at once) can leave a debt. Thread-safe."""
 
-    def __init__(self, fraction: float, burst_calls: int, parent: GpuBudget | None = None) -> None:
+    def __init__(self, fraction: float, burst_calls: int, parent: GpuBudget | None = None,
+                 spill: GpuBudget | None = None) -> None:  # fmt: skip
         self.fraction = fraction
         self.burst_calls = burst_calls
         self.parent = parent  # an account of every key's earnings and spending (reports only)
+        self.spill = spill  # where earnings beyond the cap go (the kernel's pool), else they are dropped
         self.tokens_ms = 0.0
         self.cap_ms = 0.0  # what the bucket holds when full (burst_calls of the latest call's earnings)
         self.earned_from_ms = 0.0  # device time of the real calls seen
@@ -99,13 +110,17 @@ class GpuBudget:
 
     def earn(self, call_ms: float, hold_ms: float = 0.0) -> None:
         """Earn ``fraction`` of ``call_ms``; the bucket holds up to ``burst_calls`` such earnings, or
-        ``hold_ms`` (the next check's estimate) where that is more."""
+        ``hold_ms`` (the next check's estimate) where that is more; what it cannot hold goes to ``spill``."""
         with self._lock:
             self.earned_from_ms += call_ms
             cap = self.cap_ms = max(self.fraction * call_ms * self.burst_calls, hold_ms)
-            self.tokens_ms = min(max(cap, self.tokens_ms), self.tokens_ms + self.fraction * call_ms)
+            full = self.tokens_ms + self.fraction * call_ms
+            self.tokens_ms = min(max(cap, self.tokens_ms), full)
+            over = full - self.tokens_ms
         if self.parent is not None:
             self.parent.earn(call_ms)
+        if over > 0 and self.spill is not None:
+            self.spill.receive(over)
 
     def try_spend(self, estimate_ms: float) -> bool:
         """Spend ``estimate_ms`` if the bucket holds all of it."""
@@ -125,6 +140,19 @@ class GpuBudget:
             self.spent_ms += estimate_ms
         if self.parent is not None:
             self.parent.force_spend(estimate_ms)
+
+    def lend(self, want_ms: float) -> float:
+        """Give up to ``want_ms`` of this bucket's tokens to another key's check (they leave this bucket: no
+        token is spent twice); what was given."""
+        with self._lock:
+            given = min(want_ms, max(0.0, self.tokens_ms))
+            self.tokens_ms -= given
+        return given
+
+    def receive(self, ms: float) -> None:
+        """Tokens lent by other keys' buckets (see :meth:`lend`)."""
+        with self._lock:
+            self.tokens_ms += ms
 
     def correct(self, estimate_ms: float, actual_ms: float) -> None:
         with self._lock:
@@ -232,6 +260,11 @@ class KeyState:
         self.dispatched: dict[Config, int] = {}  # real calls sent to each racer (the caller's thread counts)
         self._since = 0  # samples since the last decision
         self.checking: set[Config] = set()  # scratch runs whose comparison has not resolved yet
+        #: (the key's call count, what happened) for each compile, load failure and check as it resolved
+        #: (background threads append; :meth:`diagnose` reports it: when a key's candidates became usable).
+        self.timeline: list[tuple[int, str]] = []
+        self.stretched = 0  # spans of this key's calls another thread stretched (not used as samples)
+        self.borrow_after = 0  # a frequent key's next try to borrow tokens, in its calls (Incremental._afford)
 
     def prune_more(self, pruned: Mapping[Config, str]) -> list[Config]:
         """Leave out ``pruned`` candidates that are not racing yet (a nearer key was promoted since this one
@@ -253,6 +286,7 @@ class KeyState:
                 self.obs.compiled.add(cfg)
             else:
                 self.obs.failed[cfg] = why_not
+            self.timeline.append((self.calls, f"{'compiled' if why_not is None else 'failed'} {cfg.id}"))
 
     def checked(self, cfg: Config, why_not: str | None, ms: float | None = None) -> None:
         """A check resolved: ``why_not`` is None when the candidate agreed; ``ms``, its scratch run's
@@ -265,14 +299,18 @@ class KeyState:
                     self.obs.samples.setdefault(cfg, []).append(ms)
             else:
                 self.obs.disagreed[cfg] = why_not
+            self.timeline.append((self.calls, f"{'checked' if why_not is None else 'disagreed'} {cfg.id}"))
 
     def check_estimate_ms(self) -> float | None:
-        """What the next check will cost: the last measured check, else ``check_calls`` (by default three)
-        real calls of the provisional config (its scratch run, plus copies and a comparison that move the outputs' bytes twice: for a
-        memory-bound kernel whose outputs are a third of its traffic, a call's worth each, rounded up so the
-        first check rarely leaves a debt); None before anything was timed."""
+        """What the next check will cost: the median of this key's measured checks, else ``check_calls`` (by
+        default three) real calls of the provisional config (its scratch run, plus copies and a comparison that
+        move the outputs' bytes twice: for a memory-bound kernel whose outputs are a third of its traffic, a
+        call's worth each, rounded up so the first check rarely leaves a debt); None before anything was timed.
+        The median, not the last: one check whose spans another thread stretched (the H200's stream: a check of
+        ~0.1 ms measured at several ms) set the next estimate, and the key then saved up for a thousand calls."""
         if self.check_cost:
-            return self.check_cost[-1]
+            xs = sorted(self.check_cost)
+            return xs[(len(xs) - 1) // 2]  # the lower median: of two checks, not the outlier
         est = self.recent_ms(self.provisional)
         return None if est is None else self.check_calls * est
 
@@ -349,15 +387,21 @@ class KeyState:
             ready = frozenset(c for c in self.configs if c in o.compiled and c not in gone)
             racing = frozenset(c for c in ready if c in o.checked)
             failed, disagreed = dict(o.failed), dict(o.disagreed)
-            samples = {c: list(o.samples.get(c, ())) for c in racing}
-        eliminated = set(self.applied.eliminated)
+            eliminated = set(self.applied.eliminated)
+            # Only what the statistics will read: racers still in, with min_samples or more (copying every
+            # racer's whole window on every round was most of the resolver's work per event pair).
+            samples: dict[Config, list[float]] = {}
+            for c in racing:
+                xs = o.samples.get(c)
+                if xs is not None and len(xs) >= opts.min_samples and c not in eliminated:
+                    samples[c] = list(xs)
         alive = [c for c in self.configs if c in racing and c not in eliminated]
         settled = all(c in failed or c in disagreed or c in racing for c in self.configs)
         if len(alive) < 2 and not settled:  # nothing to compare yet: skip the statistics
             return Proposal(ready, frozenset(alive), failed, disagreed, frozenset(eliminated))
         ms = {c: Measurement.from_samples(samples[c], rel_tol=opts.rel_tol,
                                           confidence=opts.elimination_confidence)
-              for c in alive if len(samples[c]) >= opts.min_samples}  # fmt: skip
+              for c in alive if c in samples}  # fmt: skip
         if len(ms) >= 2:
             bound = min(m.ci_high_ms for m in ms.values())
             for c, m in ms.items():
@@ -392,6 +436,75 @@ class KeyState:
         self._racers = [c for c in self.configs if c in p.racing] or [self.provisional]
         gone = p.racing | p.eliminated
         self._to_check = [c for c in self.check_order if c not in gone and c not in p.failed and c not in p.disagreed]
+
+    def diagnose(self) -> dict[str, Any]:
+        """Why this key is not promoted yet, from what it has observed (read-only; for reports and benchmarks):
+        each candidate's phase (``pruned``, ``compiling``, ``unchecked``: compiled, waiting for a check,
+        ``checking``, ``racing``, ``eliminated``, ``failed``, ``disagreed``), its samples, median and interval,
+        the bucket's tokens against the next check's estimate, and ``blocked``: the first rule of the module
+        docstring that holds the promotion back (or what :meth:`propose` would do now)."""
+        p = self.propose()
+        o, opts = self.obs, self.options
+        with o.lock:
+            samples = {c: list(o.samples.get(c, ())) for c in self.configs}
+            checking = set(self.checking)
+            compiled, checked = set(o.compiled), set(o.checked)
+        cands: dict[str, dict[str, Any]] = {}
+        for c, why in self.pruned.items():
+            cands[c.id] = {"phase": "pruned", "why": why}
+        for c in self.configs:
+            if c in p.failed:
+                phase = "failed"
+            elif c in p.disagreed:
+                phase = "disagreed"
+            elif c in p.eliminated:
+                phase = "eliminated"
+            elif c in p.racing:
+                phase = "racing"
+            elif c in checking:
+                phase = "checking"
+            elif c in compiled and c not in checked:
+                phase = "unchecked"
+            else:
+                phase = "compiling"
+            xs = samples[c]
+            row: dict[str, Any] = {"phase": phase, "samples": len(xs), "dispatched": self.dispatched.get(c, 0)}
+            if len(xs) >= 3:
+                m = Measurement.from_samples(xs, rel_tol=opts.rel_tol, confidence=opts.elimination_confidence)
+                row.update(median_ms=round(m.median_ms, 5), ci_ms=[round(m.ci_low_ms, 5), round(m.ci_high_ms, 5)])
+            elif xs:
+                row["median_ms"] = round(sorted(xs)[len(xs) // 2], 5)
+            cands[c.id] = row
+        est = self.check_estimate_ms()
+        phases = {c: cands[c.id]["phase"] for c in self.configs}
+        waiting = [c.id for c, ph in phases.items() if ph in ("compiling", "unchecked", "checking")]
+        if self.promoted is not None:
+            blocked = f"promoted {self.promoted.id}"
+        elif p.promoted is not None:
+            blocked = f"none: the next decision promotes {p.promoted.id} ({p.stop})"
+        elif any(ph == "compiling" for ph in phases.values()):
+            n = sum(ph == "compiling" for ph in phases.values())
+            blocked = f"{n} candidate(s) still compiling or loading (promotion waits for every candidate's check)"
+        elif waiting:
+            blocked = (f"{len(waiting)} candidate(s) waiting for a check; bucket {self.budget.tokens_ms:.4f} ms, "
+                       f"next check's estimate {'-' if est is None else f'{est:.4f}'} ms")  # fmt: skip
+        else:
+            alive = [c for c, ph in phases.items() if ph == "racing"]
+            short = [c.id for c in alive if len(samples[c]) < opts.min_samples]
+            if short:
+                blocked = f"racers with fewer than min_samples={opts.min_samples} samples: {short}"
+            else:
+                ms = {c: Measurement.from_samples(samples[c], rel_tol=opts.rel_tol,
+                                                  confidence=opts.elimination_confidence) for c in alive}  # fmt: skip
+                leader = min(alive, key=lambda c: ms[c].median_ms)
+                open_ = [f"{c.id} ({ms[c].median_ms / ms[leader].median_ms:.3f}x, {len(samples[c])} samples)"
+                         for c in alive if c != leader and not within(ms[leader], ms[c], opts.rel_tol)]  # fmt: skip
+                blocked = (f"race open: leader {leader.id} ({ms[leader].median_ms:.4f} ms) neither eliminates nor "
+                           f"ties {open_}; the budget rule needs {opts.max_samples} samples of every racer")  # fmt: skip
+        return {"calls": self.calls, "provisional": self.provisional.id, "blocked": blocked,
+                "tokens_ms": round(self.budget.tokens_ms, 5), "check_estimate_ms": est,
+                "checks_ms": [round(x, 4) for x in self.check_cost], "waiting_for_check": waiting,
+                "stretched_spans": self.stretched, "candidates": cands, "timeline": list(self.timeline)}  # fmt: skip
 
     def summary(self, names: Iterable[Config] | None = None, applied: Proposal | None = None) -> dict[str, object]:
         """Counts and removals, for ``choices()`` and the store (of ``applied``, default the applied state)."""
