@@ -29,7 +29,12 @@ step() {  # step PART LIMIT_S CMD...: run one command of a part with its own emp
   local rc=$?
   echo "   rc=$rc wall_s=$(python3 -c "import time; print(round(time.time() - $s, 1))")" | tee -a "$LOG"
 }
+pack() {  # everything under 4 MB comes back (tensors saved for the output comparisons stay: hundreds of MB)
+  (cd "$RES" && find . -type f -size -4M ! -name '*.pt' -print0 | tar czf "$OUT/results.tgz.part" --null -T -) \
+    && mv "$OUT/results.tgz.part" "$OUT/results.tgz" && cp "$LOG" "$OUT/run.log"
+}
 for part in "$@"; do
+  pack  # after every part too: a call cut short by the device's time limit still returns what it finished
   case $part in
     tests) step tests 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu tests/compat tests/screen/test_targets.py tests/tune -rs
            tail -3 "$RES"/tests/*.log | tee -a "$LOG" ;;
@@ -62,7 +67,7 @@ for part in "$@"; do
             grep -A6 "^== search vs exhaustive" "$RES"/search/python3_*.log | tee -a "$LOG" ;;
     # Issue 16's new-key row alone (3-key search; transfer and cold new key each from a copy of one cache snapshot,
     # then each from an empty cache; interleaved quality): ~2 minutes.
-    searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer
+    searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer --new-key-cache "${SEARCHXFER_CACHE:-both}"
                 grep -A8 "^== search vs exhaustive" "$RES"/searchxfer/python3_*.log | tee -a "$LOG" ;;
     # Needs 2 GPUs (nvidia-h200-x2): one search shared by 2 ranks vs the same search in one process, 16 jobs each.
     distsearch) step distsearch 280 python3 -m tritune tune examples/matmul_tma_wide.py --workload matmul_tma_wide \
@@ -75,5 +80,4 @@ for part in "$@"; do
     *) echo "unknown part $part" | tee -a "$LOG" ;;
   esac
 done
-# Tensors saved for the output comparisons stay behind (hundreds of MB); everything under 4 MB comes back.
-(cd "$RES" && find . -type f -size -4M ! -name '*.pt' -print0 | tar czf "$OUT/results.tgz" --null -T -) && cp "$LOG" "$OUT/run.log"
+pack

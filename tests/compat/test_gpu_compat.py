@@ -74,6 +74,26 @@ def test_heuristics_under_the_decorator_agree_with_triton() -> None:
 
 
 @pytest.mark.gpu
+def test_heuristics_under_the_decorator_positional_calls_agree_with_triton() -> None:
+    """All-positional calls under @heuristics take the choice from the call-key cache (session 6): heuristic
+    values still follow each call (n = 1024 vs 1000 share no key but alternate), outputs as Triton's."""
+    need_gpu()
+    heur = {"ACT": lambda a: "relu" if a["n"] % a["BLOCK"] == 0 else "none", "SCALE": lambda a: 2}
+    tt = tritune.autotune(CONFIGS, ["n"], store=False)(triton.heuristics(heur)(_act_kernel))
+    ref = triton.autotune(CONFIGS, ["n"])(triton.heuristics(heur)(_act_kernel))
+    for n in (1024, 1000, 1024, 1000, 1024):
+        x = torch.randn(n, device="cuda")
+        a, b = torch.empty_like(x), torch.empty_like(x)
+        grid = lambda m, n=n: (triton.cdiv(n, m["BLOCK"]),)  # noqa: E731
+        tt[grid](x, a, n)
+        ref[grid](x, b, n)
+        for out, k in ((a, tt), (b, ref)):
+            relu = n % k.best_config.kwargs["BLOCK"] == 0
+            torch.testing.assert_close(out, torch.relu(x * 2) if relu else x * 2)
+    assert tt._heur_hot and tt._hot_kw and all(launch is not None for _, launch in tt._hot_kw.values())
+
+
+@pytest.mark.gpu
 def test_run_returns_the_compiled_kernel() -> None:
     need_gpu()
     tt = tritune.autotune(CONFIGS, ["n"], store=False)(_act_kernel)
