@@ -146,18 +146,27 @@ class Pinned:
 
 def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...], tuners: list[Any],
                       sides: dict[str, list[Any]], blocks: int = 24, calls: int = 10,
-                      cuda: bool = True) -> dict[str, Any]:  # fmt: skip
+                      cuda: bool = True, cold_calls: int = 0) -> dict[str, Any]:  # fmt: skip
     """GPU microseconds per call of ``fn(*args)`` with each side's configs pinned, blocks alternating sides
     (the first side alternates too). A sleep kernel ahead of each block keeps the GPU busy while the host
-    queues the block, so host dispatch time is not counted. Returns each side's median. ``cuda=False``
-    (the CPU smoke run) times host wall time instead, which means nothing but exercises the pinning."""
+    queues the block, so host dispatch time is not counted. Returns each side's median (``us``: warm, the
+    calls back to back). With ``cold_calls`` each block also times that many calls one at a time, each after
+    an L2 flush (zeroing twice the L2) and a sleep kernel that covers its queueing (``us_cold``: the cache
+    state both engines tuned in, since Triton's ``do_bench`` and tritune's default policy flush).
+    ``cuda=False`` (the CPU smoke run) times host wall time instead, which means nothing but exercises the
+    pinning."""
     import time
 
     if not cuda:
-        blocks, calls = 2, 2
+        blocks, calls, cold_calls = 2, 2, 0
     pinned = Pinned(tuners)
     per: dict[str, list[float]] = {s: [] for s in sides}
+    per_cold: dict[str, list[float]] = {s: [] for s in sides}
     names = list(sides)
+    flush = None
+    if cold_calls:
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
+        flush = torch.empty(max(2 * l2, 1 << 26) // 4, dtype=torch.int32, device="cuda")
     try:
         for b in range(blocks):
             for side in names if b % 2 == 0 else names[::-1]:
@@ -178,7 +187,22 @@ def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...],
                 end.record()
                 end.synchronize()
                 per[side].append(start.elapsed_time(end) * 1e3 / calls)
+                if flush is not None:
+                    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                          for _ in range(cold_calls)]  # fmt: skip
+                    for s0, e0 in ev:
+                        flush.zero_()
+                        torch.cuda._sleep(1_000_000)  # ~0.5 ms: the host queues the call behind it
+                        s0.record()
+                        fn(*args)
+                        e0.record()
+                    ev[-1][1].synchronize()
+                    per_cold[side].append(statistics.median(s0.elapsed_time(e0) * 1e3 for s0, e0 in ev))
     finally:
         pinned.restore()
-    med = {s: statistics.median(v) for s, v in per.items()}
-    return {"us": med, "blocks": blocks, "calls_per_block": calls}
+    out: dict[str, Any] = {"us": {s: statistics.median(v) for s, v in per.items()}, "blocks": blocks,
+                           "calls_per_block": calls}  # fmt: skip
+    if flush is not None:
+        out["us_cold"] = {s: statistics.median(v) for s, v in per_cold.items()}
+        out["cold_calls_per_block"] = cold_calls
+    return out
