@@ -13,10 +13,11 @@ over a line protocol, so that the interleaved measurements alternate engines on 
 - winner: each engine's winning config of every autotuner the op reached (``best_config``, for Triton's
   ``Autotuner`` and FlagGems' ``LibTuner`` alike), both pinned in turn in the Triton process and timed in
   alternating blocks on the same inputs (``libs_tuners.remeasure_winners``): the ratio is the kernels' alone;
-- dispatch: host microseconds per cached call (a loop of calls, then one synchronize), median of per-round
-  ratios; ``reaches`` says whether cached calls still reach an autotuner's ``run`` (counted in a short loop
-  after tuning): a ``libentry`` wrapper caches the compiled kernel, so its calls bypass both engines, and the
-  summary's median dispatch ratio is taken over the ops whose calls do reach one.
+- dispatch: host microseconds per cached call (chunks of 50 calls, each queued behind a GPU sleep that covers
+  it, so the GPU's throughput is never what is timed), median of per-round ratios; ``reaches`` says whether
+  cached calls still reach an autotuner's ``run`` (counted in a short loop after tuning): a ``libentry``
+  wrapper caches the compiled kernel, so its calls bypass both engines, and the summary's median dispatch
+  ratio is taken over the ops whose calls do reach one.
 
   PYTHONPATH=<flag_gems>:<liger>:src python3 benchmarks/real_libraries.py --out results/real_libs [--quick] [--ops mm,bmm]
 
@@ -362,11 +363,29 @@ class _Child:
         fn, args = self.calls[op.name]
         self.sync()
         before = sum(g["collections"] for g in gc.get_stats())
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn(*args)
-        host = time.perf_counter() - t0  # host time to issue n cached calls
-        self.sync()
+        if self.device != "cuda":
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn(*args)
+            host = time.perf_counter() - t0  # host time to issue n cached calls
+        else:
+            # Chunks of calls, each behind a GPU sleep that covers its host time (sized from the last chunk,
+            # 1.5x): the launch queue never fills, so the loop times the host's dispatch and not the GPU's
+            # throughput. Issued in one loop of 500, an op whose kernels outlast its host code was timed by the
+            # GPU (session 6 call 3: sum_dim, which reaches no autotuner, ran 38-82 us a round, and its
+            # engines' ratio came out 1.063).
+            host, done, per_call_us = 0.0, 0, 200.0
+            while done < n:
+                k = min(50, n - done)
+                self.torch.cuda._sleep(int(1.5 * k * per_call_us * 2000))  # ~2000 cycles a us on an H200
+                t0 = time.perf_counter()
+                for _ in range(k):
+                    fn(*args)
+                dt = time.perf_counter() - t0
+                host += dt
+                per_call_us = max(dt / k * 1e6, 5.0)
+                self.sync()
+                done += k
         # diagnostics for a process-level difference (a larger heap makes the collector's passes longer)
         return {"us_per_call": host / n * 1e6, "gc_passes": sum(g["collections"] for g in gc.get_stats()) - before,
                 "gc_objects": len(gc.get_objects())}
