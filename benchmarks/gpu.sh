@@ -5,9 +5,11 @@
 #
 # Parts: tests dispatch gelu short libs libtests tutorials serving servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
-# to $RES/run.log, which starts with the machine's facts and each part's command line. At the end
-# everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log is
-# copied beside it. Wheels carried in .whl/ (FlagGems, Liger-Kernel, SQLAlchemy) are installed into
+# to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
+# at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
+# is copied beside it. Env: LIBTESTS_BUDGET_S, LIBTESTS_SUITES (e.g. liger), SEARCHXFER_CACHE (both|shared|empty).
+# The tracked tree plus what a call carries must stay under the device's 64 MiB: carry .whl only for libs and
+# libtests (.whl/libtests alone is 22 MB). Wheels carried in .whl/ (FlagGems, Liger-Kernel, SQLAlchemy) are installed into
 # /tmp/site; Triton's tutorials, which are not committed, are read from .ref/tutorials. libtests runs FlagGems' and
 # Liger's own tests from .ref/libtests with wheels from .whl/libtests (benchmarks/libtests_fetch.sh gathers both).
 set -u
