@@ -51,7 +51,7 @@ def test_both_engines(tmp_path: Path) -> None:
         assert s["winner_ratio"] is not None and s["winner_note"] is None, (name, s)
         assert s["reaches"] is True and s["tritune_reaches"] is True  # plain autotuned kernels: no libentry
     assert summary["winners_compared"] == 2 and summary["ops_reaching"] == 2
-    assert "winners re-measured interleaved:" in p.stdout and "median over the 2 ops" in p.stdout
+    assert "winners re-measured interleaved (warm" in p.stdout and "median over the 2 ops" in p.stdout
 
 
 def test_run_counter_counts_runs_and_puts_run_back() -> None:
