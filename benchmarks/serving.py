@@ -219,6 +219,11 @@ class HostClock:
         return False
 
 
+#: ``--spin-idle``: incremental mode's CUDA-event spans start behind a GPU spin when the device is idle
+#: (``IncrementalOptions.spin_idle``).
+SPIN_IDLE = False
+
+
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
     if engine == "triton":
         return triton.autotune(configs=w.configs, key=w.key)(w.jit)
@@ -234,7 +239,9 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
 
     inc_store = out / f"{w.name}.incremental.sqlite"
     inc_store.unlink(missing_ok=True)
-    inc = Incremental(outputs=w.outputs, clock=HostClock() if dry else None)
+    from tritune.tune.serving_state import IncrementalOptions
+
+    inc = Incremental(IncrementalOptions(spin_idle=SPIN_IDLE), outputs=w.outputs, clock=HostClock() if dry else None)
     inc.start_trace()
     return tritune.autotune(configs=w.configs, key=w.key, store=str(inc_store), incremental=inc)(w.jit)
 
@@ -569,7 +576,11 @@ def main() -> None:
     ap.add_argument("--watchdog-ms", type=float, default=0.0,
                     help="dump every thread's traceback into --out when a call runs past this (attribution)")
     ap.add_argument("--retime-rounds", type=int, default=None)
+    ap.add_argument("--spin-idle", action="store_true",
+                    help="incremental: spans on an idle device start behind a GPU spin (IncrementalOptions.spin_idle)")
     a = ap.parse_args()
+    global SPIN_IDLE
+    SPIN_IDLE = a.spin_idle
     dry = a.dry_run
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -583,7 +594,7 @@ def main() -> None:
         want = a.engines.split(",")
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
-                           "shapes": "tiny" if a.tiny else "serving",
+                           "shapes": "tiny" if a.tiny else "serving", "spin_idle": a.spin_idle,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 

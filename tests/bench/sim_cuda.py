@@ -138,6 +138,10 @@ class SimDevice:
             def synchronize(self) -> None:
                 dev.sync()
 
+            def query(self) -> bool:
+                """Whether the device has passed this event (its GPU time is behind the host's clock)."""
+                return self.t is not None and self.t <= dev.host_ms()
+
             def elapsed_time(self, end: Event) -> float:
                 assert self.t is not None and end.t is not None
                 return end.t - self.t
@@ -174,6 +178,8 @@ class SimDevice:
             graph=graph,
             stream=lambda s: contextlib.nullcontext(),
             Stream=lambda: None,
+            # the stream's queue is empty once the host's clock has caught up with the GPU's
+            current_stream=lambda: SimpleNamespace(query=lambda: dev.clock_ms <= dev.host_ms()),
         )
         if dev.spin:
 

@@ -126,7 +126,7 @@ class Incremental:
     def resolver(self) -> Resolver:
         if self._resolver is None:
             if self.clock is None:
-                self.clock = CudaClock()
+                self.clock = CudaClock(spin_idle=self.options.spin_idle)
             self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet)
             self._host = self.host_clock or (time.perf_counter if isinstance(self.clock, CudaClock) else _no_time)
         return self._resolver

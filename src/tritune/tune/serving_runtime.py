@@ -35,15 +35,41 @@ class CompileService(Protocol):
               grid: Any, deliver: Deliver) -> None: ...  # fmt: skip
 
 
+#: GPU clock cycles per microsecond assumed for the idle spin (an H200's SM clock is ~1.98 GHz; a slower clock
+#: only makes the spin longer, and the spin has its 1.5x margin anyway).
+SPIN_CYCLES_PER_US = 1900.0
+
+#: Longest idle spin, in microseconds.
+MAX_SPIN_US = 100.0
+
+
 class CudaClock:
-    """CUDA events recorded on the caller's current stream (pooled: an event is reused once resolved)."""
+    """CUDA events recorded on the caller's current stream (pooled: an event is reused once resolved).
 
-    def __init__(self) -> None:
-        import torch
+    ``spin_idle`` (``IncrementalOptions.spin_idle``): when the caller's stream has nothing queued
+    (``Stream.query()``), the start event would be passed at once, and the span
+    would time the rest of the launch's host work (10-20 us of Python and driver on the H200) before the
+    kernel: a 3-20 us kernel's span is then mostly host time, which compresses the gaps between configs until
+    they look tied (session 6: RMSNorm buckets promoted to configs 1.09-1.3x the best). With ``spin_idle``,
+    such a start is queued behind a GPU spin of 1.5x the recent start-to-stop host time (at most
+    :data:`MAX_SPIN_US`), so the kernel is already queued when the start event is passed. The spin runs on
+    an otherwise idle device; it can delay the kernel by the margin (about half the launch's host time) and
+    costs one more launch on the host. Not used while the device is busy (the start then waits its turn).
+    ``torch_module`` and ``host`` exist for tests (a FAKE device and clock)."""
 
+    def __init__(self, spin_idle: bool = False, torch_module: Any = None,
+                 host: Callable[[], float] = time.perf_counter) -> None:  # fmt: skip
+        if torch_module is None:
+            import torch as torch_module
+        torch = torch_module
         self._torch = torch
         self._free: list[Any] = []
         self._new = torch.cuda.Event
+        self.spin_idle = spin_idle and hasattr(torch.cuda, "_sleep")
+        self._host = host
+        self._t0 = 0.0
+        self._launch_us = 20.0  # recent host time from start() to stop(), smoothed (a first guess until then)
+        self.spins = 0
 
     def _event(self) -> Any:
         # list.pop and list.extend are atomic under the interpreter's lock: no lock of our own on the caller's
@@ -54,6 +80,12 @@ class CudaClock:
             return self._new(enable_timing=True)
 
     def start(self, cfg: Config | None) -> Any:
+        if self.spin_idle:
+            if self._torch.cuda.current_stream().query():  # nothing queued on the caller's stream: idle
+                us = min(1.5 * self._launch_us, MAX_SPIN_US)
+                self._torch.cuda._sleep(max(1, int(us * SPIN_CYCLES_PER_US)))
+                self.spins += 1
+            self._t0 = self._host()  # shared by threads: only an estimate of the launch's host time
         e = self._event()
         e.record()
         return e
@@ -61,6 +93,9 @@ class CudaClock:
     def stop(self, token: Any) -> Any:
         e = self._event()
         e.record()
+        if self.spin_idle:
+            us = (self._host() - self._t0) * 1e6
+            self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
         return (token, e)
 
     def elapsed_ms(self, handle: Any) -> float:

@@ -59,6 +59,9 @@ class IncrementalOptions:
     launchers, ~1 ms of Python each) held the interpreter's lock when the launch gave it up, and the event
     pair, on an idle device, measured that wait. A stretched span is no sample, and a check with one is
     charged its estimate, not the wait (see :class:`~tritune.tune.incremental.Incremental`).
+    ``spin_idle``: queue a short GPU spin before a span's start event when the device is idle, so a short
+    kernel's span holds the kernel and not the launch's host time (:class:`~tritune.tune.serving_runtime.
+    CudaClock`); off by default until measured on a GPU (session 6 built it after its last GPU call).
     """
 
     gpu_fraction: float = 0.10
@@ -71,6 +74,7 @@ class IncrementalOptions:
     prune_ratio: float = 1.3
     prune_distance: float = 1.0
     stall_ms: float = 0.5
+    spin_idle: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_fraction <= 1:

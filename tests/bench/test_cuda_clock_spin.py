@@ -1,0 +1,49 @@
+"""The incremental mode's CUDA-event clock with ``spin_idle``, on a FAKE simulated device (tests/bench/sim_cuda.py)
+with a virtual host clock: a launch costs the host 15 us, the kernel runs 3 us, and the caller synchronizes after
+every call (as benchmarks/serving.py does), so each span starts on an idle device."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+from sim_cuda import SimDevice
+
+from tritune.tune.serving_runtime import CudaClock
+
+KERNEL_MS, LAUNCH_MS = 0.003, 0.015
+
+
+def _spans(spin_idle: bool, busy: bool = False, calls: int = 40) -> tuple[list[float], CudaClock, SimDevice]:
+    dev = SimDevice(seed=2, launch_cpu_ms=LAUNCH_MS, spin=True, virtual_host=True)
+    clock = CudaClock(spin_idle=spin_idle, torch_module=dev.torch(), host=dev.perf_counter)
+    out = []
+    for _ in range(calls):
+        if busy:
+            dev.run(0.2, 0.0, cpu_ms=0.0)  # other work queued ahead (the device is busy)
+        else:
+            dev.sync()
+        t = clock.start(None)
+        dev.run(KERNEL_MS, 0.01)
+        h = clock.stop(t)
+        out.append(clock.elapsed_ms(h))
+    return out, clock, dev
+
+
+def test_without_the_spin_an_idle_devices_span_holds_the_launchs_host_time() -> None:
+    spans, clock, _ = _spans(spin_idle=False)
+    assert statistics.median(spans) == pytest.approx(KERNEL_MS + LAUNCH_MS, rel=0.05)
+    assert clock.spins == 0
+
+
+def test_spin_idle_makes_the_span_the_kernel() -> None:
+    spans, clock, _ = _spans(spin_idle=True)
+    assert statistics.median(spans) == pytest.approx(KERNEL_MS, rel=0.05)
+    assert clock.spins == len(spans)  # every call found the device idle
+    assert clock._launch_us == pytest.approx(LAUNCH_MS * 1e3, rel=0.2)  # the spin follows the launch's host time
+
+
+def test_no_spin_while_the_device_is_busy() -> None:
+    spans, clock, _ = _spans(spin_idle=True, busy=True)
+    assert clock.spins == 0  # every start found work queued ahead of it
+    assert statistics.median(spans) == pytest.approx(KERNEL_MS, rel=0.05)  # queued behind other work anyway
