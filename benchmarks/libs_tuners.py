@@ -85,6 +85,35 @@ class RunCounter:
         return [self.objects[i] for i in self.counts]
 
 
+class RunTimer(RunCounter):
+    """A :class:`RunCounter` that also sums the host seconds spent inside the outermost ``run`` calls
+    (``seconds``): the part of an op's call that an autotuner engine owns (a stacked wrapper's nested ``run``
+    is not counted twice). The wrapper itself adds ~0.5 us a call to both engines alike."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds = 0.0
+        self._depth = 0
+
+    def _wrap(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        import time
+
+        counted = super()._wrap(orig)
+
+        def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._depth:
+                return counted(tuner, *args, **kwargs)
+            self._depth += 1
+            t0 = time.perf_counter()
+            try:
+                return counted(tuner, *args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+                self._depth -= 1
+
+        return run
+
+
 def describe(cfg: Any) -> dict[str, Any] | None:
     """A config's meta-parameters and launch options as JSON-able values (None for no config)."""
     if cfg is None:

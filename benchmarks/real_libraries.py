@@ -386,8 +386,19 @@ class _Child:
                 per_call_us = max(dt / k * 1e6, 5.0)
                 self.sync()
                 done += k
+        # The part of a call spent inside the autotuners' run (the engine's share; the rest is the library's own
+        # host code, which neither engine touches): a shorter loop under RunTimer, behind a sleep likewise.
+        from libs_tuners import RunTimer
+
+        k = min(n, 100)
+        with RunTimer() as rt:
+            if self.device == "cuda":
+                self.torch.cuda._sleep(int(1.5 * k * max(host / n * 1e6, 5.0) * 2000))
+            for _ in range(k):
+                fn(*args)
+        self.sync()
         # diagnostics for a process-level difference (a larger heap makes the collector's passes longer)
-        return {"us_per_call": host / n * 1e6, "gc_passes": sum(g["collections"] for g in gc.get_stats()) - before,
+        return {"us_per_call": host / n * 1e6, "run_us_per_call": rt.seconds / k * 1e6, "gc_passes": sum(g["collections"] for g in gc.get_stats()) - before,
                 "gc_objects": len(gc.get_objects())}
 
 
@@ -609,6 +620,7 @@ def parent_main(args: argparse.Namespace) -> int:
                     if "us_per_call" in got:
                         rows[op.name][n].setdefault("dispatch_us", []).append(got["us_per_call"])
                         rows[op.name][n].setdefault("dispatch_gc", []).append([got["gc_passes"], got["gc_objects"]])
+                        rows[op.name][n].setdefault("run_us", []).append(got.get("run_us_per_call"))
         if len(names) == 2:  # both winners pinned in turn in Triton's process: the kernels' ratio alone
             for op in live:
                 if time.time() - started > args.budget_s:
@@ -647,6 +659,7 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
             s[f"{n}_cold_s"] = c.get("cold_s")
             s[f"{n}_us"] = _median(row.get(n, {}).get("us", []))
             s[f"{n}_dispatch_us"] = _median(row.get(n, {}).get("dispatch_us", []))
+            s[f"{n}_run_us"] = _median([x for x in row.get(n, {}).get("run_us", []) if x is not None])
             s[f"{n}_reaches"] = c.get("reaches")
             s[f"{n}_config"] = [t["config"] for t in c.get("tuners", [])] or None
         s["outputs_equal"] = row.get("outputs", {}).get("equal")
@@ -714,6 +727,14 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
               f"{_fmt(t['winner_ratio_cold_max'], '.3f')}")
     print(f"dispatch: worst ratio {_fmt(t['dispatch_ratio_max'], '.3f')}; median over the {t['ops_reaching']} ops "
           f"whose cached calls reach the autotuner {_fmt(t['dispatch_ratio_median_reaching'], '.3f')}")
+    reach = [(n, s) for n, s in t["ops"].items() if s["reaches"] and s.get("triton_run_us") is not None
+             and s.get("tritune_run_us") is not None and s["triton_dispatch_us"] and s["tritune_dispatch_us"]]
+    if reach:
+        print("host us per cached call inside the autotuners' run (the engine's share) and outside it (the library's "
+              "own code), Triton / tritune:")
+        for n, s in reach:
+            print(f"  {n:22s} run {s['triton_run_us']:6.1f} / {s['tritune_run_us']:6.1f}   outside "
+                  f"{s['triton_dispatch_us'] - s['triton_run_us']:6.1f} / {s['tritune_dispatch_us'] - s['tritune_run_us']:6.1f}")
     print(f"ops run: triton {t['ops_run']['triton']}/{t['ops_total']}, tritune {t['ops_run']['tritune']}/"
           f"{t['ops_total']}; outputs equal {t['ops_equal']}/{t['ops_total']}")
 
