@@ -71,3 +71,35 @@ class FakeCompiles:
             for d in self._deliver:
                 d(cfg, why)
         self._pending = []
+
+
+def serve_one_key(clock: Any, blocks: Sequence[int], calls: int, options: Any = None,
+                  host: Callable[[], float] | None = None) -> tuple[Any, int | None]:  # fmt: skip
+    """Serve ``calls`` calls of one key of ``scale_kernel`` tuned over BLOCK in ``blocks``, with a FAKE clock,
+    FAKE compiles (finished after the first call) and a FAKE launch (the clock alone says what a call took);
+    returns the Incremental and the call at which the key was promoted (None: still tuning)."""
+    import torch
+    import triton
+
+    import tritune
+    from kernels import scale_kernel
+    from tritune.store import MemoryStore
+    from tritune.tune.incremental import Incremental
+    from tritune.tune.serving_state import IncrementalOptions
+
+    comp = FakeCompiles()
+    inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
+    if host is not None:
+        inc.host_clock = host
+    configs = [triton.Config({"BLOCK": b}) for b in blocks]
+    k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
+    k._launch = lambda *a, **kw: None
+    x, out = torch.zeros(64), torch.zeros(64)
+    for i in range(calls):
+        k[(1,)](x, out, 64)
+        if i == 0:
+            comp.finish()
+        inc.resolver().poll()
+        if inc.promoted:
+            return inc, i
+    return inc, None

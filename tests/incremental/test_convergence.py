@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 import torch
 import triton
-from incremental_fakes import FakeClock, FakeCompiles
+from incremental_fakes import FakeClock, FakeCompiles, serve_one_key
 
 import tritune
 from kernels import scale_kernel
@@ -43,21 +43,11 @@ def promote_within(times: tuple[float, ...], calls: int, seed: int, check_extra:
     t = dict(zip(BLOCKS, times))
     # FAKE: +-noise, a check's two spans add check_extra calls' worth of copies and comparison.
     clock = FakeClock(t, noise=noise, seed=seed, span_ms=check_extra * t[BLOCKS[0]] / 2)
-    comp = FakeCompiles()
-    inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
-    configs = [triton.Config({"BLOCK": b}) for b in BLOCKS[: len(times)]]
-    k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
-    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
-    x, out = torch.zeros(64), torch.zeros(64)
-    for i in range(calls):
-        k[(1,)](x, out, 64)
-        if i == 0:
-            comp.finish()
-        inc.resolver().poll()
-        if inc.promoted:
-            (ch,) = inc.promoted.values()
-            return ch.config.kwargs["BLOCK"], i
-    return None, calls
+    inc, at = serve_one_key(clock, BLOCKS[: len(times)], calls, options)
+    if at is None:
+        return None, calls
+    (ch,) = inc.promoted.values()
+    return ch.config.kwargs["BLOCK"], at
 
 
 @pytest.mark.parametrize("name", sorted(LANDSCAPES))

@@ -4,14 +4,9 @@ and why a key is not promoted. Pure logic with labelled FAKES (no kernel runs, n
 from __future__ import annotations
 
 import pytest
-import torch
-import triton
-from incremental_fakes import FakeCompiles
+from incremental_fakes import FakeCompiles, serve_one_key
 
-import tritune
-from kernels import scale_kernel
 from tritune.config import Config
-from tritune.store import MemoryStore
 from tritune.tune.incremental import Incremental
 from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState
 
@@ -53,21 +48,7 @@ class StallingClock:
 
 def serve(clock: StallingClock, calls: int) -> tuple[Incremental, int | None]:
     """One key, four configs; the call at which it promoted (None: still tuning after ``calls``)."""
-    comp = FakeCompiles()
-    inc = Incremental(IncrementalOptions(), clock=clock, compiler=comp, thread=False)
-    inc.host_clock = clock.host
-    configs = [triton.Config({"BLOCK": b}) for b in TIMES]
-    k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
-    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
-    x, out = torch.zeros(64), torch.zeros(64)
-    for i in range(calls):
-        k[(1,)](x, out, 64)
-        if i == 0:
-            comp.finish()
-        inc.resolver().poll()
-        if inc.promoted:
-            return inc, i
-    return inc, None
+    return serve_one_key(clock, list(TIMES), calls, host=clock.host)  # type: ignore[no-any-return]
 
 
 def first_check_span(calls: int = 200) -> int:
