@@ -184,10 +184,9 @@ def simulate_one(
     """One seeded run. ``strategy`` is a registered name or a factory ``(space, *, seed, illegal)``.
 
     With ``final`` (the tuner model, module docstring) the search runs as tuning runs it and ``final``
-    picks; ``confirm`` is then the driver's reserve for a strategy's finals. Without it (the reserve model):
-
-    With noise, a share ``confirm`` of the evaluation budget is kept back to decide between the best
-    and its ties, as tuning's race re-times its finalists. For a :class:`Strategy` the decision is
+    picks; ``confirm`` is then the driver's reserve for a strategy's finals. Without it (the reserve
+    model), with noise, a share ``confirm`` of the evaluation budget is kept back to decide between the
+    best and its ties. For a :class:`Strategy` the decision is
     interval-aware (:func:`_race_finalists`): only configs whose interval overlaps the best's are
     re-measured, in rounds, their draws pooled (:meth:`Strategy.retell`), and what no tie needs goes
     to the search. Other strategy objects get the plain rule: the fastest few measured once more, the
