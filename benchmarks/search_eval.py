@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tritune.engine.searched import replay_final_race
 from tritune.errors import SearchError
 from tritune.landscape import Landscape
 from tritune.search import registry
@@ -225,6 +226,13 @@ def main(argv: list[str] | None = None) -> int:
         help="add the held-out SYNTHETIC suite: N fitted landscapes per variant of unseen seeds plus the "
         "analytic families",
     )
+    ap.add_argument(
+        "--model",
+        choices=("tuner", "reserve"),
+        default="tuner",
+        help="what follows the search (tritune simulate --model): 'tuner' (default): tuning's driver, then the "
+        "tuner's final race picks; 'reserve': the sessions 3-6 model (15%% re-measures the ties, the strategy picks)",
+    )
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     ap.add_argument(
         "--transfer",
@@ -256,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     tally: dict[tuple[str, str, float], list[int]] = {}
     print(
         f"budget {args.budget:.0%} of legal configs, {args.seeds} seeds, noise {noises}; "
-        f"targets: median <= {TARGET_MEDIAN}, p90 <= {TARGET_P90}; default strategy: {registry.DEFAULT}"
+        f"targets: median <= {TARGET_MEDIAN}, p90 <= {TARGET_P90}; default strategy: {registry.DEFAULT}; "
+        f"model: {args.model}"
     )
     header = (
         f"{'landscape':30} {'noise':>5} {'legal':>5} {'evals':>5} {'strategy':13} {'median':>7} {'p90':>7} "
@@ -272,7 +281,13 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 try:
                     sim: Simulation = simulate(
-                        land, strategy_factory(name), args.budget, args.seeds, noise=noise, name=name
+                        land,
+                        strategy_factory(name),
+                        args.budget,
+                        args.seeds,
+                        noise=noise,
+                        name=name,
+                        final=replay_final_race if args.model == "tuner" else None,
                     )
                 except SearchError as e:
                     if "tritune[search]" not in str(e):
@@ -328,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             "seeds": args.seeds,
             "noise": noises,
             "default": registry.DEFAULT,
+            "model": args.model,
             "summary": summary,
             "results": results,
         }

@@ -5,6 +5,11 @@ to time a config for ``budget_s`` seconds, it draws samples ``t * exp(N(0, noise
 exactly the recorded ``t``) until the median's interval meets ``rel_tol`` or the *simulated* device time,
 ``t + overhead_ms`` per sample, reaches the budget. A config the landscape records as failed yields that
 failure, never a time.
+
+``look_noise`` adds an error per *look* (per ``measure_config`` call): every sample of one call is scaled by
+one draw of ``exp(N(0, look_noise))``, so more samples narrow the look's interval but not its offset. That
+is the noise a race's confirmation looks exist for (a short kernel's whole look read 3% slow on the H200,
+:mod:`tritune.engine.race`), and the noise ``tritune simulate --noise`` gives each evaluation.
 """
 
 from __future__ import annotations
@@ -39,9 +44,12 @@ class ReplayTimer:
         overhead_ms: float = 0.03,
         batch: int = 10,
         confidence: float = 0.95,
+        look_noise: float = 0.0,
     ) -> None:
         if noise < 0:
             raise ValueError(f"noise is a relative standard deviation and must be >= 0, got {noise}")
+        if not look_noise >= 0:
+            raise ValueError(f"look_noise is a relative standard deviation, must be >= 0, got {look_noise}")
         if overhead_ms < 0 or batch < 1:
             raise ValueError("overhead_ms must be >= 0 and batch >= 1")
         self.landscape = landscape
@@ -50,6 +58,7 @@ class ReplayTimer:
         self.overhead_ms = overhead_ms
         self.batch = batch
         self.confidence = confidence
+        self.look_noise = look_noise
         self._rng = random.Random(seed)
         self.device_s = 0.0
         self.calls = 0
@@ -59,6 +68,7 @@ class ReplayTimer:
             "timer": self.name,
             "noise": self.noise,
             "noise_model": "lognormal, median = recorded time",
+            "look_noise": self.look_noise,
             "seed": self.seed,
             "overhead_ms": self.overhead_ms,
             "confidence": self.confidence,
@@ -94,8 +104,9 @@ class ReplayTimer:
             )
         if budget_s <= 0 or min_samples < 1 or max_samples < min_samples:
             raise ValueError("need budget_s > 0 and 1 <= min_samples <= max_samples")
-        t = point.time_ms
-        cost_s = (t + self.overhead_ms) / 1000.0
+        # the device time is the kernel's, not the look's offset
+        cost_s = (point.time_ms + self.overhead_ms) / 1000.0
+        t = point.time_ms * (self._rng.lognormvariate(0.0, self.look_noise) if self.look_noise else 1.0)
         samples: list[float] = []
         spent = 0.0
         while True:

@@ -29,6 +29,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--seeds", type=int, default=20, help="number of seeded runs, seeds 0..N-1 (default 20)")
     p.add_argument("--noise", type=float, default=0.0, help="relative multiplicative noise on replayed times")
+    p.add_argument("--model", choices=("tuner", "reserve"), default="tuner",
+                   help="what follows the search: 'tuner' (default) as tuning does it: the budget held back only "
+                   "for a strategy's finals, then the tuner's final race re-times the configs within 3%% of the "
+                   "fastest (at most 4) on the replay with the same noise per look, at no evaluation cost, and "
+                   "its winner is the pick; 'reserve': the earlier model, 15%% of the budget re-measures the "
+                   "strategy's ties under noise and the strategy picks")
     p.add_argument("--json", metavar="FILE|-", help="write the result as JSON to FILE, or to stdout with -")
     p.add_argument("--quiet", action="store_true", help="print only the final result")
 
@@ -38,6 +44,7 @@ def _fmt(x: float | None, digits: int = 4) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tritune.engine.searched import replay_final_race
     from tritune.landscape import Landscape
     from tritune.search import registry
     from tritune.search.simulate import simulate
@@ -83,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
             progress.step(f"seed {r.seed}", "measured", f"best ratio {r.best_ratio:.4f}, {r.evaluations} evaluations")
 
         try:
-            sim = simulate(landscape, strategy, args.budget, args.seeds, noise=args.noise, name=name, on_run=on_run)
+            sim = simulate(landscape, strategy, args.budget, args.seeds, noise=args.noise, name=name, on_run=on_run,
+                           final=replay_final_race if args.model == "tuner" else None)
         except TrituneError as e:
             return fail_usage(f"{args.landscape}: {e}")
     payload = {"command": "simulate", **sim.to_json(), "landscape": str(args.landscape)}
@@ -91,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     stream = out_stream(args)
     print(
         f"{name} on {landscape.kernel or args.landscape}: budget {args.budget:g} = {sim.budget_evaluations} of "
-        f"{sim.legal_configs} legal configs, {len(sim.runs)} seeds, noise {args.noise:g}",
+        f"{sim.legal_configs} legal configs, {len(sim.runs)} seeds, noise {args.noise:g}, model {sim.model}",
         file=stream,
     )
     print(

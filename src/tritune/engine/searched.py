@@ -39,12 +39,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from tritune.bench.replay import ReplayTimer
 from tritune.bench.timer import ConfigMeasure
 from tritune.config import Config
 from tritune.engine.job import Compiler
 from tritune.engine.pipeline import Prepared, compile_and_race
 from tritune.engine.race import RaceOptions, RaceResult, race
 from tritune.engine.sticky import StickyGuard
+from tritune.landscape import Landscape
 from tritune.outcome import Status
 from tritune.search import SearchDriver
 
@@ -149,6 +151,45 @@ def search_and_race(
     return result
 
 
+def final_field(medians: Sequence[tuple[Config, float]], winner: Config, *, limit: int = FINAL_LIMIT,
+                within: float = FINAL_WITHIN) -> list[Config]:  # fmt: skip
+    """Who races in the final race: the configs whose median is within ``within`` of the smallest, fastest
+    first (ties in order), at most ``limit``, with ``winner`` (the race's) always among them; [] when fewer
+    than two. ``medians`` are ``(config, median_ms)`` of the measured configs of the search."""
+    if len(medians) < 2:
+        return []
+    ok = sorted(((t, i, c) for i, (c, t) in enumerate(medians)), key=lambda t: (t[0], t[1]))
+    bound = ok[0][0] * (1 + within)
+    picked = [c for t, _, c in ok if t <= bound][: max(1, limit)]
+    if winner not in picked:
+        picked = [*picked[: max(1, limit) - 1], winner]
+    return picked if len(picked) >= 2 else []
+
+
+def replay_final_race(landscape: Landscape, observed: Sequence[tuple[Config, float]], *, noise: float, seed: int = 0,
+                      options: RaceOptions | None = None, limit: int = FINAL_LIMIT,
+                      within: float = FINAL_WITHIN) -> tuple[Config | None, list[Config]]:  # fmt: skip
+    """The tuner's final race, replayed on a recorded landscape (``tritune simulate``'s model of tuning).
+
+    ``observed``: ``(config, time_ms)`` of every config the search measured, as the search saw them (noisy).
+    The field is :func:`final_field`'s, the search's fastest as the race's winner; it races with
+    :func:`~tritune.engine.race.race` and ``options`` (the tuner's defaults) on a
+    :class:`~tritune.bench.replay.ReplayTimer` whose every look is off by ``exp(N(0, noise))`` as a whole
+    (``look_noise``) on top of ``noise`` per sample, so repeated looks, not more samples, are what
+    averages the noise out, as on a GPU. Returns the race's winner (the fastest observed when the field
+    has fewer than two configs; None when nothing was measured) and the field.
+    """
+    if not observed:
+        return None, []
+    lead = min(enumerate(observed), key=lambda t: (t[1][1], t[0]))[1][0]
+    picked = final_field(observed, lead, limit=limit, within=within)
+    if not picked:
+        return lead, []
+    timer = ReplayTimer(landscape, noise=noise, look_noise=noise, seed=seed)
+    fresh = race(picked, timer.measure_config, options or RaceOptions())
+    return (lead if fresh.winner is None else fresh.winner), picked
+
+
 def final_race(result: RaceResult, measure: ConfigMeasure, options: RaceOptions, *, limit: int = FINAL_LIMIT,
                within: float = FINAL_WITHIN) -> tuple[RaceResult, list[Config]]:  # fmt: skip
     """Race the search's best configs again from fresh samples (module docstring: the final race).
@@ -156,16 +197,12 @@ def final_race(result: RaceResult, measure: ConfigMeasure, options: RaceOptions,
     Returns the result with the finalists' outcomes replaced by the final race's (their binary facts kept)
     and its winner and ties, and the finalists (empty, and ``result`` unchanged, when fewer than two).
     """
-    ok = [(o.measurement.median_ms, i, o.config) for i, o in enumerate(result.outcomes)
-          if o.status is Status.MEASURED and o.measurement is not None]  # fmt: skip
-    if len(ok) < 2 or result.winner is None:
+    medians = [(o.config, o.measurement.median_ms) for o in result.outcomes
+               if o.status is Status.MEASURED and o.measurement is not None]  # fmt: skip
+    if result.winner is None:
         return result, []
-    ok.sort(key=lambda t: (t[0], t[1]))
-    bound = ok[0][0] * (1 + within)
-    picked = [c for t, _, c in ok if t <= bound][: max(1, limit)]
-    if result.winner not in picked:
-        picked = [*picked[: max(1, limit) - 1], result.winner]
-    if len(picked) < 2:
+    picked = final_field(medians, result.winner, limit=limit, within=within)
+    if not picked:
         return result, []
     fresh = race(picked, measure, options)
     if fresh.winner is None:  # every finalist failed this time: keep the batches' answer

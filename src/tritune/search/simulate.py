@@ -5,8 +5,19 @@ before any search, so they are handed to the strategy as known-illegal and are n
 budget's base; every other non-measured status (``compile_failed``, ``launch_failed``, ``incorrect``...)
 is told back as that failure when the strategy proposes it. Optional multiplicative noise
 (``time * exp(noise * z)``, ``z ~ N(0, 1)``, seeded per run) lets strategies meet realistic measurements;
-the best ratio is always judged on the recorded (noise-free) time of the config finally picked. With
-noise, part of the budget re-measures the finalists before the pick, as tuning's race does.
+the best ratio is always judged on the recorded (noise-free) time of the config finally picked.
+
+Two models of what happens after the search's evaluations:
+
+* **the tuner's** (``final=`` a final race, what ``tritune simulate`` and ``benchmarks/search_eval.py`` pass:
+  :func:`tritune.engine.searched.replay_final_race`): the search runs through the tuning driver
+  (:class:`~tritune.search.SearchDriver`), so the budget is held back for :meth:`Strategy.finals` only when
+  the strategy wants finals, exactly as in tuning; then the tuner's final race re-times the configs within
+  3% of the fastest seen (at most 4) on a replay timer with the same noise per look, at no evaluation
+  cost, and the pick is that race's winner (not the strategy's :meth:`best`, which tuning does not use).
+* **the reserve model** (``final=None``, the model of sessions 3-6): with noise, a share of the budget is
+  kept back and re-measures the strategy's contenders (:func:`_race_finalists`), counted as evaluations,
+  and the pick is the strategy's. Conservative: tuning spends no evaluation on re-measuring.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from tritune.errors import SearchError
 from tritune.landscape import Landscape
 from tritune.outcome import Status
 from tritune.search.base import Budget, Observation, SearchStrategy, Strategy
-from tritune.search.driver import CONFIRM, finals_reserve, run_search
+from tritune.search.driver import CONFIRM, SearchDriver, finals_reserve, run_search
 from tritune.search.registry import get
 from tritune.space import Space
 
@@ -83,15 +94,20 @@ class SimulatedRun:
     evaluations: int
     evals_to_2pct: int | None
     best_config: str | None = None
+    #: The tuner model's final race: the configs it raced (None under the reserve model).
+    final: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "seed": self.seed,
             "best_ratio": self.best_ratio,
             "evaluations": self.evaluations,
             "evals_to_2pct": self.evals_to_2pct,
             "best_config": self.best_config,
         }
+        if self.final is not None:
+            d["final"] = list(self.final)
+        return d
 
 
 def quantile(values: Sequence[float | None], q: float) -> float | None:
@@ -118,6 +134,8 @@ class Simulation:
     legal_configs: int
     noise: float
     runs: tuple[SimulatedRun, ...] = field(default_factory=tuple)
+    #: ``"tuner"`` (the tuning driver, then the tuner's final race picks) or ``"reserve"`` (module docstring).
+    model: str = "reserve"
 
     @property
     def median_best_ratio(self) -> float | None:
@@ -143,10 +161,14 @@ class Simulation:
             "legal_configs": self.legal_configs,
             "kernel": self.kernel,
             "noise": self.noise,
+            "model": self.model,
         }
 
 
 StrategyFactory = Callable[..., SearchStrategy]
+#: The tuner's final race on a landscape: ``final(landscape, [(config, observed_ms), ...], noise=, seed=)`` ->
+#: ``(pick, the configs raced)`` (:func:`tritune.engine.searched.replay_final_race`; this layer cannot import it).
+FinalRace = Callable[..., "tuple[Config | None, list[Config]]"]
 
 
 def simulate_one(
@@ -157,11 +179,14 @@ def simulate_one(
     seed: int = 0,
     noise: float = 0.0,
     confirm: float = CONFIRM,
+    final: FinalRace | None = None,
 ) -> SimulatedRun:
     """One seeded run. ``strategy`` is a registered name or a factory ``(space, *, seed, illegal)``.
 
-    With noise, a share ``confirm`` of the evaluation budget is kept back to decide between the best
-    and its ties, as tuning's race re-times its finalists. For a :class:`Strategy` the decision is
+    With ``final`` (the tuner model, module docstring) the search runs as tuning runs it and ``final``
+    picks; ``confirm`` is then the driver's reserve for a strategy's finals. Without it (the reserve
+    model), with noise, a share ``confirm`` of the evaluation budget is kept back to decide between the
+    best and its ties. For a :class:`Strategy` the decision is
     interval-aware (:func:`_race_finalists`): only configs whose interval overlaps the best's are
     re-measured, in rounds, their draws pooled (:meth:`Strategy.retell`), and what no tie needs goes
     to the search. Other strategy objects get the plain rule: the fastest few measured once more, the
@@ -173,6 +198,9 @@ def simulate_one(
     else:
         search = strategy(space, seed=seed, illegal=illegal)
     evaluator = ReplayEvaluator(landscape, noise=noise, seed=seed)
+    if final is not None:
+        return _simulate_tuner(landscape, search, evaluator, budget, seed=seed, noise=noise, share=confirm,
+                               final=final)  # fmt: skip
     finalists = finals_reserve(budget.evaluations, confirm) if noise > 0 else 0
     if finalists and budget.evaluations is not None:
         budget = Budget(evaluations=budget.evaluations - finalists, seconds=budget.seconds)
@@ -191,27 +219,64 @@ def simulate_one(
             assert obs.time_ms is not None and again is not None
             means.append(((math.log(obs.time_ms) + math.log(again)) / 2, obs.config.id, obs))
         best = min(means)[2] if means else best
-    best_ms = landscape.best.time_ms or 0.0
+    return _judged(landscape, seed, None if best is None else best.config, history, len(history) + confirmed)
 
-    def true_ratio(config: Config) -> float:
-        point = landscape.lookup(config)
-        assert point is not None and point.time_ms is not None
-        return point.time_ms / best_ms
 
+def _true_ratio(landscape: Landscape, config: Config) -> float:
+    """The recorded (noise-free) time of ``config`` over the landscape's best: the judge."""
+    point = landscape.lookup(config)
+    assert point is not None and point.time_ms is not None
+    return point.time_ms / (landscape.best.time_ms or 0.0)
+
+
+def _judged(landscape: Landscape, seed: int, pick: Config | None, history: Sequence[Observation], evaluations: int,
+            final: tuple[str, ...] | None = None) -> SimulatedRun:  # fmt: skip
+    """The run's record: the pick judged on its true time, and when the fastest seen first got within 2%."""
     evals_to: int | None = None
-    running: tuple[float, Config] | None = None
+    running: float | None = None
     for n, obs in enumerate(history, start=1):
-        if obs.ok and obs.time_ms is not None and (running is None or obs.time_ms < running[0]):
-            running = (obs.time_ms, obs.config)
-            if evals_to is None and true_ratio(obs.config) <= WITHIN:
+        if obs.ok and obs.time_ms is not None and (running is None or obs.time_ms < running):
+            running = obs.time_ms
+            if evals_to is None and _true_ratio(landscape, obs.config) <= WITHIN:
                 evals_to = n
     return SimulatedRun(
         seed=seed,
-        best_ratio=None if best is None else true_ratio(best.config),
-        evaluations=len(history) + confirmed,
+        best_ratio=None if pick is None else _true_ratio(landscape, pick),
+        evaluations=evaluations,
         evals_to_2pct=evals_to,
-        best_config=None if best is None else best.config.id,
+        best_config=None if pick is None else pick.id,
+        final=final,
     )
+
+
+class _Told:
+    """A replayed evaluation as the driver reads a Measurement: its median and interval."""
+
+    def __init__(self, time_ms: float, ci: tuple[float, float]) -> None:
+        self.median_ms, (self.ci_low_ms, self.ci_high_ms) = time_ms, ci
+
+
+def _simulate_tuner(landscape: Landscape, search: SearchStrategy, evaluator: ReplayEvaluator, budget: Budget, *,
+                    seed: int, noise: float, share: float, final: FinalRace) -> SimulatedRun:  # fmt: skip
+    """The tuner model (module docstring): tuning's driver, then the tuner's final race picks."""
+    if isinstance(search, Strategy):
+        driver = SearchDriver(search, budget, finals=share)
+        while not driver.done:
+            batch = driver.next_batch()
+            if not batch:
+                break
+            for config in batch:
+                status, t, ci = evaluator(config)
+                if status is not Status.MEASURED or t is None:
+                    driver.record(config, status)
+                else:
+                    driver.record(config, (status, t) if ci is None else _Told(t, ci))
+        history = list(driver.history)
+    else:  # a bare SearchStrategy: tuning needs a Strategy; its whole budget is searched, then the race
+        history = list(run_search(search, evaluator, budget).history)
+    observed = [(o.config, o.time_ms) for o in history if o.ok and o.time_ms is not None]
+    pick, raced = final(landscape, observed, noise=noise, seed=seed)
+    return _judged(landscape, seed, pick, history, len(history), tuple(c.id for c in raced))
 
 
 def _race_finalists(
@@ -268,10 +333,12 @@ def simulate(
     noise: float = 0.0,
     name: str | None = None,
     on_run: Callable[[Any], None] | None = None,
+    final: FinalRace | None = None,
 ) -> Simulation:
     """Run ``strategy`` once per seed with ``budget`` as a fraction (0, 1] of the legal configs.
 
-    ``on_run`` is called with each seed's run as it finishes (progress reporting)."""
+    ``on_run`` is called with each seed's run as it finishes (progress reporting). ``final``: the tuner's
+    final race (the tuner model, module docstring); None for the reserve model."""
     space, illegal = replay_space(landscape)
     legal = len(space.configs()) - len(set(illegal))
     evals = Budget.fraction(budget, legal)
@@ -280,9 +347,10 @@ def simulate(
         raise SearchError("simulate needs at least one seed")
     done = []
     for s in seed_list:
-        done.append(simulate_one(landscape, strategy, evals, seed=s, noise=noise))
+        done.append(simulate_one(landscape, strategy, evals, seed=s, noise=noise, final=final))
         if on_run is not None:
             on_run(done[-1])
     runs = tuple(done)
     label = name or (strategy if isinstance(strategy, str) else str(getattr(strategy, "__name__", "custom")))
-    return Simulation(label, budget, evals.evaluations or 0, landscape.kernel, legal, noise, runs)
+    return Simulation(label, budget, evals.evaluations or 0, landscape.kernel, legal, noise, runs,
+                      "reserve" if final is None else "tuner")
