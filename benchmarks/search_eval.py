@@ -233,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         help="what follows the search (tritune simulate --model): 'tuner' (default): tuning's driver, then the "
         "tuner's final race picks; 'reserve': the sessions 3-6 model (15%% re-measures the ties, the strategy picks)",
     )
+    ap.add_argument(
+        "--width",
+        type=int,
+        default=16,
+        help="configs proposed per batch before any is measured (tritune simulate --width): default 16, the "
+        "compile pool tuning uses on the 16-core H200 host; 1 asks one at a time (sessions 3-6b)",
+    )
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     ap.add_argument(
         "--transfer",
@@ -245,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     args.provenance = provenance(list(sys.argv[1:] if argv is None else argv))
     if args.transfer:
         return transfer_main(args)
+    if args.width < 1:
+        ap.error(f"--width {args.width} must be at least 1")
     if args.folder is None and not args.synthetic and not args.holdout:
         ap.error("give a landscape folder, --synthetic, --holdout, or several")
     names = split_strategies(args.strategies) or [n for n in registry.names() if n != "exhaustive"]
@@ -265,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"budget {args.budget:.0%} of legal configs, {args.seeds} seeds, noise {noises}; "
         f"targets: median <= {TARGET_MEDIAN}, p90 <= {TARGET_P90}; default strategy: {registry.DEFAULT}; "
-        f"model: {args.model}"
+        f"model: {args.model}; width {args.width}"
     )
     header = (
         f"{'landscape':30} {'noise':>5} {'legal':>5} {'evals':>5} {'strategy':13} {'median':>7} {'p90':>7} "
@@ -288,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                         noise=noise,
                         name=name,
                         final=replay_final_race if args.model == "tuner" else None,
+                        width=args.width,
                     )
                 except SearchError as e:
                     if "tritune[search]" not in str(e):
@@ -344,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
             "noise": noises,
             "default": registry.DEFAULT,
             "model": args.model,
+            "width": args.width,
             "summary": summary,
             "results": results,
         }

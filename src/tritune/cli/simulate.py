@@ -9,6 +9,9 @@ from typing import Any
 from tritune.cli.common import EXIT_OK, EXIT_USAGE, check_outputs, emit_json, fail_usage, out_stream
 from tritune.errors import SearchError, TrituneError
 
+#: ``--width``'s default: the compile pool tuning uses on the 16-core H200 host (one worker per core).
+DEFAULT_WIDTH = 16
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -35,6 +38,11 @@ def add_parser(sub: Any) -> None:
                    "fastest (at most 4) on the replay with the same noise per look, at no evaluation cost, and "
                    "its winner is the pick; 'reserve': the earlier model, 15%% of the budget re-measures the "
                    "strategy's ties under noise and the strategy picks")
+    p.add_argument("--width", type=int, default=DEFAULT_WIDTH,
+                   help="configs proposed per batch before any of them is measured, as tuning asks batches as "
+                   "wide as its compile pool (tritune tune --jobs, by default one worker per core); default "
+                   f"{DEFAULT_WIDTH}, the pool of the 16-core H200 host the recorded landscapes come from; 1 asks "
+                   "one config at a time")
     p.add_argument("--json", metavar="FILE|-", help="write the result as JSON to FILE, or to stdout with -")
     p.add_argument("--quiet", action="store_true", help="print only the final result")
 
@@ -68,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.seeds < 1:
         return fail_usage(f"--seeds {args.seeds} must be at least 1")
+    if args.width < 1:
+        return fail_usage(f"--width {args.width} must be at least 1 (the compile pool's width, e.g. 16)")
     if not args.noise >= 0:
         return fail_usage(f"--noise {args.noise} must be >= 0 (a relative spread such as 0.02)")
     problem = check_outputs(args, "json")
@@ -91,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             sim = simulate(landscape, strategy, args.budget, args.seeds, noise=args.noise, name=name, on_run=on_run,
-                           final=replay_final_race if args.model == "tuner" else None)
+                           final=replay_final_race if args.model == "tuner" else None, width=args.width)
         except TrituneError as e:
             return fail_usage(f"{args.landscape}: {e}")
     payload = {"command": "simulate", **sim.to_json(), "landscape": str(args.landscape)}
@@ -99,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     stream = out_stream(args)
     print(
         f"{name} on {landscape.kernel or args.landscape}: budget {args.budget:g} = {sim.budget_evaluations} of "
-        f"{sim.legal_configs} legal configs, {len(sim.runs)} seeds, noise {args.noise:g}, model {sim.model}",
+        f"{sim.legal_configs} legal configs, {len(sim.runs)} seeds, noise {args.noise:g}, model {sim.model}, "
+        f"width {sim.width}",
         file=stream,
     )
     print(

@@ -7,6 +7,11 @@ is told back as that failure when the strategy proposes it. Optional multiplicat
 (``time * exp(noise * z)``, ``z ~ N(0, 1)``, seeded per run) lets strategies meet realistic measurements;
 the best ratio is always judged on the recorded (noise-free) time of the config finally picked.
 
+**Batches.** ``width`` is the compile pool's width, as in tuning (``SearchDriver(width=...)``, the pool of
+``tritune tune --jobs``, by default one worker per core: 16 on the H200 host the landscapes were recorded
+on). Each batch of ``width`` configs is proposed before any of them is measured, then all are measured and
+told; ``width=1`` asks one config at a time (the simulator before session 6c).
+
 Two models of what happens after the search's evaluations:
 
 * **the tuner's** (``final=`` a final race, what ``tritune simulate`` and ``benchmarks/search_eval.py`` pass:
@@ -136,6 +141,8 @@ class Simulation:
     runs: tuple[SimulatedRun, ...] = field(default_factory=tuple)
     #: ``"tuner"`` (the tuning driver, then the tuner's final race picks) or ``"reserve"`` (module docstring).
     model: str = "reserve"
+    #: Configs proposed per batch before any is measured (the compile pool's width; module docstring).
+    width: int = 1
 
     @property
     def median_best_ratio(self) -> float | None:
@@ -162,6 +169,7 @@ class Simulation:
             "kernel": self.kernel,
             "noise": self.noise,
             "model": self.model,
+            "width": self.width,
         }
 
 
@@ -180,6 +188,7 @@ def simulate_one(
     noise: float = 0.0,
     confirm: float = CONFIRM,
     final: FinalRace | None = None,
+    width: int = 1,
 ) -> SimulatedRun:
     """One seeded run. ``strategy`` is a registered name or a factory ``(space, *, seed, illegal)``.
 
@@ -191,7 +200,10 @@ def simulate_one(
     re-measured, in rounds, their draws pooled (:meth:`Strategy.retell`), and what no tie needs goes
     to the search. Other strategy objects get the plain rule: the fastest few measured once more, the
     pick the lowest mean log time of the two draws. Re-measurements count in ``evaluations``.
+    ``width``: configs proposed per batch before any is measured (module docstring; both models).
     """
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        raise SearchError(f"simulate width={width!r}: the compile pool's width must be a positive integer")
     space, illegal = replay_space(landscape)
     if isinstance(strategy, str):
         search = get(strategy, space, seed=seed, illegal=illegal)
@@ -200,11 +212,11 @@ def simulate_one(
     evaluator = ReplayEvaluator(landscape, noise=noise, seed=seed)
     if final is not None:
         return _simulate_tuner(landscape, search, evaluator, budget, seed=seed, noise=noise, share=confirm,
-                               final=final)  # fmt: skip
+                               final=final, width=width)  # fmt: skip
     finalists = finals_reserve(budget.evaluations, confirm) if noise > 0 else 0
     if finalists and budget.evaluations is not None:
         budget = Budget(evaluations=budget.evaluations - finalists, seconds=budget.seconds)
-    result = run_search(search, evaluator, budget)
+    result = run_search(search, evaluator, budget, batch=width)
     history = list(result.history)
     best = result.best
     confirmed = 0
@@ -257,10 +269,14 @@ class _Told:
 
 
 def _simulate_tuner(landscape: Landscape, search: SearchStrategy, evaluator: ReplayEvaluator, budget: Budget, *,
-                    seed: int, noise: float, share: float, final: FinalRace) -> SimulatedRun:  # fmt: skip
-    """The tuner model (module docstring): tuning's driver, then the tuner's final race picks."""
+                    seed: int, noise: float, share: float, final: FinalRace,
+                    width: int = 1) -> SimulatedRun:  # fmt: skip
+    """The tuner model (module docstring): tuning's driver, then the tuner's final race picks.
+
+    Batches of ``width``: the whole batch is proposed (``next_batch``) before any config of it is measured,
+    as tuning compiles and races a batch before it records the outcomes."""
     if isinstance(search, Strategy):
-        driver = SearchDriver(search, budget, finals=share)
+        driver = SearchDriver(search, budget, finals=share, width=width)
         while not driver.done:
             batch = driver.next_batch()
             if not batch:
@@ -273,7 +289,7 @@ def _simulate_tuner(landscape: Landscape, search: SearchStrategy, evaluator: Rep
                     driver.record(config, (status, t) if ci is None else _Told(t, ci))
         history = list(driver.history)
     else:  # a bare SearchStrategy: tuning needs a Strategy; its whole budget is searched, then the race
-        history = list(run_search(search, evaluator, budget).history)
+        history = list(run_search(search, evaluator, budget, batch=width).history)
     observed = [(o.config, o.time_ms) for o in history if o.ok and o.time_ms is not None]
     pick, raced = final(landscape, observed, noise=noise, seed=seed)
     return _judged(landscape, seed, pick, history, len(history), tuple(c.id for c in raced))
@@ -334,11 +350,13 @@ def simulate(
     name: str | None = None,
     on_run: Callable[[Any], None] | None = None,
     final: FinalRace | None = None,
+    width: int = 1,
 ) -> Simulation:
     """Run ``strategy`` once per seed with ``budget`` as a fraction (0, 1] of the legal configs.
 
     ``on_run`` is called with each seed's run as it finishes (progress reporting). ``final``: the tuner's
-    final race (the tuner model, module docstring); None for the reserve model."""
+    final race (the tuner model, module docstring); None for the reserve model. ``width``: the batch width
+    (module docstring)."""
     space, illegal = replay_space(landscape)
     legal = len(space.configs()) - len(set(illegal))
     evals = Budget.fraction(budget, legal)
@@ -347,10 +365,10 @@ def simulate(
         raise SearchError("simulate needs at least one seed")
     done = []
     for s in seed_list:
-        done.append(simulate_one(landscape, strategy, evals, seed=s, noise=noise, final=final))
+        done.append(simulate_one(landscape, strategy, evals, seed=s, noise=noise, final=final, width=width))
         if on_run is not None:
             on_run(done[-1])
     runs = tuple(done)
     label = name or (strategy if isinstance(strategy, str) else str(getattr(strategy, "__name__", "custom")))
     return Simulation(label, budget, evals.evaluations or 0, landscape.kernel, legal, noise, runs,
-                      "reserve" if final is None else "tuner")
+                      "reserve" if final is None else "tuner", width)
