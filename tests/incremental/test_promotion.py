@@ -59,6 +59,16 @@ def make(store_thread: bool = True):
     return k, inc, clock, comp, store
 
 
+def first_call():
+    """``make(store_thread=False)`` with its store open, after one call: also the one key and its state."""
+    k, inc, clock, comp, store = make(store_thread=False)
+    store.gate.set()
+    call(k)
+    inc.resolver().poll()
+    (key,) = inc.states
+    return k, inc, clock, comp, store, key, inc.states[key]
+
+
 def call(k, n=1000):
     x = torch.randn(n)
     out = torch.full((n,), -1.0)
@@ -116,12 +126,7 @@ def test_the_call_after_a_promotion_never_waits_on_the_store_write(monkeypatch):
 def test_the_choice_is_published_before_the_state_says_promoted():
     """Instrumented: the key state's ``apply`` records, for the promoting proposal, whether the choice was
     already visible (a caller seeing "promoted" must find it, never reach the normal path's tuning)."""
-    k, inc, _clock, comp, store = make(store_thread=False)
-    store.gate.set()
-    call(k)
-    inc.resolver().poll()
-    (key,) = inc.states
-    st = inc.states[key]
+    k, inc, _clock, comp, _store, key, st = first_call()
     seen = []
     real_apply = st.apply
 
@@ -278,12 +283,7 @@ def test_a_state_promoted_before_its_choice_is_served_by_the_promoted_config_unt
     never reaches the normal path's tuning. The state is set by hand (INSTRUMENTED)."""
     from dataclasses import replace
 
-    k, inc, clock, _comp, store = make(store_thread=False)
-    store.gate.set()
-    call(k)
-    inc.resolver().poll()
-    (key,) = inc.states
-    st = inc.states[key]
+    k, inc, clock, _comp, _store, _key, st = first_call()
     c512 = next(c for c in st.configs if c.kwargs["BLOCK"] == 512)
     st.applied = replace(st.applied, promoted=c512)
 

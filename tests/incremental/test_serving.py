@@ -13,7 +13,7 @@ from kernels import scale_kernel, wrong_value_kernel
 from tritune.errors import CaptureMissError
 from tritune.store import MemoryStore
 from tritune.tune.incremental import Incremental, nearest_tuned
-from tritune.tune.serving_state import IncrementalOptions
+from tritune.tune.serving_state import IncrementalOptions, KeyState
 
 CONFIGS = [triton.Config({"BLOCK": b}) for b in (128, 256, 512, 1024)]
 GRID = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
@@ -216,14 +216,21 @@ def test_a_key_set_through_the_cache_is_not_tuned():
     assert k.choices()[KEY].source == "user"
 
 
-def test_a_check_is_charged_its_copies_scratch_run_and_comparison():
-    clock, comp = FakeClock(TIMES, noise=0.0, span_ms=0.25), FakeCompiles()  # FAKE: each span "costs" 0.25 ms more
+def serve_until_a_check(clock: FakeClock, comp: FakeCompiles) -> tuple[Incremental, KeyState]:
+    """Serve calls of one key (checks may spend half the calls' device time) until its first check is charged;
+    the Incremental and the key's state."""
     inc = Incremental(IncrementalOptions(gpu_fraction=0.5), clock=clock, compiler=comp, thread=False)
     k = tritune.autotune(configs=CONFIGS, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
     call(k, inc)
     comp.finish()
     while not (st := next(iter(inc.states.values()))).check_cost:
         call(k, inc)
+    return inc, st
+
+
+def test_a_check_is_charged_its_copies_scratch_run_and_comparison():
+    clock, comp = FakeClock(TIMES, noise=0.0, span_ms=0.25), FakeCompiles()  # FAKE: each span "costs" 0.25 ms more
+    inc, st = serve_until_a_check(clock, comp)
     first = clock.log[-1]  # the candidate's scratch run ends the check's launches
     assert st.check_cost == [pytest.approx(0.25 + 0.25 + TIMES[first.kwargs["BLOCK"]])]
     assert st.obs.samples[first][0] == pytest.approx(TIMES[first.kwargs["BLOCK"]])  # the check's run is a sample
@@ -234,12 +241,7 @@ def test_a_check_is_not_charged_the_hosts_gaps_around_its_scratch_run():
     # FAKE clock with 0.1 ms of FAKE host time per clock call: on an idle device a span measures the host's
     # work inside it. The copies and the comparison each span one gap; the scratch run has its own events.
     clock, comp = FakeClock(TIMES, noise=0.0, span_ms=0.25, host_ms=0.1), FakeCompiles()
-    inc = Incremental(IncrementalOptions(gpu_fraction=0.5), clock=clock, compiler=comp, thread=False)
-    k = tritune.autotune(configs=CONFIGS, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
-    call(k, inc)
-    comp.finish()
-    while not (st := next(iter(inc.states.values()))).check_cost:
-        call(k, inc)
+    _inc, st = serve_until_a_check(clock, comp)
     run = TIMES[clock.log[-1].kwargs["BLOCK"]]
     assert st.check_cost == [pytest.approx(2 * (0.25 + 0.1) + run)]
 
