@@ -190,6 +190,17 @@ def test_environment_variable_patches_at_import() -> None:
     assert p.stdout.strip() == "True", p.stderr
 
 
+def libtuner_loop_at_300(configs: list[Any]) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """A LibTuner-style subclass of the patched Autotuner over ``accumulate_kernel``, inside its loop for
+    n = 300 (``nargs`` set, as a library's run does before timing); the tuner and the call's tensors."""
+    with tritune.patched_triton():
+        cls = define_libtuner_style(triton.runtime.Autotuner)
+    k = cls(accumulate_kernel, accumulate_kernel.arg_names, configs, ["n"], ["acc_ptr"], None)
+    x, acc = torch.arange(300, dtype=torch.float32), torch.zeros(300)
+    k.nargs = dict(zip(k.arg_names, (x, acc, 300)))
+    return k, x, acc
+
+
 def test_library_loop_compiles_the_pruned_configs_once_per_key() -> None:
     """A LibTuner-style loop times config after config through ``_bench``; before its first timing for a key,
     every pruned config that passes the static rules goes to the compile workers at once (here a FAKE
@@ -197,11 +208,7 @@ def test_library_loop_compiles_the_pruned_configs_once_per_key() -> None:
     from tritune.tune.simple import precompile_for_library_loop
 
     seen: list[list[Any]] = []
-    with tritune.patched_triton():
-        cls = define_libtuner_style(triton.runtime.Autotuner)
-    k = cls(accumulate_kernel, accumulate_kernel.arg_names, CONFIGS, ["n"], ["acc_ptr"], None)
-    x, acc = torch.arange(300, dtype=torch.float32), torch.zeros(300)
-    k.nargs = dict(zip(k.arg_names, (x, acc, 300)))
+    k, x, acc = libtuner_loop_at_300(CONFIGS)
     pruned = k.prune_configs({})
     sent = precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
     assert sent is not None and len(seen) == 1
@@ -222,11 +229,7 @@ def test_library_loop_precompiles_configs_with_a_pre_hook_too() -> None:
 
     hooked = [triton.Config(dict(c.kwargs), num_warps=c.num_warps, pre_hook=hook) for c in CONFIGS]
     seen: list[list[Any]] = []
-    with tritune.patched_triton():
-        cls = define_libtuner_style(triton.runtime.Autotuner)
-    k = cls(accumulate_kernel, accumulate_kernel.arg_names, hooked, ["n"], ["acc_ptr"], None)
-    x, acc = torch.arange(300, dtype=torch.float32), torch.zeros(300)
-    k.nargs = dict(zip(k.arg_names, (x, acc, 300)))
+    k, x, acc = libtuner_loop_at_300(hooked)
     k.prune_configs({})
     sent = precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
     assert sent is not None and [c.pre_hook for c in seen[0]] == [hook, hook]
