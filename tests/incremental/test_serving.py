@@ -75,14 +75,20 @@ def test_promotes_the_fastest_eliminates_the_slow_and_writes_the_store():
     assert k.best_config.kwargs["BLOCK"] == 512
 
 
-def test_ties_are_ties():
-    k, inc, _clock, comp, promoted = make(times={128: 1.0, 256: 0.6, 512: 0.6, 1024: 0.9})
-    call(k, inc)
-    comp.finish()
-    for _ in range(400):
-        call(k, inc)
+def serve_until_promoted(k, inc, comp, promoted, n=1000, calls=300, failed=None):
+    """The first call of key ``n``, the FAKE compiles finished (``failed``: BLOCK -> why), then up to ``calls``
+    calls until ``promoted`` hears of a promotion."""
+    call(k, inc, n=n)
+    comp.finish(failed=failed)
+    for _ in range(calls):
+        call(k, inc, n=n)
         if promoted:
             break
+
+
+def test_ties_are_ties():
+    k, inc, _clock, comp, promoted = make(times={128: 1.0, 256: 0.6, 512: 0.6, 1024: 0.9})
+    serve_until_promoted(k, inc, comp, promoted, calls=400)
     choice = promoted[0][1]
     assert {choice.config.kwargs["BLOCK"], *(int(t.split("BLOCK=")[1].split(",")[0]) for t in
                                                choice.stats["ties"])} == {256, 512}  # fmt: skip
@@ -110,12 +116,7 @@ def test_a_disagreeing_candidate_is_never_used_and_is_reported():
 
 def test_compile_failures_are_reported_and_skipped():
     k, inc, clock, comp, promoted = make()
-    call(k, inc)
-    comp.finish(failed={512: "ptxas crashed (fake)"})
-    for _ in range(300):
-        call(k, inc)
-        if promoted:
-            break
+    serve_until_promoted(k, inc, comp, promoted, failed={512: "ptxas crashed (fake)"})
     choice = promoted[0][1]
     assert choice.config.kwargs["BLOCK"] == 256
     assert tritune.Config({"BLOCK": 512}) not in clock.log
@@ -164,12 +165,7 @@ def test_capture_records_only_the_provisional_config_and_refuses_new_keys():
 
 def test_a_new_key_starts_on_the_nearest_tuned_keys_winner():
     k, inc, clock, comp, promoted = make()
-    call(k, inc, n=1024)
-    comp.finish()
-    for _ in range(300):
-        call(k, inc, n=1024)
-        if promoted:
-            break
+    serve_until_promoted(k, inc, comp, promoted, n=1024)
     clock.log.clear()
     call(k, inc, n=900)  # nearer 1024 than anything else: starts on 1024's winner
     assert clock.log == [tritune.Config({"BLOCK": 512})]
@@ -248,12 +244,7 @@ def test_a_check_is_not_charged_the_hosts_gaps_around_its_scratch_run():
 
 def test_checks_go_fastest_first_by_the_nearest_tuned_keys_timings():
     k, inc, _clock, comp, promoted = make(times={128: 1.0, 256: 0.6, 512: 0.5, 1024: 0.9})
-    call(k, inc, n=1024)
-    comp.finish()
-    for _ in range(400):
-        call(k, inc, n=1024)
-        if promoted:
-            break
+    serve_until_promoted(k, inc, comp, promoted, n=1024, calls=400)
     assert promoted
     call(k, inc, n=900)  # starts on 1024's winner, 512; then checks 256 (0.6 ms there); 1024 and 128 were
     (st,) = inc.states.values()  # 1.8x and 2x the best there, beyond prune_ratio=1.3: pruned
