@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch gelu short libs libtests tutorials serving servingspin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch hostcost gelu short libs libtests tutorials serving servingspin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
@@ -42,6 +42,8 @@ for part in "$@"; do
            tail -3 "$RES"/tests/*.log | tee -a "$LOG" ;;
     dispatch) step dispatch 90 python3 benchmarks/dispatch.py --out "$RES/dispatch"
               step dispatch 90 python3 benchmarks/compat_dispatch.py --out "$RES/dispatch" ;;
+    hostcost) step hostcost 60 python3 benchmarks/host_costs.py --out "$RES/hostcost"
+              cat "$RES"/hostcost/python3_*.log | tee -a "$LOG" ;;
     gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
     libs) step libs 460 python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s 440 ;;

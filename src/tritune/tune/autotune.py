@@ -266,7 +266,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             # The choice and its config's values, by the generated call key (key values and the binary's
             # specialization, a finer split than the key): the generic key and a dict merge per call cost
             # ~2 us of the ~13 us a call under heuristics took on the H200 (session 5, compat_dispatch).
-            if self._heur_key is self.key_spec.call_key:
+            if self._heur_key == self.key_spec.call_key:  # bound methods: equal, never identical
                 self._heur_key = self.key_spec.compiled_call_key(args)
             try:
                 hk = self._heur_key(args)
