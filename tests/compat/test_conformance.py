@@ -408,3 +408,32 @@ def test_heuristics_positional_fast_path_keeps_per_call_values_and_follows_the_c
     k[grid1(320)](x, out, 320)
     assert torch.equal(out, x * 3)
     assert first == 128 and k.best_config.kwargs["BLOCK"] == 64
+
+
+def test_heuristics_positional_fast_path_computes_one_generated_key_per_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cached positional calls under @heuristics build neither the generic call key nor a second key over the
+    heuristics' keywords (session 7: an identity test on a bound method never matched, so every call built the
+    generic key, ~3 us on the H200). FAKE fast launcher as above; the generic keys are counted."""
+    import tritune.tune.autotune as autotune_module
+
+    monkeypatch.setattr(autotune_module, "make_fast_kw", lambda jit, cfg, args, kwargs, defaults: (
+        lambda a, kw, grid: jit.run(*a, grid=grid, warmup=False, **kw, **cfg.kwargs, **cfg.launch_options())))
+    from tritune.tune.keys import KeySpec
+
+    generic: list[str] = []
+    for name in ("call_key", "kw_call_key"):
+        real = getattr(KeySpec, name)
+        monkeypatch.setattr(KeySpec, name, lambda *a, _real=real, _name=name: (generic.append(_name), _real(*a))[1])
+    k = tritune.autotune([triton.Config({"BLOCK": 128})], ["n"])(
+        triton.heuristics({"EVEN": lambda a: a["n"] % a["BLOCK"] == 0, "FACTOR": lambda a: 3})(scale_kernel))
+    k._heur_fast = True  # as on a GPU
+    x, _, out = add_inputs(256)
+    k[grid1(256)](x, out, 256)  # tunes: Triton's path
+    generic.clear()
+    for _ in range(3):
+        out.fill_(-1.0)
+        k[grid1(256)](x, out, 256)
+        assert torch.equal(out, x * 3)
+    assert generic == [], generic

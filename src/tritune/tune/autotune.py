@@ -80,7 +80,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._hot: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
         self._hot_kw: dict[tuple[Any, ...], tuple[Choice, Any | None]] = {}
         # under @triton.heuristics: generated call key -> (choice, its config's values and launch options)
-        self._heur_hot: dict[tuple[Any, ...], tuple[Choice, dict[str, Any]]] = {}
+        # (and, for positional calls, the heuristics' values -> fast launcher)
+        self._heur_hot: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._heur_names = tuple(n for layer in self._heuristics for n in layer.values)
         self.cache = LiveCache(self)
         self._set_configs(configs)
@@ -277,16 +278,32 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             choice = self._choices.get(self.key_spec.of(args, kwargs))
             if choice is None:
                 return _MISS
-            ent = (choice, {**choice.config.kwargs, **choice.config.launch_options()})
+            values = {**choice.config.kwargs, **choice.config.launch_options()}
             if not kwargs and hk is not None:
-                self._heur_hot[hk] = ent
-        choice, values = ent
+                ent = self._heur_hot[hk] = (choice, values, {})
+            else:
+                ent = (choice, values)
+        choice, values = ent[0], ent[1]
         cfg = choice.config
         full = apply_heuristics(self._heuristics, args, {**kwargs, **values})
         kw = dict(kwargs)
         for n in self._heur_names:
             kw[n] = full[n]
         self._last = choice
+        if len(ent) > 2:
+            # A positional call: its generated key already holds the binary's specialization of every argument,
+            # so the heuristics' values alone pick the launcher (no second key over the keywords).
+            launchers = ent[2]
+            try:
+                hv = tuple(kw[n] for n in self._heur_names)
+                fk = launchers.get(hv, _MISS)
+            except TypeError:  # an unhashable heuristic value: Triton's path
+                return self._launch(cfg, args, kwargs, grid, False)
+            if fk is _MISS:
+                fk = launchers[hv] = make_fast_kw(self._launcher().inner, cfg, args, kw, dict(self.info.defaults))
+            if fk is not None:
+                return fk(args, kw, grid)
+            return self._launch(cfg, args, kwargs, grid, False)
         if self._kw_key == self.key_spec.kw_call_key:
             self._kw_key = self.key_spec.compiled_kw_call_key(args, kw)
         try:
