@@ -7,7 +7,7 @@
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
-# is copied beside it. Env: LIBTESTS_BUDGET_S, LIBTESTS_SUITES (e.g. liger), SEARCHXFER_CACHE (both|shared|empty).
+# is copied beside it. Env: LIBS_BUDGET_S, LIBS_OPS, LIBTESTS_BUDGET_S, LIBTESTS_SUITES (e.g. liger), SEARCHXFER_CACHE (both|shared|empty).
 # The tracked tree plus what a call carries must stay under the device's 64 MiB: carry .whl only for libs and
 # libtests (.whl/libtests alone is 22 MB). Wheels carried in .whl/ (FlagGems, Liger-Kernel, SQLAlchemy) are installed into
 # /tmp/site; Triton's tutorials, which are not committed, are read from .ref/tutorials. libtests runs FlagGems' and
@@ -46,7 +46,9 @@ for part in "$@"; do
               cat "$RES"/hostcost/python3_*.log | tee -a "$LOG" ;;
     gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
-    libs) step libs 460 python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s 440 ;;
+    libs) b=${LIBS_BUDGET_S:-440}  # LIBS_OPS=kron,std,... runs a subset (substring match), e.g. for the per-op profiles
+          step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
+            ${LIBS_OPS:+--ops "$LIBS_OPS"} ;;
     libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers
                 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-tests \
                   .whl/libtests/*.whl 2>/dev/null || echo "libtests: installing .whl/libtests failed" | tee -a "$LOG"

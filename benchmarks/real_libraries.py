@@ -662,6 +662,12 @@ def parent_main(args: argparse.Namespace) -> int:
                 rows[op.name]["outputs"] = _compare(op, colds[0]["output"], colds[1]["output"])
         live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") for n in names)]
         cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
+        for op in live:  # where the host time of the ops that reach an autotuner goes, under each engine (~0.5 s)
+            reaches = rows[op.name][names[0]]["cold"].get("reaches")
+            if args.profile_calls and reaches and time.time() - started < 0.8 * args.budget_s:
+                for n in names:
+                    got = engines[n].ask(cmd="profile", op=op.name, n=args.profile_calls, cpu=cpu)
+                    rows[op.name][n]["profile"] = got.get("path") or got.get("error")
         for r in range(rounds):  # winners, interleaved: engines alternate, first mover alternates by round
             if r >= 2 and time.time() - started > args.budget_s - WINNERS_RESERVE_S:
                 break  # at least two rounds, so each engine has led once; time is kept for the winners
@@ -681,12 +687,6 @@ def parent_main(args: argparse.Namespace) -> int:
                         if "us_per_call_median_chunk" in got:
                             rows[op.name][n].setdefault("dispatch_chunk_us", []).append(got["us_per_call_median_chunk"])
                             rows[op.name][n].setdefault("control_us", []).append(got["control_us"])
-        for op in live:  # where the host time of the ops that reach an autotuner goes, under each engine (~0.5 s)
-            reaches = rows[op.name][names[0]]["cold"].get("reaches")
-            if args.profile_calls and reaches and time.time() - started < args.budget_s - WINNERS_RESERVE_S:
-                for n in names:
-                    got = engines[n].ask(cmd="profile", op=op.name, n=args.profile_calls, cpu=cpu)
-                    rows[op.name][n]["profile"] = got.get("path") or got.get("error")
         if len(names) == 2:  # both winners pinned in turn in Triton's process: the kernels' ratio alone
             for op in live:
                 if time.time() - started > args.budget_s:
