@@ -79,3 +79,36 @@ def test_run_counter_counts_runs_and_puts_run_back() -> None:
     assert k.configs == [cfgs[1]]
     p.restore()
     assert k.configs == cfgs
+
+
+def test_summary_rates_same_configs_as_equal_and_dispatch_by_cpu_time() -> None:
+    """The summary's rules on recorded rows (no GPU): a winner pair of the same configs counts 1.000 (the same
+    kernels) while its measured ratio is kept as the judge's A/A spread; dispatch is rated by the calling
+    thread's CPU time where it was recorded, with the wall-time ratio kept beside it."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from real_libraries import _summarize
+
+    def side(disp: list[float], cpu: list[float], ctl: list[float]) -> dict[str, object]:
+        return {"cold": {"ok": True, "cold_s": 1.0, "reaches": True, "tuners": [{"config": {"B": 1}}]},
+                "us": [10.0], "us_rounds": [10.0], "dispatch_us": disp, "dispatch_cpu_us": cpu,
+                "control_cpu_us": ctl, "control_us": ctl, "run_us": [5.0]}  # fmt: skip
+
+    rows = {
+        "same": {"lib": "x", "triton": side([20.0, 20.0], [10.0, 10.0], [4.0, 4.0]),
+                 "tritune": side([30.0, 30.0], [6.0, 6.0], [4.4, 4.4]),
+                 "winners": {"us": {"triton": 3.0, "other": 3.2}, "us_cold": {"triton": 3.6, "other": 3.8},
+                             "same": [True]}},
+        "differs": {"lib": "x", "triton": side([20.0], [10.0], [4.0]), "tritune": side([10.0], [7.0], [4.0]),
+                    "winners": {"us": {"triton": 3.0, "other": 3.3}, "us_cold": {"triton": 3.0, "other": 2.7},
+                                "same": [False]}},
+    }  # fmt: skip
+    t = _summarize(rows, ("triton", "tritune"))
+    same, differs = t["ops"]["same"], t["ops"]["differs"]
+    assert same["winner_ratio"] == same["winner_ratio_cold"] == 1.0
+    assert abs(same["winner_ratio_measured"] - 3.2 / 3.0) < 1e-9
+    assert abs(differs["winner_ratio"] - 1.1) < 1e-9 and abs(differs["winner_ratio_cold"] - 0.9) < 1e-9
+    assert t["winners_within_1_02"] == 1 and t["winners_cold_within_1_02"] == 2
+    assert sorted(round(r, 4) for r in t["judge_aa_ratios"]) == sorted([round(3.2 / 3.0, 4), round(3.8 / 3.6, 4)])
+    assert abs(same["dispatch_ratio"] - 0.6) < 1e-9 and abs(same["dispatch_ratio_mean"] - 1.5) < 1e-9
+    assert abs(t["dispatch_ratio_median_reaching"] - 0.65) < 1e-9
+    assert abs(t["control_ratio_median"] - 1.05) < 1e-9
