@@ -33,7 +33,7 @@ def main() -> int:
 
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     t = torch.empty(16, device=dev)
-    M, N = 4096, 1000  # noqa: N806
+    M, N = 4096, 1000
     grid2 = lambda m: (triton.cdiv(M, m["BLOCK_M"]) * triton.cdiv(N, m["BLOCK_N"]),)  # noqa: E731
     meta = {"BLOCK_M": 64, "BLOCK_N": 128}
     rows: dict[str, Callable[[], Any]] = {

@@ -86,6 +86,22 @@ def test_a_costly_check_under_the_old_accounting_would_not_fit():
     assert all(b is None for b, _ in results), results
 
 
+def test_candidates_checked_late_one_after_another_all_race_and_the_key_promotes():
+    # The H200's RMSNorm bucket 17 (spin run): compiled early, but checked at calls 265-307 (the key waited
+    # for its budget, then borrowed the pool's tokens: checks came back to back). Replayed with FAKE compiles
+    # delivered at call 250 and a budget (gpu_fraction=0.5) that affords a check every few calls. Before the
+    # fix each joiner started below the one before, the first joiners got no call for hundreds of calls and
+    # the key was still tuning after 600 calls; now every candidate races at once and the key promotes.
+    times = (0.0128, 0.0101, 0.0116, 0.0101, 0.0113, 0.0133, 0.0126, 0.0128)  # the bucket's H200 medians
+    t = dict(zip(BLOCKS, times))
+    for seed in range(3):
+        clock = FakeClock(t, noise=0.04, seed=seed, span_ms=0.01)  # FAKE timer
+        inc, at = serve_one_key(clock, BLOCKS, 600, IncrementalOptions(gpu_fraction=0.5), compiled_at=250)
+        assert at is not None and at < 450, (seed, at, [st.diagnose()["blocked"] for st in inc.states.values()])
+        (ch,) = inc.promoted.values()
+        assert t[ch.config.kwargs["BLOCK"]] <= 1.02 * min(times), ch
+
+
 def _fake_serving(times: tuple[float, ...], prune_ratio: float, seed: int):
     """A kernel over the first ``len(times)`` BLOCKs in incremental mode with a FAKE clock (``times`` per
     config, 3% noise), FAKE compiles and a FAKE launch; returns the compiles, the mode, the kernel and its

@@ -261,7 +261,9 @@ class KeyState:
         self._racers = [provisional]  # the racers in declared order (next_racer's loop)
         self._to_check = [c for c in self.check_order if c != provisional]  # not racing, not removed
         self.calls = 0
-        self.dispatched: dict[Config, int] = {}  # real calls sent to each racer (the caller's thread counts)
+        #: Each racer's turn count: the real calls sent to it (the caller's thread counts) plus its head start.
+        self.dispatched: dict[Config, int] = {}
+        self._head_start: dict[Config, int] = {}  # set by apply for a joiner (may be negative): not calls
         self._since = 0  # samples since the last decision
         self.checking: set[Config] = set()  # scratch runs whose comparison has not resolved yet
         #: (the key's call count, what happened) for each compile, load failure and check as it resolved
@@ -355,6 +357,10 @@ class KeyState:
         n[cfg] = n.get(cfg, 0) + 1
         return cfg
 
+    def sent(self, cfg: Config) -> int:
+        """The real calls sent to ``cfg`` while it raced (its turn count less the head start it joined with)."""
+        return self.dispatched.get(cfg, 0) - self._head_start.get(cfg, 0)
+
     def needs_checks(self) -> bool:
         """Whether a candidate still waits for its check (compiled or not): the bucket then saves up for one."""
         return bool(self._to_check)
@@ -429,13 +435,20 @@ class KeyState:
 
     def apply(self, p: Proposal) -> None:
         """Take ``p`` as the key's state. A candidate that joins the race starts ``max_samples`` calls below
-        the racers' fewest dispatched calls: it takes that many calls in a row (its samples for elimination or
-        a tie come at once, not at one call in every round; the decision waits for them) and then turns."""
+        the racers' *most* dispatched calls: it takes that many calls in a row (its samples for elimination or
+        a tie come at once, not at one call in every round; the decision waits for them) and then turns.
+        The most, not the fewest: the fewest is an earlier joiner's count while it catches up, so each joiner
+        started ``max_samples`` below the one before, and the first waited for all later ones to climb to it
+        (the H200's RMSNorm bucket: seven candidates checked over calls 265-307 left two racers with one sample
+        each at the stream's end, 541 calls, and the key never promoted)."""
         joined = [c for c in p.racing if c not in self.applied.racing]
         if joined:
-            level = min((self.dispatched.get(c, 0) for c in self.applied.racing if c in p.racing), default=0)
+            level = max((self.dispatched.get(c, 0) for c in self.applied.racing if c in p.racing), default=0)
             for c in joined:
-                self.dispatched[c] = max(self.dispatched.get(c, 0), level - self.options.max_samples)
+                had = self.dispatched.get(c, 0)
+                start = max(had, level - self.options.max_samples)
+                self.dispatched[c] = start
+                self._head_start[c] = self._head_start.get(c, 0) + start - had
         self.applied = p
         self._racers = [c for c in self.configs if c in p.racing] or [self.provisional]
         gone = p.racing | p.eliminated
@@ -472,7 +485,7 @@ class KeyState:
             else:
                 phase = "compiling"
             xs = samples[c]
-            row: dict[str, Any] = {"phase": phase, "samples": len(xs), "dispatched": self.dispatched.get(c, 0)}
+            row: dict[str, Any] = {"phase": phase, "samples": len(xs), "dispatched": self.sent(c)}
             if len(xs) >= 3:
                 m = Measurement.from_samples(xs, rel_tol=opts.rel_tol, confidence=opts.elimination_confidence)
                 row.update(median_ms=round(m.median_ms, 5), ci_ms=[round(m.ci_low_ms, 5), round(m.ci_high_ms, 5)])
