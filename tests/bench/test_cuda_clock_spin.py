@@ -47,3 +47,16 @@ def test_no_spin_while_the_device_is_busy() -> None:
     spans, clock, _ = _spans(spin_idle=True, busy=True)
     assert clock.spins == 0  # every start found work queued ahead of it
     assert statistics.median(spans) == pytest.approx(KERNEL_MS, rel=0.05)  # queued behind other work anyway
+
+
+def test_spin_idle_is_the_default_and_spin_idle_false_opts_out() -> None:
+    from tritune.tune.incremental import Incremental
+    from tritune.tune.serving_state import IncrementalOptions
+
+    assert IncrementalOptions().spin_idle is True
+    for opts, want in ((None, True), (IncrementalOptions(spin_idle=False), False)):
+        inc = Incremental(opts, thread=False)
+        inc.resolver()  # builds the mode's CUDA-event clock from the options (nothing is launched)
+        assert isinstance(inc.clock, CudaClock)
+        # torch.cuda._sleep exists in CPU builds too; where it did not, the clock could not spin at all.
+        assert inc.clock.spin_idle is want

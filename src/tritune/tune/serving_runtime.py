@@ -46,7 +46,7 @@ MAX_SPIN_US = 100.0
 class CudaClock:
     """CUDA events recorded on the caller's current stream (pooled: an event is reused once resolved).
 
-    ``spin_idle`` (``IncrementalOptions.spin_idle``): when the caller's stream has nothing queued
+    ``spin_idle`` (``IncrementalOptions.spin_idle``, on by default): when the caller's stream has nothing queued
     (``Stream.query()``), the start event would be passed at once, and the span
     would time the rest of the launch's host work (10-20 us of Python and driver on the H200) before the
     kernel: a 3-20 us kernel's span is then mostly host time, which compresses the gaps between configs until
@@ -57,7 +57,7 @@ class CudaClock:
     costs one more launch on the host. Not used while the device is busy (the start then waits its turn).
     ``torch_module`` and ``host`` exist for tests (a FAKE device and clock)."""
 
-    def __init__(self, spin_idle: bool = False, torch_module: Any = None,
+    def __init__(self, spin_idle: bool = True, torch_module: Any = None,
                  host: Callable[[], float] = time.perf_counter) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module

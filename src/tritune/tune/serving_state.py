@@ -59,9 +59,12 @@ class IncrementalOptions:
     launchers, ~1 ms of Python each) held the interpreter's lock when the launch gave it up, and the event
     pair, on an idle device, measured that wait. A stretched span is no sample, and a check with one is
     charged its estimate, not the wait (see :class:`~tritune.tune.incremental.Incremental`).
-    ``spin_idle``: queue a short GPU spin before a span's start event when the device is idle, so a short
-    kernel's span holds the kernel and not the launch's host time (:class:`~tritune.tune.serving_runtime.
-    CudaClock`); off by default until measured on a GPU (session 6 built it after its last GPU call).
+    ``spin_idle`` (default on): queue a short GPU spin before a span's start event when the device is idle, so
+    a short kernel's span holds the kernel and not the launch's host time (:class:`~tritune.tune.serving_runtime.
+    CudaClock`). On the H200's serving stream it converged 5 of 6 hot RMSNorm buckets to within 2% of the best
+    (without: 1 of 6, the others promoted to configs 1.07-1.28x the best, their spans mostly host time) and 6
+    of 6 GEMM buckets (without: 5), within the same extra-GPU bound. ``spin_idle=False`` turns it off (a
+    server whose stream is never idle gains nothing from it; it costs one more launch per racing call when idle).
     """
 
     gpu_fraction: float = 0.10
@@ -74,7 +77,7 @@ class IncrementalOptions:
     prune_ratio: float = 1.3
     prune_distance: float = 1.0
     stall_ms: float = 0.5
-    spin_idle: bool = False
+    spin_idle: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_fraction <= 1:
