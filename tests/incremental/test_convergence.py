@@ -102,6 +102,33 @@ def test_candidates_checked_late_one_after_another_all_race_and_the_key_promotes
         assert t[ch.config.kwargs["BLOCK"]] <= 1.02 * min(times), ch
 
 
+def test_a_resolver_batch_decides_each_key_once_and_the_outcome_holds():
+    # The resolver decided at every round's worth of samples (8 racers: every 8th pair), each decision
+    # building every racer's statistics on the thread that shares the interpreter with the callers. Now once
+    # per batch: a FAKE resolver polled every 24 calls (three rounds) decides at most once per poll.
+    t = dict(zip(BLOCKS, TINY8))
+    decisions = []
+    import tritune.tune.serving_state as state
+
+    real = state.KeyState.propose
+
+    def counted(self):  # counts the decisions; the rule itself is the real one
+        decisions.append(self.calls)
+        return real(self)
+
+    state.KeyState.propose = counted
+    try:
+        clock = FakeClock(t, noise=0.02, seed=1, span_ms=0.01)  # FAKE timer
+        inc, at = serve_one_key(clock, BLOCKS, 1200, IncrementalOptions(gpu_fraction=0.5), poll_every=24)
+    finally:
+        state.KeyState.propose = real
+    assert at is not None and TINY8[BLOCKS.index(next(iter(inc.promoted.values())).config.kwargs["BLOCK"])] <= (
+        1.02 * min(TINY8))  # fmt: skip
+    polls = (at + 1) // 24 + 1
+    # A poll decides each due key once; checks resolving and compiles delivered decide too (7 of each).
+    assert len(decisions) <= polls + 2 * (len(BLOCKS) - 1), (len(decisions), polls)
+
+
 def _fake_serving(times: tuple[float, ...], prune_ratio: float, seed: int):
     """A kernel over the first ``len(times)`` BLOCKs in incremental mode with a FAKE clock (``times`` per
     config, 3% noise), FAKE compiles and a FAKE launch; returns the compiles, the mode, the kernel and its

@@ -184,3 +184,31 @@ def test_the_resolver_thread_resolves_what_queued_up_in_one_batch():
             break
         threading.Event().wait(0.01)
     assert got == [float(i) for i in range(100)] and res.wakes == 1 and not res.errors
+
+
+def test_the_resolver_calls_after_once_per_batch_and_at_the_end_of_a_poll():
+    from tritune.tune.serving_runtime import Resolver
+
+    class Clock:  # FAKE clock: a handle is its own time
+        def elapsed_ms(self, handle):
+            return float(handle)
+
+    got, batches = [], []
+    res = Resolver(Clock(), thread=False, after=lambda: batches.append(len(got)))
+    for i in range(5):
+        res.submit(i, got.append)
+    assert res.poll() == 5 and batches == [5]  # once, after all five callbacks
+
+
+def test_the_decision_statistics_are_measurements_numbers():
+    import random
+
+    from tritune.bench.stats import Measurement
+    from tritune.tune.serving_state import _Stat
+
+    rng = random.Random(3)
+    for n in (3, 7, 8, 9, 16, 31, 32):
+        xs = [rng.lognormvariate(0, 0.2) for _ in range(n)]
+        m = Measurement.from_samples(xs, confidence=0.99)
+        s = _Stat(xs, 0.99)
+        assert (s.median_ms, s.ci_low_ms, s.ci_high_ms, s.n) == (m.median_ms, m.ci_low_ms, m.ci_high_ms, m.n)
