@@ -129,6 +129,27 @@ def test_a_resolver_batch_decides_each_key_once_and_the_outcome_holds():
     assert len(decisions) <= polls + 2 * (len(BLOCKS) - 1), (len(decisions), polls)
 
 
+def test_the_provisional_alone_with_a_full_window_is_timed_one_call_in_lone_every():
+    # Compiles delivered at call 300 (FAKE): until then the provisional races alone. Once it has max_samples
+    # samples only one call in lone_every is timed (FAKE clock's log: the configs started); the others earn
+    # the budget at its recent median, so the key earns as much, checks as early and promotes the same.
+    t = dict(zip(BLOCKS, TINY8))
+    runs = {}
+    for every in (1, 4):
+        opts = IncrementalOptions(lone_every=every)
+        clock = FakeClock(t, noise=0.02, seed=2, span_ms=0.01)  # FAKE timer
+        alone, _ = serve_one_key(clock, BLOCKS, 300, opts, compiled_at=10**9)  # never compiled: alone
+        clock = FakeClock(t, noise=0.02, seed=2, span_ms=0.01)
+        inc, at = serve_one_key(clock, BLOCKS, 2000, opts, compiled_at=299)
+        assert at is not None, every
+        (ch,) = inc.promoted.values()
+        (st,) = alone.states.values()
+        runs[every] = (len(alone.clock.log), st.budget.earned_from_ms, at, ch.config)
+    assert runs[1][0] == 300 and 32 + 268 // 4 <= runs[4][0] <= 32 + 268 // 4 + 1, runs
+    assert runs[4][1] == pytest.approx(runs[1][1], rel=0.05) and abs(runs[4][2] - runs[1][2]) <= 40, runs
+    assert all(t[r[3].kwargs["BLOCK"]] <= 1.02 * min(TINY8) for r in runs.values()), runs
+
+
 def _fake_serving(times: tuple[float, ...], prune_ratio: float, seed: int):
     """A kernel over the first ``len(times)`` BLOCKs in incremental mode with a FAKE clock (``times`` per
     config, 3% noise), FAKE compiles and a FAKE launch; returns the compiles, the mode, the kernel and its

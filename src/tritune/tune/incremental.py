@@ -191,6 +191,13 @@ class Incremental:
             self.last_phase = "race"
         cfg = st.next_racer()
         tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
+        if st.calls % self.options.lone_every:
+            lone = st.lone_ms()
+            if lone is not None:  # the provisional alone, its window full: untimed, earning its recent median
+                self.last_phase = "lone"
+                st.budget.earn(lone, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
+                fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
+                return fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
 
     def _serve_promoted(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, args: Sequence[Any],

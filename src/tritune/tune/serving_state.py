@@ -65,6 +65,11 @@ class IncrementalOptions:
     (without: 1 of 6, the others promoted to configs 1.07-1.28x the best, their spans mostly host time) and 6
     of 6 GEMM buckets (without: 5), within the same extra-GPU bound. ``spin_idle=False`` turns it off (a
     server whose stream is never idle gains nothing from it; it costs one more launch per racing call when idle).
+    ``lone_every``: while the provisional config races alone (its candidates compile or wait for their checks,
+    often a few hundred calls: the checks wait for the budget) and already has ``max_samples`` samples, one call
+    in ``lone_every`` is timed (its window stays fresh); the others run untimed, through the same fast launcher,
+    and earn the budget at its recent median (no event pair, no resolver work: a timed call cost the H200's
+    caller ~50 us of host time more than a cached one). 1 times every call.
     """
 
     gpu_fraction: float = 0.10
@@ -78,6 +83,7 @@ class IncrementalOptions:
     prune_distance: float = 1.0
     stall_ms: float = 0.5
     spin_idle: bool = True
+    lone_every: int = 4
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_fraction <= 1:
@@ -92,6 +98,8 @@ class IncrementalOptions:
             raise ValueError(f"prune_distance={self.prune_distance}: expected a distance >= 0")
         if self.stall_ms <= 0:
             raise ValueError(f"stall_ms={self.stall_ms}: expected milliseconds > 0")
+        if self.lone_every < 1:
+            raise ValueError(f"lone_every={self.lone_every}: expected 1 (time every call) or more")
 
 
 class GpuBudget:
@@ -391,6 +399,16 @@ class KeyState:
     def sent(self, cfg: Config) -> int:
         """The real calls sent to ``cfg`` while it raced (its turn count less the head start it joined with)."""
         return self.dispatched.get(cfg, 0) - self._head_start.get(cfg, 0)
+
+    def lone_ms(self) -> float | None:
+        """While the provisional races alone with a full window (see ``IncrementalOptions.lone_every``): its
+        recent median, what an untimed call earns; else None (the call is timed)."""
+        if len(self._racers) != 1:
+            return None
+        xs = self.obs.samples.get(self.provisional)
+        if xs is None or len(xs) < self.options.max_samples:
+            return None
+        return self.recent_ms(self.provisional)
 
     def needs_checks(self) -> bool:
         """Whether a candidate still waits for its check (compiled or not): the bucket then saves up for one."""
