@@ -10,7 +10,9 @@ compiled (and loaded) by a background thread through the engine's compile worker
 Later calls of the key tune on the real work (:mod:`tritune.tune.serving_state` holds the rules): every call
 goes to one checked candidate in turn, launched through a fast launcher (as a cached key is, so the events
 around it time the kernel, not Triton's argument binding) and timed by events recorded around the launch on
-the caller's stream and resolved by a daemon thread, never synchronizing the caller. A compiled candidate serves real calls
+the caller's stream and resolved by a daemon thread, never synchronizing the caller (while the provisional config
+races alone with a full window, only one call in ``IncrementalOptions.lone_every`` is timed; on an idle device a
+span starts behind a short GPU spin, ``spin_idle``). A compiled candidate serves real calls
 only after its check: on one call its run goes to scratch copies of the outputs, made before the real
 launch by the provisional config, and must agree with it (bit-exact for integer and bool outputs, else
 ``|got - ref| <= atol + rtol * |ref|``; see :func:`default_tolerance`). The outputs are the ``outputs=``
