@@ -43,6 +43,8 @@ for part in "$@"; do
     dispatch) step dispatch 90 python3 benchmarks/dispatch.py --out "$RES/dispatch"
               step dispatch 90 python3 benchmarks/compat_dispatch.py --out "$RES/dispatch" ;;
     hostcost) step hostcost 60 python3 benchmarks/host_costs.py --out "$RES/hostcost"
+              # The incremental racing path's Python on this host's CPU (FAKE device; see its docstring).
+              step hostcost 90 python3 benchmarks/racing_host.py --out "$RES/hostcost"
               cat "$RES"/hostcost/python3_*.log | tee -a "$LOG" ;;
     gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
