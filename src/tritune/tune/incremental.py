@@ -195,7 +195,7 @@ class Incremental:
         tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
         if st.calls % self.options.lone_every:
             lone = st.lone_ms()
-            if lone is not None:  # the provisional alone, its window full: untimed, earning its recent median
+            if lone is not None:  # one config alone, its window full: untimed, earning its recent median
                 self.last_phase = "lone"
                 st.budget.earn(lone, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
                 fast = self._fast_launcher(tuned, cfg, args, kwargs, key)

@@ -178,6 +178,8 @@ class Resolver:
         if self.after is None:
             return
         try:
+            if self.quiet is not None:  # the decisions are Python too: not inside a caller's open span
+                self.quiet()
             t0 = time.perf_counter()
             self.after()
             self.busy_s += time.perf_counter() - t0

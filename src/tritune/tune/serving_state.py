@@ -401,14 +401,15 @@ class KeyState:
         return self.dispatched.get(cfg, 0) - self._head_start.get(cfg, 0)
 
     def lone_ms(self) -> float | None:
-        """While the provisional races alone with a full window (see ``IncrementalOptions.lone_every``): its
-        recent median, what an untimed call earns; else None (the call is timed)."""
-        if len(self._racers) != 1:
+        """While one config races alone (the provisional, as a rule) with a full window (see
+        ``IncrementalOptions.lone_every``): its recent median, what an untimed call earns; else None (timed)."""
+        racers = self._racers
+        if len(racers) != 1:
             return None
-        xs = self.obs.samples.get(self.provisional)
+        xs = self.obs.samples.get(racers[0])
         if xs is None or len(xs) < self.options.max_samples:
             return None
-        return self.recent_ms(self.provisional)
+        return self.recent_ms(racers[0])
 
     def needs_checks(self) -> bool:
         """Whether a candidate still waits for its check (compiled or not): the bucket then saves up for one."""
