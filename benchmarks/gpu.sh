@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch hostcost gelu short libs libtests tutorials serving servingspin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch hostcost gelu short libs libtests tutorials serving servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
@@ -43,6 +43,8 @@ for part in "$@"; do
     dispatch) step dispatch 90 python3 benchmarks/dispatch.py --out "$RES/dispatch"
               step dispatch 90 python3 benchmarks/compat_dispatch.py --out "$RES/dispatch" ;;
     hostcost) step hostcost 60 python3 benchmarks/host_costs.py --out "$RES/hostcost"
+              # The incremental racing path's Python on this host's CPU (FAKE device; see its docstring).
+              step hostcost 90 python3 benchmarks/racing_host.py --out "$RES/hostcost"
               cat "$RES"/hostcost/python3_*.log | tee -a "$LOG" ;;
     gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
@@ -62,11 +64,12 @@ for part in "$@"; do
              step serving 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/incremental -rs
              grep -h -A3 "worst single call\|^host cost\|^comparison" "$RES"/serving/python3_*.log | tee -a "$LOG"
              grep -h "cold judge\|judges agree\|spans stretched\|not promoted" "$RES"/serving/python3_*.log | tee -a "$LOG" ;;
-    # The serving stream again with IncrementalOptions(spin_idle=True) (built in session 6, not yet measured): its
-    # judges and convergence beside the default run's show whether idle-device spans now time the kernel.
-    servingspin) step servingspin 300 python3 benchmarks/serving.py --out "$RES/servingspin" --spin-idle \
-                   --engines untuned,incremental,tritune,pretuned
-                 grep -h -A3 "worst single call\|^host cost" "$RES"/servingspin/python3_*.log | tee -a "$LOG" ;;
+    # The serving stream again with the opt-out IncrementalOptions(spin_idle=False) (the default spins before an
+    # idle device's span): its judges and convergence beside the default run's show what the spin buys.
+    servingnospin) step servingnospin 300 python3 benchmarks/serving.py --out "$RES/servingnospin" --no-spin-idle \
+                     --engines untuned,incremental,tritune,pretuned
+                   grep -h -A3 "worst single call\|^host cost" "$RES"/servingnospin/python3_*.log | tee -a "$LOG"
+                   grep -h "cold judge\|not promoted" "$RES"/servingnospin/python3_*.log | tee -a "$LOG" ;;
     # The earlier stream of short, host-bound calls (GEMM M = 1..4096, RMSNorm keyed on hidden size).
     servingtiny) step servingtiny 240 python3 benchmarks/serving.py --out "$RES/servingtiny" --tiny
                  grep -h -A3 "worst single call\|^host cost" "$RES"/servingtiny/python3_*.log | tee -a "$LOG" ;;

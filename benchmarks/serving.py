@@ -219,9 +219,9 @@ class HostClock:
         return False
 
 
-#: ``--spin-idle``: incremental mode's CUDA-event spans start behind a GPU spin when the device is idle
-#: (``IncrementalOptions.spin_idle``).
-SPIN_IDLE = False
+#: Incremental mode's CUDA-event spans start behind a GPU spin when the device is idle
+#: (``IncrementalOptions.spin_idle``, the default); ``--no-spin-idle`` turns it off (the comparison run).
+SPIN_IDLE = True
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -576,11 +576,12 @@ def main() -> None:
     ap.add_argument("--watchdog-ms", type=float, default=0.0,
                     help="dump every thread's traceback into --out when a call runs past this (attribution)")
     ap.add_argument("--retime-rounds", type=int, default=None)
-    ap.add_argument("--spin-idle", action="store_true",
-                    help="incremental: spans on an idle device start behind a GPU spin (IncrementalOptions.spin_idle)")
+    ap.add_argument("--no-spin-idle", action="store_true",
+                    help="incremental: IncrementalOptions(spin_idle=False), spans on an idle device start at once "
+                         "(the default queues them behind a GPU spin)")  # fmt: skip
     a = ap.parse_args()
     global SPIN_IDLE
-    SPIN_IDLE = a.spin_idle
+    SPIN_IDLE = not a.no_spin_idle
     dry = a.dry_run
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -594,7 +595,7 @@ def main() -> None:
         want = a.engines.split(",")
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
-                           "shapes": "tiny" if a.tiny else "serving", "spin_idle": a.spin_idle,
+                           "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 

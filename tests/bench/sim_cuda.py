@@ -130,7 +130,7 @@ class SimDevice:
                 assert enable_timing
                 self.t: float | None = None
 
-            def record(self) -> None:
+            def record(self, stream: Any = None) -> None:  # one simulated stream: ``stream`` is not used
                 assert dev.capturing is None, "events are not recorded inside a graph"
                 dev._arrive()
                 self.t = dev.clock_ms

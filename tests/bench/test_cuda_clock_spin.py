@@ -47,3 +47,53 @@ def test_no_spin_while_the_device_is_busy() -> None:
     spans, clock, _ = _spans(spin_idle=True, busy=True)
     assert clock.spins == 0  # every start found work queued ahead of it
     assert statistics.median(spans) == pytest.approx(KERNEL_MS, rel=0.05)  # queued behind other work anyway
+
+
+def test_spin_idle_is_the_default_and_spin_idle_false_opts_out() -> None:
+    from tritune.tune.incremental import Incremental
+    from tritune.tune.serving_state import IncrementalOptions
+
+    assert IncrementalOptions().spin_idle is True
+    for opts, want in ((None, True), (IncrementalOptions(spin_idle=False), False)):
+        inc = Incremental(opts, thread=False)
+        inc.resolver()  # builds the mode's CUDA-event clock from the options (nothing is launched)
+        assert isinstance(inc.clock, CudaClock)
+        # torch.cuda._sleep exists in CPU builds too; where it did not, the clock could not spin at all.
+        assert inc.clock.spin_idle is want
+
+
+@pytest.mark.parametrize("spin_idle", [True, False])
+def test_a_span_looks_the_callers_stream_up_once_and_records_both_events_on_it(spin_idle: bool) -> None:
+    # torch's Event.record() without a stream calls torch.cuda.current_stream() (Python: lazy-init check,
+    # device index, a new Stream object); a span made three such look-ups (the idle query and two records).
+    from types import SimpleNamespace
+
+    looked: list[object] = []
+    recorded: list[object] = []
+
+    class Event:  # FAKE CUDA event: remembers the stream it was recorded on
+        def __init__(self, enable_timing: bool = False) -> None:
+            pass
+
+        def record(self, stream: object = None) -> None:
+            recorded.append(stream)
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_time(self, end: object) -> float:
+            return 0.005
+
+    def current_stream() -> object:
+        s = SimpleNamespace(query=lambda: True)  # a new object per look-up, as torch's
+        looked.append(s)
+        return s
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(Event=Event, current_stream=current_stream,
+                                                _sleep=lambda cycles: None))  # fmt: skip
+    clock = CudaClock(spin_idle=spin_idle, torch_module=fake)
+    for _ in range(3):
+        h = clock.stop(clock.start(None))
+        assert clock.elapsed_ms(h) == 0.005
+    assert len(looked) == 3 and recorded == [s for s in looked for _ in range(2)]
+    assert clock.spins == (3 if spin_idle else 0)

@@ -74,10 +74,12 @@ class FakeCompiles:
 
 
 def serve_one_key(clock: Any, blocks: Sequence[int], calls: int, options: Any = None,
-                  host: Callable[[], float] | None = None) -> tuple[Any, int | None]:  # fmt: skip
+                  host: Callable[[], float] | None = None, compiled_at: int = 0,
+                  poll_every: int = 1) -> tuple[Any, int | None]:  # fmt: skip
     """Serve ``calls`` calls of one key of ``scale_kernel`` tuned over BLOCK in ``blocks``, with a FAKE clock,
-    FAKE compiles (finished after the first call) and a FAKE launch (the clock alone says what a call took);
-    returns the Incremental and the call at which the key was promoted (None: still tuning)."""
+    FAKE compiles (finished after call ``compiled_at``, by default the first) and a FAKE launch (the clock
+    alone says what a call took), the FAKE resolver polled every ``poll_every`` calls (a batch); returns the
+    Incremental and the call at which the key was promoted (None: still tuning)."""
     import torch
     import triton
 
@@ -97,9 +99,10 @@ def serve_one_key(clock: Any, blocks: Sequence[int], calls: int, options: Any = 
     x, out = torch.zeros(64), torch.zeros(64)
     for i in range(calls):
         k[(1,)](x, out, 64)
-        if i == 0:
+        if i == compiled_at:
             comp.finish()
-        inc.resolver().poll()
+        if (i + 1) % poll_every == 0:
+            inc.resolver().poll()
         if inc.promoted:
             return inc, i
     return inc, None

@@ -86,6 +86,70 @@ def test_a_costly_check_under_the_old_accounting_would_not_fit():
     assert all(b is None for b, _ in results), results
 
 
+def test_candidates_checked_late_one_after_another_all_race_and_the_key_promotes():
+    # The H200's RMSNorm bucket 17 (spin run): compiled early, but checked at calls 265-307 (the key waited
+    # for its budget, then borrowed the pool's tokens: checks came back to back). Replayed with FAKE compiles
+    # delivered at call 250 and a budget (gpu_fraction=0.5) that affords a check every few calls. Before the
+    # fix each joiner started below the one before, the first joiners got no call for hundreds of calls and
+    # the key was still tuning after 600 calls; now every candidate races at once and the key promotes.
+    times = (0.0128, 0.0101, 0.0116, 0.0101, 0.0113, 0.0133, 0.0126, 0.0128)  # the bucket's H200 medians
+    t = dict(zip(BLOCKS, times))
+    for seed in range(3):
+        clock = FakeClock(t, noise=0.04, seed=seed, span_ms=0.01)  # FAKE timer
+        inc, at = serve_one_key(clock, BLOCKS, 600, IncrementalOptions(gpu_fraction=0.5), compiled_at=250)
+        assert at is not None and at < 450, (seed, at, [st.diagnose()["blocked"] for st in inc.states.values()])
+        (ch,) = inc.promoted.values()
+        assert t[ch.config.kwargs["BLOCK"]] <= 1.02 * min(times), ch
+
+
+def test_a_resolver_batch_decides_each_key_once_and_the_outcome_holds():
+    # The resolver decided at every round's worth of samples (8 racers: every 8th pair), each decision
+    # building every racer's statistics on the thread that shares the interpreter with the callers. Now once
+    # per batch: a FAKE resolver polled every 24 calls (three rounds) decides at most once per poll.
+    t = dict(zip(BLOCKS, TINY8))
+    decisions = []
+    import tritune.tune.serving_state as state
+
+    real = state.KeyState.propose
+
+    def counted(self):  # counts the decisions; the rule itself is the real one
+        decisions.append(self.calls)
+        return real(self)
+
+    state.KeyState.propose = counted
+    try:
+        clock = FakeClock(t, noise=0.02, seed=1, span_ms=0.01)  # FAKE timer
+        inc, at = serve_one_key(clock, BLOCKS, 1200, IncrementalOptions(gpu_fraction=0.5), poll_every=24)
+    finally:
+        state.KeyState.propose = real
+    assert at is not None and TINY8[BLOCKS.index(next(iter(inc.promoted.values())).config.kwargs["BLOCK"])] <= (
+        1.02 * min(TINY8))  # fmt: skip
+    polls = (at + 1) // 24 + 1
+    # A poll decides each due key once; checks resolving and compiles delivered decide too (7 of each).
+    assert len(decisions) <= polls + 2 * (len(BLOCKS) - 1), (len(decisions), polls)
+
+
+def test_the_provisional_alone_with_a_full_window_is_timed_one_call_in_lone_every():
+    # Compiles delivered at call 300 (FAKE): until then the provisional races alone. Once it has max_samples
+    # samples only one call in lone_every is timed (FAKE clock's log: the configs started); the others earn
+    # the budget at its recent median, so the key earns as much, checks as early and promotes the same.
+    t = dict(zip(BLOCKS, TINY8))
+    runs = {}
+    for every in (1, 4):
+        opts = IncrementalOptions(lone_every=every)
+        clock = FakeClock(t, noise=0.02, seed=2, span_ms=0.01)  # FAKE timer
+        alone, _ = serve_one_key(clock, BLOCKS, 300, opts, compiled_at=10**9)  # never compiled: alone
+        clock = FakeClock(t, noise=0.02, seed=2, span_ms=0.01)
+        inc, at = serve_one_key(clock, BLOCKS, 2000, opts, compiled_at=299)
+        assert at is not None, every
+        (ch,) = inc.promoted.values()
+        (st,) = alone.states.values()
+        runs[every] = (len(alone.clock.log), st.budget.earned_from_ms, at, ch.config)
+    assert runs[1][0] == 300 and 32 + 268 // 4 <= runs[4][0] <= 32 + 268 // 4 + 1, runs
+    assert runs[4][1] == pytest.approx(runs[1][1], rel=0.05) and abs(runs[4][2] - runs[1][2]) <= 40, runs
+    assert all(t[r[3].kwargs["BLOCK"]] <= 1.02 * min(TINY8) for r in runs.values()), runs
+
+
 def _fake_serving(times: tuple[float, ...], prune_ratio: float, seed: int):
     """A kernel over the first ``len(times)`` BLOCKs in incremental mode with a FAKE clock (``times`` per
     config, 3% noise), FAKE compiles and a FAKE launch; returns the compiles, the mode, the kernel and its

@@ -106,6 +106,28 @@ def test_a_candidate_joining_the_race_takes_max_samples_calls_in_a_row_then_take
     assert [st.next_racer() for _ in range(8)] == [B, B, B, B, A, B, A, B]
 
 
+def test_candidates_joining_one_after_another_each_get_min_samples_soon():
+    # The H200's RMSNorm bucket 17 (spin run): the provisional raced alone for 264 calls, then seven
+    # candidates were checked over ~40 calls. Each joiner started max_samples below the *fewest* racer's
+    # count, i.e. below the joiner before it, and the first joiners waited for every later one to climb to
+    # them: two racers ended the 541-call stream with one sample each (their counts read "sent=232", "200").
+    cfgs = [Config({"BLOCK": b}) for b in range(8)]
+    opts = IncrementalOptions(min_samples=8, max_samples=32)
+    st = KeyState(cfgs, cfgs[0], opts)
+    joins = {61: 1, 66: 2, 69: 3, 70: 4, 72: 5, 73: 6, 75: 7}  # the default run's bucket 11 checked at these
+    sent = {c: 0 for c in cfgs}
+    for call in range(1, 76 + 7 * opts.min_samples):
+        if call in joins:
+            c = cfgs[joins[call]]
+            st.compiled(c)
+            st.checked(c, None)
+            st.apply(st.propose())
+        sent[st.next_racer()] += 1
+    # 7 joiners x min_samples calls after the last join: every one of them had its min_samples calls.
+    assert all(sent[c] >= opts.min_samples for c in cfgs[1:]), sent
+    assert all(st.sent(c) == sent[c] for c in cfgs), (sent, {c: st.sent(c) for c in cfgs})  # real calls
+
+
 def test_checks_follow_the_given_order_then_the_declared_one():
     st = KeyState([A, B, C], A, IncrementalOptions(), check_order=[C])
     for c in (B, C):
@@ -162,3 +184,31 @@ def test_the_resolver_thread_resolves_what_queued_up_in_one_batch():
             break
         threading.Event().wait(0.01)
     assert got == [float(i) for i in range(100)] and res.wakes == 1 and not res.errors
+
+
+def test_the_resolver_calls_after_once_per_batch_and_at_the_end_of_a_poll():
+    from tritune.tune.serving_runtime import Resolver
+
+    class Clock:  # FAKE clock: a handle is its own time
+        def elapsed_ms(self, handle):
+            return float(handle)
+
+    got, batches = [], []
+    res = Resolver(Clock(), thread=False, after=lambda: batches.append(len(got)))
+    for i in range(5):
+        res.submit(i, got.append)
+    assert res.poll() == 5 and batches == [5]  # once, after all five callbacks
+
+
+def test_the_decision_statistics_are_measurements_numbers():
+    import random
+
+    from tritune.bench.stats import Measurement
+    from tritune.tune.serving_state import _Stat
+
+    rng = random.Random(3)
+    for n in (3, 7, 8, 9, 16, 31, 32):
+        xs = [rng.lognormvariate(0, 0.2) for _ in range(n)]
+        m = Measurement.from_samples(xs, confidence=0.99)
+        s = _Stat(xs, 0.99)
+        assert (s.median_ms, s.ci_low_ms, s.ci_high_ms, s.n) == (m.median_ms, m.ci_low_ms, m.ci_high_ms, m.n)

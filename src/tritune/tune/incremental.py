@@ -10,7 +10,9 @@ compiled (and loaded) by a background thread through the engine's compile worker
 Later calls of the key tune on the real work (:mod:`tritune.tune.serving_state` holds the rules): every call
 goes to one checked candidate in turn, launched through a fast launcher (as a cached key is, so the events
 around it time the kernel, not Triton's argument binding) and timed by events recorded around the launch on
-the caller's stream and resolved by a daemon thread, never synchronizing the caller. A compiled candidate serves real calls
+the caller's stream and resolved by a daemon thread, never synchronizing the caller (while the provisional config
+races alone with a full window, only one call in ``IncrementalOptions.lone_every`` is timed; on an idle device a
+span starts behind a short GPU spin, ``spin_idle``). A compiled candidate serves real calls
 only after its check: on one call its run goes to scratch copies of the outputs, made before the real
 launch by the provisional config, and must agree with it (bit-exact for integer and bool outputs, else
 ``|got - ref| <= atol + rtol * |ref|``; see :func:`default_tolerance`). The outputs are the ``outputs=``
@@ -117,6 +119,8 @@ class Incremental:
         #: [spans found stretched (real calls' and checks'), the checks' event milliseconds not charged]
         self.stretched: list[float] = [0, 0.0]
         self._calls = 0  # calls of keys while they tuned (the frequent keys' share, see _frequent)
+        #: Keys with a round's worth of new samples since their last decision (the resolver's thread only).
+        self._due: dict[tuple[Any, ...], tuple[Autotuned, KeyState]] = {}
         self.span_wait_s = 0.001
 
     # -- the decorator's hook ---------------------------------------------------------------------------
@@ -127,7 +131,7 @@ class Incremental:
         if self._resolver is None:
             if self.clock is None:
                 self.clock = CudaClock(spin_idle=self.options.spin_idle)
-            self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet)
+            self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet, after=self._decide_due)
             self._host = self.host_clock or (time.perf_counter if isinstance(self.clock, CudaClock) else _no_time)
         return self._resolver
 
@@ -143,9 +147,11 @@ class Incremental:
     def run(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
             grid: Any) -> Any:  # fmt: skip
         """Launch one call of a key that has no final choice yet; ``MISS`` where the normal path must take it."""
-        if not self.active():
-            return MISS
-        res = self.resolver()
+        res = self._resolver
+        if res is None:  # the mode's first call (a started resolver means a clock: active)
+            if not self.active():
+                return MISS
+            res = self.resolver()
         assert self.clock is not None
         st = self.states.get(key)
         if st is None:
@@ -187,6 +193,13 @@ class Incremental:
             self.last_phase = "race"
         cfg = st.next_racer()
         tuned._last = self._shown.get(cfg) or self._shown.setdefault(cfg, Choice(cfg, "provisional"))
+        if st.calls % self.options.lone_every:
+            lone = st.lone_ms()
+            if lone is not None:  # one config alone, its window full: untimed, earning its recent median
+                self.last_phase = "lone"
+                st.budget.earn(lone, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
+                fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
+                return fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
 
     def _serve_promoted(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, args: Sequence[Any],
@@ -275,7 +288,7 @@ class Incremental:
             due = st.sample(cfg, ms)
             st.budget.earn(ms, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
             if due and not self.distributed:
-                self._decide(tuned, key, st)
+                self._due[key] = (tuned, st)  # decided once the resolver's batch is done (_decide_due)
 
         res.submit(h, then)
         return out
@@ -400,6 +413,10 @@ class Incremental:
             return None
         if self._call_key is None:
             self._call_key = tuned.key_spec.compiled_call_key(args)
+            if tuned._call_key == tuned.key_spec.call_key:
+                # The same values as call_key, generated for these argument kinds: the normal path's lookup of
+                # the dispatch table, which every call of a tuning key misses first, costs a third as much.
+                tuned._call_key = self._call_key
         try:
             ck = (self._call_key(args), cfg)
         except TypeError:
@@ -497,6 +514,15 @@ class Incremental:
             self._decide(tuned, key, st)
 
     # -- decisions --------------------------------------------------------------------------------------
+    def _decide_due(self) -> None:
+        """After each batch of the resolver: decide every key that got a round's worth of samples in it, once
+        (a batch holds 1 ms of calls, often several rounds of a key: deciding at each round cost the resolver
+        thread, which shares the interpreter's lock with the callers, ~100 us per round of 8 racers)."""
+        due = self._due
+        while due:
+            key, (tuned, st) = due.popitem()
+            self._decide(tuned, key, st)
+
     def _decide(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState) -> None:
         with self._lock:
             if st.promoted is not None:

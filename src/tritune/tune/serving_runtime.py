@@ -46,7 +46,7 @@ MAX_SPIN_US = 100.0
 class CudaClock:
     """CUDA events recorded on the caller's current stream (pooled: an event is reused once resolved).
 
-    ``spin_idle`` (``IncrementalOptions.spin_idle``): when the caller's stream has nothing queued
+    ``spin_idle`` (``IncrementalOptions.spin_idle``, on by default): when the caller's stream has nothing queued
     (``Stream.query()``), the start event would be passed at once, and the span
     would time the rest of the launch's host work (10-20 us of Python and driver on the H200) before the
     kernel: a 3-20 us kernel's span is then mostly host time, which compresses the gaps between configs until
@@ -57,7 +57,7 @@ class CudaClock:
     costs one more launch on the host. Not used while the device is busy (the start then waits its turn).
     ``torch_module`` and ``host`` exist for tests (a FAKE device and clock)."""
 
-    def __init__(self, spin_idle: bool = False, torch_module: Any = None,
+    def __init__(self, spin_idle: bool = True, torch_module: Any = None,
                  host: Callable[[], float] = time.perf_counter) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module
@@ -80,23 +80,28 @@ class CudaClock:
             return self._new(enable_timing=True)
 
     def start(self, cfg: Config | None) -> Any:
+        # The caller's stream, looked up once per span: Event.record() without a stream looks it up itself
+        # (torch.cuda.current_stream() is Python: a lazy-init check, a device index, a new Stream object),
+        # and a span made three such look-ups (the idle query and two records).
+        stream = self._torch.cuda.current_stream()
         if self.spin_idle:
-            if self._torch.cuda.current_stream().query():  # nothing queued on the caller's stream: idle
+            if stream.query():  # nothing queued on the caller's stream: idle
                 us = min(1.5 * self._launch_us, MAX_SPIN_US)
                 self._torch.cuda._sleep(max(1, int(us * SPIN_CYCLES_PER_US)))
                 self.spins += 1
             self._t0 = self._host()  # shared by threads: only an estimate of the launch's host time
         e = self._event()
-        e.record()
-        return e
+        e.record(stream)
+        return (e, stream)
 
     def stop(self, token: Any) -> Any:
+        a, stream = token
         e = self._event()
-        e.record()
+        e.record(stream)
         if self.spin_idle:
             us = (self._host() - self._t0) * 1e6
             self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
-        return (token, e)
+        return (a, e)
 
     def elapsed_ms(self, handle: Any) -> float:
         a, b = handle
@@ -127,10 +132,13 @@ class Resolver:
     or when :meth:`poll` is called (tests with a fake clock). A callback's exception is kept in ``errors``."""
 
     def __init__(self, clock: CallClock, *, thread: bool = True, batch_s: float = 0.001,
-                 quiet: Callable[[], None] | None = None) -> None:  # fmt: skip
+                 quiet: Callable[[], None] | None = None, after: Callable[[], None] | None = None) -> None:  # fmt: skip
         self.clock = clock
         #: Called before each callback (the incremental mode waits there for the caller's open spans).
         self.quiet = quiet
+        #: Called after each batch (and at the end of :meth:`poll`): the incremental mode decides there, once
+        #: per key with a round's worth of new samples, not once per round (see ``Incremental._decide_due``).
+        self.after = after
         #: The thread resolves what queued up, then sleeps this long: it takes the interpreter's lock about
         #: 1,000 times a second, not once per call (waking per event pair cost the caller's thread ~40 us of
         #: every racing call on the H200, the two threads handing the lock back and forth).
@@ -166,6 +174,18 @@ class Resolver:
         except BaseException as e:
             self.errors.append(e)
 
+    def _after(self) -> None:
+        if self.after is None:
+            return
+        try:
+            if self.quiet is not None:  # the decisions are Python too: not inside a caller's open span
+                self.quiet()
+            t0 = time.perf_counter()
+            self.after()
+            self.busy_s += time.perf_counter() - t0
+        except BaseException as e:
+            self.errors.append(e)
+
     def _loop(self) -> None:
         prepare = getattr(self.clock, "prepare_thread", None)
         if prepare is not None:
@@ -179,6 +199,7 @@ class Resolver:
                 except queue.Empty:
                     break
                 self._one(*item)
+            self._after()
             if self.batch_s > 0:
                 time.sleep(self.batch_s)
 
@@ -189,6 +210,7 @@ class Resolver:
             try:
                 item = self._q.get_nowait()
             except queue.Empty:
+                self._after()
                 return n
             self._one(*item)
             n += 1
