@@ -11,11 +11,14 @@ SPEC = KeySpec.build("k", ["x", "y", "n", "m", "BLOCK"], {"m": 3}, {"n": bucket.
 def test_alignment_and_int_facts_select_the_binary():
     base = torch.empty(64)
     aligned, shifted = base[:32], base[1:33]
-    # n = 7 bucketed to 8, then per argument: dtype and alignment; (== 1, % 16 == 0, fits in i32) per int
-    assert SPEC.call_key([aligned, 16, 7]) == (8, torch.float32, True, (False, True, True), (False, False, True))
+    # n = 7 bucketed to 8, then per argument: dtype and alignment; per int one code for (== 1, % 16 == 0, fits
+    # in i32): 1 for 1, 2/3 for a 32-bit int divisible by 16 or not, 4/5 for a wider one
+    assert SPEC.call_key([aligned, 16, 7]) == (8, torch.float32, True, 2, 3)
     assert SPEC.call_key([aligned, 1, 16]) != SPEC.call_key([shifted, 1, 16])  # 4-byte offset: not aligned
-    assert SPEC.call_key([aligned, 1, 16])[3] == (True, False, True)  # an int equal to 1 becomes a constant
-    assert SPEC.call_key([aligned, 2**40, 16])[3][2] is False  # does not fit in i32: another signature
+    assert SPEC.call_key([aligned, 1, 16])[3] == 1  # an int equal to 1 becomes a constant
+    assert SPEC.call_key([aligned, 2**40, 16])[3] == 4  # does not fit in i32: another signature
+    assert SPEC.call_key([aligned, 2**40 + 1, 16])[3] == 5 and SPEC.call_key([aligned, -(2**31) - 1, 16])[3] == 5
+    assert SPEC.call_key([aligned, -(2**31), 16])[3] == 2 and SPEC.call_key([aligned, 2**31, 16])[3] == 4
     assert SPEC.call_key([aligned, 0.5, 16])[3] is float
 
 

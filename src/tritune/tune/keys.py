@@ -32,6 +32,16 @@ def _desc(a: Any) -> Any:
     return descriptor_fact(a)
 
 
+
+def int_fact(a: int) -> int:
+    """What selects Triton's binary for an int argument, as one small int: 1 (equal to 1), 2 or 3 (fits in 32 bits,
+    divisible by 16 or not), 4 or 5 (does not fit, divisible by 16 or not). One conditional expression costs
+    ~75 ns a call against ~170 ns for the tuple of three facts it replaces (a kernel with a dozen int arguments,
+    such as FlagGems' kron, computes it for each on every cached call)."""
+    if -2147483648 <= a < 2147483648:
+        return 1 if a == 1 else 2 if a % 16 == 0 else 3
+    return 4 if a % 16 == 0 else 5
+
 @dataclass(frozen=True)
 class KeySpec:
     """Which arguments form the key, where they sit in the call, and how each value is bucketed."""
@@ -103,7 +113,7 @@ class KeySpec:
             out.append(a.dtype)
             out.append(dp() % 16 == 0)
         elif type(a) is int:
-            out.append((a == 1, a % 16 == 0, -(2**31) <= a < 2**31))
+            out.append(int_fact(a))
         elif is_descriptor(a):  # its dtype and block shape select the binary, as a tensor's dtype does
             out.append(descriptor_fact(a))
         else:
@@ -151,9 +161,9 @@ class KeySpec:
             return [f"(type({var}), {var})"]
         if getattr(a, "data_ptr", None) is not None:
             return [f"{var}.dtype", f"{var}.data_ptr() % 16 == 0"]
-        if type(a) is int:
-            return [f"(({var} == 1, {var} % 16 == 0, -2147483648 <= {var} < 2147483648) "
-                    f"if type({var}) is int else miss())"]  # fmt: skip
+        if type(a) is int:  # int_fact, inlined
+            return [f"(((1 if {var} == 1 else 2 if {var} % 16 == 0 else 3) if -2147483648 <= {var} < 2147483648 "
+                    f"else (4 if {var} % 16 == 0 else 5)) if type({var}) is int else miss())"]  # fmt: skip
         if is_descriptor(a):
             return [f"desc({var})"]
         return [f"other({var})"]
