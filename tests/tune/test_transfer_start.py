@@ -91,3 +91,28 @@ def test_neighbours_read_only_the_legal_records_and_say_what_the_snapshot_said(k
     ref, ref_info = searching.make_driver(p, LEGAL, width=4, key_values={"n": 2000},
                                           near=from_snapshot(st, key(2000), LEGAL))  # fmt: skip
     assert info == ref_info and got.next_batch() == ref.next_batch()
+
+
+def test_the_store_writes_the_same_json_text_and_stamps_as_before(tmp_path):
+    """The write path serializes each record once (a searched key writes ~5,000, mostly illegal): the stored text
+    is still the records' ``to_json`` text, and a stamped record is the record with its time, checked and frozen."""
+    import sqlite3
+
+    from tritune.store.sqlite import _dumps
+
+    meas = {"median_ms": 1.0, "samples": [1.0, 1.25], "extra": {"timer": "FAKE"}}  # SYNTHETIC
+    recs = [CandidateRecord(LEGAL[0], Status.MEASURED, 1.0, None, meas, {"by": "FAKE"}),
+            CandidateRecord(LEGAL[1], Status.ILLEGAL, None, "FAKE rule")]  # fmt: skip
+    st = SQLiteStore(tmp_path / "w.db")
+    st.record(key(1000), recs, LEGAL[0])
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        rows = dict(((c, (m, p)) for c, m, p in conn.execute("SELECT config, measurement, provenance FROM candidates")))
+    for r in recs:
+        j = r.to_json()
+        assert rows[r.config.dumps()] == (None if r.measurement is None else _dumps(j["measurement"]),
+                                          _dumps(j["provenance"]))  # fmt: skip
+    stamped = recs[0].stamped(123.0)
+    assert stamped.recorded_at == 123.0 and recs[0].recorded_at is None and stamped.measurement is recs[0].measurement
+    assert stamped == CandidateRecord(LEGAL[0], Status.MEASURED, 1.0, None, meas, {"by": "FAKE"}, 123.0)
+    assert st.candidates(key(1000)) == sorted((r.stamped(st.candidates(key(1000))[0].recorded_at) for r in recs),
+                                              key=lambda r: r.config.id)  # fmt: skip

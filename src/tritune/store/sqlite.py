@@ -33,7 +33,7 @@ from tritune.errors import StoreCorruptError, StoreError
 from tritune.outcome import Status
 from tritune.store.base import Snapshot, Store, apply_write, now
 from tritune.store.keys import TuningKey
-from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write, thaw_json
 from tritune.store.safety import create_store_file, read_only_reason, safe_store_path
 
 SCHEMA_VERSION = 1
@@ -331,8 +331,8 @@ class SQLiteStore(Store):
                     f"INSERT OR REPLACE INTO candidates(digest, {self._CAND_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (d, c.config.dumps(), c.status.value, c.time_ms, c.reason,
-                         None if c.measurement is None else _dumps(c.to_json()["measurement"]),
-                         _dumps(c.to_json()["provenance"]), c.recorded_at)
+                         None if c.measurement is None else _dumps(thaw_json(c.measurement)),
+                         _dumps(thaw_json(c.provenance)) if c.provenance else "{}", c.recorded_at)
                         for c in stamped
                     ],
                 )  # fmt: skip
