@@ -116,3 +116,20 @@ def test_the_store_writes_the_same_json_text_and_stamps_as_before(tmp_path):
     assert stamped == CandidateRecord(LEGAL[0], Status.MEASURED, 1.0, None, meas, {"by": "FAKE"}, 123.0)
     assert st.candidates(key(1000)) == sorted((r.stamped(st.candidates(key(1000))[0].recorded_at) for r in recs),
                                               key=lambda r: r.config.id)  # fmt: skip
+
+
+def test_sqlite_candidates_of_some_configs_read_only_those_rows_in_parts(tmp_path):
+    """``candidates(key, configs)`` reads the wanted rows only, in parts of 500 ids: the same records as a filter
+    of every record, for more than one part."""
+    many = [tritune.Config({"BLOCK": b}, num_warps=w, num_stages=s) for b in range(1, 101) for w in (1, 2, 4)
+            for s in (1, 2, 3, 4)]  # 1,200 configs  # fmt: skip
+    st = CountingSQLite(tmp_path / "m.db")
+    st.record(key(1000), [CandidateRecord(c, Status.MEASURED, 1.0 + i / 1000, None) for i, c in enumerate(many)])
+    never = tritune.Config({"BLOCK": 4096}, num_warps=8)
+    wanted = [*many[100:800], never]  # 700 recorded, one never recorded
+    CountingSQLite.parsed = 0
+    got = st.candidates(key(1000), wanted)
+    assert CountingSQLite.parsed == 700
+    every = st.candidates(key(1000))
+    assert got == [r for r in every if r.config in set(wanted)] and len(got) == 700
+    assert st.missing(key(1000), [never, many[1]]) == [never]

@@ -371,8 +371,20 @@ class SQLiteStore(Store):
         wanted = None if configs is None else {c.dumps() for c in configs}
 
         def do(conn: sqlite3.Connection) -> list[CandidateRecord]:
-            rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
-            return [self._cand(r) for r in rows if wanted is None or r[0] in wanted]
+            if wanted is None:
+                rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
+                return [self._cand(r) for r in rows]
+            # The wanted rows' ids first, then only those rows: a key's records are mostly ones the caller does
+            # not want (a searched key's statically illegal configs), not worth reading whole.
+            ids = [i for i, c in conn.execute("SELECT rowid, config FROM candidates WHERE digest=?", (key.digest,))
+                   if c in wanted]  # fmt: skip
+            out = []
+            for j in range(0, len(ids), 500):
+                part = ids[j : j + 500]
+                rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE rowid IN "
+                                    f"({','.join('?' * len(part))})", part)  # fmt: skip
+                out += [self._cand(r) for r in rows]
+            return out
 
         return sorted(self._run(do, write=False), key=lambda r: r.config.id)
 
