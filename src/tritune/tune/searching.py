@@ -216,7 +216,7 @@ def start_driver(p: SearchPlan, legal: Sequence[Config], *, store: Any, tkey: An
     """The search driver of one key and its ``make_driver`` info: resumed from the store's records of ``tkey``,
     seeded by the kernel's other tuned keys. With ``shared`` (a :class:`tritune.dist.search.SharedSearch`) rank 0
     builds it, as wide as every rank's pool, and the other ranks get a view of it (the same ``summary()``)."""
-    stored = store.candidates(tkey) if store is not None else []
+    stored = store.candidates(tkey, legal) if store is not None else []  # make_driver reads the legal ones only
     near = neighbours(store, tkey, legal)
 
     def make(w: int) -> tuple[Any, dict[str, Any]]:
