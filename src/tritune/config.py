@@ -18,12 +18,13 @@ from tritune.errors import ConfigError
 LAUNCH_OPTIONS: dict[str, Any] = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
 
 _SCALARS = (bool, int, float, str, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)
 #: The launch options every config has (``maxnreg`` only when set), as ``config[name]`` reads them.
 _ALWAYS = frozenset(("num_warps", "num_stages", "num_ctas"))
 
 
 def _check_value(name: str, value: Any) -> Any:
-    if isinstance(value, _SCALARS):
+    if type(value) in _SCALAR_TYPES or isinstance(value, _SCALARS):
         return value
     # numpy / torch scalars become plain Python values so that hashing and JSON are stable.
     item = getattr(value, "item", None)
