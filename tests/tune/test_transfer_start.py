@@ -133,3 +133,41 @@ def test_sqlite_candidates_of_some_configs_read_only_those_rows_in_parts(tmp_pat
     every = st.candidates(key(1000))
     assert got == [r for r in every if r.config in set(wanted)] and len(got) == 700
     assert st.missing(key(1000), [never, many[1]]) == [never]
+
+
+def test_tune_screens_and_writes_each_key_with_the_objects_alive_before_it_frozen(monkeypatch, tmp_path):
+    """``tune`` runs each key inside ``old_objects_frozen``: the static screen and the store write see a frozen
+    heap, and nothing stays frozen afterwards. FAKE compile workers, SYNTHETIC replayed times, the interpreter."""
+    import gc
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    import session_workers as sw
+    from fake_compiling import FakeCompiling
+
+    from tritune.engine import precompile as pc
+    from tritune.store import open_store
+    from tritune.tune import session
+
+    monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
+    seen: list[tuple[str, int]] = []
+    screen, record = session.screen_static, session.record
+
+    def counting_screen(*a, **k):  # type: ignore[no-untyped-def]
+        seen.append(("screen", gc.get_freeze_count()))
+        return screen(*a, **k)
+
+    def counting_record(*a, **k):  # type: ignore[no-untyped-def]
+        seen.append(("record", gc.get_freeze_count()))
+        return record(*a, **k)
+
+    monkeypatch.setattr(session, "screen_static", counting_screen)
+    monkeypatch.setattr(session, "record", counting_record)
+    assert gc.get_freeze_count() == 0
+    opts = session.TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
+    wl = sw.gelu()
+    res = session.tune([wl], keys=[{"n": 4096}, {"n": 2048}], options=opts, store=open_store(str(tmp_path / "s.db")),
+                       timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
+    assert [w for w, _ in seen] == ["screen", "record", "screen", "record"] and all(n > 0 for _, n in seen)
+    assert gc.get_freeze_count() == 0 and all(w.extra["winner"] for w in res.workloads)
