@@ -368,16 +368,17 @@ class SQLiteStore(Store):
         return self._run(do, write=False)  # type: ignore[no-any-return]
 
     def candidates(self, key: TuningKey, configs: Iterable[Config] | None = None) -> list[CandidateRecord]:
-        wanted = None if configs is None else {c.dumps() for c in configs}
+        asked = None if configs is None else list(configs)
 
         def do(conn: sqlite3.Connection) -> list[CandidateRecord]:
-            if wanted is None:
+            if asked is None:
                 rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
                 return [self._cand(r) for r in rows]
             # The wanted rows' ids first, then only those rows: a key's records are mostly ones the caller does
             # not want (a searched key's statically illegal configs), not worth reading whole.
-            ids = [i for i, c in conn.execute("SELECT rowid, config FROM candidates WHERE digest=?", (key.digest,))
-                   if c in wanted]  # fmt: skip
+            stored = conn.execute("SELECT rowid, config FROM candidates WHERE digest=?", (key.digest,)).fetchall()
+            wanted = {c.dumps() for c in asked} if stored else set()  # a new key has none: no texts to make
+            ids = [i for i, c in stored if c in wanted]
             out = []
             for j in range(0, len(ids), 500):
                 part = ids[j : j + 500]
