@@ -83,6 +83,9 @@ for part in "$@"; do
     # then each from an empty cache; interleaved quality): ~2 minutes.
     searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer --new-key-cache "${SEARCHXFER_CACHE:-both}"
                 grep -A8 "^== search vs exhaustive" "$RES"/searchxfer/python3_*.log | tee -a "$LOG" ;;
+    # The new key's host-side fixed costs (screen, search start, store write) on this host's CPU, nothing launched.
+    xfersetup) step xfersetup 120 python3 benchmarks/transfer_setup.py --out "$RES/xfersetup"
+               cat "$RES"/xfersetup/python3_*.log | tee -a "$LOG" ;;
     # Needs 2 GPUs (nvidia-h200-x2): one search shared by 2 ranks vs the same search in one process, 16 jobs each.
     distsearch) step distsearch 280 python3 -m tritune tune examples/matmul_tma_wide.py --workload matmul_tma_wide \
                   --jobs 16 --quiet --json "$RES/distsearch/one.json" --store /tmp/ds1.sqlite

@@ -98,3 +98,23 @@ def test_as_config_accepts_triton_and_json():
     assert as_config({"kwargs": {"B": 1}}) == Config({"B": 1})
     with pytest.raises(ConfigError):
         as_config(42)
+
+
+@given(configs, st.sampled_from(["num_warps", "num_stages", "num_ctas", "maxnreg", "NOPE"]))
+def test_item_reads_and_cached_texts_match_the_dict_and_fresh_texts(c, other):
+    """``c[name]``/``c.get`` read without building ``as_dict()``, ``id``/``dumps()`` are computed once: both must
+    say exactly what the dict and a fresh computation say (``maxnreg`` unset is no key, as in the dict)."""
+    d = c.as_dict()
+    for name in [*c.kwargs, other]:
+        if name in d:
+            assert c[name] == d[name] and c.get(name, "x") == d[name]
+        else:
+            with pytest.raises(KeyError):
+                c[name]
+            assert c.get(name, "x") == "x"
+    first_id, first_text = c.id, c.dumps()
+    assert c.id is first_id and c.dumps() is first_text  # cached
+    fresh = Config(c.kwargs, c.num_warps, c.num_stages, c.num_ctas, c.maxnreg)
+    assert fresh.dumps() == first_text and fresh.id == first_id
+    assert json.dumps(c.to_json(), sort_keys=True, separators=(",", ":")) == first_text
+    assert pickle.loads(pickle.dumps(c)).dumps() == first_text

@@ -107,3 +107,30 @@ def test_a_spawned_worker_starts_without_a_warning(capfd: pytest.CaptureFixture[
     assert all(isinstance(r, Done) for r in got)
     err = capfd.readouterr().err
     assert "Warning" not in err, err
+
+
+def test_a_fork_keeps_a_callers_gc_freeze_and_thaws_its_own() -> None:
+    """``tune`` freezes the objects alive at each key's start (``session.old_objects_frozen``): a compile worker's
+    fork inside must not thaw them, and a fork outside leaves nothing frozen, as before."""
+    import gc
+
+    from tritune.tune.session import old_objects_frozen
+
+    assert gc.get_freeze_count() == 0
+    with old_objects_frozen():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with WorkerService(Forked(fake_handler), 1) as svc:
+            (r,) = svc.run([("x", ("echo", 1))])
+        assert isinstance(r, Done) and gc.get_freeze_count() > frozen // 2  # (refcounting still frees frozen ones)
+    assert gc.get_freeze_count() == 0
+    with WorkerService(Forked(fake_handler), 1) as svc:
+        (r,) = svc.run([("y", ("echo", 2))])
+    assert isinstance(r, Done) and gc.get_freeze_count() == 0
+    gc.freeze()  # a caller's own freeze is left to the caller
+    try:
+        with old_objects_frozen():
+            pass
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

@@ -38,9 +38,7 @@ class Grid:
         self.coords = np.array(
             [[pos[n][d.get(n)] for n in self.names] for d in dicts], dtype=np.int64
         ).reshape(len(dicts), len(self.names))
-        self.lookup: dict[tuple[int, ...], int] = {
-            tuple(int(x) for x in row): i for i, row in enumerate(self.coords)
-        }
+        self.lookup: dict[tuple[int, ...], int] = {tuple(row): i for i, row in enumerate(self.coords.tolist())}
         self.sizes = [len(self.values[n]) for n in self.names]
 
     @property

@@ -116,12 +116,12 @@ def first_batch(candidates: Sequence[Config], prior: np.ndarray, measured: np.nd
 
 def prior_and_warm(
     candidates: Sequence[Config], key: Mapping[str, Any], neighbours: Sequence[KeyResults], warm: int,
-    opening: int | None = None,
+    opening: int | None = None, grid: Grid | None = None,
 ) -> tuple[np.ndarray, list[Config]]:
     """The prior log time of every candidate and the configs to measure first (see the module docstring).
 
     ``opening``: the warm start opens with :func:`first_batch` of that size (recorded configs only), then the
-    variants and the prior's picks as without it."""
+    variants and the prior's picks as without it. ``grid``: ``Grid(candidates)`` when the caller has it."""
     if not neighbours:
         raise SearchError("transfer needs at least one tuned key (neighbours=[KeyResults(...), ...])")
     index = {c: i for i, c in enumerate(candidates)}
@@ -159,7 +159,7 @@ def prior_and_warm(
     winners = list(first)
     # The winners' cheap variants, best estimate first (a variant the neighbours never measured sits just
     # behind its winner), at most two thirds of the rest of the warm start: the prior's picks get the rest.
-    grid = Grid(candidates)
+    grid = grid if grid is not None else Grid(candidates)
     known = weight > 0
     est: dict[int, tuple[float, int]] = {}
     for rank, won in enumerate(first):
@@ -213,7 +213,8 @@ class TransferSearch(SurrogateSearch):
         super().__init__(space, seed=seed, illegal=illegal, **options)
         if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
             raise SearchError(f"transfer: first={first!r} must be a positive number of configs")
-        prior, start = prior_and_warm(self.candidates, dict(key or {}), list(neighbours), n_warm, opening=first)
+        prior, start = prior_and_warm(self.candidates, dict(key or {}), list(neighbours), n_warm, opening=first,
+                                      grid=self.grid)  # fmt: skip
         self.set_prior(prior)
         self.warm_start = tuple(start)
         #: The neighbours' winners (the transferred leaders) and the first batch :meth:`confirmed` waits for.

@@ -48,14 +48,15 @@ def check_static(
         return Rejection("num_ctas", f"{kernel.name}: num_ctas={config.num_ctas} in {config.id} must be at least 1")
     if config.maxnreg is not None and not (1 <= config.maxnreg <= 255):
         return Rejection("maxnreg", f"{kernel.name}: maxnreg={config.maxnreg} in {config.id} must be 1..255")
-    unknown = [k for k in config.kwargs if k not in kernel.arg_names]
+    names = config.kwargs
+    unknown = [k for k in names if k not in kernel.arg_names]
     if unknown:
         return Rejection(
             "unknown_param",
             f"{kernel.name} has no parameter {', '.join(unknown)} (config {config.id}); "
             f"its parameters are {', '.join(kernel.arg_names)}",
         )
-    clash = sorted(set(config.kwargs) & set(caller_kwargs))
+    clash = sorted(set(names) & set(caller_kwargs)) if caller_kwargs else []
     if clash:
         return Rejection(
             "param_clash",

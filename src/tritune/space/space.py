@@ -110,8 +110,10 @@ class Space:
 
     def make(self, values: Mapping[str, Any]) -> Config:
         """The Config for one assignment of parameter values."""
-        kwargs = {k: v for k, v in values.items() if k not in LAUNCH_OPTIONS}
-        opts = {k: v for k, v in values.items() if k in LAUNCH_OPTIONS}
+        kwargs: dict[str, Any] = {}
+        opts: dict[str, Any] = {}
+        for k, v in values.items():
+            (opts if k in LAUNCH_OPTIONS else kwargs)[k] = v
         return Config(kwargs, **opts)
 
     def all_configs(self) -> Iterator[Config]:

@@ -7,6 +7,7 @@ cannot change what the store holds. ``to_json`` gives plain dicts back.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -98,10 +99,9 @@ class CandidateRecord:
         """This record with ``recorded_at`` set (kept when already set)."""
         if self.recorded_at is not None:
             return self
-        return CandidateRecord(
-            self.config, self.status, self.time_ms, self.reason, self.measurement, self.provenance,
-            time.time() if now is None else now,
-        )  # fmt: skip
+        out = copy.copy(self)  # its fields are checked and frozen already: no __post_init__ again
+        object.__setattr__(out, "recorded_at", time.time() if now is None else now)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {

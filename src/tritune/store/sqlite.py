@@ -33,7 +33,7 @@ from tritune.errors import StoreCorruptError, StoreError
 from tritune.outcome import Status
 from tritune.store.base import Snapshot, Store, apply_write, now
 from tritune.store.keys import TuningKey
-from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write, thaw_json
 from tritune.store.safety import create_store_file, read_only_reason, safe_store_path
 
 SCHEMA_VERSION = 1
@@ -331,8 +331,8 @@ class SQLiteStore(Store):
                     f"INSERT OR REPLACE INTO candidates(digest, {self._CAND_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (d, c.config.dumps(), c.status.value, c.time_ms, c.reason,
-                         None if c.measurement is None else _dumps(c.to_json()["measurement"]),
-                         _dumps(c.to_json()["provenance"]), c.recorded_at)
+                         None if c.measurement is None else _dumps(thaw_json(c.measurement)),
+                         _dumps(thaw_json(c.provenance)) if c.provenance else "{}", c.recorded_at)
                         for c in stamped
                     ],
                 )  # fmt: skip
@@ -368,11 +368,24 @@ class SQLiteStore(Store):
         return self._run(do, write=False)  # type: ignore[no-any-return]
 
     def candidates(self, key: TuningKey, configs: Iterable[Config] | None = None) -> list[CandidateRecord]:
-        wanted = None if configs is None else {c.dumps() for c in configs}
+        asked = None if configs is None else list(configs)
 
         def do(conn: sqlite3.Connection) -> list[CandidateRecord]:
-            rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
-            return [self._cand(r) for r in rows if wanted is None or r[0] in wanted]
+            if asked is None:
+                rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
+                return [self._cand(r) for r in rows]
+            # The wanted rows' ids first, then only those rows: a key's records are mostly ones the caller does
+            # not want (a searched key's statically illegal configs), not worth reading whole.
+            stored = conn.execute("SELECT rowid, config FROM candidates WHERE digest=?", (key.digest,)).fetchall()
+            wanted = {c.dumps() for c in asked} if stored else set()  # a new key has none: no texts to make
+            ids = [i for i, c in stored if c in wanted]
+            out = []
+            for j in range(0, len(ids), 500):
+                part = ids[j : j + 500]
+                rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE rowid IN "
+                                    f"({','.join('?' * len(part))})", part)  # fmt: skip
+                out += [self._cand(r) for r in rows]
+            return out
 
         return sorted(self._run(do, write=False), key=lambda r: r.config.id)
 

@@ -153,13 +153,14 @@ class _Worker:
 
 def _fork(handler: Handler, ours: socket.socket, theirs: socket.socket) -> int:
     with _FORK_LOCK:
+        outer = gc.get_freeze_count() > 0  # a caller's freeze (tune's, per key) is the caller's to thaw
         gc.freeze()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # 3.12: forking with threads
                 pid = os.fork()
         finally:
-            if pid:
+            if pid and not outer:
                 gc.unfreeze()
     if pid == 0:  # the worker
         try:

@@ -1,0 +1,141 @@
+"""A new key's fixed costs on the CPU (issue 16): the static screen, the search's start and the store write of a
+transfer from 3 tuned keys, next to a cold search's, on ``search_tune.py``'s 6,912-candidate matmul space.
+
+    PYTHONPATH=src python3 benchmarks/transfer_setup.py [--out DIR] [--repeat 5]
+
+No GPU: ``tune()`` runs with ``device="cpu"`` and nothing is launched (verification off, no compile target) and
+the TIMINGS ARE SYNTHETIC (a made-up landscape replayed by ReplayTimer). What it measures is the host work the
+H200 run's phases name (``search_tune.py --only transfer``): ``screen_s`` (the static rules over every
+candidate), ``search_start_s`` (the store's records of the tuned keys, the transfer's prior and warm start),
+``after_s`` (the results and the store's write of ~4,920 records). The 3 keys are tuned into a SQLite store
+first; then the new key is tuned into a copy of it (transfer) and into an empty store (cold), each in a fresh
+process-like state (the screen cache is per ``tune()`` call). Then each part alone, the fastest of
+``--repeat`` runs: ``screen_static``, ``start_driver`` (transfer and cold) and ``store.record`` of the new key's
+records. Compare two trees by running it with each on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import search_tune as st  # noqa: E402
+
+from tritune.bench import ReplayTimer  # noqa: E402
+from tritune.config import Config  # noqa: E402
+from tritune.engine.race import RaceOptions  # noqa: E402
+from tritune.landscape import Landscape, LandscapePoint  # noqa: E402
+from tritune.outcome import Status  # noqa: E402
+from tritune.store import CandidateRecord, make_key, open_store  # noqa: E402
+from tritune.tune import searching  # noqa: E402
+from tritune.tune.session import TuneOptions, screen_static, tune  # noqa: E402
+
+
+def synthetic_ms(c: Config) -> float:
+    """SYNTHETIC: a smooth landscape around 128x256x64 tiles, 3 stages, GROUP_M=16, subtiled, plus seeded jitter."""
+    jitter = random.Random(c.id).random()
+    return (1.0 + 0.1 * abs(math.log2(c["BLOCK_M"] / 128)) + 0.1 * abs(math.log2(c["BLOCK_N"] / 256))
+            + 0.05 * abs(math.log2(c["BLOCK_K"] / 64)) + 0.02 * abs(c.num_stages - 3)
+            + 0.01 * (c["GROUP_M"] != 16) + 0.03 * (c["EPILOGUE_SUBTILE"] != 2) + 0.05 * jitter)  # fmt: skip
+
+
+def fastest(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    best, out = math.inf, None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return round(best, 4), out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=None, help="write transfer_setup.json here")
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each part alone (the fastest is reported)")
+    a = ap.parse_args()
+    wl = st.matmul_search
+    kw = wl.caller_kwargs(st.NEW_KEY)
+    screened = screen_static(wl, kw)
+    legal = list(screened.legal)
+    points = [LandscapePoint(c, Status.MEASURED, synthetic_ms(c)) for c in legal]
+    timer = ReplayTimer(Landscape.from_points(wl.name, "synthetic", st.NEW_KEY, points), noise=0.01, seed=0)
+    opts = TuneOptions(jobs=16, verify=False, ceilings=False,
+                       race=RaceOptions(brief_budget_s=0.001, round_budget_s=0.003))  # fmt: skip
+    tmp = Path(tempfile.mkdtemp(prefix="transfer-setup-"))
+
+    def run(keys: list[dict[str, int]], db: Path) -> list[dict[str, Any]]:
+        res = tune([wl], keys=keys, options=opts, store=open_store(db), timer=timer, target=None, device="cpu",
+                   group=None)  # fmt: skip
+        out = []
+        for w in res.workloads:
+            ph, s = w.extra["phases"], w.extra.get("search") or {}
+            out.append({"key": w.key, "wall_s": w.extra["wall_s"], "setup": ph["setup"], "after_s": ph["after_s"],
+                        "batches": [b["configs"] for b in ph.get("batches", [])], "stopped": s.get("stopped"),
+                        "winner": s.get("winner")})  # fmt: skip
+        return out
+
+    result: dict[str, Any] = {"space": len(screened.candidates), "legal": len(legal)}
+    result["three_keys"] = run(st.KEYS, tmp / "three.db")
+    shutil.copy(tmp / "three.db", tmp / "transfer.db")
+    (result["transfer"],) = run([st.NEW_KEY], tmp / "transfer.db")
+    (result["cold"],) = run([st.NEW_KEY], tmp / "cold.db")
+    for who in ("transfer", "cold"):
+        r = result[who]
+        print(f"{who}: wall {r['wall_s']} s (args {r['setup']['args_s']} s), screen {r['setup']['screen_s']} s, "
+              f"search start {r['setup'].get('search_start_s')} s, after {r['after_s']} s; batches {r['batches']}, "
+              f"stopped {r['stopped']}, winner {r['winner']}")  # fmt: skip
+
+    store = open_store(tmp / "three.db")
+    k0 = store.entries(wl.info.name)[0].key
+    tkey = make_key(wl.info, dict(st.NEW_KEY), dtypes=k0.dtypes, device=(k0.device, k0.capability), measure=k0.measure)
+    plan = searching.plan(None, None, len(legal))
+    assert plan is not None
+    alone: dict[str, float] = {}
+    alone["screen_s"], _ = fastest(lambda: screen_static(wl, kw), a.repeat)
+    alone["start_transfer_s"], (driver, info) = fastest(
+        lambda: searching.start_driver(plan, legal, store=store, tkey=tkey, key_values=st.NEW_KEY, where=wl.name,
+                                       width=16), a.repeat)  # fmt: skip
+    empty = open_store(tmp / "empty.db")
+    alone["start_cold_s"], _ = fastest(
+        lambda: searching.start_driver(plan, legal, store=empty, tkey=tkey, key_values=st.NEW_KEY, where=wl.name,
+                                       width=16), a.repeat)  # fmt: skip
+    recs = [CandidateRecord(c, Status.MEASURED, synthetic_ms(c), None) for c in driver.next_batch()]
+    recs += [CandidateRecord(c, v.status, None, v.reason) for c, v in screened.verdict.items()]
+
+    def write() -> None:
+        shutil.copy(tmp / "three.db", tmp / "w.db")
+        w = open_store(tmp / "w.db")
+        t = time.perf_counter()
+        w.record(tkey, recs, recs[0].config)
+        times.append(time.perf_counter() - t)
+        w.close()
+
+    times: list[float] = []
+    for _ in range(a.repeat):
+        write()
+    alone["store_write_s"] = round(min(times), 4)
+    alone["store_write_records"] = len(recs)
+    result["alone"] = alone
+    result["transfer_info"] = info.get("transfer")
+    print(f"alone (fastest of {a.repeat}): {json.dumps(alone)}")
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "transfer_setup.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
