@@ -240,6 +240,13 @@ def main(argv: list[str] | None = None) -> int:
         help="configs proposed per batch before any is measured (tritune simulate --width): default 16, the "
         "compile pool tuning uses on the 16-core H200 host; 1 asks one at a time (sessions 3-6b)",
     )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="EVALUATION: SearchDriver(rounds=N): when the budget allows fewer than N batch rounds at --width, "
+        "batches of ceil(budget / N) (tuner model only); default: none",
+    )
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     ap.add_argument(
         "--transfer",
@@ -274,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"budget {args.budget:.0%} of legal configs, {args.seeds} seeds, noise {noises}; "
         f"targets: median <= {TARGET_MEDIAN}, p90 <= {TARGET_P90}; default strategy: {registry.DEFAULT}; "
-        f"model: {args.model}; width {args.width}"
+        f"model: {args.model}; width {args.width}; rounds {args.rounds}"
     )
     header = (
         f"{'landscape':30} {'noise':>5} {'legal':>5} {'evals':>5} {'strategy':13} {'median':>7} {'p90':>7} "
@@ -298,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                         name=name,
                         final=replay_final_race if args.model == "tuner" else None,
                         width=args.width,
+                        rounds=args.rounds,
                     )
                 except SearchError as e:
                     if "tritune[search]" not in str(e):
@@ -355,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
             "default": registry.DEFAULT,
             "model": args.model,
             "width": args.width,
+            "rounds": args.rounds,
             "summary": summary,
             "results": results,
         }

@@ -231,3 +231,48 @@ def test_driver_resumes_failures_and_measurements_and_takes_transfer() -> None:
     assert driver.spent == 12 and driver.best is not None
     known_times = [o.time_ms for o in driver.history if o.time_ms is not None] + [2.1]  # + the stored median
     assert driver.best.time_ms == min(known_times)
+
+
+def batch_sizes(driver: SearchDriver) -> list[int]:
+    sizes = []
+    while not driver.done:
+        batch = driver.next_batch()
+        assert batch
+        sizes.append(len(batch))
+        for c in batch:
+            driver.record(c, (Status.MEASURED, fake_time(c)))
+    return sizes
+
+
+@pytest.mark.parametrize(("budget", "rounds", "sizes"), [
+    ("21", None, [16, 5]),  # no rounds: batches as wide as the pool
+    ("21", 6, [4, 4, 4, 4, 4, 1]),  # 21 evaluations allow fewer than 6 rounds of 16: ceil(21 / 6) = 4
+    ("21", 30, [1] * 21),  # never narrower than one config
+    ("84", 4, [16] * 5 + [4]),  # 84 allow 5 rounds of 16 >= 4: the pool's width
+])  # fmt: skip
+def test_rounds_narrow_the_batches_of_a_small_budget_only(budget: str, rounds: int | None, sizes: list[int]) -> None:
+    driver = SearchDriver(get("random", SPACE, seed=0), budget, width=16, rounds=rounds)
+    assert batch_sizes(driver) == sizes
+    assert driver.summary()["width"] == 16 and driver.summary()["batch"] == max(sizes)
+
+
+def test_rounds_count_the_budget_less_the_finals_reserve_and_keep_the_transfers_first_batch() -> None:
+    # surrogate:probe=1 wants finals: 15% of 40 = 6 held back, so 34 searched in rounds of ceil(34 / 8) = 5.
+    strategy = get("surrogate", SPACE, seed=0, probe=1)
+    assert strategy.wants_finals()
+    driver = SearchDriver(strategy, "40", width=16, rounds=8)
+    assert driver.held == 6 and driver.batch_width == 5
+    sizes = batch_sizes(driver)
+    assert sum(sizes) == 40 and max(sizes) == 5 and driver.finals is not None
+    # first= still caps only the first batch; the later ones follow the rounds.
+    driver = SearchDriver(get("random", SPACE, seed=0), "21", width=16, first=2, rounds=6)
+    assert batch_sizes(driver)[:3] == [2, 4, 4]
+
+
+def test_rounds_leave_a_time_budget_at_the_pools_width_and_refuse_nonsense() -> None:
+    now = [0.0]  # FAKE clock
+    driver = SearchDriver(get("random", SPACE), "25s", width=8, rounds=6, clock=lambda: now[0])
+    assert driver.batch_width == 8 and len(driver.next_batch()) == 8
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(SearchError, match="rounds"):
+            SearchDriver(get("random", SPACE), "21", width=8, rounds=bad)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ recorded landscape, or a test fake. The loop owns the budget; the strategy owns 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -124,6 +125,15 @@ def finals_reserve(evaluations: int | None, share: float = CONFIRM) -> int:
     return min(evaluations // 2, max(1, round(share * evaluations)))
 
 
+def batch_width(width: int, evaluations: int | None, held: int = 0, rounds: int | None = None) -> int:
+    """Configs per batch of a driver with a pool of ``width``: the pool's width, or, when a budget of
+    ``evaluations`` (less the ``held`` finals reserve) allows fewer than ``rounds`` batches of it,
+    ``ceil((evaluations - held) / rounds)``; ``width`` for a time budget or ``rounds=None``."""
+    if rounds is None or evaluations is None:
+        return width
+    return max(1, min(width, math.ceil((evaluations - held) / rounds)))
+
+
 def _outcome(config: Config, outcome: Any) -> tuple[Observation, tuple[float, float] | None]:
     """Read one outcome: a Measurement (duck-typed: ``median_ms``, ``ci_low_ms``, ``ci_high_ms``),
     a ``(Status, time_ms)`` pair, a failure ``Status``, or a bare time in ms."""
@@ -186,6 +196,7 @@ class SearchDriver:
         first: int | None = None,
         confirm: bool = False,
         finals: float = CONFIRM,
+        rounds: int | None = None,
     ) -> None:
         if not isinstance(strategy, Strategy):
             raise SearchError(
@@ -198,8 +209,13 @@ class SearchDriver:
             )
         if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
             raise SearchError(f"SearchDriver(first={first!r}): the first batch's size must be a positive integer")
+        if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
+            raise SearchError(
+                f"SearchDriver(rounds={rounds!r}): the fewest batch rounds must be a positive integer or None"
+            )
         self.strategy = strategy
         self.width = width
+        self.rounds = rounds
         self.first = first
         self.confirm = bool(confirm)
         self.batches = 0
@@ -208,6 +224,8 @@ class SearchDriver:
             raise SearchError(f"SearchDriver(finals={finals!r}): the finals' share of the budget must be in [0, 1)")
         #: Evaluations held back for the strategy's :meth:`~Strategy.finals` (class docstring); 0 once released.
         self.held = finals_reserve(self.budget.evaluations, finals) if strategy.wants_finals() else 0
+        #: Configs per batch (class docstring, adaptive width): ``width``, or fewer for a small budget.
+        self.batch_width = batch_width(width, self.budget.evaluations, self.held, rounds)
         #: The finals as they went: ``{"reserve", "probes", "at"}`` (``at``: evaluations before them), or None.
         self.finals: dict[str, int] | None = None
         self.resumed = 0
@@ -272,7 +290,7 @@ class SearchDriver:
         a ``confirm`` driver's first batch is out (:attr:`may_propose_ahead`)."""
         if self.done or not self.may_propose_ahead:
             return []
-        room = self.width if self.batches or self.first is None else min(self.width, self.first)
+        room = self.batch_width if self.batches or self.first is None else min(self.width, self.first)
         if self.budget.evaluations is not None:
             room = min(room, self.budget.evaluations - self.held - self.spent - len(self._out))
         if room <= 0:
@@ -316,6 +334,7 @@ class SearchDriver:
             "candidates": len(self.strategy.candidates),
             "budget": str(self.budget),
             "width": self.width,
+            "batch": self.batch_width,
             "resumed": self.resumed,
             "evaluated": self.spent,
             "measured": sum(o.ok for o in self.history),

@@ -189,6 +189,7 @@ def simulate_one(
     confirm: float = CONFIRM,
     final: FinalRace | None = None,
     width: int = 1,
+    rounds: int | None = None,
 ) -> SimulatedRun:
     """One seeded run. ``strategy`` is a registered name or a factory ``(space, *, seed, illegal)``.
 
@@ -212,7 +213,7 @@ def simulate_one(
     evaluator = ReplayEvaluator(landscape, noise=noise, seed=seed)
     if final is not None:
         return _simulate_tuner(landscape, search, evaluator, budget, seed=seed, noise=noise, share=confirm,
-                               final=final, width=width)  # fmt: skip
+                               final=final, width=width, rounds=rounds)  # fmt: skip
     finalists = finals_reserve(budget.evaluations, confirm) if noise > 0 else 0
     if finalists and budget.evaluations is not None:
         budget = Budget(evaluations=budget.evaluations - finalists, seconds=budget.seconds)
@@ -270,13 +271,13 @@ class _Told:
 
 def _simulate_tuner(landscape: Landscape, search: SearchStrategy, evaluator: ReplayEvaluator, budget: Budget, *,
                     seed: int, noise: float, share: float, final: FinalRace,
-                    width: int = 1) -> SimulatedRun:  # fmt: skip
+                    width: int = 1, rounds: int | None = None) -> SimulatedRun:  # fmt: skip
     """The tuner model (module docstring): tuning's driver, then the tuner's final race picks.
 
     Batches of ``width``: the whole batch is proposed (``next_batch``) before any config of it is measured,
     as tuning compiles and races a batch before it records the outcomes."""
     if isinstance(search, Strategy):
-        driver = SearchDriver(search, budget, finals=share, width=width)
+        driver = SearchDriver(search, budget, finals=share, width=width, rounds=rounds)
         while not driver.done:
             batch = driver.next_batch()
             if not batch:
@@ -351,6 +352,7 @@ def simulate(
     on_run: Callable[[Any], None] | None = None,
     final: FinalRace | None = None,
     width: int = 1,
+    rounds: int | None = None,
 ) -> Simulation:
     """Run ``strategy`` once per seed with ``budget`` as a fraction (0, 1] of the legal configs.
 
@@ -365,7 +367,8 @@ def simulate(
         raise SearchError("simulate needs at least one seed")
     done = []
     for s in seed_list:
-        done.append(simulate_one(landscape, strategy, evals, seed=s, noise=noise, final=final, width=width))
+        done.append(simulate_one(landscape, strategy, evals, seed=s, noise=noise, final=final, width=width,
+                                 rounds=rounds))
         if on_run is not None:
             on_run(done[-1])
     runs = tuple(done)
