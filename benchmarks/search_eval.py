@@ -36,6 +36,7 @@ from tritune.engine.searched import replay_final_race
 from tritune.errors import SearchError
 from tritune.landscape import Landscape
 from tritune.search import registry
+from tritune.search.driver import ROUNDS
 from tritune.search.simulate import Simulation, simulate
 
 TARGET_MEDIAN, TARGET_P90 = 1.02, 1.05
@@ -243,9 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--rounds",
         type=int,
-        default=None,
-        help="EVALUATION: SearchDriver(rounds=N): when the budget allows fewer than N batch rounds at --width, "
-        "batches of ceil(budget / N) (tuner model only); default: none",
+        default=ROUNDS,
+        help="tritune simulate --rounds: when the budget allows fewer than N batch rounds at --width, batches "
+        f"of ceil(budget / N), as tuning with a budget given (tuner model); default {ROUNDS}; 0: the pool's width",
     )
     ap.add_argument("--out", type=Path, help="write every run as JSON here")
     ap.add_argument(
@@ -259,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     args.provenance = provenance(list(sys.argv[1:] if argv is None else argv))
     if args.transfer:
         return transfer_main(args)
+    if args.rounds < 0:
+        ap.error(f"--rounds {args.rounds} must be at least 0")
     if args.width < 1:
         ap.error(f"--width {args.width} must be at least 1")
     if args.folder is None and not args.synthetic and not args.holdout:
@@ -305,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                         name=name,
                         final=replay_final_race if args.model == "tuner" else None,
                         width=args.width,
-                        rounds=args.rounds,
+                        rounds=args.rounds or None,
                     )
                 except SearchError as e:
                     if "tritune[search]" not in str(e):
@@ -363,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             "default": registry.DEFAULT,
             "model": args.model,
             "width": args.width,
-            "rounds": args.rounds,
+            "rounds": args.rounds or None,
             "summary": summary,
             "results": results,
         }

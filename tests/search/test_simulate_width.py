@@ -114,3 +114,27 @@ def test_cli_width(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     assert main(["simulate", str(path), "--seeds", "1", "--width", "0"]) == 2
     assert "--width 0 must be at least 1" in capsys.readouterr().err
+
+
+def test_rounds_narrow_the_simulated_batches_as_tuning_does_and_the_cli_defaults_to_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made: list[_Spy] = []
+
+    def factory(space: Any, *, seed: int, illegal: Any) -> _Spy:
+        made.append(_Spy(space, seed=seed, illegal=illegal))
+        return made[-1]
+
+    simulate_one(_grid(), factory, Budget(evaluations=16), seed=0, final=replay_final_race, width=16, rounds=8)
+    assert _batches(made[-1].events) == [(2, 2)] * 8  # 16 at width 16 is one round < 8: ceil(16 / 8) = 2
+    path = tmp_path / "land.json"
+    _grid().write(path)
+    out = tmp_path / "sim.json"
+    assert main(["simulate", str(path), "--seeds", "1", "--quiet", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["rounds"] == 16  # tuning's ROUNDS, as for a budget given
+    assert "rounds 16" in capsys.readouterr().out
+    assert main(["simulate", str(path), "--seeds", "1", "--quiet", "--rounds", "0", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["rounds"] is None
+    capsys.readouterr()
+    assert main(["simulate", str(path), "--seeds", "1", "--rounds", "-1"]) == 2
+    assert "--rounds -1 must be at least 0" in capsys.readouterr().err

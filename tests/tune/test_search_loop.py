@@ -82,8 +82,9 @@ def deco(store, timer, **kw):  # type: ignore[no-untyped-def]
                             race=RaceOptions(brief_budget_s=0.001, round_budget_s=0.002), **kw)(scale_kernel)  # fmt: skip
 
 
-def test_search_batches_the_pool_width_the_race_decides_and_the_store_resumes(fake_gpu, tmp_path):
+def test_search_batches_the_pool_width_the_race_decides_and_the_store_resumes(fake_gpu, tmp_path, monkeypatch):
     batches, Timer = fake_gpu
+    monkeypatch.setattr(searching, "ROUNDS", 3)  # 12 given = 3 rounds of the pool: not narrowed (adaptive width)
     db = str(tmp_path / "s.db")
     t = Timer()
     k = deco(db, t, search="random", budget=12)
@@ -221,7 +222,8 @@ def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path
     assert len(wl.candidates()) == 4
     w = once(2)
     s = w.extra["search"]
-    assert [len(b) for b in batches] == [2] and s["evaluated"] == 2 and s["stopped"] == "budget"
+    # 2 given, 2 workers: fewer than ROUNDS rounds of 2, so batches of ceil(2 / 16) = 1 (adaptive width)
+    assert [len(b) for b in batches] == [1, 1] and s["evaluated"] == 2 and s["stopped"] == "budget"
     assert sum(c.extra.get("searched") is False for c in w.candidates) == 2
     assert s["winner"] == tritune.Config.from_json(w.extra["winner"]).id
     assert "searched with random" in _summary("tune", w) and "2 of 4" in _summary("tune", w)
@@ -345,11 +347,12 @@ class NeedleFinals(Strategy):
         return out + [self.candidates[i] for i in free if i != 0 or not out][: n - len(out)]
 
 
-def test_the_tuners_search_asks_the_strategys_finals_and_races_them(fake_gpu, tmp_path):
+def test_the_tuners_search_asks_the_strategys_finals_and_races_them(fake_gpu, tmp_path, monkeypatch):
     """The decorator's search= loop (engine.searched with the SearchDriver) holds back the finalists' reserve,
     asks the strategy's finals once every batch is back, and compiles, screens and races the probe like any
     batch: the probe here is the true best, which the old loop (no finals) never measured in 12."""
     batches, Timer = fake_gpu
+    monkeypatch.setattr(searching, "ROUNDS", 2)  # the 10 searched are 2.5 rounds of the pool: not narrowed
     register("fake-needle", NeedleFinals)
     try:
         t = Timer()
@@ -403,3 +406,44 @@ def test_a_strategy_spec_with_options_reaches_the_tuners_driver(tmp_path):
     with pytest.raises(SearchError, match=r"mykernel: strategy 'surrogate:nope=1'.*nope"):
         searching.make_driver(searching.plan("surrogate:nope=1", 20, 60), CONFIGS, width=4, key_values={},
                               where="mykernel")  # fmt: skip
+
+
+BIG = [tritune.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
+       for m in (16, 32, 64, 128, 256) for n in (16, 32, 64, 128, 256) for k in (32, 64, 128)
+       for w in (2, 4, 8) for s in (2, 3, 4)]  # fmt: skip  # 675 legal: searched by default
+
+
+def _batch_sizes(driver):  # type: ignore[no-untyped-def]
+    sizes = []
+    while not driver.done:
+        batch = driver.next_batch()
+        sizes.append(len(batch))
+        for i, c in enumerate(batch):
+            driver.record(c, (Status.MEASURED, 1.0 + 0.001 * (len(sizes) * 16 + i)))  # SYNTHETIC times
+    return sizes
+
+
+def test_default_tuning_of_a_big_space_keeps_whole_batches_of_the_pool():
+    p = searching.plan(None, None, len(BIG))
+    assert p is not None and p.budget is None and len(BIG) > searching.SEARCH_THRESHOLD
+    driver, info = searching.make_driver(p, BIG, width=16, key_values={"n": 1})
+    assert driver.budget.evaluations == 64 and driver.batch_width == 16 and driver.rounds is None
+    assert info["budget"] == "default: 64 evaluations"
+    assert _batch_sizes(driver) == [16, 16, 16, 16]  # 4 rounds < ROUNDS, but the default budget is not narrowed
+
+
+@pytest.mark.parametrize(("n_legal", "budget", "sizes"), [
+    (168, "25%", [3] * 14),  # 42 of 168 given: fewer than 16 rounds of 16, so ceil(42 / 16) = 3 per batch
+    (400, "256", [16] * 16),  # 16 rounds of 16 given: the pool's width
+    (400, "150", [10] * 15),  # 150 given: 9.4 rounds of 16, so ceil(150 / 16) = 10
+    (168, "30s", None),  # a time budget: the pool's width
+])  # fmt: skip
+def test_a_small_budget_given_is_asked_in_narrower_batches(n_legal, budget, sizes):
+    legal = BIG[:n_legal]
+    p = searching.plan(None, budget, len(legal))
+    driver, _ = searching.make_driver(p, legal, width=16, key_values={"n": 1})
+    assert driver.rounds == searching.ROUNDS == 16
+    if sizes is None:
+        assert driver.batch_width == 16 and len(driver.next_batch()) == 16
+    else:
+        assert _batch_sizes(driver) == sizes and driver.summary()["batch"] == max(sizes)

@@ -8,6 +8,7 @@ from typing import Any
 
 from tritune.cli.common import EXIT_OK, EXIT_USAGE, check_outputs, emit_json, fail_usage, out_stream
 from tritune.errors import SearchError, TrituneError
+from tritune.search.driver import ROUNDS
 
 #: ``--width``'s default: the compile pool tuning uses on the 16-core H200 host (one worker per core).
 DEFAULT_WIDTH = 16
@@ -43,6 +44,10 @@ def add_parser(sub: Any) -> None:
                    "wide as its compile pool (tritune tune --jobs, by default one worker per core); default "
                    f"{DEFAULT_WIDTH}, the pool of the 16-core H200 host the recorded landscapes come from; 1 asks "
                    "one config at a time")
+    p.add_argument("--rounds", type=int, default=ROUNDS,
+                   help="the fewest batch rounds, as tuning with a --budget given: a budget that allows fewer "
+                   "rounds of --width asks batches of ceil(budget / ROUNDS) instead (tuner model); default "
+                   f"{ROUNDS}; 0 keeps every batch as wide as --width")
     p.add_argument("--json", metavar="FILE|-", help="write the result as JSON to FILE, or to stdout with -")
     p.add_argument("--quiet", action="store_true", help="print only the final result")
 
@@ -78,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         return fail_usage(f"--seeds {args.seeds} must be at least 1")
     if args.width < 1:
         return fail_usage(f"--width {args.width} must be at least 1 (the compile pool's width, e.g. 16)")
+    if args.rounds < 0:
+        return fail_usage(f"--rounds {args.rounds} must be at least 0 (0: batches as wide as --width)")
     if not args.noise >= 0:
         return fail_usage(f"--noise {args.noise} must be >= 0 (a relative spread such as 0.02)")
     problem = check_outputs(args, "json")
@@ -101,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             sim = simulate(landscape, strategy, args.budget, args.seeds, noise=args.noise, name=name, on_run=on_run,
-                           final=replay_final_race if args.model == "tuner" else None, width=args.width)
+                           final=replay_final_race if args.model == "tuner" else None, width=args.width,
+                           rounds=args.rounds or None)
         except TrituneError as e:
             return fail_usage(f"{args.landscape}: {e}")
     payload = {"command": "simulate", **sim.to_json(), "landscape": str(args.landscape)}
@@ -110,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{name} on {landscape.kernel or args.landscape}: budget {args.budget:g} = {sim.budget_evaluations} of "
         f"{sim.legal_configs} legal configs, {len(sim.runs)} seeds, noise {args.noise:g}, model {sim.model}, "
-        f"width {sim.width}",
+        f"width {sim.width}" + (f", rounds {sim.rounds}" if sim.rounds else ""),
         file=stream,
     )
     print(

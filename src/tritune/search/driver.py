@@ -117,6 +117,13 @@ STOP_REASONS = ("budget", "time", "exhausted", "confirmed")
 CONFIRM = 0.15
 
 
+#: The fewest batch rounds of a search with a budget given (``--budget``): a budget that allows fewer rounds
+#: at the pool's width asks batches of ``ceil(budget / ROUNDS)`` instead (:func:`batch_width`), so a small budget
+#: keeps its adaptivity. Chosen by ``benchmarks/results/2026-12-01-cpu/search_eval_session7`` (25% of 80-216-config
+#: spaces at width 16: 2-3 rounds of 16 are worse than random on 8 of 38 held-out rows, 16 rounds on none).
+ROUNDS = 16
+
+
 def finals_reserve(evaluations: int | None, share: float = CONFIRM) -> int:
     """How many of ``evaluations`` are kept back for the finalists: ``share`` of them, at least one and at most
     half; none for a budget of fewer than 4 evaluations, a time budget (``None``) or ``share`` 0."""
@@ -173,6 +180,12 @@ class SearchDriver:
     :meth:`Strategy.confirmed` says the measurements confirm its start. An outcome is a
     :class:`~tritune.bench.stats.Measurement` (its interval reaches the strategy), a ``(Status, time_ms)``
     pair, a failure :class:`~tritune.outcome.Status` or a time in ms. This layer imports no tuning code.
+
+    **Adaptive width.** ``rounds=N`` (tuning passes :data:`ROUNDS` for a budget given explicitly): when the
+    evaluation budget less the finals reserve allows fewer than ``N`` batches of ``width``, the batches are
+    ``ceil((budget - reserve) / N)`` wide (:attr:`batch_width`), never wider than the pool, so a small budget is
+    spent in about ``N`` rounds, each fitted to the outcomes of the last, instead of 2-3 blind-ish ones.
+    ``first`` still caps only the first batch; a time budget and ``rounds=None`` keep the pool's width.
 
     **The strategy's finals.** When the strategy wants them (:meth:`Strategy.wants_finals`, e.g.
     ``surrogate`` with ``probe=1``) and the budget counts evaluations, a share ``finals`` of it

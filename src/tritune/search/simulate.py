@@ -10,7 +10,10 @@ the best ratio is always judged on the recorded (noise-free) time of the config 
 **Batches.** ``width`` is the compile pool's width, as in tuning (``SearchDriver(width=...)``, the pool of
 ``tritune tune --jobs``, by default one worker per core: 16 on the H200 host the landscapes were recorded
 on). Each batch of ``width`` configs is proposed before any of them is measured, then all are measured and
-told; ``width=1`` asks one config at a time (the simulator before session 6c).
+told; ``width=1`` asks one config at a time (the simulator before session 6c). ``rounds`` (tuner model) is the
+driver's adaptive width (:class:`~tritune.search.SearchDriver`): a budget that allows fewer than ``rounds``
+batches of ``width`` asks batches of ``ceil(budget / rounds)``, as tuning does for a budget given explicitly
+(``tritune simulate`` and ``benchmarks/search_eval.py`` pass :data:`~tritune.search.driver.ROUNDS` by default).
 
 Two models of what happens after the search's evaluations:
 
@@ -143,6 +146,8 @@ class Simulation:
     model: str = "reserve"
     #: Configs proposed per batch before any is measured (the compile pool's width; module docstring).
     width: int = 1
+    #: The driver's fewest batch rounds (``SearchDriver(rounds=)``, adaptive width; tuner model); None: the width.
+    rounds: int | None = None
 
     @property
     def median_best_ratio(self) -> float | None:
@@ -170,6 +175,7 @@ class Simulation:
             "noise": self.noise,
             "model": self.model,
             "width": self.width,
+            "rounds": self.rounds,
         }
 
 
@@ -374,4 +380,4 @@ def simulate(
     runs = tuple(done)
     label = name or (strategy if isinstance(strategy, str) else str(getattr(strategy, "__name__", "custom")))
     return Simulation(label, budget, evals.evaluations or 0, landscape.kernel, legal, noise, runs,
-                      "reserve" if final is None else "tuner", width)
+                      "reserve" if final is None else "tuner", width, None if final is None else rounds)

@@ -26,6 +26,12 @@ neighbours' winners and the configs they measured fastest, whose binaries a mach
 Triton's cache), and with the default budget the search stops there when that batch's race confirms a
 neighbour's winner (``stopped: confirmed``, :meth:`tritune.search.TransferSearch.confirmed`); a budget
 given explicitly is spent in full.
+
+**Batch width.** Batches are as wide as the compile pool, except that a budget given explicitly which allows
+fewer than :data:`tritune.search.driver.ROUNDS` = 16 rounds of the pool is asked in batches of
+``ceil(budget / 16)`` (``--budget 25%`` of a 168-config space with 16 workers: 14 rounds of 3 instead of 3 of
+16), which keeps the model adaptive (``benchmarks/results/2026-12-01-cpu/search_eval_session7``). The default
+budget keeps whole batches of the pool.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from tritune.config import Config
 from tritune.errors import SearchError
 from tritune.outcome import Status
 from tritune.search import Budget, KeyResults, SearchDriver, get, names
+from tritune.search.driver import ROUNDS
 from tritune.search.registry import DEFAULT, parse_spec
 from tritune.space import Space
 
@@ -201,8 +208,11 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
         raise SearchError(f"{where}: strategy {name!r} is not a tritune.search.Strategy; the tuning loop "
                           "needs preload() for stored results")  # fmt: skip
     warm = [w for nb in sorted(near, key=lambda nb: _distance(key_values, nb)) if (w := nb.winner()) is not None]
+    # A budget given explicitly keeps ~ROUNDS rounds of adaptivity when it is small (SearchDriver: adaptive
+    # width); the default budget is sized in whole batches of the pool for wall time and keeps them.
+    rounds = ROUNDS if p.budget is not None else None
     driver = SearchDriver(strategy, left, width=width, known=known, warm=warm, first=first,
-                          confirm=transfer and p.budget is None)  # fmt: skip
+                          confirm=transfer and p.budget is None, rounds=rounds)  # fmt: skip
     info["evaluations_allowed"] = resolved.evaluations
     info["resumed"] = driver.resumed
     if near:
