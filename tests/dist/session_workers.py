@@ -70,7 +70,11 @@ def farm(rank: int, world: int, init_file: str, out_dir: str, store_path: str) -
         data["race"] = tune_gelu(wl, store, 100 + rank, "auto").to_json()
         data["sweep"] = tune_gelu(wl, None, 200 + rank, "auto", exhaustive=True).to_json()
         data["writes"] = CountingStore.writes
-        # one search shared by the ranks: 2 of the 4 configs, one batch as wide as both pools (1 + 1)
+        # one search shared by the ranks: 2 of the 4 configs, one batch as wide as both pools (1 + 1); ROUNDS=1
+        # keeps the pool's width (adaptive width would ask batches of ceil(2 / 16) = 1: rank 1 idle)
+        from tritune.tune import searching
+
+        searching.ROUNDS = 1
         data["search"] = tune_gelu(wl, None, 300 + rank, "auto", strategy="random", budget=2).to_json()
     except BaseException:
         data["exception"] = traceback.format_exc()
