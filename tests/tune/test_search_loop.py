@@ -224,6 +224,7 @@ def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path
     s = w.extra["search"]
     # 2 given, 2 workers: fewer than ROUNDS rounds of 2, so batches of ceil(2 / 16) = 1 (adaptive width)
     assert [len(b) for b in batches] == [1, 1] and s["evaluated"] == 2 and s["stopped"] == "budget"
+    assert s["width"] == 2 and s["batch"] == 1
     assert sum(c.extra.get("searched") is False for c in w.candidates) == 2
     assert s["winner"] == tritune.Config.from_json(w.extra["winner"]).id
     assert "searched with random" in _summary("tune", w) and "2 of 4" in _summary("tune", w)

@@ -274,6 +274,8 @@ def summary(driver: SearchDriver, info: Mapping[str, Any], winner: Config | None
            "stopped": "store" if info.get("nothing_left") else s["stopped"], "width": s["width"],
            "winner": None if winner is None else winner.id}  # fmt: skip
     out["measured_total"] = out["measured"] + int(info.get("resumed", 0))
+    if s.get("batch", s["width"]) != s["width"]:  # a small budget given, in narrower batches (adaptive width)
+        out["batch"] = s["batch"]
     if s.get("finals") is not None:  # the strategy's finalist probes: counted in evaluated/measured above
         out["finals"] = dict(s["finals"])
     out.pop("nothing_left", None)
