@@ -44,7 +44,15 @@ from tritune.errors import CaptureMissError, ConfigError
 from tritune.tune.choice import Choice
 from tritune.tune.serving_check import compare_outputs, default_tolerance, plan_comparison
 from tritune.tune.serving_runtime import CallClock, CompileService, CudaClock, Resolver, WorkerCompiles
-from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge, prune
+from tritune.tune.serving_state import (
+    GpuBudget,
+    IncrementalOptions,
+    KeyState,
+    Proposal,
+    lower_median,
+    merge,
+    prune,
+)
 
 if TYPE_CHECKING:
     from tritune.tune.autotune import Autotuned
@@ -198,9 +206,14 @@ class Incremental:
             if lone is not None:  # one config alone, its window full: untimed, earning its recent median
                 self.last_phase = "lone"
                 st.budget.earn(lone, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
-                fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
-                return fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
+                return self._untimed(tuned, key, cfg, args, kwargs, grid)
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
+
+    def _untimed(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, args: Sequence[Any],
+                 kwargs: Mapping[str, Any], grid: Any) -> Any:  # fmt: skip
+        """``cfg`` launched through this mode's fast launcher (Triton's path where there is none), no events."""
+        fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
+        return fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
 
     def _serve_promoted(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, args: Sequence[Any],
                         kwargs: Mapping[str, Any], grid: Any) -> Any:  # fmt: skip
@@ -208,8 +221,7 @@ class Incremental:
         store lookup): only in the instant a promotion is applied and its choice not yet visible."""
         self.last_phase = "promoted"
         tuned._last = self.promoted.get(key) or Choice(cfg, "incremental", "being promoted")
-        fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
-        return fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
+        return self._untimed(tuned, key, cfg, args, kwargs, grid)
 
     def _may_afford(self, st: KeyState) -> bool:
         """Whether a check could be afforded now (a lock-free look; :meth:`_afford` decides and spends)."""
@@ -225,8 +237,8 @@ class Incremental:
             return True
         if not self._frequent(st) or st.calls < st.borrow_after:
             return False
-        b = self.budget  # a cheap necessary condition: the other keys cannot lend more than all of them saved
-        return b.fraction * b.earned_from_ms - b.spent_ms >= est - tokens
+        # a cheap necessary condition: the other keys cannot lend more than all of them saved
+        return self.budget.unspent_ms >= est - tokens
 
     def _frequent(self, st: KeyState) -> bool:
         """A key with at least an even share of the tuning keys' calls: its checks may also spend what the
@@ -391,8 +403,7 @@ class Incremental:
         if not call or call <= 0:
             return
         self._check_ratios.append(max(1.0, actual_ms / call))
-        xs = sorted(self._check_ratios[-64:])
-        ratio = xs[(len(xs) - 1) // 2]
+        ratio = lower_median(self._check_ratios[-64:])
         self._check_calls = ratio
         for other in list(self.states.values()):
             other.check_calls = ratio
@@ -713,8 +724,7 @@ class Incremental:
         """Keys still tuning -> why each is not promoted (:meth:`KeyState.diagnose`), with the kernel's pool
         (what every key earned and did not spend: a frequent key's checks may draw on it), whether the key
         counts as frequent, and the resolver's backlog (event pairs not resolved yet)."""
-        b = self.budget
-        pool = b.fraction * b.earned_from_ms - b.spent_ms
+        pool = self.budget.unspent_ms
         r = self._resolver
         backlog = r.backlog() if r is not None else 0
         out = {}

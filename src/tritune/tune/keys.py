@@ -32,7 +32,6 @@ def _desc(a: Any) -> Any:
     return descriptor_fact(a)
 
 
-
 def int_fact(a: int) -> int:
     """What selects Triton's binary for an int argument, as one small int: 1 (equal to 1), 2 or 3 (fits in 32 bits,
     divisible by 16 or not), 4 or 5 (does not fit, divisible by 16 or not). One conditional expression costs
@@ -41,6 +40,7 @@ def int_fact(a: int) -> int:
     if -2147483648 <= a < 2147483648:
         return 1 if a == 1 else 2 if a % 16 == 0 else 3
     return 4 if a % 16 == 0 else 5
+
 
 @dataclass(frozen=True)
 class KeySpec:

@@ -188,6 +188,18 @@ class GpuBudget:
         """Scratch device time spent over the device time of the real calls."""
         return self.spent_ms / self.earned_from_ms if self.earned_from_ms > 0 else 0.0
 
+    @property
+    def unspent_ms(self) -> float:
+        """``fraction`` of the real calls' device time less what the checks spent (for an account of every key:
+        the most that all keys together could still lend)."""
+        return self.fraction * self.earned_from_ms - self.spent_ms
+
+
+def lower_median(xs: Iterable[float]) -> float:
+    """The lower median of ``xs`` (non-empty): of two values, the smaller, so one outlier never sets it."""
+    ys = sorted(xs)
+    return ys[(len(ys) - 1) // 2]
+
 
 @dataclass
 class Observations:
@@ -354,8 +366,7 @@ class KeyState:
         The median, not the last: one check whose spans another thread stretched (the H200's stream: a check of
         ~0.1 ms measured at several ms) set the next estimate, and the key then saved up for a thousand calls."""
         if self.check_cost:
-            xs = sorted(self.check_cost)
-            return xs[(len(xs) - 1) // 2]  # the lower median: of two checks, not the outlier
+            return lower_median(self.check_cost)  # of two checks, not the outlier
         est = self.recent_ms(self.provisional)
         return None if est is None else self.check_calls * est
 
