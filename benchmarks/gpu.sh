@@ -48,7 +48,7 @@ for part in "$@"; do
               cat "$RES"/hostcost/python3_*.log | tee -a "$LOG" ;;
     gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
-    libs) b=${LIBS_BUDGET_S:-440}  # LIBS_OPS=kron,std,... runs a subset (substring match), e.g. for the per-op profiles
+    libs) b=${LIBS_BUDGET_S:-440}  # LIBS_OPS=kron,std,... runs a subset (substring match), e.g. for the per-op profiles; LIBS_PROFILE_COLD=1 profiles each cold call
           step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
             ${LIBS_OPS:+--ops "$LIBS_OPS"} ;;
     libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers

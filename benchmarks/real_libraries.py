@@ -284,6 +284,9 @@ class _Child:
         self.torch, self.engine, self.outdir, self.device, self.quick = torch, engine, outdir, device, quick
         self.calls: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
         self.tuners: dict[str, list[Any]] = {}  # per op: the autotuner objects its first call reached
+        # LIBS_PROFILE_COLD=1: each op's cold call under cProfile (profile-cold-OP.txt); a diagnostic run, its
+        # cold times are the profiler's, not comparable
+        self.profile_cold = bool(os.environ.get("LIBS_PROFILE_COLD"))
 
     def sync(self) -> None:
         if self.device == "cuda":
@@ -294,11 +297,29 @@ class _Child:
 
         fn, args = op.make(self.torch, self.device, self.quick)
         self.sync()
+        prof = None
+        if self.profile_cold:  # diagnostic: where the cold call's wall time goes (the profiler slows it)
+            import cProfile
+
+            prof = cProfile.Profile()
         with RunCounter() as counted:
             t0 = time.perf_counter()
+            if prof is not None:
+                prof.enable()
             out = fn(*args)
             self.sync()
+            if prof is not None:
+                prof.disable()
             cold = time.perf_counter() - t0
+        if prof is not None:
+            import io
+            import pstats
+
+            buf = io.StringIO()
+            pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(45)
+            (self.outdir / f"profile-cold-{op.name}.txt").write_text(
+                f"# {self.engine}, {op.name}, the cold call under cProfile ({cold:.3f} s), by cumulative time\n"
+                + buf.getvalue())
         self.calls[op.name] = (fn, args)
         self.tuners[op.name] = counted.tuners()
         tuners = [{"name": tuner_name(t), "calls": counted.counts[id(t)], "config": describe(t.best_config),

@@ -378,19 +378,20 @@ def test_bad_calls_raise_tritons_exception_types(bad: str, fake_triton_bench: li
 def test_heuristics_positional_fast_path_keeps_per_call_values_and_follows_the_cache(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Positional calls under @heuristics find their choice by the generated call key (session 6); driven on
-    CPU with a FAKE fast launcher that launches through the interpreter. Heuristic values are still computed
+    """Positional calls under @heuristics find their choice by the generated call key (session 6) and launch
+    through a launcher holding the heuristics' values as constants (session 8); driven on CPU with a FAKE
+    fast launcher that launches through the interpreter. Heuristic values are still computed
     per call (EVEN differs for n = 256 and 320, one tuning key), and setting ``kernel.cache[key]`` makes the
     next call use that config, as under Triton."""
     import tritune.tune.autotune as autotune_module
 
     built: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
-    def fake_make_fast_kw(jit: Any, cfg: Any, args: Any, kwargs: Any, defaults: Any) -> Any:
-        built.append((dict(kwargs), dict(cfg.kwargs)))
-        return lambda a, kw, grid: jit.run(*a, grid=grid, warmup=False, **kw, **cfg.kwargs, **cfg.launch_options())
+    def fake_make_fast_const(jit: Any, cfg: Any, args: Any, consts: Any, defaults: Any) -> Any:
+        built.append((dict(consts), dict(cfg.kwargs)))
+        return lambda a, grid: jit.run(*a, grid=grid, warmup=False, **consts, **cfg.kwargs, **cfg.launch_options())
 
-    monkeypatch.setattr(autotune_module, "make_fast_kw", fake_make_fast_kw)
+    monkeypatch.setattr(autotune_module, "make_fast_const", fake_make_fast_const)
     heur = {"EVEN": lambda a: a["n"] % a["BLOCK"] == 0, "FACTOR": lambda a: 3}
     k = tritune.autotune([triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 64})], [])(
         triton.heuristics(heur)(scale_kernel))
@@ -418,8 +419,8 @@ def test_heuristics_positional_fast_path_computes_one_generated_key_per_call(
     generic key, ~3 us on the H200). FAKE fast launcher as above; the generic keys are counted."""
     import tritune.tune.autotune as autotune_module
 
-    monkeypatch.setattr(autotune_module, "make_fast_kw", lambda jit, cfg, args, kwargs, defaults: (
-        lambda a, kw, grid: jit.run(*a, grid=grid, warmup=False, **kw, **cfg.kwargs, **cfg.launch_options())))
+    monkeypatch.setattr(autotune_module, "make_fast_const", lambda jit, cfg, args, consts, defaults: (
+        lambda a, grid: jit.run(*a, grid=grid, warmup=False, **consts, **cfg.kwargs, **cfg.launch_options())))
     from tritune.tune.keys import KeySpec
 
     generic: list[str] = []

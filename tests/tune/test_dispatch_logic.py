@@ -45,6 +45,22 @@ def test_generated_call_key_equals_the_generic_one_for_any_call():
     assert fast([x, y, 1024]) != fast([x, y, 1040])  # 1040 = 1024 + 16: another bucket
 
 
+def test_generated_call_key_for_plain_arguments_equals_the_generic_one():
+    """Floats, None, bools and strings key by their type; the generated key tests the type inline while the
+    first call's kinds hold and must still agree with the generic key when another kind comes."""
+    spec = KeySpec.build("k", ["x", "s", "o", "b", "t", "n"], {}, ["n"])
+    x = torch.empty(8)
+    fast = spec.compiled_call_key([x, 2.5, None, True, "a", 16])
+    calls = [
+        [x, 2.5, None, True, "a", 16], [x, 0.5, None, False, "b", 16], [x, 3, None, True, "a", 16],
+        [x, x, None, True, "a", 16], [x, 2.5, 1, True, "a", 16], [x, 2.5, None, 1, "a", 16],
+        [x, 2.5, None, True, x, 16], [x, True, 2.5, "a", None, 16], [x, 2.5, None, True, "a", 2.0],
+    ]
+    for args in calls:
+        assert _outcome(fast, args) == _outcome(spec.call_key, args), args
+    assert fast([x, 2.5, None, True, "a", 16]) != fast([x, 3, None, True, "a", 16])  # an int is another binary
+
+
 def test_launch_options_only_what_is_set():
     assert Config({"B": 1}, num_warps=2, num_stages=1).launch_options() == {"num_warps": 2, "num_stages": 1}
     assert Config(num_ctas=2, maxnreg=128).launch_options() == {
@@ -124,3 +140,32 @@ def test_keyword_launcher_passes_every_parameter_in_the_kernels_order(monkeypatc
     # a launch option or an unknown name by keyword, or a parameter with no value anywhere: Triton's path
     assert dispatch.make_fast_kw(FakeJit(), cfg, ["X", "Y"], {"n": 7, "num_warps": 4}, {"GROUP": 8, "ACT": ""}) is None
     assert dispatch.make_fast_kw(FakeJit(), cfg, ["X", "Y"], {"n": 7}, {}) is None
+
+
+def test_constant_launcher_holds_the_heuristics_values_and_launches_positionally(monkeypatch):
+    """make_fast_const (positional calls under @triton.heuristics), with a FAKE FastLauncher (the real one needs
+    a GPU) that records what it was built with: the heuristics' values travel as constants of the launcher, whose
+    positional launch is returned; a value for a launch option or a positional parameter, or a config with a
+    pre_hook, takes Triton's path (None)."""
+    import tritune.tune.dispatch as dispatch
+
+    made = []
+
+    class FakeFastLauncher:
+        def __init__(self, jit, cfg, args, defaults, consts=None):
+            self.seen = (cfg, list(args), dict(defaults), dict(consts or {}))
+            self.launch = lambda a, grid: ("launched", list(a), grid)
+            made.append(self)
+
+    class FakeJit:
+        arg_names = ("x", "y", "n", "BLOCK", "EVEN")
+
+    monkeypatch.setattr(dispatch, "FastLauncher", FakeFastLauncher)
+    cfg = Config({"BLOCK": 128}, num_warps=8)
+    launch = dispatch.make_fast_const(FakeJit(), cfg, ["X", "Y", 7], {"EVEN": True}, {})
+    assert made[0].seen == (cfg, ["X", "Y", 7], {}, {"EVEN": True})
+    assert launch(["X2", "Y2", 9], (3,)) == ("launched", ["X2", "Y2", 9], (3,))
+    assert dispatch.make_fast_const(FakeJit(), cfg, ["X", "Y", 7], {"num_warps": 4}, {}) is None
+    assert dispatch.make_fast_const(FakeJit(), cfg, ["X", "Y", 7], {"n": 4}, {}) is None
+    assert dispatch.make_fast_const(FakeJit(), cfg.replace(pre_hook=print), ["X", "Y", 7], {"EVEN": True}, {}) is None
+    assert len(made) == 1

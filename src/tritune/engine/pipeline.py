@@ -202,6 +202,8 @@ def compile_and_race(
         result = (race if method == "race" else sweep)(runnable, measure, options)
     else:
         result = RaceResult(None, (), (), "none_measured", 0, 0, 0, 0.0, options)
+    if stats is not None:
+        stats["raced_s"] = round(time.perf_counter() - clock, 3)  # the race's end, on the same clock
     outcomes = [replace(o, facts=facts[o.config]) if o.config in facts else o for o in result.outcomes]
     outcomes += [CandidateOutcome(c, f.status, None, f.reason) for c, f in failures.items()]
     outcomes.sort(key=lambda o: order.get(o.config, len(order)))

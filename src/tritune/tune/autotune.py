@@ -18,6 +18,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from tritune.config import Config
@@ -26,7 +27,7 @@ from tritune.errors import CaptureMissError, ConfigError
 from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
 from tritune.space import Space, check_static
 from tritune.tune.choice import Choice, PretunedIgnoredWarning, UntunedWarning, resolve_on_no_gpu
-from tritune.tune.dispatch import make_fast, make_fast_hooked, make_fast_kw
+from tritune.tune.dispatch import make_fast, make_fast_const, make_fast_hooked, make_fast_kw
 from tritune.tune.incremental import MISS as _INC_MISS
 from tritune.tune.incremental import make_incremental
 from tritune.tune.keys import KeySpec
@@ -44,6 +45,14 @@ from tritune.tune.triton_surface import (
 )
 
 _MISS = object()
+
+
+def _values_getter(names: Sequence[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """A mapping's values for ``names``, as a tuple (``itemgetter`` of one name gives the bare value)."""
+    if len(names) == 1:
+        (name,) = names
+        return lambda d: (d[name],)
+    return itemgetter(*names) if names else (lambda d: ())
 
 __all__ = ["Autotuned", "Choice", "PretunedIgnoredWarning", "UntunedWarning", "autotune"]
 
@@ -129,7 +138,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._runner: Any = None
         self._call_key: Callable[[Sequence[Any]], tuple[Any, ...]] = self.key_spec.call_key
         self._kw_key: Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]] = self.key_spec.kw_call_key
-        self._heur_key: Callable[[Sequence[Any]], tuple[Any, ...]] = self.key_spec.call_key
+        self._heur_key: Callable[[Sequence[Any]], tuple[Any, ...]] | None = None  # generated at the first call
+        # the heuristics' values of one call, as a tuple (itemgetter of one name gives the bare value)
+        self._heur_values = _values_getter(self._heur_names)
         on_gpu = gpu_unavailable_reason() is None
         self._fast_ok = on_gpu and not self._heuristics
         self._heur_fast = on_gpu and bool(self._heuristics)
@@ -267,7 +278,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             # The choice and its config's values, by the generated call key (key values and the binary's
             # specialization, a finer split than the key): the generic key and a dict merge per call cost
             # ~2 us of the ~13 us a call under heuristics took on the H200 (session 5, compat_dispatch).
-            if self._heur_key == self.key_spec.call_key:  # bound methods: equal, never identical
+            if self._heur_key is None:
                 self._heur_key = self.key_spec.compiled_call_key(args)
             try:
                 hk = self._heur_key(args)
@@ -285,25 +296,27 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 ent = (choice, values)
         choice, values = ent[0], ent[1]
         cfg = choice.config
+        self._last = choice
+        if len(ent) > 2:
+            # A positional call: its generated key already holds the binary's specialization of every argument,
+            # so the heuristics' values alone pick the launcher, which holds them as constants (no keyword dict
+            # and no second key over the keywords per call).
+            full = apply_heuristics(self._heuristics, args, dict(values))
+            try:
+                hv = self._heur_values(full)
+                fl = ent[2].get(hv, _MISS)
+            except TypeError:  # an unhashable heuristic value: Triton's path
+                return self._launch(cfg, args, kwargs, grid, False)
+            if fl is _MISS:
+                consts = dict(zip(self._heur_names, hv))
+                fl = ent[2][hv] = make_fast_const(self._launcher().inner, cfg, args, consts, dict(self.info.defaults))
+            if fl is not None:
+                return fl(args, grid)
+            return self._launch(cfg, args, kwargs, grid, False)
         full = apply_heuristics(self._heuristics, args, {**kwargs, **values})
         kw = dict(kwargs)
         for n in self._heur_names:
             kw[n] = full[n]
-        self._last = choice
-        if len(ent) > 2:
-            # A positional call: its generated key already holds the binary's specialization of every argument,
-            # so the heuristics' values alone pick the launcher (no second key over the keywords).
-            launchers = ent[2]
-            try:
-                hv = tuple(kw[n] for n in self._heur_names)
-                fk = launchers.get(hv, _MISS)
-            except TypeError:  # an unhashable heuristic value: Triton's path
-                return self._launch(cfg, args, kwargs, grid, False)
-            if fk is _MISS:
-                fk = launchers[hv] = make_fast_kw(self._launcher().inner, cfg, args, kw, dict(self.info.defaults))
-            if fk is not None:
-                return fk(args, kw, grid)
-            return self._launch(cfg, args, kwargs, grid, False)
         if self._kw_key == self.key_spec.kw_call_key:
             self._kw_key = self.key_spec.compiled_kw_call_key(args, kw)
         try:

@@ -74,23 +74,26 @@ class FastLauncher:
     __slots__ = ("_device", "_knobs", "_stream", "arg_names", "function", "kernel", "launch", "meta", "n_pos", "packed",
                  "run", "tail")
 
-    def __init__(self, jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any]) -> None:
+    def __init__(self, jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any],
+                 consts: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         from triton import knobs
         from triton.runtime import driver
 
         names = list(jit.arg_names)
         self.n_pos = len(args)
+        consts = consts or {}
+        meta = {**cfg.kwargs, **consts}
         tail = []
         for name in names[self.n_pos :]:
-            if name in cfg.kwargs:
-                tail.append(cfg.kwargs[name])
+            if name in meta:
+                tail.append(meta[name])
             elif name in defaults:
                 tail.append(defaults[name])
             else:
                 raise TypeError(f"{jit.__name__}: parameter {name} is neither passed, in the config, nor defaulted")
         self.tail = tuple(tail)
         self.arg_names = names
-        kernel = jit.run(*args, grid=(1,), warmup=True, **cfg.kwargs, **cfg.launch_options())
+        kernel = jit.run(*args, grid=(1,), warmup=True, **meta, **cfg.launch_options())
         if hasattr(kernel, "result"):
             kernel = kernel.result()
         kernel._init_handles()
@@ -98,7 +101,7 @@ class FastLauncher:
         self.run = kernel.run
         self.function = kernel.function
         self.packed = kernel.packed_metadata
-        self.meta = cfg.kwargs
+        self.meta = meta
         self._device = _current_device(driver.active.get_current_device)
         self._stream = driver.active.get_current_stream
         self._knobs = knobs.runtime
@@ -164,6 +167,23 @@ def make_fast(jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, An
 
 
 Launch = Callable[[Sequence[Any], Any], Any]
+
+
+def make_fast_const(jit: Any, cfg: Config, args: Sequence[Any], consts: Mapping[str, Any],
+                    defaults: dict[str, Any]) -> Launch | None:  # fmt: skip
+    """A positional launcher for calls whose keyword arguments are constants of the launcher: the values
+    ``@triton.heuristics`` adds under the decorator, which the caller keys its launchers by. No keyword dict is
+    built or read per call (the launch of a :class:`FastLauncher` with the constants in its tail); None where a
+    constant is not a parameter after the positional ones (a launch option, a duplicate): Triton's path."""
+    if cfg.pre_hook is not None:
+        return None
+    rest = list(jit.arg_names)[len(args) :]
+    if any(k not in rest for k in consts):
+        return None
+    try:
+        return FastLauncher(jit, cfg, args, defaults, consts).launch
+    except TypeError:
+        return None
 
 
 KwLaunch = Callable[[Sequence[Any], Mapping[str, Any], Any], Any]

@@ -277,6 +277,7 @@ class Tuner:
         job = TuningJob(_label(tuned, key), tuple(todo), prepare, measure, self.race, compiler,
                         Farm() if self.distributed else None, retime_finalists=self.retime_finalists,
                         stats=stats, probe=cuda_context_error if gpu else None)  # fmt: skip
+        stats["setup_s"] = round(time.perf_counter() - clock, 3)  # screen, store read, compiles submitted
         result = job.run()
         for c in cleanups:
             c()
