@@ -52,6 +52,7 @@ from tritune.store import CandidateRecord, dtypes_of, make_key
 from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
 from tritune.verify.run import check_candidate
+from tritune.workers import objects_frozen
 from tritune.workload import Workload
 
 
@@ -252,15 +253,12 @@ def old_objects_frozen() -> Iterator[None]:
     ~4,900 store records) for one or two full collections, and each walked the whole process (torch, Triton):
     0.13 s apiece on this project's CPU, in the middle of a key's setup or its store write. Garbage among the
     frozen objects waits for the exit, then goes back to the GC; nothing frozen before entry (by the caller) is
-    thawed here."""
+    thawed here (one ``gc.get_freeze_count()`` a key, which walks the frozen objects)."""
     if gc.get_freeze_count():  # someone froze already: theirs to thaw
         yield
         return
-    gc.freeze()
-    try:
+    with objects_frozen():
         yield
-    finally:
-        gc.unfreeze()
 
 
 def _lap(t0: float) -> float:
