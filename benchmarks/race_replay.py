@@ -1,0 +1,212 @@
+"""The incremental race on a short kernel, replayed on the CPU: how often the hot buckets of a serving stream
+converge to within 2% of their best, over many seeds, with a FAKE clock whose samples look like a 5-10 us
+kernel's event spans on the H200.
+
+The real :class:`~tritune.tune.incremental.Incremental` (state machine, per-key budgets, checks, pruning,
+promotion) serves ``benchmarks/serving.py``'s stream (Zipf s=1.1 over 24 buckets, 6,000 calls); no kernel runs
+(FAKE launch, FAKE compiles finished by the next call). Each bucket has 7 configs; the FAKE clock's samples:
+
+- a real call or scratch run of config c: ``mean[c] * lognormal(0, sigma)`` with ``sigma`` drawn per bucket
+  in [2%, 5%]; with probability ``outlier`` (default 3%) the span also holds 3-20 us of host time (a start
+  event passed before the launch reached the device, or a clock hiccup);
+- ``--early`` (default 25%): the outliers' rate in the stream's first 1,500 calls, while every key's
+  candidates compile and load on a background thread that holds the interpreter's lock (the H200's spans were
+  stretched most then): a config whose window was filled then looks slower than one timed later;
+- ``--drift`` (default 4%): every sample scaled by ``1 + drift * sin(2 pi call / 2000 + phase)``: the stream's
+  conditions drift (which other buckets' tensors and checks' copies fill L2, clocks), the same for every config
+  at one moment, so a window filled in one stretch (a joiner takes ``max_samples`` calls in a row) is biased
+  against windows filled at other times;
+- a check's copies span and its comparison span: 1.5 calls' worth of the bucket's best each.
+
+``--landscape synthetic`` (default): the best config 5-10 us, the other six 0-10% slower (uniform), so two
+or three of them are within 2% as a rule (ties); ``--landscape h200``: the H200's RMSNorm timings of
+``tests/incremental/h200_landscapes.json`` (7 of its 8 configs). A hot bucket (>= 200 calls) converged when it
+was promoted to a config whose true mean is <= 1.02x its best. Also printed: the extra GPU fraction (bound
+10%), why the misses missed (the promotion's stop reason, or not promoted), and the calls to promotion.
+
+    PYTHONPATH=src:tests python3 benchmarks/race_replay.py [--seeds 40] [--landscape synthetic|h200] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # nothing is launched
+
+import torch
+import triton
+import triton.language as tl
+
+import tritune
+from tritune.store import MemoryStore
+from tritune.tune.incremental import Incremental
+from tritune.tune.serving_state import IncrementalOptions
+
+BLOCKS = (64, 128, 256, 512, 1024, 2048, 4096)  # stand-ins for the 7 configs, in declared order
+CALLS = 6000
+N_BUCKETS = 24
+LANDSCAPES = Path(__file__).resolve().parent.parent / "tests" / "incremental" / "h200_landscapes.json"
+
+
+@triton.jit
+def pair_kernel(x_ptr, out_ptr, m, n, BLOCK: tl.constexpr):  # never launched (FAKE launch): a (M, N) key
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < m * n), mask=offs < m * n)
+
+
+class _NoCompiles:
+    """FAKE compile service: every candidate "compiles" at once (delivered before the key's next call)."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Any, Any]] = []
+
+    def start(self, tuned: Any, configs: Any, args: Any, kwargs: Any, grid: Any, deliver: Any) -> None:
+        self.pending.extend((c, deliver) for c in configs)
+
+    def finish(self) -> None:
+        todo, self.pending = self.pending, []
+        for c, deliver in todo:
+            deliver(c, None)
+
+
+class ShortKernelClock:
+    """FAKE clock of a 5-10 us kernel's event spans (see the module docstring); ``bucket`` is set per call."""
+
+    def __init__(self, means: list[list[float]], sigmas: list[float], outlier: float, seed: int,
+                 early: float = 0.0, early_calls: int = 1500, drift: float = 0.0) -> None:  # fmt: skip
+        self.means, self.sigmas, self.outlier = means, sigmas, outlier
+        self.early, self.early_calls, self.drift = early, early_calls, drift
+        self.phase = random.Random(seed + 7).uniform(0, 2 * math.pi)
+        self.rng = random.Random(seed)
+        self.bucket = 0
+        self.call = 0  # the stream's call index (set per call)
+        self.checks = 0
+
+    def start(self, cfg: Any) -> Any:
+        return (cfg, self.bucket)
+
+    def stop(self, token: Any) -> float:
+        cfg, b = token
+        r = self.rng
+        if cfg is None:  # a check's copies or comparison span
+            self.checks += 1
+            return 1.5 * min(self.means[b]) * math.exp(r.gauss(0.0, self.sigmas[b]))
+        ms = self.means[b][BLOCKS.index(cfg.kwargs["BLOCK"])] * math.exp(r.gauss(0.0, self.sigmas[b]))
+        ms *= 1 + self.drift * math.sin(2 * math.pi * self.call / 2000 + self.phase)
+        if r.random() < (self.early if self.call < self.early_calls else self.outlier):
+            ms += r.uniform(0.003, 0.020)  # FAKE: host time inside the span
+        return ms
+
+    def elapsed_ms(self, handle: Any) -> float:
+        return float(handle)
+
+    def capturing(self) -> bool:
+        return False
+
+
+def zipf_stream(n_buckets: int, calls: int, seed: int, s: float = 1.1) -> list[int]:
+    """``benchmarks/serving.py``'s stream (the same generator)."""
+    rng = random.Random(seed)
+    order = list(range(n_buckets))
+    rng.shuffle(order)
+    weights = [1.0 / (r + 1) ** s for r in range(n_buckets)]
+    return [order[i] for i in rng.choices(range(n_buckets), weights=weights, k=calls)]
+
+
+def landscape(kind: str, seed: int) -> list[list[float]]:
+    """Per bucket, the 7 configs' true means in ms."""
+    if kind == "h200":
+        d = json.loads(LANDSCAPES.read_text())["kernels"]["rmsnorm"]
+        return [list(t[: len(BLOCKS)]) for t in d["times_ms"][:N_BUCKETS]]
+    rng = random.Random(10_000 + seed)
+    out = []
+    for _ in range(N_BUCKETS):
+        base = rng.uniform(0.005, 0.010)
+        rest = [base * (1 + rng.uniform(0.0, 0.10)) for _ in BLOCKS[1:]]
+        means = [base, *rest]
+        rng.shuffle(means)
+        out.append(means)
+    return out
+
+
+def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: float = 0.25, drift: float = 0.04,
+           options: IncrementalOptions | None = None, calls: int = CALLS) -> dict[str, Any]:  # fmt: skip
+    """One stream: per hot bucket, the promoted config's true ratio to the best (None: not promoted)."""
+    means = landscape(kind, seed)
+    srng = random.Random(20_000 + seed)
+    sigmas = [srng.uniform(0.02, 0.05) for _ in means]
+    clock = ShortKernelClock(means, sigmas, outlier, seed, early, drift=drift)
+    comp = _NoCompiles()
+    inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
+    k = tritune.autotune(configs=[triton.Config({"BLOCK": b}) for b in BLOCKS], key=["m", "n"],
+                         store=MemoryStore(), incremental=inc)(pair_kernel)  # fmt: skip
+    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
+    x, out = torch.zeros(64), torch.zeros(64)
+    sizes = [(16 * (i + 1), 4096) for i in range(len(means))]
+    stream = zipf_stream(len(means), calls, seed)
+    for i, b in enumerate(stream):
+        clock.bucket, clock.call = b, i
+        k[(1,)](x, out, *sizes[b])
+        comp.finish()
+        inc.resolver().poll()
+    counts = Counter(stream)
+    hot = sorted(b for b, n in counts.items() if n >= 200)
+    rows = []
+    for b in hot:
+        ch = next((c for key, c in inc.promoted.items() if tuple(key[:2]) == sizes[b]), None)
+        best = min(means[b])
+        if ch is None:
+            rows.append({"bucket": b, "calls": counts[b], "ratio": None, "stop": "not promoted"})
+            continue
+        ratio = means[b][BLOCKS.index(ch.config.kwargs["BLOCK"])] / best
+        at = int(ch.detail.split(" after ")[1].split()[0])
+        rows.append({"bucket": b, "calls": counts[b], "ratio": ratio, "stop": ch.stats.get("stop"), "at": at})
+    return {"seed": seed, "hot": rows, "extra": inc.budget.extra_fraction, "checks": clock.checks // 2,
+            "promoted": len(inc.promoted)}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = [r for run in runs for r in run["hot"]]
+    conv = [r for r in rows if r["ratio"] is not None and r["ratio"] <= 1.02]
+    misses = Counter(r["stop"] for r in rows if r not in conv)
+    wrong = sorted(r["ratio"] for r in rows if r["ratio"] is not None and r["ratio"] > 1.02)
+    ats = [r["at"] for r in rows if r.get("at") is not None]
+    return {"hot": len(rows), "converged": len(conv), "rate": len(conv) / max(1, len(rows)),
+            "misses": dict(misses), "wrong_ratios": [round(x, 3) for x in wrong],
+            "extra_max": max(run["extra"] for run in runs), "extra_mean": statistics.mean(r["extra"] for r in runs),
+            "promote_at_median": statistics.median(ats) if ats else None,
+            "keys_promoted_mean": statistics.mean(r["promoted"] for r in runs)}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=40)
+    ap.add_argument("--landscape", choices=["synthetic", "h200"], default="synthetic")
+    ap.add_argument("--outlier", type=float, default=0.03)
+    ap.add_argument("--early", type=float, default=0.25)
+    ap.add_argument("--drift", type=float, default=0.04)
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+    runs = [replay(s, a.landscape, a.outlier, a.early, a.drift) for s in range(a.seeds)]
+    s = summarize(runs)
+    print(f"{a.landscape}, outliers {a.outlier:.0%} ({a.early:.0%} early), drift {a.drift:.0%}, {a.seeds} seeds: hot buckets converged {s['converged']}/{s['hot']} "
+          f"= {s['rate']:.1%} (target >= 90%); misses by stop {s['misses']}; wrong ratios {s['wrong_ratios']}")  # fmt: skip
+    print(f"  extra GPU max {s['extra_max']:.1%} mean {s['extra_mean']:.1%} (bound 10%); promotion at call "
+          f"{s['promote_at_median']} of the key (median); keys promoted {s['keys_promoted_mean']:.1f} of {N_BUCKETS}")  # fmt: skip
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / f"race_replay_{a.landscape}.json").write_text(json.dumps({"summary": s, "runs": runs}, indent=1))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
