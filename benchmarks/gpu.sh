@@ -18,7 +18,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl 2>/dev/null \
     && export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi
-RES=${RES:-/tmp/res}; OUT=${OUT:-/tmp/out}; mkdir -p "$RES" "$OUT"
+# a fresh results folder per call: a warm (or reused) device machine keeps /tmp between calls and sessions
+RES=${RES:-$(mktemp -d /tmp/res.XXXXXX)}; OUT=${OUT:-/tmp/out}; mkdir -p "$RES" "$OUT"
 LOG=$RES/run.log
 { date -u; echo "commit ${COMMIT:-unknown (pass COMMIT=...)}"; nproc; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv,noheader
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } >> "$LOG" 2>&1
