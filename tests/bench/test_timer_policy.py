@@ -198,3 +198,33 @@ def test_cold_graph_that_does_not_resolve_the_kernel_falls_back_to_one_launch_pe
     assert m.calls_per_sample == 1 and m.extra["timer"] == "event"
     assert "graph minus flushes" in m.extra["fallback"]
     assert m.median_ms == pytest.approx(COLD_SHORT, rel=0.05)  # still the cold time: flushed before each launch
+
+
+def test_launch_pad_is_sized_from_the_warm_up_without_extra_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One launch per sample (a long kernel, cold): a GPU spin after the flush covers the host's launch, sized
+    from the warm-up's CPU time per flush+run (session 8: 8 extra timed launches per measurement cost a 2.7 ms
+    FlagGems kernel 37 ms each). FAKE simulated device, virtual host clock: 40 us to launch a 0.2 ms kernel;
+    every run of the kernel after the warm-up is a sample, and the host's launch is not in the samples."""
+    from sim_cuda import SimDevice
+
+    import tritune.bench.event as event
+
+    dev = SimDevice(seed=4, launch_cpu_ms=0.04, spin=True, virtual_host=True)
+    monkeypatch.setattr(event, "gpu_unavailable_reason", lambda: None)
+    monkeypatch.setattr(event, "_import_torch", dev.torch)
+    monkeypatch.setattr(event, "time", SimpleNamespace(perf_counter=dev.perf_counter))
+    runs = [0]
+
+    def kernel() -> None:
+        runs[0] += 1
+        dev.run(COLD_LONG, 0.02, WARM_LONG, cpu_ms=0.04)
+
+    timer = EventTimer.for_policy("cold", warmup_s=0.002)
+    at_sampling: list[int] = []
+    sample = timer._sample_events
+    monkeypatch.setattr(timer, "_sample_events", lambda *a, **k: (at_sampling.append(runs[0]), sample(*a, **k))[1])
+    m = timer.measure(kernel, budget_s=0.5, rel_tol=0.01)
+    assert m.extra["timer"] == "event" and m.calls_per_sample == 1
+    assert runs[0] - at_sampling[0] == m.n  # no launches beyond the samples
+    assert timer.pad_us >= 3 * 40  # covers the host's 40 us launch (and the flush's)
+    assert m.median_ms == pytest.approx(COLD_LONG, rel=0.02)

@@ -117,6 +117,7 @@ class EventTimer:
         self._cycles_per_us_cache: float | None = None
         self._flush_ms: float | None = None
         self.pad_us = 0.0
+        self._step_cpu_us = 0.0  # set by each warm-up (see _launch_pad)
         # Captured graphs, by the ids of the callables (kept alive here so the ids stay theirs).
         self._graph_cache: dict[tuple[int, ...], tuple[list[Callable[[], object]], Any, Any, int]] = {}
         self._flush_graphs: dict[int, Any] = {}
@@ -320,6 +321,7 @@ class EventTimer:
             gpu_ms, cpu_ms = self._time_steps(step, reps, pad)
             both_ms = gpu_ms / reps  # the last loop's average is the estimate
             step_cpu_ms = cpu_ms / reps
+            self._step_cpu_us = step_cpu_ms * 1e3  # the CPU's time to queue flush+fn: sizes the launch pad
             # A loop whose GPU time did not exceed the CPU's may have timed the launch rate: spin first next.
             pad_next = gpu_ms <= 1.2 * cpu_ms and self._can_spin()
             past = time.perf_counter() >= deadline
@@ -353,18 +355,21 @@ class EventTimer:
         """A GPU spin placed after the flush and before the start event, long enough for the CPU to enqueue
         the start event and the kernel. Without it, a launcher slower than the flush (Triton's Python launch
         path costs 10-25 us) leaves the GPU idle between the start event and the kernel, and that idle time
-        is counted as kernel time."""
+        is counted as kernel time. Sized at 3x the CPU time the warm-up's last loop took to queue one flush and
+        run (which covers a start event's record and a run), or from 8 timed launches where no warm-up ran."""
         torch = self._torch
         if not hasattr(torch.cuda, "_sleep"):  # no spin primitive (e.g. the simulated device in tests)
             return lambda: None
-        torch.cuda.synchronize(self.device)
-        t0 = time.perf_counter()
-        reps = 8
-        for i in range(reps):
-            self._event().record()
-            fns[i % len(fns)]()
-        cpu_us = (time.perf_counter() - t0) / reps * 1e6
-        torch.cuda.synchronize(self.device)
+        cpu_us = self._step_cpu_us
+        if cpu_us <= 0:  # no warm-up ran: time 8 launches (with a 2.7 ms kernel that cost 37 ms a measurement)
+            torch.cuda.synchronize(self.device)
+            t0 = time.perf_counter()
+            reps = 8
+            for i in range(reps):
+                self._event().record()
+                fns[i % len(fns)]()
+            cpu_us = (time.perf_counter() - t0) / reps * 1e6
+            torch.cuda.synchronize(self.device)
         self.pad_us = max(20.0, 3.0 * cpu_us)
         cycles = int(self.pad_us * self._cycles_per_us())
         return lambda: torch.cuda._sleep(cycles)
