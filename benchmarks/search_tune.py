@@ -294,10 +294,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if r is None:
             print(f"6144^3 new key ({'snapshot' if sfx == '' else 'empty'} cache): a run failed, no ratio")
             continue
+        xf = (r["transfer"] or {}).get("transfer") or {}  # the transfer's start: its opening batch and winners
         print(f"6144^3 new key after 3 tuned, each from {r['cache']}: transfer wall / cold search wall = "
               f"{r['wall_ratio']:.3f} ({r['transfer_wall_s']} s / {r['cold_wall_s']} s); quality vs the cold "
               f"search's winner {r['quality']:.3f} (transfer stopped: {(r['transfer'] or {}).get('stopped')}, "
-              f"{(r['transfer'] or {}).get('evaluated')} configs)")  # fmt: skip
+              f"{(r['transfer'] or {}).get('evaluated')} configs; opening batch {xf.get('first')} for "
+              f"{len(xf.get('keys') or [])} tuned keys, {len(set(xf.get('warm') or []))} distinct winners)")  # fmt: skip
         for who in ("transfer", "cold"):
             ph = r[f"{who}_phases"]
             print(f"   {who}: setup {json.dumps(ph.get('setup'))}, batches "

@@ -448,3 +448,24 @@ def test_a_small_budget_given_is_asked_in_narrower_batches(n_legal, budget, size
         assert driver.batch_width == 16 and len(driver.next_batch()) == 16
     else:
         assert _batch_sizes(driver) == sizes and driver.summary()["batch"] == max(sizes)
+
+
+def test_transfer_opening_batch_is_per_tuned_key_even_when_they_agree():
+    """The opening batch is 2 per tuned key + 2, also when the keys picked one winner (issue 16: sizing it by
+    distinct winners lost quality in the SYNTHETIC replay, benchmarks/transfer_opening.py); ``opening=`` sets
+    it for that replay. SYNTHETIC neighbour times (``times()``), no kernel runs."""
+    from tritune.search import KeyResults
+
+    t = times()
+    won = min(t, key=t.get)
+    near = [KeyResults({"n": n}, t, won) for n in (1000, 2000, 4000)]  # three keys, one winner
+    plan = searching.SearchPlan("surrogate", None, "test")
+    driver, info = searching.make_driver(plan, CONFIGS, width=16, key_values={"n": 3000}, near=near, where="k")
+    batch = driver.next_batch()
+    assert info["transfer"]["first"] == searching.first_batch_size(3, 16) == 8 == len(batch)
+    assert batch[0] == won and set(batch) <= set(t)  # the winner, then the configs they measured fastest
+    d4, i4 = searching.make_driver(plan, CONFIGS, width=16, key_values={"n": 3000}, near=near, opening=4)
+    assert i4["transfer"]["first"] == 4 and d4.next_batch() == batch[:4]
+    assert searching.first_batch_size(1, 16) == 4 and searching.first_batch_size(10, 16) == 16  # the pool's width
+    with pytest.raises(SearchError, match="k: opening=0 must be a positive number"):
+        searching.make_driver(plan, CONFIGS, width=16, key_values={"n": 3000}, near=near, where="k", opening=0)

@@ -1,0 +1,152 @@
+"""The transfer's opening batch, replayed (issue 16): how big must it be to keep a new key's quality?
+
+    PYTHONPATH=src python3 benchmarks/transfer_opening.py [--families 2] [--seeds 3] [--noise 0.01] [--out DIR]
+
+ALL TIMES ARE SYNTHETIC: the fitted families of ``benchmarks/landscapes/fitted.py`` (4 related keys, sizes 1, 2,
+4, 8, per recorded landscape, their structure sampled from the recorded H200 landscapes), replayed with
+multiplicative noise per look. Per family, per seed and per choice of the new key, it runs what ``tritune tune``
+runs for 3 keys then a 4th (``search_tune.py --only transfer`` on the H200): the first key a cold default
+search, each later key the default transfer from the keys before it (:func:`tritune.tune.searching.make_driver`,
+the tuning driver with its opening batch and ``stopped: confirmed``), then the tuner's final race
+(:func:`tritune.engine.searched.replay_final_race`) picks and its pick is what the next key sees as the stored
+winner. The new key's pick is judged on its TRUE (recorded, noise-free) time over the landscape's best.
+
+Rules of the opening batch's size (``make_driver(opening=...)``), each used for all 4 keys of a run:
+``per_key`` 2 x tuned keys + 2 (tuning's rule, :func:`tritune.tune.searching.first_batch_size`), ``distinct``
+2 x distinct winners + 2 (proposed in issue 16, rejected on these numbers), and fixed sizes. Printed per rule: the new key's quality (median, p90, worst, share > 1.02) and configs measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks" / "landscapes"))
+
+from fitted import families  # type: ignore[import-not-found]  # noqa: E402
+
+from tritune.engine.searched import replay_final_race  # noqa: E402
+from tritune.landscape import Landscape  # noqa: E402
+from tritune.outcome import Status  # noqa: E402
+from tritune.search import KeyResults  # noqa: E402
+from tritune.search.registry import DEFAULT  # noqa: E402
+from tritune.search.simulate import ReplayEvaluator, replay_space  # noqa: E402
+from tritune.tune import searching  # noqa: E402
+
+WIDTH = 16  # the H200 host's compile pool
+Rule = Callable[[Sequence[KeyResults]], "int | None"]
+
+
+def distinct_winners(near: Sequence[KeyResults]) -> int:
+    """How many different winners the tuned keys picked."""
+    return len({w for nb in near if (w := nb.winner()) is not None})
+
+
+RULES: dict[str, Rule] = {
+    "per_key": lambda near: searching.first_batch_size(len(near), WIDTH),  # tuning's rule
+    "distinct": lambda near: max(1, min(WIDTH, 2 * distinct_winners(near) + 2)),
+    "fixed4": lambda near: 4,
+    "fixed6": lambda near: 6,
+}
+
+
+class _Told:
+    """A replayed look as the driver reads a Measurement: median and interval."""
+
+    def __init__(self, t: float, ci: tuple[float, float]) -> None:
+        self.median_ms, (self.ci_low_ms, self.ci_high_ms) = t, ci
+
+
+def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: float, seed: int) -> dict[str, Any]:
+    """One key as ``tritune tune`` searches it by default (cold without ``near``, transfer with), then the final race."""
+    _, illegal = replay_space(land)
+    bad = set(illegal)
+    legal = [c for c in land.configs if c not in bad]
+    plan = searching.SearchPlan(DEFAULT, None, "replay: the default search")  # these spaces are < 512: forced
+    opening = rule(near) if near else None
+    driver, _ = searching.make_driver(plan, legal, width=WIDTH, key_values=dict(land.key), near=near, seed=seed,
+                                         where=land.kernel, opening=opening)  # fmt: skip
+    ev = ReplayEvaluator(land, noise=noise, seed=seed)
+    first = None
+    while not driver.done:
+        batch = driver.next_batch()
+        if not batch:
+            break
+        first = len(batch) if first is None else first
+        for c in batch:
+            status, t, ci = ev(c)
+            driver.record(c, status if status is not Status.MEASURED or t is None else
+                          ((status, t) if ci is None else _Told(t, ci)))  # fmt: skip
+    seen = [(o.config, o.time_ms) for o in driver.history if o.ok and o.time_ms is not None]
+    pick, _ = replay_final_race(land, seen, noise=noise, seed=seed)
+    assert pick is not None and land.best.time_ms
+    point = land.lookup(pick)
+    assert point is not None and point.time_ms is not None
+    times = {o.config: (o.time_ms if o.ok else None) for o in driver.history}
+    return {"quality": point.time_ms / land.best.time_ms, "measured": len(driver.history), "first": first,
+            "stopped": driver.why_stopped, "results": KeyResults(dict(land.key), times, pick),
+            "distinct": distinct_winners(near)}  # fmt: skip
+
+
+def run(fams: list[list[Landscape]], seeds: int, noise: float) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in RULES}
+    for f, fam in enumerate(fams):
+        for new in range(len(fam)):
+            order = [fam[j] for j in range(len(fam)) if j != new] + [fam[new]]
+            for seed in range(seeds):
+                for name, rule in RULES.items():
+                    near: list[KeyResults] = []
+                    r: dict[str, Any] = {}
+                    for land in order:
+                        r = tune_key(land, near, rule, noise=noise, seed=seed)
+                        near.append(r["results"])
+                    out[name].append({"family": f, "kernel": order[-1].kernel, "new_key": dict(order[-1].key),
+                                      "seed": seed, **{k: v for k, v in r.items() if k != "results"}})  # fmt: skip
+    return out
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    q = sorted(r["quality"] for r in rows)
+    return {"runs": len(rows), "quality_median": statistics.median(q), "quality_p90": q[int(0.9 * (len(q) - 1))],
+            "quality_worst": q[-1], "over_1.02": sum(x > 1.02 for x in q) / len(q),
+            "measured_mean": statistics.mean(r["measured"] for r in rows),
+            "first_mean": statistics.mean(r["first"] for r in rows),
+            "confirmed": sum(r["stopped"] == "confirmed" for r in rows) / len(rows),
+            "distinct_winners_mean": statistics.mean(r["distinct"] for r in rows)}  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--families", type=int, default=2, help="fitted families per recorded landscape")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--noise", type=float, default=0.01, help="relative spread of one look (SYNTHETIC)")
+    ap.add_argument("--only", default=None, help="recorded landscape names containing this (e.g. matmul)")
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+    fams = families(4, a.families, ROOT / "benchmarks" / "landscapes")
+    if a.only:
+        fams = [f for f in fams if a.only in f[0].kernel]
+    out = run(fams, a.seeds, a.noise)
+    print(f"SYNTHETIC replay: {len(fams)} fitted families x 4 new keys x {a.seeds} seeds, noise {a.noise}, "
+          f"width {WIDTH}; 3 keys tuned then the 4th by transfer; new key's quality = true time / true best")  # fmt: skip
+    summary = {name: summarize(rows) for name, rows in out.items()}
+    print(f"{'rule':9} {'runs':>4} {'first':>5} {'measured':>8} {'confirmed':>9} {'distinct':>8} {'q med':>6} "
+          f"{'q p90':>6} {'q worst':>7} {'>1.02':>6}")  # fmt: skip
+    for name, s in summary.items():
+        print(f"{name:9} {s['runs']:4d} {s['first_mean']:5.2f} {s['measured_mean']:8.2f} {s['confirmed']:9.2f} "
+              f"{s['distinct_winners_mean']:8.2f} {s['quality_median']:6.3f} {s['quality_p90']:6.3f} "
+              f"{s['quality_worst']:7.3f} {s['over_1.02']:6.2f}")  # fmt: skip
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "transfer_opening.json").write_text(json.dumps({"summary": summary, "rows": out}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
