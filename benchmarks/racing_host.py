@@ -57,9 +57,6 @@ class FakeTorch:
             def synchronize(self) -> None:
                 pass
 
-            def query(self) -> bool:
-                return False  # the span's start not passed yet when the launch returned: not late
-
             def elapsed_time(self, other: Any) -> float:
                 return 0.01 * (0.9 + 0.2 * rng.random())
 

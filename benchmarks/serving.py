@@ -336,8 +336,6 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["tuning_gpu_ms"] = inc.budget.earned_from_ms
         res["promoted"] = len(inc.promoted)
         res["stretched_spans"], res["stretched_ms"] = int(inc.stretched[0]), float(inc.stretched[1])
-        res["late_spans"] = int(inc.late_spans)  # spans holding host time (CudaClock.late): no sample
-        res["timed_spans"] = int(getattr(inc._resolver, "resolved", 0))
         inc.flush()  # the promotions' store writes (the H200 run's incremental store had no tables)
         res["store_errors"] = [repr(e) for e in inc.store_errors]
         res["still_tuning"] = len(inc.states)
@@ -749,9 +747,6 @@ def report(doc: dict[str, Any]) -> None:
             print(f"  spans stretched by another thread (caller > stall_ms inside a span): {inc['stretched_spans']}, "
                   f"{inc['stretched_ms']:.1f} ms of checks' event time not charged (charged plus all of it: "
                   f"{upper:.1%} of the tuning calls' device time)")  # fmt: skip
-        if inc.get("late_spans") is not None:
-            print(f"  late spans (the start event passed before the launch returned: host time inside, no sample): "
-                  f"{inc['late_spans']} of {inc['timed_spans']} event pairs resolved")  # fmt: skip
         sp = kd["output_spread"]
         if sp:
             worst_sp = max(sp.values(), key=lambda v: v["max_over_tolerance"])
