@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch hostcost gelu short libs libtests tutorials serving servingnospin servingtiny servingwd search searchxfer xfersetup prewarmkey distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch hostcost gelu short libs libtests tutorials serving servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
@@ -87,10 +87,6 @@ for part in "$@"; do
     # The new key's host-side fixed costs (screen, search start, store write) on this host's CPU, nothing launched.
     xfersetup) step xfersetup 120 python3 benchmarks/transfer_setup.py --out "$RES/xfersetup"
                cat "$RES"/xfersetup/python3_*.log | tee -a "$LOG" ;;
-    # How much of Triton's key hash (triton_key, ~0.4-0.6 s) the background thread hides behind tune's setup, on
-    # this host's idle cores (fresh interpreters, off vs on, nothing launched): ~30 s.
-    prewarmkey) step prewarmkey 120 python3 benchmarks/prewarm_key.py --repeat 4 --out "$RES/prewarmkey"
-                cat "$RES"/prewarmkey/python3_*.log | tee -a "$LOG" ;;
     # Needs 2 GPUs (nvidia-h200-x2): one search shared by 2 ranks vs the same search in one process, 16 jobs each.
     distsearch) step distsearch 280 python3 -m tritune tune examples/matmul_tma_wide.py --workload matmul_tma_wide \
                   --jobs 16 --quiet --json "$RES/distsearch/one.json" --store /tmp/ds1.sqlite
