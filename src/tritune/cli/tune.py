@@ -148,10 +148,6 @@ def _run(args: argparse.Namespace, rank: int) -> int:
     if problem is not None:
         return fail_usage(problem) if rank == 0 else EXIT_USAGE
     why = ensure_interpreter_without_gpu()
-    if why is None:  # Triton's compiler key, hashed while the workload loads and screens (tritune.workers.prewarm)
-        from tritune.workers.prewarm import prewarm
-
-        prewarm()
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
 

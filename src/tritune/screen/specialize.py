@@ -106,9 +106,6 @@ class Specialization:
         from triton._C.libtriton import get_cache_invalidating_env_vars
         from triton.runtime.cache import get_cache_key
 
-        from tritune.workers.prewarm import wait
-
-        wait()  # a key being hashed in the background: not a second time alongside it
         src = self.source()
         options = self.backend.parse_options(dict(self.options.__dict__, **src.parse_options()))
         key = get_cache_key(src, self.backend, options, env_vars=get_cache_invalidating_env_vars())

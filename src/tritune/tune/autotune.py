@@ -43,7 +43,6 @@ from tritune.tune.triton_surface import (
     normalize,
     triton_prune,
 )
-from tritune.workers.prewarm import prewarm
 
 _MISS = object()
 
@@ -253,7 +252,6 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 choice = self._choices.get(key)
                 if choice is None:
                     self._refuse_during_capture(key)
-                    prewarm()  # Triton's compiler key, hashed while the key screens (tritune.workers.prewarm)
                     self.nargs = dict(zip(self.arg_names, args))
                     started = time.perf_counter()
                     try:

@@ -53,7 +53,6 @@ from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
 from tritune.verify.run import check_candidate
 from tritune.workers import objects_frozen
-from tritune.workers.prewarm import prewarm
 from tritune.workload import Workload
 
 
@@ -388,7 +387,6 @@ def tune(
     provenance. ``timer``/``target``/``device="cpu"`` exist for tests on machines without a GPU.
     """
     options = options or TuneOptions()
-    prewarm()  # Triton's compiler key, hashed while the keys set up (tritune.workers.prewarm)
     tg = job_group(group)
     rank, world = (tg.rank, tg.world_size) if tg is not None else (0, 1)
     timer = timer or _timer(options)

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Literal
 
 from tritune.errors import TrituneError
-from tritune.workers import prewarm
 from tritune.workers.child import quiet_stdout, serve
 from tritune.workers.procs import kill_group
 
@@ -175,7 +174,6 @@ def objects_frozen() -> Iterator[None]:
 
 
 def _fork(handler: Handler, ours: socket.socket, theirs: socket.socket) -> int:
-    prewarm.wait()  # never fork while Triton's key is hashed (and imported) in a thread: tritune.workers.prewarm
     with _FORK_LOCK:
         outer = _OWN_FREEZES[0] > 0  # a caller's freeze (tune's, per key) is the caller's to thaw
         gc.freeze()
