@@ -51,6 +51,9 @@ from tritune.store import MemoryStore
 from tritune.tune.incremental import Incremental
 from tritune.tune.serving_state import IncrementalOptions
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from serving import zipf_stream  # benchmarks/serving.py's stream, the same generator
+
 BLOCKS = (64, 128, 256, 512, 1024, 2048, 4096)  # stand-ins for the 7 configs, in declared order
 CALLS = 6000
 N_BUCKETS = 24
@@ -111,15 +114,6 @@ class ShortKernelClock:
 
     def capturing(self) -> bool:
         return False
-
-
-def zipf_stream(n_buckets: int, calls: int, seed: int, s: float = 1.1) -> list[int]:
-    """``benchmarks/serving.py``'s stream (the same generator)."""
-    rng = random.Random(seed)
-    order = list(range(n_buckets))
-    rng.shuffle(order)
-    weights = [1.0 / (r + 1) ** s for r in range(n_buckets)]
-    return [order[i] for i in rng.choices(range(n_buckets), weights=weights, k=calls)]
 
 
 def landscape(kind: str, seed: int) -> list[list[float]]:
