@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch hostcost gelu short libs libtests tutorials serving servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch hostcost gelu short libs libtests tutorials serving servinglate servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
@@ -71,6 +71,12 @@ for part in "$@"; do
                      --engines untuned,incremental,tritune,pretuned
                    grep -h -A3 "worst single call\|^host cost" "$RES"/servingnospin/python3_*.log | tee -a "$LOG"
                    grep -h "cold judge\|not promoted" "$RES"/servingnospin/python3_*.log | tee -a "$LOG" ;;
+    # The serving stream with IncrementalOptions(drop_late=True) (off by default; session 8): its convergence
+    # beside the default run's (run both parts in one call) says whether to turn it on.
+    servinglate) step servinglate 300 python3 benchmarks/serving.py --out "$RES/servinglate" --drop-late \
+                   --engines untuned,incremental,pretuned
+                 grep -h -A3 "worst single call\|^host cost\|late spans" "$RES"/servinglate/python3_*.log | tee -a "$LOG"
+                 grep -h "cold judge\|not promoted" "$RES"/servinglate/python3_*.log | tee -a "$LOG" ;;
     # The earlier stream of short, host-bound calls (GEMM M = 1..4096, RMSNorm keyed on hidden size).
     servingtiny) step servingtiny 240 python3 benchmarks/serving.py --out "$RES/servingtiny" --tiny
                  grep -h -A3 "worst single call\|^host cost" "$RES"/servingtiny/python3_*.log | tee -a "$LOG" ;;

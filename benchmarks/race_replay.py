@@ -18,13 +18,17 @@ promotion) serves ``benchmarks/serving.py``'s stream (Zipf s=1.1 over 24 buckets
   against windows filled at other times;
 - a check's copies span and its comparison span: 1.5 calls' worth of the bucket's best each.
 
+``--drop-late``: ``IncrementalOptions(drop_late=True)``; the spans with host time inside are the ones
+``CudaClock.late`` would flag (this clock flags exactly those): they are no samples and earn the budget at the
+config's recent median.
+
 ``--landscape synthetic`` (default): the best config 5-10 us, the other six 0-10% slower (uniform), so two
 or three of them are within 2% as a rule (ties); ``--landscape h200``: the H200's RMSNorm timings of
 ``tests/incremental/h200_landscapes.json`` (7 of its 8 configs). A hot bucket (>= 200 calls) converged when it
 was promoted to a config whose true mean is <= 1.02x its best. Also printed: the extra GPU fraction (bound
 10%), why the misses missed (the promotion's stop reason, or not promoted), and the calls to promotion.
 
-    PYTHONPATH=src:tests python3 benchmarks/race_replay.py [--seeds 40] [--landscape synthetic|h200] [--out DIR]
+    PYTHONPATH=src:tests python3 benchmarks/race_replay.py [--seeds 40] [--landscape synthetic|h200] [--drop-late] [--out DIR]
 """
 
 from __future__ import annotations
@@ -97,20 +101,26 @@ class ShortKernelClock:
     def start(self, cfg: Any) -> Any:
         return (cfg, self.bucket)
 
-    def stop(self, token: Any) -> float:
+    def stop(self, token: Any) -> tuple[float, bool]:
         cfg, b = token
         r = self.rng
         if cfg is None:  # a check's copies or comparison span
             self.checks += 1
-            return 1.5 * min(self.means[b]) * math.exp(r.gauss(0.0, self.sigmas[b]))
+            return 1.5 * min(self.means[b]) * math.exp(r.gauss(0.0, self.sigmas[b])), False
         ms = self.means[b][BLOCKS.index(cfg.kwargs["BLOCK"])] * math.exp(r.gauss(0.0, self.sigmas[b]))
         ms *= 1 + self.drift * math.sin(2 * math.pi * self.call / 2000 + self.phase)
-        if r.random() < (self.early if self.call < self.early_calls else self.outlier):
-            ms += r.uniform(0.003, 0.020)  # FAKE: host time inside the span
-        return ms
+        late = r.random() < (self.early if self.call < self.early_calls else self.outlier)
+        if late:
+            ms += r.uniform(0.003, 0.020)  # FAKE: host time inside the span (CudaClock would call it late)
+        return ms, late
+
+    @staticmethod
+    def late(handle: Any) -> bool:
+        """As ``CudaClock.late``: the span holds host time (read only with ``IncrementalOptions(drop_late=True)``)."""
+        return bool(handle[1])
 
     def elapsed_ms(self, handle: Any) -> float:
-        return float(handle)
+        return float(handle[0])
 
     def capturing(self) -> bool:
         return False
@@ -188,17 +198,19 @@ def main() -> None:
     ap.add_argument("--outlier", type=float, default=0.03)
     ap.add_argument("--early", type=float, default=0.25)
     ap.add_argument("--drift", type=float, default=0.04)
+    ap.add_argument("--drop-late", action="store_true", help="IncrementalOptions(drop_late=True)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
-    runs = [replay(s, a.landscape, a.outlier, a.early, a.drift) for s in range(a.seeds)]
+    opts = IncrementalOptions(drop_late=a.drop_late)
+    runs = [replay(s, a.landscape, a.outlier, a.early, a.drift, opts) for s in range(a.seeds)]
     s = summarize(runs)
-    print(f"{a.landscape}, outliers {a.outlier:.0%} ({a.early:.0%} early), drift {a.drift:.0%}, {a.seeds} seeds: hot buckets converged {s['converged']}/{s['hot']} "
+    print(f"{a.landscape}{', drop_late' if a.drop_late else ''}, outliers {a.outlier:.0%} ({a.early:.0%} early), drift {a.drift:.0%}, {a.seeds} seeds: hot buckets converged {s['converged']}/{s['hot']} "
           f"= {s['rate']:.1%} (target >= 90%); misses by stop {s['misses']}; wrong ratios {s['wrong_ratios']}")  # fmt: skip
     print(f"  extra GPU max {s['extra_max']:.1%} mean {s['extra_mean']:.1%} (bound 10%); promotion at call "
           f"{s['promote_at_median']} of the key (median); keys promoted {s['keys_promoted_mean']:.1f} of {N_BUCKETS}")  # fmt: skip
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / f"race_replay_{a.landscape}.json").write_text(json.dumps({"summary": s, "runs": runs}, indent=1))
+        (a.out / f"race_replay_{a.landscape}{'_drop_late' if a.drop_late else ''}.json").write_text(json.dumps({"summary": s, "runs": runs}, indent=1))
     sys.stdout.flush()
 
 

@@ -57,6 +57,9 @@ class FakeTorch:
             def synchronize(self) -> None:
                 pass
 
+            def query(self) -> bool:
+                return False  # the span's start not passed yet when the launch returned: not late
+
             def elapsed_time(self, other: Any) -> float:
                 return 0.01 * (0.9 + 0.2 * rng.random())
 
@@ -106,7 +109,7 @@ def build(idle: bool, thread: bool, seed: int = 0) -> tuple[Any, Any, tuple[Any,
     configs = [triton.Config({"BLOCK": b}) for b in BLOCKS]
     args = (torch.zeros(1024), torch.zeros(1024), 1024)
     opts = IncrementalOptions(gpu_fraction=1.0, rel_tol=1e-9)
-    clock = CudaClock(spin_idle=True, torch_module=FakeTorch(idle, seed))  # FAKE device under the real clock
+    clock = CudaClock(spin_idle=True, torch_module=FakeTorch(idle, seed), detect_late=opts.drop_late)  # FAKE device
     inc = Incremental(opts, clock=clock, compiler=FakeCompiles(), thread=thread, outputs=["out_ptr"])
     inc.host_clock = time.perf_counter
     k = tritune.autotune(configs=configs, key=["n"], store=False, incremental=inc)(scale_kernel)

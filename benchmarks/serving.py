@@ -222,6 +222,8 @@ class HostClock:
 #: Incremental mode's CUDA-event spans start behind a GPU spin when the device is idle
 #: (``IncrementalOptions.spin_idle``, the default); ``--no-spin-idle`` turns it off (the comparison run).
 SPIN_IDLE = True
+#: ``--drop-late``: IncrementalOptions(drop_late=True) (late spans no samples; off by default until measured).
+DROP_LATE = False
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -241,7 +243,8 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
     inc_store.unlink(missing_ok=True)
     from tritune.tune.serving_state import IncrementalOptions
 
-    inc = Incremental(IncrementalOptions(spin_idle=SPIN_IDLE), outputs=w.outputs, clock=HostClock() if dry else None)
+    inc = Incremental(IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE), outputs=w.outputs,
+                      clock=HostClock() if dry else None)  # fmt: skip
     inc.start_trace()
     return tritune.autotune(configs=w.configs, key=w.key, store=str(inc_store), incremental=inc)(w.jit)
 
@@ -336,6 +339,8 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["tuning_gpu_ms"] = inc.budget.earned_from_ms
         res["promoted"] = len(inc.promoted)
         res["stretched_spans"], res["stretched_ms"] = int(inc.stretched[0]), float(inc.stretched[1])
+        res["late_spans"] = int(inc.late_spans)  # spans holding host time (CudaClock.late): no sample
+        res["timed_spans"] = int(getattr(inc._resolver, "resolved", 0))
         inc.flush()  # the promotions' store writes (the H200 run's incremental store had no tables)
         res["store_errors"] = [repr(e) for e in inc.store_errors]
         res["still_tuning"] = len(inc.states)
@@ -579,9 +584,13 @@ def main() -> None:
     ap.add_argument("--no-spin-idle", action="store_true",
                     help="incremental: IncrementalOptions(spin_idle=False), spans on an idle device start at once "
                          "(the default queues them behind a GPU spin)")  # fmt: skip
+    ap.add_argument("--drop-late", action="store_true",
+                    help="incremental: IncrementalOptions(drop_late=True), a span whose start passed before its launch "
+                         "returned is no sample (it still earns the budget at the config's median)")  # fmt: skip
     a = ap.parse_args()
-    global SPIN_IDLE
+    global SPIN_IDLE, DROP_LATE
     SPIN_IDLE = not a.no_spin_idle
+    DROP_LATE = a.drop_late
     dry = a.dry_run
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -595,7 +604,7 @@ def main() -> None:
         want = a.engines.split(",")
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
-                           "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE,
+                           "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 
@@ -747,6 +756,9 @@ def report(doc: dict[str, Any]) -> None:
             print(f"  spans stretched by another thread (caller > stall_ms inside a span): {inc['stretched_spans']}, "
                   f"{inc['stretched_ms']:.1f} ms of checks' event time not charged (charged plus all of it: "
                   f"{upper:.1%} of the tuning calls' device time)")  # fmt: skip
+        if doc.get("drop_late") and inc.get("late_spans") is not None:
+            print(f"  late spans (the start event passed before the launch returned: host time inside, no sample): "
+                  f"{inc['late_spans']} of {inc['timed_spans']} event pairs resolved")  # fmt: skip
         sp = kd["output_spread"]
         if sp:
             worst_sp = max(sp.values(), key=lambda v: v["max_over_tolerance"])

@@ -81,6 +81,9 @@ def test_a_span_looks_the_callers_stream_up_once_and_records_both_events_on_it(s
         def synchronize(self) -> None:
             pass
 
+        def query(self) -> bool:
+            return False
+
         def elapsed_time(self, end: object) -> float:
             return 0.005
 
@@ -97,3 +100,47 @@ def test_a_span_looks_the_callers_stream_up_once_and_records_both_events_on_it(s
         assert clock.elapsed_ms(h) == 0.005
     assert len(looked) == 3 and recorded == [s for s in looked for _ in range(2)]
     assert clock.spins == (3 if spin_idle else 0)
+
+
+def test_a_span_whose_launch_outlasted_the_spin_is_late_and_holds_host_time() -> None:
+    # The spin follows the recent launches' host time; one launch 4x slower (another thread held the
+    # interpreter's lock) outlasts it: the device waited for that launch inside the span.
+    dev = SimDevice(seed=2, launch_cpu_ms=LAUNCH_MS, spin=True, virtual_host=True)
+    clock = CudaClock(spin_idle=True, torch_module=dev.torch(), host=dev.perf_counter)
+    rows = []
+    for i in range(30):
+        dev.sync()
+        t = clock.start(None)
+        dev.run(KERNEL_MS, 0.01, cpu_ms=4 * LAUNCH_MS if i == 20 else None)
+        h = clock.stop(t)
+        rows.append((clock.late(h), clock.elapsed_ms(h)))
+    late = [ms for is_late, ms in rows if is_late]
+    clean = [ms for is_late, ms in rows if not is_late]
+    assert len(late) == 1 and clock.late_spans == 1
+    assert late[0] > KERNEL_MS + LAUNCH_MS  # the slow launch's host time beyond the spin is in the span
+    assert max(clean) == pytest.approx(KERNEL_MS, rel=0.05)
+
+
+def test_a_busy_stream_that_drained_before_the_launch_makes_the_span_late() -> None:
+    # Work queued ahead of the span (a short kernel) ends while the launch is still on the host: the start
+    # event passes at once, without a spin (the stream was busy), and the span holds the launch's host time.
+    dev = SimDevice(seed=2, launch_cpu_ms=LAUNCH_MS, spin=True, virtual_host=True)
+    clock = CudaClock(spin_idle=True, torch_module=dev.torch(), host=dev.perf_counter)
+    dev.sync()
+    dev.run(0.002, 0.0, cpu_ms=0.0)  # 2 us of work ahead, ending long before the 15 us launch below
+    t = clock.start(None)
+    dev.run(KERNEL_MS, 0.0)
+    h = clock.stop(t)
+    assert clock.spins == 0 and clock.late(h)
+    assert clock.elapsed_ms(h) > KERNEL_MS + 0.5 * LAUNCH_MS
+    dev.sync()
+    dev.run(0.2, 0.0, cpu_ms=0.0)  # 200 us ahead: still running when the launch returns
+    t = clock.start(None)
+    dev.run(KERNEL_MS, 0.0)
+    h = clock.stop(t)
+    assert not clock.late(h) and clock.elapsed_ms(h) == pytest.approx(KERNEL_MS)
+
+
+def test_without_the_spin_no_span_is_called_late() -> None:
+    _, clock, _ = _spans(spin_idle=False)
+    assert clock.late_spans == 0  # every idle span holds host time then; nothing to tell apart

@@ -208,3 +208,79 @@ def test_the_compile_thread_takes_the_hottest_key_first():
         w._jobs.append((lambda n=name: calls[n], lambda n=name: ran.append(n)))
     w.next_job()()
     assert ran[-1] == "a"
+
+class BlindClock:
+    """FAKE clock: a launch of a config "takes" ``TIMES[BLOCK]`` ms, and every third span of a launch (counting
+    from 0, whatever its config: the work before a span decides) is late, measuring ``late_ms`` of host time
+    more; a check's other spans take 0.005 ms. No late test (the late spans' times look like any other)."""
+
+    def __init__(self, late_ms: float = 0.5) -> None:
+        self.late_ms = late_ms
+        self.n = 0
+
+    def start(self, cfg: Config | None) -> Config | None:
+        return cfg
+
+    def stop(self, token: Config | None) -> tuple[float, bool]:
+        if token is None:
+            return (0.005, False)
+        late = self.n % 3 == 0
+        self.n += 1
+        return (TIMES[token.kwargs["BLOCK"]] + (self.late_ms if late else 0.0), late)
+
+    def elapsed_ms(self, handle: tuple[float, bool]) -> float:
+        return handle[0]
+
+    def capturing(self) -> bool:
+        return False
+
+
+class LateClock(BlindClock):
+    """FAKE: :class:`BlindClock` with ``CudaClock``'s late test."""
+
+    @staticmethod
+    def late(handle: tuple[float, bool]) -> bool:
+        return handle[1]
+
+
+@pytest.mark.parametrize(("tell", "drop"), [(True, True), (True, False), (False, True)])
+def test_late_spans_are_no_samples_with_drop_late(tell, drop):
+    # BLOCK=128 is the fastest (0.030 ms); a third of all spans hold 0.5 ms of host time. Only a clock with the
+    # late test and IncrementalOptions(drop_late=True) keeps them out of the samples (session 8: off by default
+    # until measured on the H200).
+    opts = IncrementalOptions(drop_late=drop)
+    inc, at = serve_one_key(LateClock() if tell else BlindClock(), (64, 128, 256, 512), 600, options=opts)
+    assert at is not None
+    (ch,) = inc.promoted.values()
+    assert ch.config.kwargs["BLOCK"] == 128
+    q3 = max(t[2] for t in (ch.timings or {}).values())
+    if tell and drop:
+        assert inc.late_spans >= at // 8, (inc.late_spans, at)  # a third of the timed calls (lone calls untimed)
+        assert q3 < 0.1  # not one late span became a sample (a third of them would set the third quartile)
+    else:
+        assert inc.late_spans == 0 and q3 > 0.5
+
+
+class TallyClock(LateClock):
+    """FAKE: :class:`LateClock` that also sums the kernel's own time (no host time) of the real calls' spans."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.true_ms = 0.0
+
+    def stop(self, token: Config | None) -> tuple[float, bool]:
+        if token is not None:
+            self.true_ms += TIMES[token.kwargs["BLOCK"]]
+        return super().stop(token)
+
+
+def test_late_spans_still_earn_the_budget_at_the_configs_median():
+    """A late span is no sample, but its call ran on the device as any other: it earns at the config's recent
+    median, not at its inflated time and not nothing (call 3 of session 8: earning nothing for 8% of spans
+    starved RMSNorm's checks). Every call timed (lone_every=1), so every earning passes through the clock."""
+    clock = TallyClock()
+    inc, _ = serve_one_key(clock, (64, 128, 256, 512), 600, options=IncrementalOptions(drop_late=True, lone_every=1))
+    assert inc.late_spans > 0
+    # earning nothing would give ~2/3 of the kernel time; earning the spans' times ~5x (0.5 ms of host time)
+    assert 0.85 * clock.true_ms <= inc.budget.earned_from_ms <= 1.05 * clock.true_ms, (inc.budget.earned_from_ms,
+                                                                                        clock.true_ms)

@@ -130,6 +130,9 @@ class Incremental:
         #: Keys with a round's worth of new samples since their last decision (the resolver's thread only).
         self._due: dict[tuple[Any, ...], tuple[Autotuned, KeyState]] = {}
         self.span_wait_s = 0.001
+        #: Whether a span's handle is late (``CudaClock.late``: it holds host time); never with other clocks.
+        self._late: Callable[[Any], bool] = _never_late
+        self.late_spans = 0  # real calls' and scratch runs' spans found late (no sample)
 
     # -- the decorator's hook ---------------------------------------------------------------------------
     def active(self) -> bool:
@@ -138,9 +141,10 @@ class Incremental:
     def resolver(self) -> Resolver:
         if self._resolver is None:
             if self.clock is None:
-                self.clock = CudaClock(spin_idle=self.options.spin_idle)
+                self.clock = CudaClock(spin_idle=self.options.spin_idle, detect_late=self.options.drop_late)
             self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet, after=self._decide_due)
             self._host = self.host_clock or (time.perf_counter if isinstance(self.clock, CudaClock) else _no_time)
+            self._late = getattr(self.clock, "late", _never_late) if self.options.drop_late else _never_late
         return self._resolver
 
     def _quiet(self) -> None:
@@ -297,6 +301,12 @@ class Incremental:
             if stretched:  # the events timed another thread's hold on the interpreter: no sample
                 self._stretched(st, 0.0)  # a real call: no extra device time to account for
                 return
+            if self._late(h):  # the device waited for the launch inside the span: no sample
+                self.late_spans += 1
+                est = st.recent_ms(cfg)  # the call's device time without the host's: earned as the others
+                if est is not None:
+                    st.budget.earn(min(ms, est), (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
+                return
             due = st.sample(cfg, ms)
             st.budget.earn(ms, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
             if due and not self.distributed:
@@ -383,7 +393,10 @@ class Incremental:
                 st.check_cost.append(actual)
                 self._learn_check_calls(st, actual)
             why = verdict()
-            st.checked(cand, why, run_ms if why is None and not bad[1] else None)
+            late = self._late(h)
+            if late:
+                self.late_spans += 1
+            st.checked(cand, why, run_ms if why is None and not bad[1] and not late else None)
             self._note("checked", f"{cand.id}: {why or 'agrees'}; check {actual:.4f} ms "
                                   f"(copies {copies_ms:.4f}, run {run_ms:.4f}, compare {rest_ms:.4f})"
                                   f"{'; stretched ' + str(bad) if any(bad) else ''}")  # fmt: skip
@@ -739,6 +752,11 @@ class Incremental:
         return {tuned.key_spec.public(k): Choice(st.provisional, "provisional", "tuning on real calls",
                                                  stats=st.summary())
                 for k, st in list(self.states.items())}  # fmt: skip
+
+
+def _never_late(handle: Any) -> bool:
+    """The late test of clocks without one (see ``CudaClock.late``)."""
+    return False
 
 
 def _no_time() -> float:

@@ -55,10 +55,17 @@ class CudaClock:
     :data:`MAX_SPIN_US`), so the kernel is already queued when the start event is passed. The spin runs on
     an otherwise idle device; it can delay the kernel by the margin (about half the launch's host time) and
     costs one more launch on the host. Not used while the device is busy (the start then waits its turn).
+    A span is *late* (:meth:`late`) when its start event had already passed once the launch inside it returned
+    (``Event.query()`` right after the launch, one driver call): the device then waited for the launch, and the
+    span holds host time. That happens when the spin was shorter than this launch's host time (another thread
+    held the interpreter's lock) or when a busy stream drained before the launch reached it; the event times
+    say nothing about how much. Whether a span is late depends on the work before it, never on the kernel
+    timed, so dropping late spans biases no config. Only with ``spin_idle`` (without it every idle span is late)
+    and ``detect_late`` (the incremental mode sets it from ``IncrementalOptions.drop_late``).
     ``torch_module`` and ``host`` exist for tests (a FAKE device and clock)."""
 
     def __init__(self, spin_idle: bool = True, torch_module: Any = None,
-                 host: Callable[[], float] = time.perf_counter) -> None:  # fmt: skip
+                 host: Callable[[], float] = time.perf_counter, detect_late: bool = True) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module
         torch = torch_module
@@ -66,10 +73,12 @@ class CudaClock:
         self._free: list[Any] = []
         self._new = torch.cuda.Event
         self.spin_idle = spin_idle and hasattr(torch.cuda, "_sleep")
+        self.detect_late = detect_late and self.spin_idle
         self._host = host
         self._t0 = 0.0
         self._launch_us = 20.0  # recent host time from start() to stop(), smoothed (a first guess until then)
         self.spins = 0
+        self.late_spans = 0  # spans found late (see the class docstring)
 
     def _event(self) -> Any:
         # list.pop and list.extend are atomic under the interpreter's lock: no lock of our own on the caller's
@@ -96,15 +105,26 @@ class CudaClock:
 
     def stop(self, token: Any) -> Any:
         a, stream = token
+        late = False
+        if self.detect_late:
+            late = bool(a.query())  # first: the launch has just returned (see the class docstring)
+            if late:
+                self.late_spans += 1
         e = self._event()
         e.record(stream)
         if self.spin_idle:
             us = (self._host() - self._t0) * 1e6
             self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
-        return (a, e)
+        return (a, e, late)
+
+    @staticmethod
+    def late(handle: Any) -> bool:
+        """Whether the span of ``handle`` (from :meth:`stop`) holds host time: its start passed before the launch
+        returned (see the class docstring). A late span is no sample of the config it timed."""
+        return bool(handle[2])
 
     def elapsed_ms(self, handle: Any) -> float:
-        a, b = handle
+        a, b, _ = handle
         b.synchronize()
         ms = float(a.elapsed_time(b))
         self._free.extend((a, b))
