@@ -16,7 +16,7 @@ KERNEL_MS, LAUNCH_MS = 0.003, 0.015
 
 def _spans(spin_idle: bool, busy: bool = False, calls: int = 40) -> tuple[list[float], CudaClock, SimDevice]:
     dev = SimDevice(seed=2, launch_cpu_ms=LAUNCH_MS, spin=True, virtual_host=True)
-    clock = CudaClock(spin_idle=spin_idle, torch_module=dev.torch(), host=dev.perf_counter)
+    clock = CudaClock(spin_idle=spin_idle, torch_module=dev.torch(), host=dev.perf_counter, detect_late=True)
     out = []
     for _ in range(calls):
         if busy:
@@ -106,7 +106,7 @@ def test_a_span_whose_launch_outlasted_the_spin_is_late_and_holds_host_time() ->
     # The spin follows the recent launches' host time; one launch 4x slower (another thread held the
     # interpreter's lock) outlasts it: the device waited for that launch inside the span.
     dev = SimDevice(seed=2, launch_cpu_ms=LAUNCH_MS, spin=True, virtual_host=True)
-    clock = CudaClock(spin_idle=True, torch_module=dev.torch(), host=dev.perf_counter)
+    clock = CudaClock(spin_idle=True, torch_module=dev.torch(), host=dev.perf_counter, detect_late=True)
     rows = []
     for i in range(30):
         dev.sync()
@@ -125,7 +125,7 @@ def test_a_busy_stream_that_drained_before_the_launch_makes_the_span_late() -> N
     # Work queued ahead of the span (a short kernel) ends while the launch is still on the host: the start
     # event passes at once, without a spin (the stream was busy), and the span holds the launch's host time.
     dev = SimDevice(seed=2, launch_cpu_ms=LAUNCH_MS, spin=True, virtual_host=True)
-    clock = CudaClock(spin_idle=True, torch_module=dev.torch(), host=dev.perf_counter)
+    clock = CudaClock(spin_idle=True, torch_module=dev.torch(), host=dev.perf_counter, detect_late=True)
     dev.sync()
     dev.run(0.002, 0.0, cpu_ms=0.0)  # 2 us of work ahead, ending long before the 15 us launch below
     t = clock.start(None)

@@ -71,8 +71,8 @@ def launcher_layout(run: Any) -> str | None:
 class FastLauncher:
     """One compiled (kernel, config, specialization), launchable with positional runtime arguments."""
 
-    __slots__ = ("_device", "_knobs", "_stream", "arg_names", "function", "kernel", "launch", "meta", "n_pos", "packed",
-                 "run", "tail")
+    __slots__ = ("_device", "_knobs", "_stream", "arg_names", "function", "kernel", "launch", "n_pos", "packed", "run",
+                 "tail")
 
     def __init__(self, jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any],
                  consts: Mapping[str, Any] | None = None) -> None:  # fmt: skip
@@ -101,7 +101,6 @@ class FastLauncher:
         self.run = kernel.run
         self.function = kernel.function
         self.packed = kernel.packed_metadata
-        self.meta = meta
         self._device = _current_device(driver.active.get_current_device)
         self._stream = driver.active.get_current_stream
         self._knobs = knobs.runtime
@@ -156,12 +155,14 @@ class FastLauncher:
         return fn
 
 
-def make_fast(jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any]) -> FastLauncher | None:
-    """A FastLauncher, or None where this call shape cannot use one (it then takes Triton's path)."""
+def make_fast(jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any],
+              consts: Mapping[str, Any] | None = None) -> FastLauncher | None:  # fmt: skip
+    """A FastLauncher (``consts``: parameters after the positional ones held as constants), or None where this
+    call shape cannot use one (it then takes Triton's path)."""
     if cfg.pre_hook is not None:
         return None
     try:
-        return FastLauncher(jit, cfg, args, defaults)
+        return FastLauncher(jit, cfg, args, defaults, consts)
     except TypeError:
         return None
 
@@ -175,15 +176,11 @@ def make_fast_const(jit: Any, cfg: Config, args: Sequence[Any], consts: Mapping[
     ``@triton.heuristics`` adds under the decorator, which the caller keys its launchers by. No keyword dict is
     built or read per call (the launch of a :class:`FastLauncher` with the constants in its tail); None where a
     constant is not a parameter after the positional ones (a launch option, a duplicate): Triton's path."""
-    if cfg.pre_hook is not None:
-        return None
     rest = list(jit.arg_names)[len(args) :]
     if any(k not in rest for k in consts):
         return None
-    try:
-        return FastLauncher(jit, cfg, args, defaults, consts).launch
-    except TypeError:
-        return None
+    fl = make_fast(jit, cfg, args, defaults, consts)
+    return fl.launch if fl is not None else None
 
 
 KwLaunch = Callable[[Sequence[Any], Mapping[str, Any], Any], Any]

@@ -209,7 +209,7 @@ class Incremental:
             lone = st.lone_ms()
             if lone is not None:  # one config alone, its window full: untimed, earning its recent median
                 self.last_phase = "lone"
-                st.budget.earn(lone, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
+                st.earn(lone)
                 return self._untimed(tuned, key, cfg, args, kwargs, grid)
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res)
 
@@ -305,10 +305,10 @@ class Incremental:
                 self.late_spans += 1
                 est = st.recent_ms(cfg)  # the call's device time without the host's: earned as the others
                 if est is not None:
-                    st.budget.earn(min(ms, est), (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
+                    st.earn(min(ms, est))
                 return
             due = st.sample(cfg, ms)
-            st.budget.earn(ms, (st.check_estimate_ms() or 0.0) if st.needs_checks() else 0.0)
+            st.earn(ms)
             if due and not self.distributed:
                 self._due[key] = (tuned, st)  # decided once the resolver's batch is done (_decide_due)
 

@@ -65,7 +65,7 @@ class CudaClock:
     ``torch_module`` and ``host`` exist for tests (a FAKE device and clock)."""
 
     def __init__(self, spin_idle: bool = True, torch_module: Any = None,
-                 host: Callable[[], float] = time.perf_counter, detect_late: bool = True) -> None:  # fmt: skip
+                 host: Callable[[], float] = time.perf_counter, detect_late: bool = False) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module
         torch = torch_module

@@ -432,6 +432,11 @@ class KeyState:
             return None
         return self.recent_ms(racers[0])
 
+    def earn(self, call_ms: float) -> None:
+        """A real call of ``call_ms`` device time earns the key's budget, which may save up for the next check
+        while a candidate waits for one (:meth:`GpuBudget.earn`)."""
+        self.budget.earn(call_ms, (self.check_estimate_ms() or 0.0) if self.needs_checks() else 0.0)
+
     def needs_checks(self) -> bool:
         """Whether a candidate still waits for its check (compiled or not): the bucket then saves up for one."""
         return bool(self._to_check)
