@@ -117,7 +117,7 @@ class EventTimer:
         self._cycles_per_us_cache: float | None = None
         self._flush_ms: float | None = None
         self.pad_us = 0.0
-        self._step_cpu_us = 0.0  # set by each warm-up (see _launch_pad)
+        self._step_cpu_us = 0.0  # set by each measurement's warm-up (see _launch_pad)
         # Captured graphs, by the ids of the callables (kept alive here so the ids stay theirs).
         self._graph_cache: dict[tuple[int, ...], tuple[list[Callable[[], object]], Any, Any, int]] = {}
         self._flush_graphs: dict[int, Any] = {}
@@ -351,26 +351,17 @@ class EventTimer:
             self._cycles_per_us_cache = cycles / max(ms * 1e3, 1.0)
         return self._cycles_per_us_cache
 
-    def _launch_pad(self, fns: Sequence[Callable[[], object]]) -> Callable[[], None]:
+    def _launch_pad(self) -> Callable[[], None]:
         """A GPU spin placed after the flush and before the start event, long enough for the CPU to enqueue
         the start event and the kernel. Without it, a launcher slower than the flush (Triton's Python launch
         path costs 10-25 us) leaves the GPU idle between the start event and the kernel, and that idle time
         is counted as kernel time. Sized at 3x the CPU time the warm-up's last loop took to queue one flush and
-        run (which covers a start event's record and a run), or from 8 timed launches where no warm-up ran."""
+        run (which covers a start event's record and a run; every measurement warms up first), at least 20 us.
+        Timing 8 more launches for it, as before session 8, cost a 2.7 ms kernel 37 ms a measurement."""
         torch = self._torch
         if not hasattr(torch.cuda, "_sleep"):  # no spin primitive (e.g. the simulated device in tests)
             return lambda: None
-        cpu_us = self._step_cpu_us
-        if cpu_us <= 0:  # no warm-up ran: time 8 launches (with a 2.7 ms kernel that cost 37 ms a measurement)
-            torch.cuda.synchronize(self.device)
-            t0 = time.perf_counter()
-            reps = 8
-            for i in range(reps):
-                self._event().record()
-                fns[i % len(fns)]()
-            cpu_us = (time.perf_counter() - t0) / reps * 1e6
-            torch.cuda.synchronize(self.device)
-        self.pad_us = max(20.0, 3.0 * cpu_us)
+        self.pad_us = max(20.0, 3.0 * self._step_cpu_us)
         cycles = int(self.pad_us * self._cycles_per_us())
         return lambda: torch.cuda._sleep(cycles)
 
@@ -379,7 +370,7 @@ class EventTimer:
         min_samples: int, max_samples: int,
     ) -> tuple[list[float], int]:  # fmt: skip
         samples: list[float] = []
-        pad = self._launch_pad(fns)
+        pad = self._launch_pad()
         # One sample costs the flush, the pad and the run on the GPU: size batches so that even the first
         # one stays within the budget (a brief look in a race is a few ms, not a 10 ms batch).
         sample_ms = est_ms + self.pad_us / 1000.0
