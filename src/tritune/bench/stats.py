@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Stop = Literal["converged", "budget"]
 
@@ -271,6 +271,18 @@ def clearly_slower(a: Measurement, b: Measurement) -> bool:
     return a.ci_low_ms > b.ci_high_ms
 
 
-def within(a: Measurement, b: Measurement, rel_tol: float) -> bool:
+class Interval(Protocol):
+    """What :func:`within` reads: a median and its confidence interval (a :class:`Measurement`, or the
+    incremental mode's lighter per-racer statistic)."""
+
+    @property
+    def median_ms(self) -> float: ...
+    @property
+    def ci_low_ms(self) -> float: ...
+    @property
+    def ci_high_ms(self) -> float: ...
+
+
+def within(a: Interval, b: Interval, rel_tol: float) -> bool:
     """Whether ``a`` is at most ``rel_tol`` slower than ``b`` with confidence: ``a.ci_high <= b.ci_low + rel_tol*b.median``."""
     return a.ci_high_ms <= b.ci_low_ms + rel_tol * b.median_ms

@@ -239,11 +239,6 @@ class _Stat:
         self.ci_high_ms = ys[hi]
 
 
-def _within(a: _Stat, b: _Stat, rel_tol: float) -> bool:
-    """:func:`tritune.bench.stats.within` of two :class:`_Stat`: ``a`` at most ``rel_tol`` slower than ``b``."""
-    return a.ci_high_ms <= b.ci_low_ms + rel_tol * b.median_ms
-
-
 @dataclass(frozen=True)
 class Proposal:
     """A state the key may move to: candidates usable for checks (``ready``) and real calls (``racing``),
@@ -502,7 +497,7 @@ class KeyState:
             others = [c for c in alive if c != leader]
             if not others:
                 promoted, stop = leader, "decided"
-            elif all(_within(ms[leader], ms[c], opts.rel_tol) for c in others):
+            elif all(within(ms[leader], ms[c], opts.rel_tol) for c in others):
                 promoted, stop, ties = leader, "tied", tuple(others)
             elif all(len(samples[c]) >= opts.max_samples for c in alive):
                 promoted, stop, ties = leader, "budget", tuple(others)
