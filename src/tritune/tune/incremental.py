@@ -43,7 +43,15 @@ from tritune.device import gpu_unavailable_reason
 from tritune.errors import CaptureMissError, ConfigError
 from tritune.tune.choice import Choice
 from tritune.tune.serving_check import compare_outputs, default_tolerance, plan_comparison
-from tritune.tune.serving_runtime import CallClock, CompileService, CudaClock, Resolver, WorkerCompiles
+from tritune.tune.serving_runtime import (
+    EXITING,
+    CallClock,
+    CompileService,
+    CudaClock,
+    Resolver,
+    WorkerCompiles,
+    stop_at_exit,
+)
 from tritune.tune.serving_state import (
     GpuBudget,
     IncrementalOptions,
@@ -104,7 +112,9 @@ class Incremental:
         #: Store writes of promotions run on their own thread (``store_thread``, default ``thread``), after the
         #: choice is published: a commit took 130 ms on the H200's disk, and no caller may wait on it.
         self._store_thread = thread if store_thread is None else store_thread
-        self._writes: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._writes: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._helpers: list[threading.Thread] = []  # one-shot threads (the fused comparison's preparation)
+        self._exit_hooked = False
         self._writer: threading.Thread | None = None
         #: Exceptions raised by store writes (a broken store must not take the server down).
         self.store_errors: list[BaseException] = []
@@ -650,7 +660,25 @@ class Incremental:
                 if self._writer is None:
                     self._writer = threading.Thread(target=self._write_loop, name="tritune-store", daemon=True)
                     self._writer.start()
+                    self._hook_exit()
         self._writes.put(job)
+
+    def _hook_exit(self) -> None:
+        if not self._exit_hooked:
+            self._exit_hooked = True
+            stop_at_exit(self.close)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Finish the queued store writes (a promotion queued at exit is still written), stop the writer and
+        wait for the other helper threads, up to ``timeout_s`` in all: at the interpreter's exit
+        (:func:`~tritune.tune.serving_runtime.stop_at_exit`: a daemon thread inside a CUDA call at finalization
+        aborts the process)."""
+        deadline = time.monotonic() + timeout_s
+        if self._writer is not None and self._writer.is_alive():
+            self._writes.put(None)
+            self._writer.join(max(0.0, deadline - time.monotonic()))
+        for t in list(self._helpers):
+            t.join(max(0.0, deadline - time.monotonic()))
 
     def _run_write(self, job: Callable[[], None]) -> None:
         try:
@@ -663,6 +691,8 @@ class Incremental:
         while True:
             job = self._writes.get()
             try:
+                if job is None:  # close()
+                    return
                 self._run_write(job)
             finally:
                 self._writes.task_done()
@@ -713,13 +743,18 @@ class Incremental:
             except Exception as e:  # the check itself will say what is wrong; compiles go on
                 self._note("warm failed", f"{d}: {type(e).__name__}: {e}")
         self._note("warmed", f"torch comparison for {', '.join(todo)} in {(time.perf_counter() - t0) * 1e3:.1f} ms")
-        threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
-                         daemon=True).start()  # fmt: skip
+        prep = threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
+                                daemon=True)  # fmt: skip
+        self._helpers.append(prep)
+        self._hook_exit()
+        prep.start()
 
     def _prepare_fused(self, dtypes: Sequence[str], device: Any) -> None:
         from tritune.tune.serving_check import prepare_fused, warm_comparison
 
         for d in dtypes:
+            if EXITING.is_set():
+                return
             t0 = time.perf_counter()
             try:
                 import torch

@@ -3,9 +3,11 @@ the resolver thread that reads them, and the background compile service (the eng
 
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +35,45 @@ class CompileService(Protocol):
 
     def start(self, tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
               grid: Any, deliver: Deliver) -> None: ...  # fmt: skip
+
+
+#: Seconds the interpreter's exit waits, in all, for the background threads below to stop.
+EXIT_WAIT_S = 5.0
+
+#: Set once the interpreter exits (:func:`_stop_all`): background threads stop at their next step.
+EXITING = threading.Event()
+
+_STOPPERS: list[weakref.WeakMethod[Callable[[float], None]]] = []
+_STOPPERS_LOCK = threading.Lock()
+
+
+def stop_at_exit(stop: Callable[[float], None]) -> None:
+    """Call the bound method ``stop(timeout_s)`` when the interpreter exits, before it finalizes (held weakly).
+
+    The incremental mode's threads are daemons that wait inside CUDA calls (an event's ``synchronize``
+    releases the interpreter's lock in PyTorch's C++). A daemon thread that returns from such a call after the
+    interpreter began to finalize is ended by ``pthread_exit``, whose unwinding through C++ frames aborts the
+    process: "terminate called without an active exception", exit status 134, after the server's last line
+    (the H200's serving benchmark, in sessions 8 and 9). ``atexit`` callbacks run while daemon threads
+    still run, so each thread is told to stop there and joined (:data:`EXIT_WAIT_S` in all)."""
+    with _STOPPERS_LOCK:
+        if not _STOPPERS:
+            atexit.register(_stop_all)
+        _STOPPERS.append(weakref.WeakMethod(stop))  # type: ignore[arg-type]
+
+
+def _stop_all() -> None:
+    EXITING.set()
+    deadline = time.monotonic() + EXIT_WAIT_S
+    with _STOPPERS_LOCK:
+        stoppers = [ref() for ref in _STOPPERS]
+        _STOPPERS.clear()
+    for stop in stoppers:
+        if stop is not None:
+            try:
+                stop(max(0.0, deadline - time.monotonic()))
+            except Exception:  # exiting: a failed stop must not hide the others
+                pass
 
 
 #: GPU clock cycles per microsecond assumed for the idle spin (an H200's SM clock is ~1.98 GHz; a slower clock
@@ -174,6 +215,13 @@ class Resolver:
         )
         if self._thread is not None:
             self._thread.start()
+            stop_at_exit(self.close)
+
+    def close(self, timeout_s: float = EXIT_WAIT_S) -> None:
+        """Stop the thread after what is queued now (resolved, callbacks run) and wait up to ``timeout_s``."""
+        if self._thread is not None and self._thread.is_alive():
+            self._q.put(None)  # type: ignore[arg-type]
+            self._thread.join(timeout_s)
 
     def submit(self, handle: Any, then: Callable[[float], None]) -> None:
         self._q.put((handle, then))
@@ -211,13 +259,19 @@ class Resolver:
         if prepare is not None:
             prepare()
         while True:
-            self._one(*self._q.get())
+            first = self._q.get()
+            if first is None:  # close()
+                return
+            self._one(*first)
             self.wakes += 1
             while True:
                 try:
                     item = self._q.get_nowait()
                 except queue.Empty:
                     break
+                if item is None:
+                    self._after()
+                    return
                 self._one(*item)
             self._after()
             if self.batch_s > 0:
@@ -252,6 +306,7 @@ class WorkerCompiles:
         self._thread: threading.Thread | None = None
         #: Called with (event, detail) around each step when set (the incremental mode's trace).
         self.note: Callable[[str, str], None] | None = None
+        self._closed = False
 
     def start(self, tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
               grid: Any, deliver: Deliver, calls: Callable[[], int] | None = None) -> None:  # fmt: skip
@@ -266,18 +321,31 @@ class WorkerCompiles:
                 target=self._loop, name=f"tritune-compile-{tuned.info.name}", daemon=True
             )
             self._thread.start()
+            stop_at_exit(self.close)
 
-    def next_job(self) -> Callable[[], None]:
-        """The queued job of the key with the most calls (the earliest queued among equals); waits for one."""
+    def close(self, timeout_s: float = EXIT_WAIT_S) -> None:
+        """Stop the thread (a key's job stops before its next load; queued keys are dropped) and wait up to
+        ``timeout_s``: at the interpreter's exit (:func:`stop_at_exit`)."""
         with self._ready:
-            while not self._jobs:
+            self._closed = True
+            self._ready.notify_all()
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def next_job(self) -> Callable[[], None] | None:
+        """The queued job of the key with the most calls (the earliest queued among equals); waits for one.
+        None once :meth:`close` was called."""
+        with self._ready:
+            while not self._jobs and not self._closed:
                 self._ready.wait()
+            if self._closed:
+                return None
             best = max(range(len(self._jobs)), key=lambda i: (self._jobs[i][0](), -i))
             return self._jobs.pop(best)[1]
 
     def _loop(self) -> None:
-        while True:
-            self.next_job()()
+        while (job := self.next_job()) is not None:
+            job()
 
     @staticmethod
     def _work(tuned: Autotuned, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
@@ -290,6 +358,8 @@ class WorkerCompiles:
         say = note or (lambda event, detail: None)
 
         def load(cfg: Config) -> None:
+            if EXITING.is_set():  # the interpreter exits: no more device work from this thread
+                raise SystemExit
             say("load", cfg.id)
             facts = load_binary(tuned._launcher(), tuned.info.name, cfg, args, kwargs, grid)
             say("loaded", cfg.id)
@@ -318,6 +388,8 @@ class WorkerCompiles:
                     load(cfg)
                 else:
                     deliver(cfg, why)
+        except SystemExit:
+            return
         except BaseException as e:  # a broken compile service must not take the server down
             for cfg in configs:
                 deliver(cfg, f"background compile failed: {type(e).__name__}: {e}")
