@@ -7,7 +7,7 @@
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
-# is copied beside it. Env: LIBS_BUDGET_S, LIBS_OPS, LIBTESTS_BUDGET_S, LIBTESTS_SUITES (e.g. liger), SEARCHXFER_CACHE (both|shared|empty).
+# is copied beside it. Env: LIBS_BUDGET_S, LIBS_OPS, LIBTESTS_BUDGET_S, LIBTESTS_SUITES (e.g. liger), SEARCHXFER_CACHE (both|shared|empty), SEARCH_PROFILE=1 (searchxfer: the transfer once more under cProfile), SERVINGLONG_CALLS.
 # The tracked tree plus what a call carries must stay under the device's 64 MiB: carry .whl only for libs and
 # libtests (.whl/libtests alone is 22 MB). Wheels carried in .whl/ (FlagGems, Liger-Kernel, SQLAlchemy) are installed into
 # /tmp/site; Triton's tutorials, which are not committed, are read from .ref/tutorials. libtests runs FlagGems' and

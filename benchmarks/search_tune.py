@@ -41,7 +41,8 @@ flushed): at 4096^3 the search winner, the exhaustive run's 3 fastest configs an
 
 ``--quick`` re-measures in 8 rounds instead of 16. ``--only transfer`` runs steps 2-4 and the 6144^3
 re-measurement only (no exhaustive race: about 80 s on the H200). Each tune's JSON result and log are kept
-in DIR, and each key's phases (store and setup, every batch's compile and race, the strategy's asks, the
+in DIR (``SEARCH_PROFILE=1``: the transfer once more under cProfile, after the measured runs, its top
+functions by cumulative time in ``DIR/transfer_prof-profile.txt``), and each key's phases (store and setup, every batch's compile and race, the strategy's asks, the
 final race) are in ``search_tune.json`` and printed, with every config a transfer or cold search measured.
 """
 
@@ -112,7 +113,7 @@ def key_arg(key: Mapping[str, int]) -> str:
 
 
 def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store: Path, *extra: str,
-                 cache_from: str | None = None, args: str = "device") -> dict[str, Any]:
+                 cache_from: str | None = None, args: str = "device", profile: bool = False) -> dict[str, Any]:
     """One ``tritune tune`` process with an empty Triton cache, or a copy of ``cache_from`` (another run's
     cache); its JSON result, process wall, per-key walls and the cache directory it used."""
     cache = tempfile.mkdtemp(prefix=f"tcache-{name}-")
@@ -120,7 +121,8 @@ def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store:
         shutil.copytree(cache_from, cache, dirs_exist_ok=True)
     env = {**os.environ, "TRITON_CACHE_DIR": cache, "SEARCH_ARGS": args}
     env.pop("TRITUNE_SEARCH", None)
-    cmd = [sys.executable, "-m", "tritune", "tune", __file__, "--workload", "matmul_search", "--quiet",
+    prof = [sys.executable, "-m", "cProfile", "-o", str(out / f"{name}.prof")] if profile else [sys.executable]
+    cmd = [*prof, "-m", "tritune", "tune", __file__, "--workload", "matmul_search", "--quiet",
            "--store", str(store), "--json", str(out / f"{name}.json"), *extra]  # fmt: skip
     for k in keys:
         cmd += ["--key", key_arg(k)]
@@ -129,6 +131,13 @@ def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store:
     with open(out / f"{name}.log", "w") as log:
         rc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     wall = time.perf_counter() - t0
+    if profile and (out / f"{name}.prof").exists():  # the top of the profile as text (the .prof stays too)
+        import io
+        import pstats
+
+        text = io.StringIO()
+        pstats.Stats(str(out / f"{name}.prof"), stream=text).sort_stats("cumulative").print_stats(80)
+        (out / f"{name}-profile.txt").write_text(text.getvalue())
     doc = json.loads((out / f"{name}.json").read_text()) if (out / f"{name}.json").exists() else {"workloads": []}
     keyed = []
     for w in doc["workloads"]:
@@ -240,6 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs[f"transfer{suffix}"] = tune_process(f"transfer{suffix}", out, [NEW_KEY], db, cache_from=cache, args=a.args)
         runs[f"cold_new{suffix}"] = tune_process(f"cold_new{suffix}", out, [NEW_KEY], stores / f"cold{suffix}.db",
                                                  cache_from=cache, args=a.args)  # fmt: skip
+    if os.environ.get("SEARCH_PROFILE") and pairs[0][0] == "":  # once more under cProfile: where the time goes
+        copy_store(stores / "search.db", stores / "transfer_prof.db")  # (its wall is the profiler's; not a result)
+        tune_process("transfer_prof", out, [NEW_KEY], stores / "transfer_prof.db", cache_from=snapshot,
+                     args=a.args, profile=True)  # fmt: skip
     rounds = 8 if a.quick else 16
     main_pair = pairs[0][0]
     ex, se = (runs[n]["keys"] if n in runs else [] for n in ("exhaustive", "search"))
