@@ -22,6 +22,7 @@ clock says what each event pair measured:
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter
 from pathlib import Path
@@ -142,14 +143,26 @@ def test_the_h200_stream_converges_its_hot_buckets_within_the_bound(kernel, gap_
     assert r["checks"] >= 75, r
 
 
-def test_a_far_neighbour_no_longer_prunes_the_winner():
+def test_a_far_neighbour_no_longer_prunes_the_winner(monkeypatch):
     """The GEMM's best config at M = 96 and 128 (BM=16 / BM=32 tiles) is 2-3x slower from M = 320 up:
-    pruning by any nearest tuned key (the earlier rule) left 2 of the 6 hot buckets on a config 1.2-1.5x
-    slower than their best; ``prune_distance=1`` (a factor of 2 in M) keeps them."""
+    pruning by any nearest tuned key at a flat ratio (the earlier rule) left 2 of the 6 hot buckets on a
+    config 1.2-1.5x slower than their best. ``prune_distance=1`` (a factor of 2 in M) keeps them, and so does
+    the ratio that grows with the distance (:func:`prune_threshold`), even with no distance limit."""
+    import tritune.tune.serving_state as ss
+
+    assert serve("matmul")["hot_converged"] == 1.0
+    assert serve("matmul", options=IncrementalOptions(prune_distance=100.0))["hot_converged"] == 1.0
+    monkeypatch.setattr(ss, "PRUNE_NEAR", math.inf)  # the flat ratio of sessions 6-8
     far = serve("matmul", options=IncrementalOptions(prune_distance=100.0))
     assert far["hot_converged"] < 1.0, far
-    near = serve("matmul")
-    assert near["hot_converged"] == 1.0, near
+
+
+def test_the_prune_threshold_grows_with_the_distance():
+    from tritune.tune.serving_state import prune_threshold
+
+    assert prune_threshold(1.3, 0.0) == prune_threshold(1.3, 0.5) == 1.3
+    assert prune_threshold(1.3, 1.0) == pytest.approx(1.69)
+    assert prune_threshold(1.3, 0.83) > 1.29 * 1.15  # session 9: the winner at M = 1152 ran 1.29x at M = 2048
 
 
 @pytest.mark.parametrize("kernel", ["matmul", "rmsnorm"])

@@ -513,7 +513,8 @@ class Incremental:
                       budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget,
                                        spill=self.spare),
                       pruned=None if self.distributed or not self._may_prune(key, near)
-                      else prune(near_t, legal, self.options.prune_ratio, provisional))  # fmt: skip
+                      else prune(near_t, legal, self.options.prune_ratio, provisional,
+                                 key_distance(key, near) if near is not None else 0.0))  # fmt: skip
         st.check_calls = self._check_calls
         self.states[key] = st
         if st.pruned:
@@ -719,7 +720,8 @@ class Incremental:
                 continue
             if not self._may_prune(other, key):
                 continue
-            out = st.prune_more(prune(choice.timings, st.configs, self.options.prune_ratio, st.provisional))
+            out = st.prune_more(prune(choice.timings, st.configs, self.options.prune_ratio, st.provisional,
+                                      key_distance(other, key)))  # fmt: skip
             if out:
                 self._note("pruned", f"{tuned.key_spec.public(other)}: {', '.join(c.id for c in out)} "
                                      f"(by {tuned.key_spec.public(key)})")  # fmt: skip

@@ -49,7 +49,8 @@ class IncrementalOptions:
     ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.engine.race.RaceOptions` (ties within
     ``rel_tol`` are ties). ``sync_every``: calls of a key between agreement steps with ``distributed=True``.
     ``prune_ratio``: a candidate whose median at the nearest tuned key was more than this many times that
-    key's best is neither compiled nor checked nor raced (a check costs several calls' worth of the budget;
+    key's best (raised for a neighbour farther than :data:`PRUNE_NEAR`: :func:`prune_threshold`) is neither
+    compiled nor checked nor raced (a check costs several calls' worth of the budget;
     on a 5 us kernel, checking every candidate took ~100 calls each); 0 turns pruning off. Candidates the
     neighbour did not time are kept. ``prune_distance``: only a neighbour this near prunes (the sum over
     numeric key parts of ``|log2(a) - log2(b)|``: 1.0 is a factor of 2 in one part). On the H200 a GEMM's
@@ -254,18 +255,37 @@ class Proposal:
     ties: tuple[Config, ...] = ()
 
 
+#: Key distance (:func:`~tritune.tune.incremental.key_distance`; 0.5 is a factor of sqrt(2) in one part) up to
+#: which a neighbour's timings prune at ``prune_ratio`` itself; farther, the ratio needed grows as
+#: ``prune_ratio ** (distance / PRUNE_NEAR)`` (1.69x at a factor of 2 with the default 1.3).
+PRUNE_NEAR = 0.5
+
+
+def prune_threshold(ratio: float, distance: float) -> float:
+    """The ratio to the neighbour's best beyond which a candidate is pruned, for a neighbour ``distance`` away.
+
+    A landscape changes with the key: on the H200's serving stream (session 9, 60,000 calls) the GEMM's best
+    config at M = 64 ran 1.30x the best at M = 128 (tile quantization: BM = 16 against 32), and the best at
+    M = 1152 ran 1.29x the best at M = 2048; a flat 1.3 pruned both winners, and 4 of 24 buckets were promoted
+    to configs 1.09-1.27x the best. A far neighbour must rate a candidate worse before it is left out."""
+    return ratio ** max(1.0, distance / PRUNE_NEAR)
+
+
 def prune(timings: Mapping[Config, Sequence[float]] | None, legal: Sequence[Config], ratio: float,
-          keep: Config) -> dict[Config, str]:  # fmt: skip
-    """The candidates of ``legal`` (not ``keep``) whose median (``timings[c][0]``) at the nearest tuned key
-    exceeds ``ratio`` times the best median there, with why; none when ``ratio`` is 0 or nothing was timed."""
+          keep: Config, distance: float = 0.0) -> dict[Config, str]:  # fmt: skip
+    """The candidates of ``legal`` (not ``keep``) whose median (``timings[c][0]``) at the nearest tuned key,
+    ``distance`` away, exceeds :func:`prune_threshold` times the best median there, with why; none when
+    ``ratio`` is 0 or nothing was timed."""
     if not timings or ratio == 0:
         return {}
     timed = {c: float(timings[c][0]) for c in legal if timings.get(c)}
     if not timed:
         return {}
     best = min(timed.values())
-    return {c: f"{t / best:.2f}x the best at the nearest tuned key (prune_ratio={ratio:g})"
-            for c, t in timed.items() if c != keep and best > 0 and t > ratio * best}  # fmt: skip
+    limit = prune_threshold(ratio, distance)
+    return {c: f"{t / best:.2f}x the best at the nearest tuned key, {distance:.2f} away (limit {limit:.2f}: "
+               f"prune_ratio={ratio:g})"
+            for c, t in timed.items() if c != keep and best > 0 and t > limit * best}  # fmt: skip
 
 
 def merge(proposals: Sequence[Proposal], configs: Sequence[Config]) -> Proposal:
