@@ -8,7 +8,7 @@ import pytest
 from report_samples import fixture_json
 
 from tritune.report import print_table, render_table
-from tritune.report.data import parse_result
+from tritune.report.data import parse_result, timing_of
 
 
 def _words(text: str) -> str:
@@ -87,3 +87,19 @@ def test_tune_table_states_the_measurement_policy_and_the_tie_rule():
     assert f"picked {b.id} by the rule" in text
     w.extra.pop("tie")
     assert "timed graph (measurement policy; part of the store key)" in render_table(r, width=200)
+
+
+def test_max_rows_shows_the_fastest_rows_and_sums_up_the_rest():
+    r = parse_result(fixture_json("tune_gelu_space.json"))
+    full = render_table(r, width=120)
+    text = render_table(r, width=120, max_rows=5)
+    w = r.workloads[0]
+    timed = sorted((c for c in w.candidates if timing_of(c)), key=lambda c: timing_of(c).median_ms)
+    first_table = _words(text.split("tune: gelu_space n=")[1].split("candidates not shown")[0])
+    assert _words(timed[0].config.id) in first_table
+    assert _words(timed[10].config.id) not in first_table
+    assert "75 more candidates not shown (" in text and "--rows 0 shows every row" in text
+    assert "winner: BLOCK=2048,num_warps=8,num_stages=3" in text  # the summary still covers every candidate
+    assert "80 candidates: 77 measured, 2 illegal, 1 compile_failed" in text
+    assert len(text) < len(full) / 3
+    assert render_table(r, width=120, max_rows=None) == full

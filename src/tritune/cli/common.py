@@ -28,6 +28,8 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", metavar="FILE|-", help="write the result as JSON to FILE, or to stdout with -")
     p.add_argument("--quiet", action="store_true", help="print only the final result")
+    p.add_argument("--rows", type=int, default=60, metavar="N",
+                   help="at most N candidates per table, timed ones fastest first (default 60; 0: every row)")
 
 
 def parse_value(text: str) -> Any:

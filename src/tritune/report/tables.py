@@ -7,6 +7,7 @@ long reasons wrap inside their cell, they are never cut off.
 from __future__ import annotations
 
 import io
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, Any
@@ -145,8 +146,9 @@ def _summary(command: str, w: WorkloadResult) -> str:
     return "\n".join(lines)
 
 
-def workload_table(command: str, w: WorkloadResult) -> Any:
-    """The rich Table of one workload at one key (numbers only; :func:`print_table` adds the reasons)."""
+def workload_table(command: str, w: WorkloadResult, rows: list[CandidateResult] | None = None) -> Any:
+    """The rich Table of one workload at one key (numbers only; :func:`print_table` adds the reasons); ``rows``:
+    the candidates to show (default: every one, timed fastest first)."""
     from rich import box
     from rich.table import Table
 
@@ -160,7 +162,7 @@ def workload_table(command: str, w: WorkloadResult) -> Any:
     cols = _columns(command, w)
     for name, _, kw in cols:
         table.add_column(name, **kw)
-    for c in _order(command, w):
+    for c in _order(command, w) if rows is None else rows:
         row: list[Any] = []
         if win is not None:
             row.append("★" if c.config == win.config else ("=" if c.config.id in ties else ""))
@@ -170,13 +172,17 @@ def workload_table(command: str, w: WorkloadResult) -> Any:
     return table
 
 
-def reason_lines(w: WorkloadResult) -> list[str]:
-    """Every candidate that has a reason, with the reason in full: "<config id>: <status>: <reason>"."""
-    return [f"{c.config.id}: {c.status.value}: {c.reason}" for c in w.candidates if c.reason]
+def reason_lines(w: WorkloadResult, only: list[CandidateResult] | None = None) -> list[str]:
+    """Every candidate (of ``only``, when given) that has a reason, in full: "<config id>: <status>: <reason>"."""
+    return [f"{c.config.id}: {c.status.value}: {c.reason}" for c in (w.candidates if only is None else only)
+            if c.reason]  # fmt: skip
 
 
-def render_table(result: RunResult, *, width: int = 120, color: bool = False) -> str:
-    """The end-of-command table(s) as text: one table per workload and key, reasons in full."""
+def render_table(result: RunResult, *, width: int = 120, color: bool = False, max_rows: int | None = None) -> str:
+    """The end-of-command table(s) as text: one table per workload and key, reasons in full. ``max_rows``: at
+    most that many candidates per table (the timed ones fastest first, then the rest in order), with a count
+    of the others by status and their most common reasons (a 6,912-config search space rendered whole took
+    rich ~15 s of CPU on the H200's host, after a 2 s tune)."""
     from rich.console import Console
 
     buf = io.StringIO()
@@ -188,12 +194,14 @@ def render_table(result: RunResult, *, width: int = 120, color: bool = False) ->
         highlight=False,
         color_system="standard" if color else None,
     )
-    print_table(result, console=console)
+    print_table(result, console=console, max_rows=max_rows)
     return buf.getvalue()
 
 
-def print_table(result: RunResult, *, file: IO[str] | None = None, console: Any = None) -> None:
-    """Print the end-of-command table(s) to ``console``, or to ``file`` (default stdout) through rich."""
+def print_table(result: RunResult, *, file: IO[str] | None = None, console: Any = None,
+                max_rows: int | None = None) -> None:  # fmt: skip
+    """Print the end-of-command table(s) to ``console``, or to ``file`` (default stdout) through rich
+    (``max_rows`` as in :func:`render_table`)."""
     if console is None:
         from rich.console import Console
 
@@ -201,11 +209,28 @@ def print_table(result: RunResult, *, file: IO[str] | None = None, console: Any 
     if result.timing:
         console.print(f"timing: {result.timing}", markup=False)
     for w in result.workloads:
-        console.print(workload_table(result.command, w))
+        shown = _order(result.command, w)
+        hidden = shown[max_rows:] if max_rows else []
+        shown = shown[:max_rows] if max_rows else shown
+        console.print(workload_table(result.command, w, shown))
         console.print(_summary(result.command, w), markup=False)
-        reasons = reason_lines(w)
+        reasons = reason_lines(w, shown)
         if reasons:
             console.print("reasons:", markup=False)
             for line in reasons:
                 console.print("  " + line, markup=False, overflow="fold")
+        if hidden:
+            console.print(_hidden_sentence(hidden), markup=False, overflow="fold")
         console.print()
+
+
+def _hidden_sentence(hidden: list[CandidateResult]) -> str:
+    """What the rows left out were: counts by status and the most common reasons (numbers stripped)."""
+    from collections import Counter
+
+    by_status = Counter(c.status.value for c in hidden)
+    kinds = Counter(re.sub(r"\d+(\.\d+)?", "N", c.reason)[:100] for c in hidden if c.reason)
+    lines = [f"{len(hidden)} more candidates not shown ({', '.join(f'{n} {s}' for s, n in by_status.items())}); "
+             "--rows 0 shows every row, --json writes them all"]  # fmt: skip
+    lines += [f"  {n} x {k}" for k, n in kinds.most_common(5)]
+    return "\n".join(lines)
