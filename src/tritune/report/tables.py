@@ -182,7 +182,7 @@ def render_table(result: RunResult, *, width: int = 120, color: bool = False, ma
     """The end-of-command table(s) as text: one table per workload and key, reasons in full. ``max_rows``: at
     most that many candidates per table (the timed ones fastest first, then the rest in order), with a count
     of the others by status and their most common reasons (a 6,912-config search space rendered whole took
-    rich ~15 s of CPU on the H200's host, after a 2 s tune)."""
+    rich 18 s under cProfile on the H200's host, after a 2 s tune)."""
     from rich.console import Console
 
     buf = io.StringIO()
