@@ -157,9 +157,12 @@ def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: flo
     x, out = torch.zeros(64), torch.zeros(64)
     sizes = [(16 * (i + 1), 4096) for i in range(len(means))]
     stream = zipf_stream(len(means), calls, seed)
+    tuning = 0  # calls that ran while their key tuned (first, check, race, lone): the stream's tuning cost
     for i, b in enumerate(stream):
         clock.bucket, clock.call = b, i
+        inc.last_phase = None
         k[(1,)](x, out, *sizes[b])
+        tuning += inc.last_phase is not None
         comp.finish()
         inc.resolver().poll()
     counts = Counter(stream)
@@ -175,7 +178,7 @@ def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: flo
         at = int(ch.detail.split(" after ")[1].split()[0])
         rows.append({"bucket": b, "calls": counts[b], "ratio": ratio, "stop": ch.stats.get("stop"), "at": at})
     return {"seed": seed, "hot": rows, "extra": inc.budget.extra_fraction, "checks": clock.checks // 2,
-            "promoted": len(inc.promoted)}
+            "promoted": len(inc.promoted), "tuning_calls": tuning}
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -188,7 +191,8 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "misses": dict(misses), "wrong_ratios": [round(x, 3) for x in wrong],
             "extra_max": max(run["extra"] for run in runs), "extra_mean": statistics.mean(r["extra"] for r in runs),
             "promote_at_median": statistics.median(ats) if ats else None,
-            "keys_promoted_mean": statistics.mean(r["promoted"] for r in runs)}  # fmt: skip
+            "keys_promoted_mean": statistics.mean(r["promoted"] for r in runs),
+            "tuning_calls_mean": statistics.mean(r["tuning_calls"] for r in runs)}  # fmt: skip
 
 
 def main() -> None:
@@ -199,15 +203,20 @@ def main() -> None:
     ap.add_argument("--early", type=float, default=0.25)
     ap.add_argument("--drift", type=float, default=0.04)
     ap.add_argument("--drop-late", action="store_true", help="IncrementalOptions(drop_late=True)")
+    ap.add_argument("--calls", type=int, default=CALLS, help="the stream's length (default 6,000)")
+    ap.add_argument("--max-samples", type=int, default=None, help="IncrementalOptions.max_samples")
+    ap.add_argument("--min-samples", type=int, default=None, help="IncrementalOptions.min_samples")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
-    opts = IncrementalOptions(drop_late=a.drop_late)
-    runs = [replay(s, a.landscape, a.outlier, a.early, a.drift, opts) for s in range(a.seeds)]
+    extra = {k: v for k, v in (("max_samples", a.max_samples), ("min_samples", a.min_samples)) if v is not None}
+    opts = IncrementalOptions(drop_late=a.drop_late, **extra)
+    runs = [replay(s, a.landscape, a.outlier, a.early, a.drift, opts, a.calls) for s in range(a.seeds)]
     s = summarize(runs)
     print(f"{a.landscape}{', drop_late' if a.drop_late else ''}, outliers {a.outlier:.0%} ({a.early:.0%} early), drift {a.drift:.0%}, {a.seeds} seeds: hot buckets converged {s['converged']}/{s['hot']} "
           f"= {s['rate']:.1%} (target >= 90%); misses by stop {s['misses']}; wrong ratios {s['wrong_ratios']}")  # fmt: skip
-    print(f"  extra GPU max {s['extra_max']:.1%} mean {s['extra_mean']:.1%} (bound 10%); promotion at call "
-          f"{s['promote_at_median']} of the key (median); keys promoted {s['keys_promoted_mean']:.1f} of {N_BUCKETS}")  # fmt: skip
+    print(f"  {a.calls} calls, options {extra or 'default'}: extra GPU max {s['extra_max']:.1%} mean {s['extra_mean']:.1%} "
+          f"(bound 10%); promotion at call {s['promote_at_median']} of the key (median); keys promoted "
+          f"{s['keys_promoted_mean']:.1f} of {N_BUCKETS}; tuning calls {s['tuning_calls_mean']:.0f} (mean)")  # fmt: skip
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / f"race_replay_{a.landscape}{'_drop_late' if a.drop_late else ''}.json").write_text(json.dumps({"summary": s, "runs": runs}, indent=1))
