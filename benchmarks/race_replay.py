@@ -157,12 +157,14 @@ def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: flo
     x, out = torch.zeros(64), torch.zeros(64)
     sizes = [(16 * (i + 1), 4096) for i in range(len(means))]
     stream = zipf_stream(len(means), calls, seed)
-    tuning = 0  # calls that ran while their key tuned (first, check, race, lone): the stream's tuning cost
+    tuning = 0  # calls that ran while their key tuned (first, check, race, lone, leader): the stream's tuning cost
+    phases: Counter[str] = Counter()
     for i, b in enumerate(stream):
         clock.bucket, clock.call = b, i
         inc.last_phase = None
         k[(1,)](x, out, *sizes[b])
         tuning += inc.last_phase is not None
+        phases[inc.last_phase or "fast"] += 1
         comp.finish()
         inc.resolver().poll()
     counts = Counter(stream)
@@ -178,7 +180,7 @@ def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: flo
         at = int(ch.detail.split(" after ")[1].split()[0])
         rows.append({"bucket": b, "calls": counts[b], "ratio": ratio, "stop": ch.stats.get("stop"), "at": at})
     return {"seed": seed, "hot": rows, "extra": inc.budget.extra_fraction, "checks": clock.checks // 2,
-            "promoted": len(inc.promoted), "tuning_calls": tuning}
+            "promoted": len(inc.promoted), "tuning_calls": tuning, "phases": dict(phases)}
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -192,7 +194,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "extra_max": max(run["extra"] for run in runs), "extra_mean": statistics.mean(r["extra"] for r in runs),
             "promote_at_median": statistics.median(ats) if ats else None,
             "keys_promoted_mean": statistics.mean(r["promoted"] for r in runs),
-            "tuning_calls_mean": statistics.mean(r["tuning_calls"] for r in runs)}  # fmt: skip
+            "tuning_calls_mean": statistics.mean(r["tuning_calls"] for r in runs),
+            "phases_mean": {p: round(statistics.mean(r["phases"].get(p, 0) for r in runs))
+                            for p in sorted({p for r in runs for p in r["phases"]})}}  # fmt: skip
 
 
 def main() -> None:
@@ -216,7 +220,8 @@ def main() -> None:
           f"= {s['rate']:.1%} (target >= 90%); misses by stop {s['misses']}; wrong ratios {s['wrong_ratios']}")  # fmt: skip
     print(f"  {a.calls} calls, options {extra or 'default'}: extra GPU max {s['extra_max']:.1%} mean {s['extra_mean']:.1%} "
           f"(bound 10%); promotion at call {s['promote_at_median']} of the key (median); keys promoted "
-          f"{s['keys_promoted_mean']:.1f} of {N_BUCKETS}; tuning calls {s['tuning_calls_mean']:.0f} (mean)")  # fmt: skip
+          f"{s['keys_promoted_mean']:.1f} of {N_BUCKETS}; tuning calls {s['tuning_calls_mean']:.0f} (mean; by phase "
+          f"{s['phases_mean']})")  # fmt: skip
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / f"race_replay_{a.landscape}{'_drop_late' if a.drop_late else ''}.json").write_text(json.dumps({"summary": s, "runs": runs}, indent=1))

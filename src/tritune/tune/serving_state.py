@@ -70,7 +70,9 @@ class IncrementalOptions:
     often a few hundred calls: the checks wait for the budget) and already has ``max_samples`` samples, one call
     in ``lone_every`` is timed (its window stays fresh); the others run untimed, through the same fast launcher,
     and earn the budget at its recent median (no event pair, no resolver work: a timed call cost the H200's
-    caller ~50 us of host time more than a cached one). 1 times every call.
+    caller ~50 us of host time more than a cached one). The same while several racers wait for another
+    candidate's check with every window full (:meth:`KeyState.waiting_leader`): the untimed calls go to the
+    leader. 1 times every call.
     ``drop_late`` (default off, pending its measurement on the H200): a span whose start event had already
     passed when its launch returned (:meth:`~tritune.tune.serving_runtime.CudaClock.late`: the device waited for
     the launch, so the span holds host time) is no sample; the call still earns the budget, at the config's
@@ -341,6 +343,7 @@ class KeyState:
         self.dispatched: dict[Config, int] = {}
         self._head_start: dict[Config, int] = {}  # set by apply for a joiner (may be negative): not calls
         self._since = 0  # samples since the last decision
+        self._leader: tuple[int, Config, float] | None = None  # waiting_leader's (call it was found at, cfg, ms)
         self.checking: set[Config] = set()  # scratch runs whose comparison has not resolved yet
         #: (the key's call count, what happened) for each compile, load failure and check as it resolved
         #: (background threads append; :meth:`diagnose` reports it: when a key's candidates became usable).
@@ -446,6 +449,37 @@ class KeyState:
         if xs is None or len(xs) < self.options.max_samples:
             return None
         return self.recent_ms(racers[0])
+
+    def waiting_leader(self) -> tuple[Config, float] | None:
+        """While the key waits for a candidate's check (or compile) and every racer's window is full: the
+        leader (the smallest window median) and its recent median, for an untimed call (see
+        ``IncrementalOptions.lone_every``); else None. A timed call then adds nothing a decision can use
+        before the checks are done (the windows only turn over), costs the caller an event pair and the
+        resolver's work, and serves a config at random among the racers: on the H200's 60,000-call stream the
+        keys waited ~200 calls each for their checks (the 10% budget), most of them racing calls at 0.10 ms
+        against 0.02 ms promoted. Found again once per round of calls, not per call."""
+        racers = self._racers
+        if len(racers) < 2 or not self._to_check:
+            return None
+        got = self._leader
+        if got is not None and self.calls - got[0] < len(racers) and got[1] in racers:
+            return got[1], got[2]
+        samples, need = self.obs.samples, self.options.max_samples
+        best: tuple[float, Config] | None = None
+        for c in racers:
+            xs = samples.get(c)
+            if xs is None or len(xs) < need:
+                self._leader = None
+                return None
+            m = lower_median(list(xs))
+            if best is None or m < best[0]:
+                best = (m, c)
+        assert best is not None
+        ms = self.recent_ms(best[1])
+        if ms is None:
+            return None
+        self._leader = (self.calls, best[1], ms)
+        return best[1], ms
 
     def earn(self, call_ms: float) -> None:
         """A real call of ``call_ms`` device time earns the key's budget, which may save up for the next check
