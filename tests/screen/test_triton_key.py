@@ -85,7 +85,8 @@ def test_a_fresh_process_reads_back_the_key_its_triton_computes(tmp_path: Path) 
     """End to end, in fresh interpreters: computed once, then read back, equal to Triton's own (memo off)."""
     code = ("import triton.runtime.cache as c, tritune.screen.triton_key as tk; tk.install_triton_key_memo(); "
             "k = c.triton_key(); m = tk.installed_triton_key_memo(); print(m.source if m else 'off'); print(k)")  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "XDG_CACHE_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    path = os.pathsep.join([str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "XDG_CACHE_HOME": str(tmp_path), "HOME": str(tmp_path)}
 
     def run(**extra: str) -> list[str]:
         out = subprocess.run([sys.executable, "-c", code], env={**env, **extra}, capture_output=True, text=True,

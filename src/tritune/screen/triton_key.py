@@ -13,21 +13,25 @@ has imported it yet (the default store does). The first process with a new finge
 about 3 ms for the fingerprint and the write.
 
 The fingerprint (:func:`triton_files_fingerprint`) covers a superset of what ``triton_key`` reads: the path,
-size, ``st_mtime_ns``, ``st_ctime_ns``, inode and device of ``runtime/cache.py``, of ``_C/libtriton.<ext>``
+size, ``st_mtime_ns``, ``st_ctime_ns`` and inode of ``runtime/cache.py``, of ``_C/libtriton.<ext>``
 and of every importable file (``.py``, ``.pyc``, extension modules; ``__pycache__`` left out) under
 ``compiler/``, ``backends/`` and ``language/``, found by ``os.walk``; plus ``triton.__version__``,
 ``sys.executable`` and ``EXT_SUFFIX``. Triton 3.6 (the device's) and 3.9 hash the same inputs; a layout
 without ``libtriton`` or without an unpatched ``triton_key`` is left alone.
 
-**What it trusts, plainly:** a file changed in place so that its size, mtime, ctime, inode and device all
-stay the same is not noticed, and the old key is served: Triton then reuses binaries that the old compiler
+**What it trusts, plainly:** a file changed in place so that its size, mtime, ctime and inode all stay
+the same is not noticed, and the old key is served: Triton then reuses binaries that the old compiler
 built. Writing a file moves its ctime, and ``os.utime``/``touch`` cannot set ctime back, so with ordinary
-tools this takes a filesystem that does not keep ctime, a write within one tick of a coarse filesystem clock
-that also keeps the size, or editing the disk image under the filesystem. Inputs that are not files are also
-assumed fixed: ``triton_key`` finds subpackages by importing each package, and one whose import fails in
-some environment is skipped by it but not by the fingerprint. Delete the memo file to recompute once, or
-set ``TRITUNE_TRITON_KEY_MEMO=0`` to use Triton's own function. Where the original has already run in this
-process (its ``lru_cache`` holds the value), that value is served and written, never the memo's.
+tools this takes a filesystem that does not keep ctime, a same-size write within the same tick of the
+kernel's coarse clock (a few ms on Linux) as the fingerprint's stat (an install running while a process
+fingerprints), or editing the disk image under the filesystem. Inputs that are not files are assumed
+fixed: ``triton_key`` finds subpackages by importing each package (in 3.9 ``import triton`` has imported
+all of them already, so one that fails to import fails that first). The device number is left out on
+purpose: a container's overlay may report another one at each start, which would only cost a hash per
+start. Delete the memo file to recompute once, or set ``TRITUNE_TRITON_KEY_MEMO=0`` to use Triton's own
+function. Where the original has already run in this process (its ``lru_cache`` holds the value), that
+value is served and written, never the memo's. Checked on both versions: the 3.6.0 wheel and the installed
+3.9.0 give the same key through the memo as without it.
 
 Installing (:func:`install_triton_key_memo`, called where tritune first compiles or looks up Triton's cache:
 ``Specialization.cache_hash``/``compile``, the compile workers, the decorator's miss) replaces
@@ -94,7 +98,7 @@ def triton_files_fingerprint(root: str | os.PathLike[str], cache_file: str | os.
 
     def add(path: str) -> None:
         st = os.stat(path)
-        rows.append(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0{st.st_dev}")
+        rows.append(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
 
     try:
         add(os.path.abspath(cache_file))
