@@ -266,3 +266,15 @@ def test_the_screens_cache_lookup_installs_the_memo() -> None:
     assert tk.installed_triton_key_memo() is None
     spec.cache_hash()
     assert isinstance(cache.triton_key, tk.MemoizedTritonKey)
+
+
+def test_the_decorators_first_call_of_a_key_installs_the_memo() -> None:
+    import tritune
+    from kernels import scale_kernel
+
+    k = tritune.autotune(configs=[Config({"BLOCK": 256})], key=["n"])(scale_kernel)
+    x = torch.randn(256)
+    assert tk.installed_triton_key_memo() is None
+    with pytest.warns(tritune.UntunedWarning):
+        k[(1,)](x, torch.empty_like(x), 256)
+    assert isinstance(cache.triton_key, tk.MemoizedTritonKey)
