@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch hostcost gelu short libs libtests tutorials serving servinglong servinglate servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch hostcost tkeymemo gelu short libs libtests tutorials serving servinglong servinglate servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
@@ -47,6 +47,9 @@ for part in "$@"; do
               # The incremental racing path's Python on this host's CPU (FAKE device; see its docstring).
               step hostcost 90 python3 benchmarks/racing_host.py --out "$RES/hostcost"
               cat "$RES"/hostcost/python3_*.log | tee -a "$LOG" ;;
+    # Triton's triton_key() in fresh processes, its own hash against tritune's memo (screen/triton_key.py).
+    tkeymemo) step tkeymemo 120 python3 benchmarks/triton_key_memo.py --repeats 7 --out "$RES/tkeymemo"
+              cat "$RES"/tkeymemo/python3_*.log | tee -a "$LOG" ;;
     gelu) step gelu 270 python3 benchmarks/vs_triton_autotune.py --out "$RES/gelu" --part gelu --repeats 1 ;;
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
     libs) b=${LIBS_BUDGET_S:-440}  # LIBS_OPS=kron,std,... runs a subset (substring match), e.g. for the per-op profiles; LIBS_PROFILE_COLD=1 profiles each cold call

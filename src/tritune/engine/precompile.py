@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritune.config import Config
+from tritune.screen.triton_key import install_triton_key_memo
 from tritune.workers import Done, Forked, Spawned, WorkerService
 
 
@@ -53,6 +54,8 @@ def _compile_task(module: str, qualname: str, path: list[str], sig: dict[str, st
     from triton.compiler import ASTSource
 
     from tritune.kernel import as_jit
+
+    install_triton_key_memo()  # a spawned worker: Triton's key read back from the memo, not hashed again
 
     obj: Any = importlib.import_module(module)
     for part in qualname.split("."):
@@ -252,6 +255,7 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
     from tritune.errors import KernelSpecError
     from tritune.screen.specialize import specialize
 
+    install_triton_key_memo()  # before any fork: forked workers inherit it, with the key once resolved
     jobs = default_jobs() if jobs is None else jobs
     todo = []
     failed: dict[Config, str] = {}

@@ -20,6 +20,7 @@ from tritune.config import Config
 from tritune.device import cuda_target
 from tritune.errors import KernelSpecError
 from tritune.kernel import as_jit
+from tritune.screen.triton_key import install_triton_key_memo
 
 #: Keyed by ``id(jit)`` and holding the kernel itself: a hit counts only when it is the same object, so a
 #: freed kernel's id, once reused by another kernel, can never hand out the first kernel's binder.
@@ -106,6 +107,7 @@ class Specialization:
         from triton._C.libtriton import get_cache_invalidating_env_vars
         from triton.runtime.cache import get_cache_key
 
+        install_triton_key_memo()  # the key's first use in a process: read back, not hashed again
         src = self.source()
         options = self.backend.parse_options(dict(self.options.__dict__, **src.parse_options()))
         key = get_cache_key(src, self.backend, options, env_vars=get_cache_invalidating_env_vars())
@@ -117,6 +119,7 @@ class Specialization:
 
         from tritune.screen.langguard import compiler_language
 
+        install_triton_key_memo()
         with compiler_language():
             return triton.compile(self.source(), target=self.target, options=self.options.__dict__)
 

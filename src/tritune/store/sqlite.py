@@ -31,6 +31,7 @@ from urllib.parse import quote
 from tritune.config import Config
 from tritune.errors import StoreCorruptError, StoreError
 from tritune.outcome import Status
+from tritune.paths import user_cache_dir
 from tritune.store.base import Snapshot, Store, apply_write, now
 from tritune.store.keys import TuningKey
 from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write, thaw_json
@@ -63,13 +64,7 @@ def default_store_path() -> Path:
     env = os.environ.get("TRITUNE_STORE")
     if env:
         return Path(env).expanduser()
-    try:
-        import platformdirs
-
-        base = Path(platformdirs.user_cache_dir("tritune"))
-    except ImportError:
-        base = Path.home() / ".cache" / "tritune"
-    return base / "store.sqlite"
+    return user_cache_dir() / "store.sqlite"
 
 
 def _dumps(v: Any) -> str:

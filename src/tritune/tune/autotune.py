@@ -25,6 +25,7 @@ from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import CaptureMissError, ConfigError
 from tritune.kernel import KernelInfo, as_interpreted, as_jit, unwrap_jit
+from tritune.screen.triton_key import install_triton_key_memo
 from tritune.space import Space, check_static
 from tritune.tune.choice import Choice, PretunedIgnoredWarning, UntunedWarning, resolve_on_no_gpu
 from tritune.tune.dispatch import make_fast, make_fast_const, make_fast_hooked, make_fast_kw
@@ -242,6 +243,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                     return self._launch(hot_kw[0].config, args, kwargs, grid, False)
         key = self.key_spec.of(args, kwargs)
         choice = self._choices.get(key)
+        if choice is None:  # a key new to this process: its compile or binary lookup needs Triton's key
+            install_triton_key_memo()
         if choice is None and self._incremental is not None and not warmup:
             out = self._incremental.run(self, key, args, kwargs, grid)  # tune while serving: see incremental.py
             if out is not _INC_MISS:
