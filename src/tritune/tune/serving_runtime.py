@@ -121,14 +121,6 @@ class CudaClock:
         self.spins = 0
         self.late_spans = 0  # spans found late (see the class docstring)
 
-    def _event(self) -> Any:
-        # list.pop and list.extend are atomic under the interpreter's lock: no lock of our own on the caller's
-        # path (two per racing call).
-        try:
-            return self._free.pop()
-        except IndexError:
-            return self._new(enable_timing=True)
-
     def start(self, cfg: Config | None) -> Any:
         # The caller's stream, looked up once per span: Event.record() without a stream looks it up itself
         # (torch.cuda.current_stream() is Python: a lazy-init check, a device index, a new Stream object),
@@ -140,7 +132,12 @@ class CudaClock:
                 self._torch.cuda._sleep(max(1, int(us * SPIN_CYCLES_PER_US)))
                 self.spins += 1
             self._t0 = self._host()  # shared by threads: only an estimate of the launch's host time
-        e = self._event()
+        # A pooled event: list.pop and list.extend are atomic under the interpreter's lock, so no lock of our own
+        # on the caller's path (two per racing call), and no method call either (inlined here and in stop).
+        try:
+            e = self._free.pop()
+        except IndexError:
+            e = self._new(enable_timing=True)
         e.record(stream)
         return (e, stream)
 
@@ -151,7 +148,10 @@ class CudaClock:
             late = bool(a.query())  # first: the launch has just returned (see the class docstring)
             if late:
                 self.late_spans += 1
-        e = self._event()
+        try:  # a pooled event (see start)
+            e = self._free.pop()
+        except IndexError:
+            e = self._new(enable_timing=True)
         e.record(stream)
         if self.spin_idle:
             us = (self._host() - self._t0) * 1e6
