@@ -312,7 +312,9 @@ class Incremental:
                kwargs: Mapping[str, Any], grid: Any, res: Resolver, ck: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
         clock = self.clock
         assert clock is not None
-        fast = self._racing_launcher(tuned, cfg, args, kwargs, key, ck)
+        fast: Any = self._fast.get((ck, cfg), MISS) if ck is not None and tuned._fast_ok else MISS  # _racing_launcher
+        if fast is MISS:
+            fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
         tid = get_ident()
         spans = self._in_span
         spans.add(tid)
@@ -351,8 +353,7 @@ class Incremental:
         self._sample(tuned, key, st, cfg, ms)
 
     def _sample(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, ms: float) -> None:
-        due = st.sample(cfg, ms)
-        st.earn(ms)
+        due = st.observe(cfg, ms)  # st.sample, then st.earn
         if due and not self.distributed:
             self._due[key] = (tuned, st)  # decided once the resolver's batch is done (_decide_due)
 

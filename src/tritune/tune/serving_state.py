@@ -150,10 +150,15 @@ class GpuBudget:
             kept = tokens if tokens > cap else cap  # max(cap, tokens)
             tokens = self.tokens_ms = full if full < kept else kept  # min(kept, full)
             over = full - tokens
-        if self.parent is not None:
-            self.parent.account(call_ms)
-        if over > 0 and self.spill is not None:
-            self.spill.receive(over)
+        parent = self.parent
+        while parent is not None:  # parent.account(call_ms), inlined (once per real call)
+            with parent._lock:
+                parent.earned_from_ms += call_ms
+            parent = parent.parent
+        spill = self.spill
+        if over > 0 and spill is not None:
+            with spill._lock:  # spill.receive(over), inlined
+                spill.tokens_ms += over
 
     def account(self, call_ms: float) -> None:
         """Count ``call_ms`` as earned from (an account of every key's calls: its tokens are not used)."""
@@ -431,6 +436,22 @@ class KeyState:
                 return False
             self._since = 0
             return True
+
+    def observe(self, cfg: Config, ms: float) -> bool:
+        """A real call's timing: :meth:`sample` then :meth:`earn`, in one call (the resolver's work per event
+        pair, which holds the interpreter's lock while a caller may wait for it); :meth:`sample`'s answer."""
+        with self.obs.lock:
+            xs = self.obs.samples.setdefault(cfg, [])
+            xs.append(ms)
+            if len(xs) > self.options.max_samples:  # as in sample
+                del xs[0]
+            self._since += 1
+            n = len(self.applied.racing)
+            due = self._since >= (n if n > 1 else 1)
+            if due:
+                self._since = 0
+        self.budget.earn(ms, (self.check_estimate_ms() or 0.0) if self._to_check else 0.0)  # as in earn
+        return due
 
     # -- dispatch (the caller's thread) ---------------------------------------------------------------
     @property
