@@ -236,26 +236,30 @@ class Observations:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def _median_ci(ys: Sequence[float], confidence: float) -> tuple[float, float, float]:
+    """(median, interval's low, interval's high) of the sorted samples ``ys``: the numbers the decision rule
+    reads, as :meth:`Measurement.from_samples` computes them (its median is ``_quantile(ys, 0.5)``: the same
+    arithmetic is spelled out here, so the same float)."""
+    n = len(ys)
+    lo, hi, _ = median_ci_ranks(n, confidence)
+    pos = 0.5 * (n - 1)
+    m = math.floor(pos)
+    t = pos - m
+    return ys[m] * (1.0 - t) + ys[min(m + 1, n - 1)] * t, ys[lo], ys[hi]
+
+
 class _Stat:
     """What the decision rule reads of a racer's samples: the median and its interval at ``confidence``, the
     same numbers as :meth:`Measurement.from_samples` (which also builds quartiles, a mean and a frozen record:
     ~9 us a racer, most of the resolver's work per event pair when every round of 8 racers built 8 of them).
-    ``presorted``: ``xs`` is a sorted copy already (:meth:`KeyState.propose` sorts the window as it copies it)."""
+    :meth:`KeyState.propose` reads the same numbers from :func:`_median_ci` as plain tuples."""
 
     __slots__ = ("ci_high_ms", "ci_low_ms", "median_ms", "n")
 
-    def __init__(self, xs: Sequence[float], confidence: float, presorted: bool = False) -> None:
-        ys = xs if presorted else sorted(xs)
-        n = len(ys)
-        lo, hi, _ = median_ci_ranks(n, confidence)
-        self.n = n
-        # _quantile(ys, 0.5), inlined (the same arithmetic, so the same float)
-        pos = 0.5 * (n - 1)
-        m = math.floor(pos)
-        t = pos - m
-        self.median_ms = ys[m] * (1.0 - t) + ys[min(m + 1, n - 1)] * t
-        self.ci_low_ms = ys[lo]
-        self.ci_high_ms = ys[hi]
+    def __init__(self, xs: Sequence[float], confidence: float) -> None:
+        ys = sorted(xs)
+        self.n = len(ys)
+        self.median_ms, self.ci_low_ms, self.ci_high_ms = _median_ci(ys, confidence)
 
 
 @dataclass(frozen=True)
@@ -337,6 +341,9 @@ class KeyState:
                  pruned: Mapping[Config, str] | None = None) -> None:  # fmt: skip
         if provisional not in configs:
             configs = [provisional, *configs]
+        # A config declared twice is one candidate (the decorator's legal_configs drops repeats already; the
+        # decision rule's one pass over the configs counts each once).
+        configs = list(dict.fromkeys(configs))
         #: Candidates left out by the nearest tuned key's timings (see ``prune_ratio``), with why.
         self.pruned = {c: why for c, why in (pruned or {}).items() if c != provisional}
         self.configs = [c for c in configs if c not in self.pruned]
@@ -360,7 +367,6 @@ class KeyState:
         self._cells: dict[Config, list[int]] = {}
         self._racers = [provisional]  # the racers in declared order
         self._turns = [(provisional, self._cell(provisional))]  # (racer, its cell), declared order: next_racer's loop
-        self._distinct = len(set(self.configs)) == len(self.configs)  # no config declared twice (propose)
         #: propose's last ready and racing members and their frozensets (reused while the members are the same).
         self._sets: list[tuple[list[Config], frozenset[Config]] | None] = [None, None]
         self._head_start: dict[Config, int] = {}  # set by apply for a joiner (may be negative): not calls
@@ -606,35 +612,36 @@ class KeyState:
             return Proposal(ready, racing if len(alive) == len(racing_l) else frozenset(alive), failed, disagreed,
                             frozenset(eliminated))  # fmt: skip
         conf = opts.elimination_confidence
-        stats = [None if w is None else _Stat(w, conf, presorted=True) for w in windows]
+        # Each racer's (median, interval's low, interval's high) as a tuple (no object per racer per round), and
+        # bench.stats.within spelled out below: the same comparisons of the same floats.
+        stats = [None if w is None else _median_ci(w, conf) for w in windows]
         timed = [m for m in stats if m is not None]
         if len(timed) >= 2:
-            bound = min(m.ci_high_ms for m in timed)
-            out = [m is not None and m.ci_low_ms > bound for m in stats]
+            bound = min(m[2] for m in timed)
+            out = [m is not None and m[1] > bound for m in stats]
             if any(out):
                 eliminated.update(c for c, gone in zip(alive, out) if gone)
                 stats = [m for m, gone in zip(stats, out) if not gone]
+                windows = [w for w, gone in zip(windows, out) if not gone]
                 alive = [c for c, gone in zip(alive, out) if not gone]
         racing_alive = racing if len(alive) == len(racing_l) else frozenset(alive)
         promoted: Config | None = None
         stop = ""
         ties: tuple[Config, ...] = ()
         if settled and alive and all(m is not None for m in stats):
-            ms: list[_Stat] = stats  # type: ignore[assignment]  # none is None (above)
+            ms: list[tuple[float, float, float]] = stats  # type: ignore[assignment]  # none is None (above)
             best = 0
             for i in range(1, len(ms)):  # min(alive, key=median): the first of the smallest
-                if ms[i].median_ms < ms[best].median_ms:
+                if ms[i][0] < ms[best][0]:
                     best = i
-            leader, lead = alive[best], ms[best]
-            if self._distinct:
-                others = [i for i in range(len(alive)) if i != best]
-            else:  # equal configs declared twice: by value, as the other racers were always found
-                others = [i for i, c in enumerate(alive) if c != leader]
+            leader, lead_high = alive[best], ms[best][2]
+            others = [i for i in range(len(alive)) if i != best]  # (configs are distinct: see __init__)
+            tol = opts.rel_tol
             if not others:
                 promoted, stop = leader, "decided"
-            elif all(within(lead, ms[i], opts.rel_tol) for i in others):
+            elif all(lead_high <= ms[i][1] + tol * ms[i][0] for i in others):  # within(leader, other, rel_tol)
                 promoted, stop, ties = leader, "tied", tuple(alive[i] for i in others)
-            elif all(m.n >= opts.max_samples for m in ms):
+            elif all(len(w) >= opts.max_samples for w in windows):  # type: ignore[arg-type]  # (none is None)
                 promoted, stop, ties = leader, "budget", tuple(alive[i] for i in others)
         return Proposal(ready, racing_alive, failed, disagreed, frozenset(eliminated), promoted, stop, ties)
 
