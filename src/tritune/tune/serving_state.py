@@ -30,6 +30,7 @@ import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from tritune.bench.stats import Measurement, median_ci_ranks, within
@@ -218,6 +219,9 @@ class GpuBudget:
         return self.fraction * self.earned_from_ms - self.spent_ms
 
 
+_COUNT = itemgetter(0)  # a turn cell's count (KeyState.next_racer)
+
+
 def lower_median(xs: Iterable[float]) -> float:
     """The lower median of ``xs`` (non-empty): of two values, the smaller, so one outlier never sets it."""
     ys = sorted(xs)
@@ -361,12 +365,13 @@ class KeyState:
         self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
         self._to_check = [c for c in self.check_order if c != provisional]  # not racing, not removed
         self.calls = 0
-        #: Each config's turn count, in a cell of its own (one-item list, never replaced): the real calls sent
-        #: to it (the caller's thread counts) plus its head start. next_racer reads and counts through the
-        #: cells of ``_turns``, so it hashes no config (a Python call each: 17 a call with 8 racers).
-        self._cells: dict[Config, list[int]] = {}
+        #: Each config's turn cell ``[count, config]`` (never replaced): the count is the real calls sent to it
+        #: (the caller's thread counts) plus its head start. next_racer takes the racers' cells' minimum by
+        #: count in C (``min`` with ``itemgetter(0)``) and hashes no config (a Python call each: 17 a call with
+        #: 8 racers in a loop over a dict of counts).
+        self._cells: dict[Config, list[Any]] = {}
         self._racers = [provisional]  # the racers in declared order
-        self._turns = [(provisional, self._cell(provisional))]  # (racer, its cell), declared order: next_racer's loop
+        self._turns = [self._cell(provisional)]  # the racers' cells, in declared order
         #: propose's last ready and racing members and their frozensets (reused while the members are the same).
         self._sets: list[tuple[list[Config], frozenset[Config]] | None] = [None, None]
         self._head_start: dict[Config, int] = {}  # set by apply for a joiner (may be negative): not calls
@@ -467,22 +472,15 @@ class KeyState:
     def next_racer(self) -> Config:
         """The racing candidate for this call: fewest calls dispatched first, declared order among equals
         (counted here, not from resolved samples, so ranks that agree on the state agree on the config).
-        On every racing call: a plain loop over the racers' turn cells in declared order (kept by :meth:`apply`)."""
-        order = self._turns
-        cfg, cell = order[0]
-        if len(order) > 1:
-            least = cell[0]
-            for c, k in order:
-                v = k[0]
-                if v < least:
-                    cfg, cell, least = c, k, v
+        On every racing call: ``min`` over the racers' turn cells in declared order (kept by :meth:`apply`)."""
+        cell = min(self._turns, key=_COUNT)  # the first of the fewest, as a loop in declared order finds it
         cell[0] += 1
-        return cfg
+        return cell[1]  # type: ignore[no-any-return]
 
-    def _cell(self, cfg: Config) -> list[int]:
+    def _cell(self, cfg: Config) -> list[Any]:
         cell = self._cells.get(cfg)
         if cell is None:
-            cell = self._cells.setdefault(cfg, [0])
+            cell = self._cells.setdefault(cfg, [0, cfg])
         return cell
 
     @property
@@ -678,7 +676,7 @@ class KeyState:
         self.applied = p
         if moved:  # (no racer is ever pruned: the racers' order in configs stays)
             racers = [c for c in self.configs if c in p.racing] or [self.provisional]
-            self._turns = [(c, self._cell(c)) for c in racers]
+            self._turns = [self._cell(c) for c in racers]
             self._racers = racers
         if moved or p.eliminated != prev.eliminated or p.failed != prev.failed or p.disagreed != prev.disagreed:
             gone = p.racing | p.eliminated
