@@ -222,13 +222,13 @@ class Incremental:
                     self.last_phase = "check"
                     return self._checked_call(tuned, key, st, check, args, kwargs, grid, res, ck)
             self.last_phase = "race"
-        if st.calls % self.options.lone_every and not self.distributed:
+        if calls % self.options.lone_every and not distributed:
             lead = st.waiting_leader()
             if lead is not None:  # waiting for checks, every window full: the leader, untimed
                 self.last_phase = "leader"
                 tuned._last = self._shown.get(lead[0]) or self._shown.setdefault(lead[0], Choice(lead[0], "provisional"))
                 st.earn(lead[1])
-                return self._untimed(tuned, key, lead[0], args, kwargs, grid)
+                return self._untimed(tuned, key, lead[0], args, kwargs, grid, ck)
         cfg = st.next_racer()
         shown = self._shown.get(cfg)
         tuned._last = shown if shown is not None else self._shown.setdefault(cfg, Choice(cfg, "provisional"))
