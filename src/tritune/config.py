@@ -112,6 +112,8 @@ class Config:
         return (self._items, self.num_warps, self.num_stages, self.num_ctas, self.maxnreg)
 
     def __eq__(self, other: object) -> bool:
+        if self is other:  # the common case in the dispatch's sets and lists: no key tuples built
+            return True
         if not isinstance(other, Config):
             return NotImplemented
         return self._key() == other._key()

@@ -212,3 +212,78 @@ def test_the_decision_statistics_are_measurements_numbers():
         m = Measurement.from_samples(xs, confidence=0.99)
         s = _Stat(xs, 0.99)
         assert (s.median_ms, s.ci_low_ms, s.ci_high_ms, s.n) == (m.median_ms, m.ci_low_ms, m.ci_high_ms, m.n)
+
+
+def reference_propose(st: KeyState) -> Proposal:
+    """The decision rule as it was written before the resolver's cost was cut (session 9): set comprehensions
+    and a _Stat (Measurement's numbers) per racer. KeyState.propose must give the same proposal on any
+    observations."""
+    from tritune.bench.stats import within
+    from tritune.tune.serving_state import _Stat
+
+    o, opts = st.obs, st.options
+    gone = set(o.failed) | set(o.disagreed)
+    ready = frozenset(c for c in st.configs if c in o.compiled and c not in gone)
+    racing = frozenset(c for c in ready if c in o.checked)
+    failed, disagreed = dict(o.failed), dict(o.disagreed)
+    eliminated = set(st.applied.eliminated)
+    samples = {c: list(o.samples[c]) for c in racing
+               if len(o.samples.get(c, ())) >= opts.min_samples and c not in eliminated}  # fmt: skip
+    alive = [c for c in st.configs if c in racing and c not in eliminated]
+    settled = all(c in failed or c in disagreed or c in racing for c in st.configs)
+    if len(alive) < 2 and not settled:
+        return Proposal(ready, frozenset(alive), failed, disagreed, frozenset(eliminated))
+    ms = {c: _Stat(samples[c], opts.elimination_confidence) for c in alive if c in samples}
+    if len(ms) >= 2:
+        bound = min(m.ci_high_ms for m in ms.values())
+        eliminated |= {c for c, m in ms.items() if m.ci_low_ms > bound}
+    alive = [c for c in alive if c not in eliminated]
+    promoted, stop, ties = None, "", ()
+    if settled and alive and all(c in ms for c in alive):
+        leader = min(alive, key=lambda c: ms[c].median_ms)
+        others = tuple(c for c in alive if c != leader)
+        if not others:
+            promoted, stop = leader, "decided"
+        elif all(within(ms[leader], ms[c], opts.rel_tol) for c in others):
+            promoted, stop, ties = leader, "tied", others
+        elif all(len(samples[c]) >= opts.max_samples for c in alive):
+            promoted, stop, ties = leader, "budget", others
+    return Proposal(ready, frozenset(alive), failed, disagreed, frozenset(eliminated), promoted, stop, ties)
+
+
+def test_propose_gives_the_reference_rules_proposal_on_random_observations():
+    # propose makes one pass over the configs and reuses the last round's frozensets (the resolver's cost per
+    # decision round); on random compiles, failures, checks, disagreements and samples (a few NaN) of keys of
+    # 1-6 configs, every proposal is the reference rule's, through ties, budget stops and eliminations.
+    import random
+
+    rng = random.Random(11)
+    stops: set[str] = set()
+    eliminations = 0
+    for _ in range(300):
+        cfgs = [Config({"BLOCK": 2**i}) for i in range(rng.randint(1, 6))]
+        opts = IncrementalOptions(min_samples=rng.choice([3, 8]), max_samples=rng.choice([8, 32]),
+                                  rel_tol=rng.choice([1e-9, 0.02, 0.2]))  # fmt: skip
+        st = KeyState(cfgs, rng.choice(cfgs), opts)
+        mean = [rng.choice([1.0, 1.01, 1.1, 2.0]) for _ in cfgs]
+        spread = rng.choice([0.01, 0.05, 0.3])
+        for _ in range(rng.randint(1, 200)):
+            r, i = rng.random(), rng.randrange(len(cfgs))
+            if r < 0.08:
+                st.compiled(cfgs[i], None if rng.random() < 0.8 else "no")
+            elif r < 0.16:
+                st.checked(cfgs[i], None if rng.random() < 0.85 else "differs", rng.choice([None, mean[i]]))
+            elif r < 0.85:
+                st.sample(cfgs[i], mean[i] * (1 + spread * rng.random()) if rng.random() < 0.99 else float("nan"))
+            else:
+                want, got = reference_propose(st), st.propose()
+                assert got == want
+                stops.add(got.stop)
+                eliminations += bool(got.eliminated)
+                st.apply(got)
+    assert stops == {"", "decided", "tied", "budget"} and eliminations > 0
+
+
+def test_a_config_declared_twice_is_one_candidate():
+    st = KeyState([A, B, Config({"BLOCK": 1}), C], A, IncrementalOptions())
+    assert st.configs == [A, B, C] and st.check_order == [A, B, C]

@@ -222,10 +222,12 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             out = self._run_under_heuristics(args, kwargs, grid)
             if out is not _MISS:
                 return out
+        ck = None  # the call key of a positional call, when computed (the incremental mode's launchers reuse it)
         if self._fast_ok and not warmup:
             # Hot path: one generated expression gives the key and the binary's specialization.
             if not kwargs:
-                hot = self._hot.get(self._call_key(args))
+                ck = self._call_key(args)
+                hot = self._hot.get(ck)
                 if hot is not None:
                     self._last = hot[0]
                     if hot[1] is not None:
@@ -246,7 +248,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         if choice is None:  # a key new to this process: its compile or binary lookup needs Triton's key
             install_triton_key_memo()
         if choice is None and self._incremental is not None and not warmup:
-            out = self._incremental.run(self, key, args, kwargs, grid)  # tune while serving: see incremental.py
+            out = self._incremental.run(self, key, args, kwargs, grid, ck)  # tune while serving: see incremental.py
             if out is not _INC_MISS:
                 return out
             choice = self._choices.get(key)

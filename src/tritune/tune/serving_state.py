@@ -26,12 +26,14 @@ rank dispatches the same config for the same call.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
-from tritune.bench.stats import Measurement, _quantile, median_ci_ranks, within
+from tritune.bench.stats import Measurement, median_ci_ranks, within
 from tritune.config import Config
 
 
@@ -139,16 +141,25 @@ class GpuBudget:
     def earn(self, call_ms: float, hold_ms: float = 0.0) -> None:
         """Earn ``fraction`` of ``call_ms``; the bucket holds up to ``burst_calls`` such earnings, or
         ``hold_ms`` (the next check's estimate) where that is more; what it cannot hold goes to ``spill``."""
-        with self._lock:
+        f = self.fraction
+        with self._lock:  # (max and min spelled out: the same values, three builtin calls fewer per real call)
             self.earned_from_ms += call_ms
-            cap = self.cap_ms = max(self.fraction * call_ms * self.burst_calls, hold_ms)
-            full = self.tokens_ms + self.fraction * call_ms
-            self.tokens_ms = min(max(cap, self.tokens_ms), full)
-            over = full - self.tokens_ms
-        if self.parent is not None:
-            self.parent.account(call_ms)
-        if over > 0 and self.spill is not None:
-            self.spill.receive(over)
+            x = f * call_ms * self.burst_calls
+            cap = self.cap_ms = hold_ms if hold_ms > x else x  # max(x, hold_ms)
+            tokens = self.tokens_ms
+            full = tokens + f * call_ms
+            kept = tokens if tokens > cap else cap  # max(cap, tokens)
+            tokens = self.tokens_ms = full if full < kept else kept  # min(kept, full)
+            over = full - tokens
+        parent = self.parent
+        while parent is not None:  # parent.account(call_ms), inlined (once per real call)
+            with parent._lock:
+                parent.earned_from_ms += call_ms
+            parent = parent.parent
+        spill = self.spill
+        if over > 0 and spill is not None:
+            with spill._lock:  # spill.receive(over), inlined
+                spill.tokens_ms += over
 
     def account(self, call_ms: float) -> None:
         """Count ``call_ms`` as earned from (an account of every key's calls: its tokens are not used)."""
@@ -208,6 +219,9 @@ class GpuBudget:
         return self.fraction * self.earned_from_ms - self.spent_ms
 
 
+_COUNT = itemgetter(0)  # a turn cell's count (KeyState.next_racer)
+
+
 def lower_median(xs: Iterable[float]) -> float:
     """The lower median of ``xs`` (non-empty): of two values, the smaller, so one outlier never sets it."""
     ys = sorted(xs)
@@ -226,20 +240,30 @@ class Observations:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def _median_ci(ys: Sequence[float], confidence: float) -> tuple[float, float, float]:
+    """(median, interval's low, interval's high) of the sorted samples ``ys``: the numbers the decision rule
+    reads, as :meth:`Measurement.from_samples` computes them (its median is ``_quantile(ys, 0.5)``: the same
+    arithmetic is spelled out here, so the same float)."""
+    n = len(ys)
+    lo, hi, _ = median_ci_ranks(n, confidence)
+    pos = 0.5 * (n - 1)
+    m = math.floor(pos)
+    t = pos - m
+    return ys[m] * (1.0 - t) + ys[min(m + 1, n - 1)] * t, ys[lo], ys[hi]
+
+
 class _Stat:
     """What the decision rule reads of a racer's samples: the median and its interval at ``confidence``, the
     same numbers as :meth:`Measurement.from_samples` (which also builds quartiles, a mean and a frozen record:
-    ~9 us a racer, most of the resolver's work per event pair when every round of 8 racers built 8 of them)."""
+    ~9 us a racer, most of the resolver's work per event pair when every round of 8 racers built 8 of them).
+    :meth:`KeyState.propose` reads the same numbers from :func:`_median_ci` as plain tuples."""
 
     __slots__ = ("ci_high_ms", "ci_low_ms", "median_ms", "n")
 
     def __init__(self, xs: Sequence[float], confidence: float) -> None:
         ys = sorted(xs)
-        lo, hi, _ = median_ci_ranks(len(ys), confidence)
         self.n = len(ys)
-        self.median_ms = _quantile(ys, 0.5)
-        self.ci_low_ms = ys[lo]
-        self.ci_high_ms = ys[hi]
+        self.median_ms, self.ci_low_ms, self.ci_high_ms = _median_ci(ys, confidence)
 
 
 @dataclass(frozen=True)
@@ -321,6 +345,9 @@ class KeyState:
                  pruned: Mapping[Config, str] | None = None) -> None:  # fmt: skip
         if provisional not in configs:
             configs = [provisional, *configs]
+        # A config declared twice is one candidate (the decorator's legal_configs drops repeats already; the
+        # decision rule's one pass over the configs counts each once).
+        configs = list(dict.fromkeys(configs))
         #: Candidates left out by the nearest tuned key's timings (see ``prune_ratio``), with why.
         self.pruned = {c: why for c, why in (pruned or {}).items() if c != provisional}
         self.configs = [c for c in configs if c not in self.pruned]
@@ -336,11 +363,17 @@ class KeyState:
         self.check_calls = 3.0
         self.obs = Observations(compiled={provisional}, checked={provisional})
         self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
-        self._racers = [provisional]  # the racers in declared order (next_racer's loop)
         self._to_check = [c for c in self.check_order if c != provisional]  # not racing, not removed
         self.calls = 0
-        #: Each racer's turn count: the real calls sent to it (the caller's thread counts) plus its head start.
-        self.dispatched: dict[Config, int] = {}
+        #: Each config's turn cell ``[count, config]`` (never replaced): the count is the real calls sent to it
+        #: (the caller's thread counts) plus its head start. next_racer takes the racers' cells' minimum by
+        #: count in C (``min`` with ``itemgetter(0)``) and hashes no config (a Python call each: 17 a call with
+        #: 8 racers in a loop over a dict of counts).
+        self._cells: dict[Config, list[Any]] = {}
+        self._racers = [provisional]  # the racers in declared order
+        self._turns = [self._cell(provisional)]  # the racers' cells, in declared order
+        #: propose's last ready and racing members and their frozensets (reused while the members are the same).
+        self._sets: list[tuple[list[Config], frozenset[Config]] | None] = [None, None]
         self._head_start: dict[Config, int] = {}  # set by apply for a joiner (may be negative): not calls
         self._since = 0  # samples since the last decision
         self._leader: tuple[int, Config, float] | None = None  # waiting_leader's (call it was found at, cfg, ms)
@@ -409,10 +442,27 @@ class KeyState:
             ):  # a window of the latest: bounded memory and cost, and drift
                 del xs[0]  # (a key can wait long for its compiles) ages out
             self._since += 1
-            if self._since < max(1, len(self.applied.racing)):
+            n = len(self.applied.racing)
+            if self._since < (n if n > 1 else 1):  # max(1, n)
                 return False
             self._since = 0
             return True
+
+    def observe(self, cfg: Config, ms: float) -> bool:
+        """A real call's timing: :meth:`sample` then :meth:`earn`, in one call (the resolver's work per event
+        pair, which holds the interpreter's lock while a caller may wait for it); :meth:`sample`'s answer."""
+        with self.obs.lock:
+            xs = self.obs.samples.setdefault(cfg, [])
+            xs.append(ms)
+            if len(xs) > self.options.max_samples:  # as in sample
+                del xs[0]
+            self._since += 1
+            n = len(self.applied.racing)
+            due = self._since >= (n if n > 1 else 1)
+            if due:
+                self._since = 0
+        self.budget.earn(ms, (self.check_estimate_ms() or 0.0) if self._to_check else 0.0)  # as in earn
+        return due
 
     # -- dispatch (the caller's thread) ---------------------------------------------------------------
     @property
@@ -422,22 +472,26 @@ class KeyState:
     def next_racer(self) -> Config:
         """The racing candidate for this call: fewest calls dispatched first, declared order among equals
         (counted here, not from resolved samples, so ranks that agree on the state agree on the config).
-        On every racing call: a plain loop over the racers in declared order (kept by :meth:`apply`)."""
-        n = self.dispatched
-        order = self._racers
-        cfg = order[0]
-        if len(order) > 1:
-            least = n.get(cfg, 0)
-            for c in order:
-                v = n.get(c, 0)
-                if v < least:
-                    cfg, least = c, v
-        n[cfg] = n.get(cfg, 0) + 1
-        return cfg
+        On every racing call: ``min`` over the racers' turn cells in declared order (kept by :meth:`apply`)."""
+        cell = min(self._turns, key=_COUNT)  # the first of the fewest, as a loop in declared order finds it
+        cell[0] += 1
+        return cell[1]  # type: ignore[no-any-return]
+
+    def _cell(self, cfg: Config) -> list[Any]:
+        cell = self._cells.get(cfg)
+        if cell is None:
+            cell = self._cells.setdefault(cfg, [0, cfg])
+        return cell
+
+    @property
+    def dispatched(self) -> dict[Config, int]:
+        """Each config's turn count (a copy): the real calls sent to it while it raced plus its head start."""
+        return {c: cell[0] for c, cell in list(self._cells.items())}
 
     def sent(self, cfg: Config) -> int:
         """The real calls sent to ``cfg`` while it raced (its turn count less the head start it joined with)."""
-        return self.dispatched.get(cfg, 0) - self._head_start.get(cfg, 0)
+        cell = self._cells.get(cfg)
+        return (cell[0] if cell is not None else 0) - self._head_start.get(cfg, 0)
 
     def lone_ms(self) -> float | None:
         """While one config races alone (the provisional, as a rule) with a full window (see
@@ -484,7 +538,7 @@ class KeyState:
     def earn(self, call_ms: float) -> None:
         """A real call of ``call_ms`` device time earns the key's budget, which may save up for the next check
         while a candidate waits for one (:meth:`GpuBudget.earn`)."""
-        self.budget.earn(call_ms, (self.check_estimate_ms() or 0.0) if self.needs_checks() else 0.0)
+        self.budget.earn(call_ms, (self.check_estimate_ms() or 0.0) if self._to_check else 0.0)  # needs_checks()
 
     def needs_checks(self) -> bool:
         """Whether a candidate still waits for its check (compiled or not): the bucket then saves up for one."""
@@ -515,47 +569,89 @@ class KeyState:
         return Measurement.from_samples(xs, rel_tol=self.options.rel_tol) if xs else None
 
     def propose(self) -> Proposal:
-        """The state this process's observations support (the decision rule of the module docstring)."""
+        """The state this process's observations support (the decision rule of the module docstring).
+
+        Runs on the resolver's thread once per decision round, which holds the interpreter's lock while a
+        caller waits for it: one pass over the configs, each looked up once per set (a config's hash is a
+        Python call; the set comprehensions took ~160 of them per round of 8 racers), the frozensets of the
+        last round reused while their members are the same, and each racer's window sorted as it is copied."""
         o, opts = self.obs, self.options
+        configs = self.configs
+        min_n = opts.min_samples
+        ready_l: list[Config] = []
+        racing_l: list[Config] = []
+        alive: list[Config] = []  # racing, not eliminated (declared order)
+        windows: list[list[float] | None] = []  # alive's sorted windows (None: fewer than min_samples)
+        settled = True  # every config failed, disagreed or racing
         with o.lock:
-            gone = set(o.failed) | set(o.disagreed)
-            ready = frozenset(c for c in self.configs if c in o.compiled and c not in gone)
-            racing = frozenset(c for c in ready if c in o.checked)
-            failed, disagreed = dict(o.failed), dict(o.disagreed)
+            compiled, checked, obs_failed, obs_disagreed, obs_samples = (o.compiled, o.checked, o.failed,
+                                                                         o.disagreed, o.samples)  # fmt: skip
             eliminated = set(self.applied.eliminated)
-            # Only what the statistics will read: racers still in, with min_samples or more (copying every
-            # racer's whole window on every round was most of the resolver's work per event pair).
-            samples: dict[Config, list[float]] = {}
-            for c in racing:
-                xs = o.samples.get(c)
-                if xs is not None and len(xs) >= opts.min_samples and c not in eliminated:
-                    samples[c] = list(xs)
-        alive = [c for c in self.configs if c in racing and c not in eliminated]
-        settled = all(c in failed or c in disagreed or c in racing for c in self.configs)
+            removed = bool(obs_failed or obs_disagreed)  # (an empty set's test still hashes the config)
+            for c in configs:
+                if removed and (c in obs_failed or c in obs_disagreed):
+                    continue
+                if c in compiled:
+                    ready_l.append(c)
+                    if c in checked:
+                        racing_l.append(c)
+                        if not eliminated or c not in eliminated:
+                            alive.append(c)
+                            # Only what the statistics will read: racers still in, with min_samples or more
+                            # (copying every racer's whole window on every round was most of the resolver's work).
+                            xs = obs_samples.get(c)
+                            windows.append(sorted(xs) if xs is not None and len(xs) >= min_n else None)
+                        continue
+                settled = False
+            failed, disagreed = dict(obs_failed), dict(obs_disagreed)
+        ready = self._frozen(0, ready_l)
+        racing = self._frozen(1, racing_l)
         if len(alive) < 2 and not settled:  # nothing to compare yet: skip the statistics
-            return Proposal(ready, frozenset(alive), failed, disagreed, frozenset(eliminated))
+            return Proposal(ready, racing if len(alive) == len(racing_l) else frozenset(alive), failed, disagreed,
+                            frozenset(eliminated))  # fmt: skip
         conf = opts.elimination_confidence
-        ms = {c: _Stat(samples[c], conf) for c in alive if c in samples}
-        if len(ms) >= 2:
-            bound = min(m.ci_high_ms for m in ms.values())
-            for c, m in ms.items():
-                if m.ci_low_ms > bound:
-                    eliminated.add(c)
-        alive = [c for c in alive if c not in eliminated]
-        racing_alive = frozenset(alive)
+        # Each racer's (median, interval's low, interval's high) as a tuple (no object per racer per round), and
+        # bench.stats.within spelled out below: the same comparisons of the same floats.
+        stats = [None if w is None else _median_ci(w, conf) for w in windows]
+        timed = [m for m in stats if m is not None]
+        if len(timed) >= 2:
+            bound = min(m[2] for m in timed)
+            out = [m is not None and m[1] > bound for m in stats]
+            if any(out):
+                eliminated.update(c for c, gone in zip(alive, out) if gone)
+                stats = [m for m, gone in zip(stats, out) if not gone]
+                windows = [w for w, gone in zip(windows, out) if not gone]
+                alive = [c for c, gone in zip(alive, out) if not gone]
+        racing_alive = racing if len(alive) == len(racing_l) else frozenset(alive)
         promoted: Config | None = None
         stop = ""
         ties: tuple[Config, ...] = ()
-        if settled and alive and all(c in ms for c in alive):
-            leader = min(alive, key=lambda c: ms[c].median_ms)
-            others = [c for c in alive if c != leader]
+        if settled and alive and all(m is not None for m in stats):
+            ms: list[tuple[float, float, float]] = stats  # type: ignore[assignment]  # none is None (above)
+            best = 0
+            for i in range(1, len(ms)):  # min(alive, key=median): the first of the smallest
+                if ms[i][0] < ms[best][0]:
+                    best = i
+            leader, lead_high = alive[best], ms[best][2]
+            others = [i for i in range(len(alive)) if i != best]  # (configs are distinct: see __init__)
+            tol = opts.rel_tol
             if not others:
                 promoted, stop = leader, "decided"
-            elif all(within(ms[leader], ms[c], opts.rel_tol) for c in others):
-                promoted, stop, ties = leader, "tied", tuple(others)
-            elif all(len(samples[c]) >= opts.max_samples for c in alive):
-                promoted, stop, ties = leader, "budget", tuple(others)
+            elif all(lead_high <= ms[i][1] + tol * ms[i][0] for i in others):  # within(leader, other, rel_tol)
+                promoted, stop, ties = leader, "tied", tuple(alive[i] for i in others)
+            elif all(len(w) >= opts.max_samples for w in windows):  # type: ignore[arg-type]  # (none is None)
+                promoted, stop, ties = leader, "budget", tuple(alive[i] for i in others)
         return Proposal(ready, racing_alive, failed, disagreed, frozenset(eliminated), promoted, stop, ties)
+
+    def _frozen(self, slot: int, members: list[Config]) -> frozenset[Config]:
+        """``frozenset(members)``, the last round's where ``members`` is the same list of configs (compared by
+        identity first: no hash is computed); ``slot`` 0 is ``ready``, 1 ``racing``."""
+        last = self._sets[slot]
+        if last is not None and last[0] == members:
+            return last[1]
+        fs = frozenset(members)
+        self._sets[slot] = (members, fs)
+        return fs
 
     def apply(self, p: Proposal) -> None:
         """Take ``p`` as the key's state. A candidate that joins the race starts ``max_samples`` calls below
@@ -565,18 +661,27 @@ class KeyState:
         started ``max_samples`` below the one before, and the first waited for all later ones to climb to it
         (the H200's RMSNorm bucket: seven candidates checked over calls 265-307 left two racers with one sample
         each at the stream's end, 541 calls, and the key never promoted)."""
-        joined = [c for c in p.racing if c not in self.applied.racing]
-        if joined:
-            level = max((self.dispatched.get(c, 0) for c in self.applied.racing if c in p.racing), default=0)
-            for c in joined:
-                had = self.dispatched.get(c, 0)
-                start = max(had, level - self.options.max_samples)
-                self.dispatched[c] = start
-                self._head_start[c] = self._head_start.get(c, 0) + start - had
+        prev = self.applied
+        moved = p.racing is not prev.racing  # propose hands back the same frozenset while the racers stay
+        if moved:
+            joined = [c for c in p.racing if c not in prev.racing]
+            if joined:
+                level = max((self._cell(c)[0] for c in prev.racing if c in p.racing), default=0)
+                for c in joined:
+                    cell = self._cell(c)
+                    had = cell[0]
+                    start = max(had, level - self.options.max_samples)
+                    cell[0] = start
+                    self._head_start[c] = self._head_start.get(c, 0) + start - had
         self.applied = p
-        self._racers = [c for c in self.configs if c in p.racing] or [self.provisional]
-        gone = p.racing | p.eliminated
-        self._to_check = [c for c in self.check_order if c not in gone and c not in p.failed and c not in p.disagreed]
+        if moved:  # (no racer is ever pruned: the racers' order in configs stays)
+            racers = [c for c in self.configs if c in p.racing] or [self.provisional]
+            self._turns = [self._cell(c) for c in racers]
+            self._racers = racers
+        if moved or p.eliminated != prev.eliminated or p.failed != prev.failed or p.disagreed != prev.disagreed:
+            gone = p.racing | p.eliminated
+            self._to_check = [c for c in self.check_order
+                              if c not in gone and c not in p.failed and c not in p.disagreed]  # fmt: skip
 
     def diagnose(self) -> dict[str, Any]:
         """Why this key is not promoted yet, from what it has observed (read-only; for reports and benchmarks):
