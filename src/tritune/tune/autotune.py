@@ -245,8 +245,6 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                     return self._launch(hot_kw[0].config, args, kwargs, grid, False)
         key = self.key_spec.of(args, kwargs)
         choice = self._choices.get(key)
-        if choice is None:  # a key new to this process: its compile or binary lookup needs Triton's key
-            install_triton_key_memo()
         if choice is None and self._incremental is not None and not warmup:
             out = self._incremental.run(self, key, args, kwargs, grid, ck)  # tune while serving: see incremental.py
             if out is not _INC_MISS:
@@ -257,6 +255,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 choice = self._choices.get(key)
                 if choice is None:
                     self._refuse_during_capture(key)
+                    install_triton_key_memo()  # a key new to this process: its compiles or lookups need Triton's key
                     self.nargs = dict(zip(self.arg_names, args))
                     started = time.perf_counter()
                     try:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import CaptureMissError, ConfigError
+from tritune.screen.triton_key import install_triton_key_memo
 from tritune.tune.choice import Choice
 from tritune.tune.serving_check import compare_outputs, default_tolerance, plan_comparison
 from tritune.tune.serving_runtime import (
@@ -535,6 +536,7 @@ class Incremental:
     # -- starting a key ---------------------------------------------------------------------------------
     def _begin(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
                grid: Any) -> KeyState | None:  # fmt: skip
+        install_triton_key_memo()  # the key's provisional compile or lookup needs Triton's key
         if self.outputs is not None:
             missing = [n for n in self.outputs if n not in tuned.arg_names]
             if missing:
