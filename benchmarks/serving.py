@@ -224,6 +224,8 @@ class HostClock:
 SPIN_IDLE = True
 #: ``--drop-late``: IncrementalOptions(drop_late=True) (late spans no samples; off by default until measured).
 DROP_LATE = False
+#: ``--no-wait-leader``: IncrementalOptions(wait_leader=False) (the A/B of session 9).
+WAIT_LEADER = True
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -243,7 +245,8 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
     inc_store.unlink(missing_ok=True)
     from tritune.tune.serving_state import IncrementalOptions
 
-    inc = Incremental(IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE), outputs=w.outputs,
+    inc = Incremental(IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER),
+                      outputs=w.outputs,
                       clock=HostClock() if dry else None)  # fmt: skip
     inc.start_trace()
     return tritune.autotune(configs=w.configs, key=w.key, store=str(inc_store), incremental=inc)(w.jit)
@@ -608,13 +611,16 @@ def main() -> None:
     ap.add_argument("--no-spin-idle", action="store_true",
                     help="incremental: IncrementalOptions(spin_idle=False), spans on an idle device start at once "
                          "(the default queues them behind a GPU spin)")  # fmt: skip
+    ap.add_argument("--no-wait-leader", action="store_true",
+                    help="incremental: IncrementalOptions(wait_leader=False), waiting keys race timed round-robin")
     ap.add_argument("--drop-late", action="store_true",
                     help="incremental: IncrementalOptions(drop_late=True), a span whose start passed before its launch "
                          "returned is no sample (it still earns the budget at the config's median)")  # fmt: skip
     a = ap.parse_args()
-    global SPIN_IDLE, DROP_LATE
+    global SPIN_IDLE, DROP_LATE, WAIT_LEADER
     SPIN_IDLE = not a.no_spin_idle
     DROP_LATE = a.drop_late
+    WAIT_LEADER = not a.no_wait_leader
     dry = a.dry_run
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -629,6 +635,7 @@ def main() -> None:
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
                            "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
+                           "wait_leader": WAIT_LEADER,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 

@@ -287,3 +287,29 @@ def test_propose_gives_the_reference_rules_proposal_on_random_observations():
 def test_a_config_declared_twice_is_one_candidate():
     st = KeyState([A, B, Config({"BLOCK": 1}), C], A, IncrementalOptions())
     assert st.configs == [A, B, C] and st.check_order == [A, B, C]
+
+
+@pytest.mark.parametrize("wait_leader", [True, False])
+def test_a_waiting_key_with_full_windows_serves_its_leader_untimed(wait_leader):
+    """Two racers with full windows while C still waits for its check: the leader (B, the smaller window
+    median) and its recent median; nothing while a window is short, nothing once nothing waits, nothing
+    with ``wait_leader=False``."""
+    opts = IncrementalOptions(min_samples=4, max_samples=8, wait_leader=wait_leader)
+    st = KeyState([A, B, C], A, opts)
+    st.compiled(B)
+    st.checked(B, None)
+    st.apply(st.propose())
+    feed(st, A, 1.0, 8)
+    feed(st, B, 0.5, 7)
+    assert st.waiting_leader() is None  # B's window is one short
+    feed(st, B, 0.5, 1)
+    got = st.waiting_leader()
+    if not wait_leader:
+        assert got is None
+        return
+    assert got is not None and got[0] == B and got[1] == pytest.approx(0.5, rel=0.01)
+    st.compiled(C)
+    st.checked(C, None)
+    st.apply(st.propose())
+    st.calls += 10  # the cached leader is looked at again after a round of calls
+    assert st.waiting_leader() is None  # nothing waits for a check any more: the race decides

@@ -278,3 +278,24 @@ def test_the_decorators_first_call_of_a_key_installs_the_memo() -> None:
     with pytest.warns(tritune.UntunedWarning):
         k[(1,)](x, torch.empty_like(x), 256)
     assert isinstance(cache.triton_key, tk.MemoizedTritonKey)
+
+
+def test_the_cache_dir_honours_xdg_cache_home_without_platformdirs(monkeypatch, tmp_path):
+    """The H200's Python has no platformdirs: the fallback must still follow $XDG_CACHE_HOME (the memo benchmark
+    points it at a fresh folder; session 9's device run found the user's warm memo instead)."""
+    import builtins
+
+    from tritune.paths import user_cache_dir
+
+    real_import = builtins.__import__
+
+    def no_platformdirs(name, *a, **kw):
+        if name == "platformdirs":
+            raise ImportError(name)
+        return real_import(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_platformdirs)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert user_cache_dir() == tmp_path / "tritune"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
+    assert user_cache_dir().parent.name == ".cache"

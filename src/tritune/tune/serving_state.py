@@ -74,7 +74,7 @@ class IncrementalOptions:
     and earn the budget at its recent median (no event pair, no resolver work: a timed call cost the H200's
     caller ~50 us of host time more than a cached one). The same while several racers wait for another
     candidate's check with every window full (:meth:`KeyState.waiting_leader`): the untimed calls go to the
-    leader. 1 times every call.
+    leader (``wait_leader=False``: round-robin timed calls, as before session 9). 1 times every call.
     ``drop_late`` (default off, pending its measurement on the H200): a span whose start event had already
     passed when its launch returned (:meth:`~tritune.tune.serving_runtime.CudaClock.late`: the device waited for
     the launch, so the span holds host time) is no sample; the call still earns the budget, at the config's
@@ -99,6 +99,7 @@ class IncrementalOptions:
     spin_idle: bool = True
     lone_every: int = 4
     drop_late: bool = False
+    wait_leader: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_fraction <= 1:
@@ -513,7 +514,7 @@ class KeyState:
         keys waited ~200 calls each for their checks (the 10% budget), most of them racing calls at 0.10 ms
         against 0.02 ms promoted. Found again once per round of calls, not per call."""
         racers = self._racers
-        if len(racers) < 2 or not self._to_check:
+        if len(racers) < 2 or not self._to_check or not self.options.wait_leader:
             return None
         got = self._leader
         if got is not None and self.calls - got[0] < len(racers) and got[1] in racers:
