@@ -47,7 +47,7 @@ from tritune.outcome import Status
 from tritune.results import CandidateResult, RunResult, WorkloadResult
 from tritune.screen.run import locate
 from tritune.screen.targets import get_target
-from tritune.space import check_static
+from tritune.space import check_static_all
 from tritune.store import CandidateRecord, dtypes_of, make_key
 from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
@@ -291,8 +291,7 @@ def screen_static(workload: Workload, kw: Mapping[str, Any], cache: dict[Any, Sc
     every = tuple(workload.candidates())
     verdict: dict[Config, CandidateResult] = {}
     legal: list[Config] = []
-    for cfg in every:
-        rej = check_static(cfg, workload.info, kw, workload.space)
+    for cfg, rej in zip(every, check_static_all(every, workload.info, kw, workload.space)):
         if rej is not None:
             verdict[cfg] = CandidateResult(cfg, Status.ILLEGAL, rej.reason)
         else:
