@@ -213,3 +213,28 @@ def test_a_searched_key_does_not_store_the_statically_illegal_configs_an_exhaust
     else:
         assert {c: stored[c].status for c in illegal} == dict.fromkeys(illegal, Status.ILLEGAL)
         assert len(stored) == 6 and store.missing(entry.key, wl.candidates()) == []
+
+
+def test_sqlite_candidates_of_many_configs_from_few_rows_match_by_text(tmp_path):
+    """Few stored rows against many asked configs parse the rows instead of writing every asked config's text
+    (``_wanted_rows``): the same rows as matching the texts. ``B=1.0`` is not the text of ``B=1`` though the configs
+    are equal, and a row whose text is not a config's matches nothing. SYNTHETIC records."""
+    import sqlite3
+
+    from tritune.store.sqlite import _wanted_rows
+
+    asked = [tritune.Config({"B": b}, num_warps=w) for b in range(1, 51) for w in (1, 2, 4, 8)]  # 200
+    one_float = tritune.Config({"B": 1.0}, num_warps=1)
+    assert one_float == asked[0] and one_float.dumps() != asked[0].dumps()
+    recs = [CandidateRecord(c, Status.MEASURED, 1.0, None) for c in (asked[5], asked[77], one_float)]
+    recs.append(CandidateRecord(tritune.Config({"C": 3}), Status.MEASURED, 2.0, None))  # not asked
+    st = SQLiteStore(tmp_path / "f.db")
+    st.record(key(1000), recs)
+    with sqlite3.connect(tmp_path / "f.db") as conn:
+        rows = conn.execute("SELECT rowid, config FROM candidates").fetchall()
+    rows.append((10_000, '{"kwargs": not json'))
+    by_text = [i for i, c in rows if c in {a.dumps() for a in asked}]
+    assert 4 * len(rows) <= len(asked) and _wanted_rows(rows, asked) == by_text and len(by_text) == 2
+    assert _wanted_rows(rows, [*asked, one_float]) == [i for i, c in rows if c in {a.dumps() for a in [*asked, one_float]}]
+    assert [r.config for r in st.candidates(key(1000), asked)] == sorted([asked[5], asked[77]], key=lambda c: c.id)
+    assert _wanted_rows([], asked) == []
