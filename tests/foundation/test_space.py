@@ -135,3 +135,9 @@ def test_check_static_all_is_check_static_of_each():
         assert got == [check_static(c, info_of(), caller, space) for c in cfgs]
     assert {r.rule for r in check_static_all(cfgs, info_of(), (), s) if r} == {
         "num_warps", "num_stages", "unknown_param", "maxnreg", "constraint"}
+
+
+def test_from_configs_keeps_the_first_of_equal_values_in_sorted_order():
+    s = Space.from_configs([Config({"B": 2}, num_warps=8), Config({"B": 1}), Config({"B": 1.0}), Config({"B": True})])
+    assert s.params == {"B": (1, 2), "num_warps": (4, 8), "num_stages": (3,), "num_ctas": (1,)}
+    assert type(s.params["B"][0]) is int

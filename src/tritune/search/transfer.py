@@ -41,7 +41,7 @@ import numpy as np
 from tritune.config import Config, as_config
 from tritune.errors import SearchError
 from tritune.search.grid import Grid
-from tritune.search.surrogate import SurrogateSearch
+from tritune.search.surrogate import SurrogateSearch, quantile
 from tritune.space import Space
 
 #: The prior log time of a winner's variant the neighbours never measured: its winner's, plus this (3%).
@@ -134,7 +134,7 @@ def prior_and_warm(
         if len(ok) == 0:
             continue
         rel = np.log(ok) - math.log(ok.min())
-        failed = float(np.quantile(rel, 0.9))  # a config that failed there is a poor bet here
+        failed = quantile(rel, 0.9)  # a config that failed there is a poor bet here
         w = 1.0 / (1.0 + key_distance(key, nb.key))
         for c, t in times.items():
             i = index.get(c)

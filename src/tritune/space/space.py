@@ -96,12 +96,13 @@ class Space:
         cfgs = [as_config(c) for c in configs]
         if not cfgs:
             raise ConfigError("an empty config list has no space")
-        names: dict[str, list[Any]] = {}
+        names: dict[str, dict[Any, None]] = {}  # each parameter's values, the first of equal ones kept
         for c in cfgs:
             for k, v in c.as_dict().items():
-                names.setdefault(k, [])
-                if v not in names[k]:
-                    names[k].append(v)
+                seen = names.get(k)
+                if seen is None:
+                    seen = names[k] = {}
+                seen.setdefault(v, None)
         params = {k: sorted(v, key=_sort_key) for k, v in names.items()}
         space = cls(params, constraints, members=cfgs)
         space._order = list(dict.fromkeys(cfgs))
