@@ -90,7 +90,7 @@ def main() -> int:
 
     result: dict[str, Any] = {"space": len(screened.candidates), "legal": len(legal)}
     result["three_keys"] = run(st.KEYS, tmp / "three.db")
-    shutil.copy(tmp / "three.db", tmp / "transfer.db")
+    st.copy_store(tmp / "three.db", tmp / "transfer.db")  # SQLite's backup: a file copy would miss the WAL
     (result["transfer"],) = run([st.NEW_KEY], tmp / "transfer.db")
     (result["cold"],) = run([st.NEW_KEY], tmp / "cold.db")
     for who in ("transfer", "cold"):
@@ -117,7 +117,8 @@ def main() -> int:
     illegal = [CandidateRecord(c, v.status, None, v.reason) for c, v in screened.verdict.items()]
 
     def write(recs: list[CandidateRecord]) -> float:
-        shutil.copy(tmp / "three.db", tmp / "w.db")
+        (tmp / "w.db").unlink(missing_ok=True)
+        st.copy_store(tmp / "three.db", tmp / "w.db")
         w = open_store(tmp / "w.db")
         t = time.perf_counter()
         w.record(tkey, recs, recs[0].config)
