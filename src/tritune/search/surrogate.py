@@ -39,7 +39,7 @@ import numpy as np
 
 from tritune.config import Config
 from tritune.errors import SearchError
-from tritune.search.base import Observation, Strategy
+from tritune.search.base import Observation, Strategy, quantile
 from tritune.search.gp import (
     ALPHAS,
     LENGTH_SCALES,
@@ -102,22 +102,6 @@ def balanced_design(
     score = repeats - 1e-3 * distance  # distance < dims <= 1000 x the smallest repeat step
     return int(rng.choice(free[score <= score.min() + 1e-9]))
 
-
-def quantile(values: np.ndarray, q: float) -> float:
-    """``np.quantile(values, q)`` of a 1-d array (its default, linear method), the same float, without its first
-    call's import of ``numpy.ma`` (through ``np.unique``): 0.017 s of a transfer's start on this project's CPU,
-    where a transfer computes a quantile per tuned key. Arrays with NaN go to ``np.quantile``."""
-    a = np.sort(np.asarray(values, dtype=float))
-    n = len(a)
-    if n == 0 or np.isnan(a[-1]) or not 0.0 <= q <= 1.0:
-        return float(np.quantile(values, q))
-    v = (n - 1) * q
-    lo = min(max(math.floor(v), 0), n - 1)
-    hi = min(lo + 1, n - 1)
-    t = v - lo
-    x, y = float(a[lo]), float(a[hi])
-    d = y - x
-    return y - d * (1 - t) if t >= 0.5 else x + d * t  # numpy's _lerp, both branches
 
 class SurrogateSearch(Strategy):
     """Model-guided search with a surrogate of log(time), refined around the best few configs.

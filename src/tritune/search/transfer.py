@@ -40,8 +40,9 @@ import numpy as np
 
 from tritune.config import Config, as_config
 from tritune.errors import SearchError
+from tritune.search.base import median, quantile
 from tritune.search.grid import Grid
-from tritune.search.surrogate import SurrogateSearch, quantile
+from tritune.search.surrogate import SurrogateSearch
 from tritune.space import Space
 
 #: The prior log time of a winner's variant the neighbours never measured: its winner's, plus this (3%).
@@ -143,7 +144,7 @@ def prior_and_warm(
                 weight[i] += w
     if not weight.any():
         raise SearchError("no tuned key measured any candidate of this space; nothing to transfer")
-    unknown = float(np.median(total[weight > 0] / weight[weight > 0]))
+    unknown = median(total[weight > 0] / weight[weight > 0])
     prior = np.where(weight > 0, total / np.maximum(weight, 1e-12), unknown)
     measured = np.zeros(len(candidates), dtype=bool)
     for nb in ranked:
