@@ -77,3 +77,67 @@ def test_static_rules(cfg, caller, rule):
 def test_static_rules_pass_a_good_config():
     assert check_static(Config({"BLOCK": 64}), info_of()) is None
     assert tritune.Space({"BLOCK": [64]}).configs() == [Config({"BLOCK": 64})]
+
+
+def _checked_configs(s):
+    """Every combination through ``Space.make`` and ``Config.__init__``'s checks (what ``all_configs`` did)."""
+    import itertools
+
+    names = list(s.params)
+    return [s.make(dict(zip(names, combo))) for combo in itertools.product(*(s.params[n] for n in names))]
+
+
+@pytest.mark.parametrize("params", [
+    {"BLOCK": [64, 128], "num_warps": [4, 8], "GROUP": [1, 8], "num_stages": [2, 3], "maxnreg": [None, 128]},
+    {"BLOCK": [64]},  # one meta-parameter
+    {"num_warps": [2, 4], "num_ctas": [1, 2]},  # launch options only
+    {"Z": [1.5, "x", None, True], "A": [0, -1]},  # names out of sorted order, every scalar type
+])
+def test_all_configs_are_the_checked_configs(params):
+    """``all_configs`` checks each value once and builds configs unchecked: equal to the checked ones, with the
+    same ids, hashes, value types and item order, and the same ``c[name]`` reads."""
+    s = Space(params)
+    got, ref = list(s.all_configs()), _checked_configs(s)
+    assert got == ref and [c.id for c in got] == [c.id for c in ref] and [hash(c) for c in got] == [hash(c) for c in ref]
+    for a, b in zip(got, ref):
+        assert a.to_json() == b.to_json() and a.names == b.names
+        assert [type(v) for v in a.kwargs.values()] == [type(v) for v in b.kwargs.values()]
+        assert {n: a[n] for n in b.as_dict()} == b.as_dict() and a.get("maxnreg", "-") == b.get("maxnreg", "-")
+        with pytest.raises(KeyError):
+            a["nope"]
+
+
+def test_all_configs_with_a_value_config_refuses_raises_as_before():
+    np = pytest.importorskip("numpy")
+    s = Space({"BLOCK": [np.int64(64), 128], "num_warps": [4]})
+    assert list(s.all_configs()) == _checked_configs(s) and type(s.configs()[0]["BLOCK"]) is int
+    with pytest.raises(ConfigError, match="num_warps must be an int"):
+        list(Space({"BLOCK": [64], "num_warps": [4, 2.0]}).all_configs())
+    with pytest.raises(ConfigError, match="has type object"):
+        list(Space({"BLOCK": [64, object()]}).all_configs())
+
+
+def test_check_static_all_is_check_static_of_each():
+    """The once-per-distinct-value checks give every config ``check_static``'s own rejection (rule and reason)."""
+    from tritune.space import check_static_all
+
+    def fits(c):
+        return c["BLOCK"] * c["num_warps"] <= 512
+
+    def raises(c):
+        return c["MISSING"] > 0 if c["BLOCK"] == 128 else True
+
+    s = Space({"BLOCK": [64, 128, 256], "num_warps": [1, 3, 4, 64], "num_stages": [0, 2]},
+              constraints=[fits, raises])  # fmt: skip
+    cfgs = [*s.all_configs(), Config({"BLOK": 64}), Config({"BLOCK": 64}, maxnreg=300), Config({"BLOCK": 64})]
+    for caller, space in (((), s), (("BLOCK",), s), ((), None)):
+        got = check_static_all(cfgs, info_of(), caller, space)
+        assert got == [check_static(c, info_of(), caller, space) for c in cfgs]
+    assert {r.rule for r in check_static_all(cfgs, info_of(), (), s) if r} == {
+        "num_warps", "num_stages", "unknown_param", "maxnreg", "constraint"}
+
+
+def test_from_configs_keeps_the_first_of_equal_values_in_sorted_order():
+    s = Space.from_configs([Config({"B": 2}, num_warps=8), Config({"B": 1}), Config({"B": 1.0}), Config({"B": True})])
+    assert s.params == {"B": (1, 2), "num_warps": (4, 8), "num_stages": (3,), "num_ctas": (1,)}
+    assert type(s.params["B"][0]) is int

@@ -9,9 +9,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tritune.errors import SearchError
 from tritune.outcome import Status
+from tritune.search.base import median, quantile
 from tritune.search.surrogate import GaussianProcess, SurrogateSearch
 from tritune.space import Space, pow2
 from tritune.testing.strategy_contract import CHECKS
@@ -302,3 +305,13 @@ def test_probe_spends_the_race_reserve_on_new_configs_and_finds_the_needle() -> 
             assert best.config == s.candidates[needle]
         else:
             assert remeasured == 2 and history == [] and not s.is_asked(needle)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False), min_size=1, max_size=40),
+       st.one_of(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]), st.floats(0.0, 1.0)))
+def test_quantile_and_median_are_numpys_floats(values, q):
+    """The search's quantile and median are ``np.quantile``'s (linear method) and ``np.median``'s, to the last bit."""
+    a = np.array(values)
+    assert quantile(a, q) == float(np.quantile(a, q)) and median(a) == float(np.median(a))
+    assert np.isnan(quantile(np.array([1.0, np.nan]), 0.5)) and np.isnan(median([1.0, np.nan, 2.0]))

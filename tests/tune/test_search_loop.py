@@ -305,13 +305,13 @@ def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_p
 
     monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
     calls: list[tritune.Config] = []
-    real = session.check_static
+    real = session.check_static_all
 
-    def counting(cfg, *a):  # type: ignore[no-untyped-def]  # the real rule check, counted
-        calls.append(cfg)
-        return real(cfg, *a)
+    def counting(cfgs, *a):  # type: ignore[no-untyped-def]  # the real rule check, counted
+        calls.extend(cfgs)
+        return real(cfgs, *a)
 
-    monkeypatch.setattr(session, "check_static", counting)
+    monkeypatch.setattr(session, "check_static_all", counting)
     wl = sw.gelu()
     keys = [{"n": 4096}, {"n": 8192}, {"n": 2048}]
     opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)

@@ -171,3 +171,70 @@ def test_tune_screens_and_writes_each_key_with_the_objects_alive_before_it_froze
                        timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
     assert [w for w, _ in seen] == ["screen", "record", "screen", "record"] and all(n > 0 for _, n in seen)
     assert gc.get_freeze_count() == 0 and all(w.extra["winner"] for w in res.workloads)
+
+
+@pytest.mark.parametrize("searched", [True, False])
+def test_a_searched_key_does_not_store_the_statically_illegal_configs_an_exhaustive_one_does(searched, monkeypatch,
+                                                                                             tmp_path):
+    """A searched key's store write leaves out the configs the static rules rejected (``session.record``): the tune
+    result keeps them, the search resumes from the legal records, and an exhaustive key still writes them all.
+    FAKE compile workers, SYNTHETIC replayed times, the interpreter."""
+    import dataclasses
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    import session_workers as sw
+    from fake_compiling import FakeCompiling
+
+    from tritune.engine import precompile as pc
+    from tritune.store import open_store
+    from tritune.tune.session import TuneOptions, tune
+
+    monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
+    base = sw.gelu()
+    illegal = [tritune.Config({"BLOCK": 1024}, num_warps=3), tritune.Config({"BLOK": 1024})]  # num_warps, name
+    wl = dataclasses.replace(base, configs=[*base.candidates(), *illegal])
+    store = open_store(str(tmp_path / "s.db"))
+    search = {"strategy": "random", "budget": 2} if searched else {"exhaustive": True}
+    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False, **search)  # type: ignore[arg-type]
+    res = tune([wl], keys=[sw.KEY], options=opts, store=store, timer=sw.replay_timer(base, 0), target="sm90",
+               device="cpu", group=None)  # fmt: skip
+    (w,) = res.workloads
+    assert {c.config: c.status for c in w.candidates if c.config in illegal} == dict.fromkeys(illegal, Status.ILLEGAL)
+    (entry,) = store.entries()
+    stored = {r.config: r for r in store.candidates(entry.key)}
+    if searched:
+        assert not set(illegal) & set(stored) and len(stored) == 2 and entry.n_candidates == 2
+        again = tune([wl], keys=[sw.KEY], options=TuneOptions(jobs=2, race=sw.OPTS, ceilings=False, strategy="random",
+                                                              budget=4), store=store, timer=sw.replay_timer(base, 0),
+                     target="sm90", device="cpu", group=None)  # fmt: skip
+        assert again.workloads[0].extra["search"]["resumed"] == 2 and len(store.candidates(entry.key)) == 4
+    else:
+        assert {c: stored[c].status for c in illegal} == dict.fromkeys(illegal, Status.ILLEGAL)
+        assert len(stored) == 6 and store.missing(entry.key, wl.candidates()) == []
+
+
+def test_sqlite_candidates_of_many_configs_from_few_rows_match_by_text(tmp_path):
+    """Few stored rows against many asked configs parse the rows instead of writing every asked config's text
+    (``_wanted_rows``): the same rows as matching the texts. ``B=1.0`` is not the text of ``B=1`` though the configs
+    are equal, and a row whose text is not a config's matches nothing. SYNTHETIC records."""
+    import sqlite3
+
+    from tritune.store.sqlite import _wanted_rows
+
+    asked = [tritune.Config({"B": b}, num_warps=w) for b in range(1, 51) for w in (1, 2, 4, 8)]  # 200
+    one_float = tritune.Config({"B": 1.0}, num_warps=1)
+    assert one_float == asked[0] and one_float.dumps() != asked[0].dumps()
+    recs = [CandidateRecord(c, Status.MEASURED, 1.0, None) for c in (asked[5], asked[77], one_float)]
+    recs.append(CandidateRecord(tritune.Config({"C": 3}), Status.MEASURED, 2.0, None))  # not asked
+    st = SQLiteStore(tmp_path / "f.db")
+    st.record(key(1000), recs)
+    with sqlite3.connect(tmp_path / "f.db") as conn:
+        rows = conn.execute("SELECT rowid, config FROM candidates").fetchall()
+    rows.append((10_000, '{"kwargs": not json'))
+    by_text = [i for i, c in rows if c in {a.dumps() for a in asked}]
+    assert 4 * len(rows) <= len(asked) and _wanted_rows(rows, asked) == by_text and len(by_text) == 2
+    assert _wanted_rows(rows, [*asked, one_float]) == [i for i, c in rows if c in {a.dumps() for a in [*asked, one_float]}]
+    assert [r.config for r in st.candidates(key(1000), asked)] == sorted([asked[5], asked[77]], key=lambda c: c.id)
+    assert _wanted_rows([], asked) == []

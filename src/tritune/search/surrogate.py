@@ -39,7 +39,7 @@ import numpy as np
 
 from tritune.config import Config
 from tritune.errors import SearchError
-from tritune.search.base import Observation, Strategy
+from tritune.search.base import Observation, Strategy, quantile
 from tritune.search.gp import (
     ALPHAS,
     LENGTH_SCALES,
@@ -234,7 +234,7 @@ class SurrogateSearch(Strategy):
         idx = np.fromiter(self._measured, dtype=np.int64)
         y = np.fromiter(self._measured.values(), dtype=float)
         if self.clip is not None:
-            cap = np.quantile(y, self.clip) if self.clip <= 1 else y.min() + math.log(self.clip)
+            cap = quantile(y, self.clip) if self.clip <= 1 else y.min() + math.log(self.clip)
             y = np.minimum(y, cap)
         x = self._x[idx]
         alpha = self.alpha

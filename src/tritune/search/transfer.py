@@ -40,6 +40,7 @@ import numpy as np
 
 from tritune.config import Config, as_config
 from tritune.errors import SearchError
+from tritune.search.base import median, quantile
 from tritune.search.grid import Grid
 from tritune.search.surrogate import SurrogateSearch
 from tritune.space import Space
@@ -134,7 +135,7 @@ def prior_and_warm(
         if len(ok) == 0:
             continue
         rel = np.log(ok) - math.log(ok.min())
-        failed = float(np.quantile(rel, 0.9))  # a config that failed there is a poor bet here
+        failed = quantile(rel, 0.9)  # a config that failed there is a poor bet here
         w = 1.0 / (1.0 + key_distance(key, nb.key))
         for c, t in times.items():
             i = index.get(c)
@@ -143,7 +144,7 @@ def prior_and_warm(
                 weight[i] += w
     if not weight.any():
         raise SearchError("no tuned key measured any candidate of this space; nothing to transfer")
-    unknown = float(np.median(total[weight > 0] / weight[weight > 0]))
+    unknown = median(total[weight > 0] / weight[weight > 0])
     prior = np.where(weight > 0, total / np.maximum(weight, 1e-12), unknown)
     measured = np.zeros(len(candidates), dtype=bool)
     for nb in ranked:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tritune.config import LAUNCH_OPTIONS, Config, as_config
+from tritune.config import LAUNCH_OPTIONS, Config, as_config, check_value
 from tritune.errors import ConfigError
 
 
@@ -95,12 +96,13 @@ class Space:
         cfgs = [as_config(c) for c in configs]
         if not cfgs:
             raise ConfigError("an empty config list has no space")
-        names: dict[str, list[Any]] = {}
+        names: dict[str, dict[Any, None]] = {}  # each parameter's values, the first of equal ones kept
         for c in cfgs:
             for k, v in c.as_dict().items():
-                names.setdefault(k, [])
-                if v not in names[k]:
-                    names[k].append(v)
+                seen = names.get(k)
+                if seen is None:
+                    seen = names[k] = {}
+                seen.setdefault(v, None)
         params = {k: sorted(v, key=_sort_key) for k, v in names.items()}
         space = cls(params, constraints, members=cfgs)
         space._order = list(dict.fromkeys(cfgs))
@@ -122,8 +124,47 @@ class Space:
             yield from self._order
             return
         names = list(self.params)
-        for combo in itertools.product(*(self.params[n] for n in names)):
-            yield self.make(dict(zip(names, combo)))
+        fast = self._trusted_parts(names)
+        if fast is None:  # a value Config refuses: the checked path raises its error where it did
+            for combo in itertools.product(*(self.params[n] for n in names)):
+                yield self.make(dict(zip(names, combo)))
+            return
+        columns, kw_at, launch_at = fast
+        get_items: Callable[[tuple[Any, ...]], Any] = operator.itemgetter(*kw_at) if kw_at else (lambda combo: ())
+        one = len(kw_at) == 1
+        trusted = Config._trusted
+        defaults = [LAUNCH_OPTIONS[o] for o in _LAUNCH_ORDER]
+        at = None  # every config has the same names: the first one's positions serve all (Config.__getitem__)
+        for combo in itertools.product(*columns):
+            items = get_items(combo)
+            w, s, c, r = (combo[i] if i is not None else d for i, d in zip(launch_at, defaults))
+            config = trusted((items,) if one else items, w, s, c, r, at)
+            yield config
+            if at is None:
+                at = config._positions()
+
+    def _trusted_parts(self, names: list[str]) -> tuple[list[tuple[Any, ...]], list[int], list[int | None]] | None:
+        """What :meth:`all_configs` builds each config from without re-checking it (``Config._trusted``): every
+        parameter's values checked once, as ``Config`` checks them (a meta-parameter's value as its
+        ``(name, value)`` item), the positions of the meta-parameters in sorted name order, and of the launch
+        options; None when some name or value would fail ``Config``'s checks."""
+        columns: list[tuple[Any, ...]] = []
+        try:
+            for n in names:
+                if n in LAUNCH_OPTIONS:
+                    for v in self.params[n]:
+                        if not (v is None and n == "maxnreg") and (isinstance(v, bool) or not isinstance(v, int)):
+                            return None
+                    columns.append(self.params[n])
+                else:
+                    if not isinstance(n, str) or not n.isidentifier():
+                        return None
+                    columns.append(tuple((n, check_value(n, v)) for v in self.params[n]))
+        except ConfigError:
+            return None
+        kw_at = sorted((i for i, n in enumerate(names) if n not in LAUNCH_OPTIONS), key=lambda i: names[i])
+        launch_at = [names.index(o) if o in names else None for o in _LAUNCH_ORDER]
+        return columns, kw_at, launch_at
 
     def rejection(self, config: Any) -> str | None:
         """``None`` when the config is allowed, else the reason, naming the constraint."""
@@ -169,6 +210,10 @@ class Space:
     def __repr__(self) -> str:
         ps = ", ".join(f"{k}={list(v)}" for k, v in self.params.items())
         return f"Space({ps}; {len(self.constraints)} constraint(s))"
+
+
+#: The launch options in ``Config._trusted``'s argument order.
+_LAUNCH_ORDER = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 def _sort_key(v: Any) -> tuple[int, Any]:

@@ -118,9 +118,10 @@ def neighbours(store: Any, key: Any, legal: Sequence[Config]) -> list[KeyResults
     :class:`KeyResults` over the configs of ``legal`` with their stored winners; keys with nothing measured
     are left out.
 
-    Only the records of ``legal`` configs are read, and only for the keys that qualify: a key's records are
-    mostly the configs the static rules rejected (4,912 of 4,947 per key of the search benchmark's matmul),
-    and parsing all of them (``store.snapshot``) took 0.85 s of a transfer's start on the H200."""
+    Only the records of ``legal`` configs are read, and only for the keys that qualify: a key searched before
+    the store write left out the statically rejected configs (``session.record``) holds mostly those (4,912 of
+    4,947 per key of the search benchmark's matmul), and parsing all of them (``store.snapshot``) took 0.85 s of
+    a transfer's start on the H200."""
     if store is None:
         return []
     wanted = set(legal)
