@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch hostcost tkeymemo gelu short libs libtests tutorials serving servinglong servinglongnl servinglate servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch hostcost tkeymemo gelu short libs libtests tutorials serving servinglong servinglongnl servinglongflat servinglate servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
@@ -86,6 +86,11 @@ for part in "$@"; do
                      --calls "${SERVINGLONG_CALLS:-60000}" --retime-rounds 9 --no-wait-leader \
                      --engines tritune,untuned,incremental,pretuned
                    grep -h -A4 "worst single call\|^host cost" "$RES"/servinglongnl/python3_*.log | tee -a "$LOG" ;;
+    # The long stream with the flat prune ratio of sessions 6-8 (serving.py --flat-prune), the A/B of the scaled one.
+    servinglongflat) step servinglongflat 420 python3 benchmarks/serving.py --out "$RES/servinglongflat" \
+                       --calls "${SERVINGLONG_CALLS:-60000}" --retime-rounds 9 --flat-prune \
+                       --engines tritune,untuned,incremental,pretuned
+                     grep -h -A4 "worst single call\|^host cost" "$RES"/servinglongflat/python3_*.log | tee -a "$LOG" ;;
     # The serving stream with IncrementalOptions(drop_late=True) (off by default; session 8): its convergence
     # beside the default run's (run both parts in one call) says whether to turn it on.
     servinglate) step servinglate 300 python3 benchmarks/serving.py --out "$RES/servinglate" --drop-late \

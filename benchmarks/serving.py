@@ -611,6 +611,9 @@ def main() -> None:
     ap.add_argument("--no-spin-idle", action="store_true",
                     help="incremental: IncrementalOptions(spin_idle=False), spans on an idle device start at once "
                          "(the default queues them behind a GPU spin)")  # fmt: skip
+    ap.add_argument("--flat-prune", action="store_true",
+                    help="incremental: a neighbour prunes at prune_ratio at any distance (serving_state.PRUNE_NEAR = "
+                         "inf: the rule of sessions 6-8), the A/B of the distance-scaled threshold")
     ap.add_argument("--no-wait-leader", action="store_true",
                     help="incremental: IncrementalOptions(wait_leader=False), waiting keys race timed round-robin")
     ap.add_argument("--drop-late", action="store_true",
@@ -621,6 +624,10 @@ def main() -> None:
     SPIN_IDLE = not a.no_spin_idle
     DROP_LATE = a.drop_late
     WAIT_LEADER = not a.no_wait_leader
+    if a.flat_prune:
+        import tritune.tune.serving_state as serving_state
+
+        serving_state.PRUNE_NEAR = math.inf
     dry = a.dry_run
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -635,7 +642,7 @@ def main() -> None:
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
                            "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
-                           "wait_leader": WAIT_LEADER,
+                           "wait_leader": WAIT_LEADER, "flat_prune": a.flat_prune,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 
