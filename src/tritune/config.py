@@ -104,6 +104,10 @@ class Config:
                 raise ConfigError(f"{opt} must be an int, got {val!r}")
         if maxnreg is not None and (isinstance(maxnreg, bool) or not isinstance(maxnreg, int)):
             raise ConfigError(f"maxnreg must be an int or None, got {maxnreg!r}")
+        self._fill(items, num_warps, num_stages, num_ctas, maxnreg, pre_hook, None)
+
+    def _fill(self, items: tuple[tuple[str, Any], ...], num_warps: int, num_stages: int, num_ctas: int,
+              maxnreg: int | None, pre_hook: Any, at: dict[str, int] | None) -> None:  # fmt: skip
         set_ = object.__setattr__
         set_(self, "_items", items)
         set_(self, "num_warps", num_warps)
@@ -113,7 +117,7 @@ class Config:
         set_(self, "pre_hook", pre_hook)
         set_(self, "_text", None)
         set_(self, "_id", None)
-        set_(self, "_at", None)
+        set_(self, "_at", at)
         set_(self, "_hash", hash((items, num_warps, num_stages, num_ctas, maxnreg)))
 
     @classmethod
@@ -125,17 +129,7 @@ class Config:
         0.07 s on this project's CPU (each check once per distinct value, not once per config). ``at``: another
         config's ``_positions()`` when ``items`` has the same names in the same order."""
         self = object.__new__(cls)
-        set_ = object.__setattr__
-        set_(self, "_items", items)
-        set_(self, "num_warps", num_warps)
-        set_(self, "num_stages", num_stages)
-        set_(self, "num_ctas", num_ctas)
-        set_(self, "maxnreg", maxnreg)
-        set_(self, "pre_hook", None)
-        set_(self, "_text", None)
-        set_(self, "_id", None)
-        set_(self, "_at", at)
-        set_(self, "_hash", hash((items, num_warps, num_stages, num_ctas, maxnreg)))
+        self._fill(items, num_warps, num_stages, num_ctas, maxnreg, None, at)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
