@@ -313,3 +313,13 @@ def test_a_waiting_key_with_full_windows_serves_its_leader_untimed(wait_leader):
     st.apply(st.propose())
     st.calls += 10  # the cached leader is looked at again after a round of calls
     assert st.waiting_leader() is None  # nothing waits for a check any more: the race decides
+
+
+def test_prune_spares_the_protected_configs():
+    """A config that won at some tuned key is never pruned by a neighbour's timings (session 9: the GEMM's
+    winner at M = 1152 ran 1.56-1.69x the best at M = 1024, 0.17 away, and was pruned there)."""
+    from tritune.tune.serving_state import prune
+
+    timings = {A: [1.0], B: [1.7], C: [1.05]}
+    assert set(prune(timings, [A, B, C], 1.3, A, 0.17)) == {B}
+    assert prune(timings, [A, B, C], 1.3, A, 0.17, protect=frozenset({B})) == {}

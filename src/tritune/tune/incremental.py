@@ -560,7 +560,8 @@ class Incremental:
                                        spill=self.spare),
                       pruned=None if self.distributed or not self._may_prune(key, near)
                       else prune(near_t, legal, self.options.prune_ratio, provisional,
-                                 key_distance(key, near) if near is not None else 0.0))  # fmt: skip
+                                 key_distance(key, near) if near is not None else 0.0,
+                                 protect=frozenset(known.values())))  # fmt: skip
         st.check_calls = self._check_calls
         self.states[key] = st
         if st.pruned:
@@ -767,7 +768,7 @@ class Incremental:
             if not self._may_prune(other, key):
                 continue
             out = st.prune_more(prune(choice.timings, st.configs, self.options.prune_ratio, st.provisional,
-                                      key_distance(other, key)))  # fmt: skip
+                                      key_distance(other, key), protect=frozenset(known.values())))  # fmt: skip
             if out:
                 self._note("pruned", f"{tuned.key_spec.public(other)}: {', '.join(c.id for c in out)} "
                                      f"(by {tuned.key_spec.public(key)})")  # fmt: skip
