@@ -230,18 +230,6 @@ class Resolver:
         """Handles submitted and not resolved yet (approximate while the thread runs)."""
         return self._q.qsize()
 
-    def _one(self, handle: Any, then: Callable[[float], None]) -> None:
-        try:
-            ms = self.clock.elapsed_ms(handle)
-            if self.quiet is not None:
-                self.quiet()
-            t0 = time.perf_counter()
-            then(ms)
-            self.busy_s += time.perf_counter() - t0
-            self.resolved += 1
-        except BaseException as e:
-            self.errors.append(e)
-
     def _after(self) -> None:
         if self.after is None:
             return
@@ -262,29 +250,32 @@ class Resolver:
             first = self._q.get()
             if first is None:  # close()
                 return
-            self._one(*first)
             self.wakes += 1
-            _, closed = self._drain()
+            _, closed = self._drain(first)
             self._after()
             if closed:  # close(): what was queued before it is resolved
                 return
             if self.batch_s > 0:
                 time.sleep(self.batch_s)
 
-    def _drain(self) -> tuple[int, bool]:
-        """Resolve what is queued now, as :meth:`_one` does each handle (its body inlined: a Python call fewer per
-        event pair, on a thread that holds the interpreter's lock while a caller may wait for it); the number
-        resolved, and whether :meth:`close`'s mark was reached (nothing after it is taken)."""
+    def _drain(self, first: tuple[Any, Callable[[float], None]] | None = None) -> tuple[int, bool]:
+        """Resolve ``first`` (the handle the thread woke for), then what is queued now, each in this loop's body (no
+        Python call per event pair, on a thread that holds the interpreter's lock while a caller may wait for it):
+        the clock's time, ``quiet``, the callback, its cost in ``busy_s``; an exception is kept in ``errors``. The
+        number resolved, and whether :meth:`close`'s mark was reached (nothing after it is taken)."""
         get, elapsed, errors, clock = self._q.get_nowait, self.clock.elapsed_ms, self.errors, time.perf_counter
         n = 0
+        item = first
         while True:
-            try:
-                item = get()
-            except queue.Empty:
-                return n, False
             if item is None:
-                return n, True
+                try:
+                    item = get()
+                except queue.Empty:
+                    return n, False
+                if item is None:
+                    return n, True
             handle, then = item
+            item = None
             try:
                 ms = elapsed(handle)
                 quiet = self.quiet
