@@ -272,8 +272,8 @@ def clearly_slower(a: Measurement, b: Measurement) -> bool:
 
 
 class Interval(Protocol):
-    """What :func:`within` reads: a median and its confidence interval (a :class:`Measurement`, or the
-    incremental mode's lighter per-racer statistic)."""
+    """What :func:`within` reads: a median and its confidence interval (a :class:`Measurement`, or any object
+    with these three numbers)."""
 
     @property
     def median_ms(self) -> float: ...

@@ -253,20 +253,6 @@ def _median_ci(ys: Sequence[float], confidence: float) -> tuple[float, float, fl
     return ys[m] * (1.0 - t) + ys[min(m + 1, n - 1)] * t, ys[lo], ys[hi]
 
 
-class _Stat:
-    """What the decision rule reads of a racer's samples: the median and its interval at ``confidence``, the
-    same numbers as :meth:`Measurement.from_samples` (which also builds quartiles, a mean and a frozen record:
-    ~9 us a racer, most of the resolver's work per event pair when every round of 8 racers built 8 of them).
-    :meth:`KeyState.propose` reads the same numbers from :func:`_median_ci` as plain tuples."""
-
-    __slots__ = ("ci_high_ms", "ci_low_ms", "median_ms", "n")
-
-    def __init__(self, xs: Sequence[float], confidence: float) -> None:
-        ys = sorted(xs)
-        self.n = len(ys)
-        self.median_ms, self.ci_low_ms, self.ci_high_ms = _median_ci(ys, confidence)
-
-
 @dataclass(frozen=True)
 class Proposal:
     """A state the key may move to: candidates usable for checks (``ready``) and real calls (``racing``),
