@@ -47,6 +47,7 @@ from tritune.screen.triton_key import install_triton_key_memo
 from tritune.tune.choice import Choice
 from tritune.tune.serving_check import compare_outputs, default_tolerance, plan_comparison
 from tritune.tune.serving_runtime import (
+    EXIT_WAIT_S,
     EXITING,
     CallClock,
     CompileService,
@@ -313,9 +314,7 @@ class Incremental:
                kwargs: Mapping[str, Any], grid: Any, res: Resolver, ck: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
         clock = self.clock
         assert clock is not None
-        fast: Any = self._fast.get((ck, cfg), MISS) if ck is not None and tuned._fast_ok else MISS  # _racing_launcher
-        if fast is MISS:
-            fast = self._fast_launcher(tuned, cfg, args, kwargs, key)
+        fast = self._racing_launcher(tuned, cfg, args, kwargs, key, ck)
         tid = get_ident()
         spans = self._in_span
         spans.add(tid)
@@ -716,7 +715,7 @@ class Incremental:
             self._exit_hooked = True
             stop_at_exit(self.close)
 
-    def close(self, timeout_s: float = 5.0) -> None:
+    def close(self, timeout_s: float = EXIT_WAIT_S) -> None:
         """Finish the queued store writes (a promotion queued at exit is still written), stop the writer and
         wait for the other helper threads, up to ``timeout_s`` in all: at the interpreter's exit
         (:func:`~tritune.tune.serving_runtime.stop_at_exit`: a daemon thread inside a CUDA call at finalization
