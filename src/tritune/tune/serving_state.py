@@ -425,34 +425,24 @@ class KeyState:
     def sample(self, cfg: Config, ms: float) -> bool:
         """Record a timing; True once a round's worth of samples (one per racer) came in since the last
         True, the moment for a decision (deciding on every sample would cost the resolver ~10x more)."""
+        return self.observe(cfg, ms, earn=False)
+
+    def observe(self, cfg: Config, ms: float, earn: bool = True) -> bool:
+        """A real call's timing: recorded as :meth:`sample` says, then earned (:meth:`earn`) unless ``earn`` is
+        False, in one call (the resolver's work per event pair, which holds the interpreter's lock while a
+        caller may wait for it); :meth:`sample`'s answer."""
         with self.obs.lock:
             xs = self.obs.samples.setdefault(cfg, [])
             xs.append(ms)
-            if (
-                len(xs) > self.options.max_samples
-            ):  # a window of the latest: bounded memory and cost, and drift
+            if len(xs) > self.options.max_samples:  # a window of the latest: bounded memory and cost, and drift
                 del xs[0]  # (a key can wait long for its compiles) ages out
             self._since += 1
             n = len(self.applied.racing)
-            if self._since < (n if n > 1 else 1):  # max(1, n)
-                return False
-            self._since = 0
-            return True
-
-    def observe(self, cfg: Config, ms: float) -> bool:
-        """A real call's timing: :meth:`sample` then :meth:`earn`, in one call (the resolver's work per event
-        pair, which holds the interpreter's lock while a caller may wait for it); :meth:`sample`'s answer."""
-        with self.obs.lock:
-            xs = self.obs.samples.setdefault(cfg, [])
-            xs.append(ms)
-            if len(xs) > self.options.max_samples:  # as in sample
-                del xs[0]
-            self._since += 1
-            n = len(self.applied.racing)
-            due = self._since >= (n if n > 1 else 1)
+            due = self._since >= (n if n > 1 else 1)  # max(1, n)
             if due:
                 self._since = 0
-        self.budget.earn(ms, (self.check_estimate_ms() or 0.0) if self._to_check else 0.0)  # as in earn
+        if earn:
+            self.earn(ms)
         return due
 
     # -- dispatch (the caller's thread) ---------------------------------------------------------------
