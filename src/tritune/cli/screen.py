@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     written = emit_json(args, result.dumps())
     stream = out_stream(args)
     if not (args.quiet and args.json == "-"):
-        print(render_table(result, max_rows=getattr(args, "rows", None) or None), file=stream)
+        print(render_table(result, max_rows=args.rows or None), file=stream)
         print(summary_line(result), file=stream)
     if not written:
         return EXIT_USAGE

@@ -192,7 +192,7 @@ def _run(args: argparse.Namespace, rank: int) -> int:
                 print(f"tritune: error: --record {path}: could not write ({e.strerror or e})", file=sys.stderr)
                 written = False
     if not (args.quiet and args.json == "-"):
-        print(render_table(result, max_rows=getattr(args, "rows", None) or None), file=out_stream(args))
+        print(render_table(result, max_rows=args.rows or None), file=out_stream(args))
     if not written:
         return EXIT_USAGE
     return EXIT_OK if ok else EXIT_FAILED
@@ -236,7 +236,7 @@ def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str
     )
     written = emit_json(args, result.dumps())
     if not (args.quiet and args.json == "-"):
-        print(render_table(result, max_rows=getattr(args, "rows", None) or None), file=out_stream(args))
+        print(render_table(result, max_rows=args.rows or None), file=out_stream(args))
     print(f"tritune tune: no timing happened: {why}. Run this on a machine with a CUDA GPU.", file=sys.stderr)
     if args.record:
         print(

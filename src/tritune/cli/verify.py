@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     written = emit_json(args, report.dumps())
     stream = out_stream(args)
     if not (args.quiet and args.json == "-"):
-        print(render_table(report, max_rows=getattr(args, "rows", None) or None), file=stream)
+        print(render_table(report, max_rows=args.rows or None), file=stream)
     if not written:
         return EXIT_USAGE
     return EXIT_OK if report.ok else EXIT_FAILED

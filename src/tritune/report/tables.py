@@ -214,7 +214,7 @@ def print_table(result: RunResult, *, file: IO[str] | None = None, console: Any 
         shown = shown[:max_rows] if max_rows else shown
         console.print(workload_table(result.command, w, shown))
         console.print(_summary(result.command, w), markup=False)
-        reasons = reason_lines(w, shown)
+        reasons = reason_lines(w, shown if hidden else None)  # every reason, in the result's order, when all show
         if reasons:
             console.print("reasons:", markup=False)
             for line in reasons:
