@@ -36,6 +36,12 @@ pack() {  # everything under 4 MB comes back (tensors saved for the output compa
   (cd "$RES" && find . -type f -size -4M ! -name '*.pt' -print0 | tar czf "$OUT/results.tgz.part" --null -T -) \
     && mv "$OUT/results.tgz.part" "$OUT/results.tgz" && cp "$LOG" "$OUT/run.log"
 }
+long_stream() {  # long_stream PART [serving.py flags...]: the 60,000-call stream (SERVINGLONG_CALLS), 9 judge rounds
+  local part=$1; shift
+  step "$part" 420 python3 benchmarks/serving.py --out "$RES/$part" --calls "${SERVINGLONG_CALLS:-60000}" \
+    --retime-rounds 9 "$@"
+  grep -h -A4 "worst single call\|^host cost" "$RES/$part"/python3_*.log | tee -a "$LOG"
+}
 for part in "$@"; do
   pack  # after every part too: a call cut short by the device's time limit still returns what it finished
   case $part in
@@ -77,20 +83,12 @@ for part in "$@"; do
     # The same stream ten times longer (60,000 calls; SERVINGLONG_CALLS): the incremental mode's tuning is a cost per
     # key, the tuned configs' gain a gain per call, so the total against the untuned first config depends on the
     # stream's length; this shows it at a length a server reaches in seconds. Both lengths are reported.
-    servinglong) step servinglong 420 python3 benchmarks/serving.py --out "$RES/servinglong" \
-                   --calls "${SERVINGLONG_CALLS:-60000}" --retime-rounds 9
-                 grep -h -A4 "worst single call\|^host cost" "$RES"/servinglong/python3_*.log | tee -a "$LOG" ;;
+    servinglong) long_stream servinglong ;;
     # The long stream with IncrementalOptions(wait_leader=False) (waiting keys race timed round-robin, as before
     # session 9), without triton.autotune's engine: run after servinglong in one call, the A/B of the leader.
-    servinglongnl) step servinglongnl 420 python3 benchmarks/serving.py --out "$RES/servinglongnl" \
-                     --calls "${SERVINGLONG_CALLS:-60000}" --retime-rounds 9 --no-wait-leader \
-                     --engines tritune,untuned,incremental,pretuned
-                   grep -h -A4 "worst single call\|^host cost" "$RES"/servinglongnl/python3_*.log | tee -a "$LOG" ;;
+    servinglongnl) long_stream servinglongnl --no-wait-leader --engines tritune,untuned,incremental,pretuned ;;
     # The long stream with the flat prune ratio of sessions 6-8 (serving.py --flat-prune), the A/B of the scaled one.
-    servinglongflat) step servinglongflat 420 python3 benchmarks/serving.py --out "$RES/servinglongflat" \
-                       --calls "${SERVINGLONG_CALLS:-60000}" --retime-rounds 9 --flat-prune \
-                       --engines tritune,untuned,incremental,pretuned
-                     grep -h -A4 "worst single call\|^host cost" "$RES"/servinglongflat/python3_*.log | tee -a "$LOG" ;;
+    servinglongflat) long_stream servinglongflat --flat-prune --engines tritune,untuned,incremental,pretuned ;;
     # The serving stream with IncrementalOptions(drop_late=True) (off by default; session 8): its convergence
     # beside the default run's (run both parts in one call) says whether to turn it on.
     servinglate) step servinglate 300 python3 benchmarks/serving.py --out "$RES/servinglate" --drop-late \
