@@ -16,7 +16,8 @@ promotion) serves ``benchmarks/serving.py``'s stream (Zipf s=1.1 over 24 buckets
   conditions drift (which other buckets' tensors and checks' copies fill L2, clocks), the same for every config
   at one moment, so a window filled in one stretch (a joiner takes ``max_samples`` calls in a row) is biased
   against windows filled at other times;
-- a check's copies span and its comparison span: 1.5 calls' worth of the bucket's best each.
+- a check's copies span and its comparison span: ``--check-span`` (default 1.5) calls' worth of the bucket's best
+  each (on the H200 a ~7 us RMSNorm's checks cost 0.02-0.1 ms in all, session 10: about 4 calls' worth each).
 
 ``--drop-late``: ``IncrementalOptions(drop_late=True)``; the spans with host time inside are the ones
 ``CudaClock.late`` would flag (this clock flags exactly those): they are no samples and earn the budget at the
@@ -89,7 +90,9 @@ class ShortKernelClock:
     """FAKE clock of a 5-10 us kernel's event spans (see the module docstring); ``bucket`` is set per call."""
 
     def __init__(self, means: list[list[float]], sigmas: list[float], outlier: float, seed: int,
-                 early: float = 0.0, early_calls: int = 1500, drift: float = 0.0) -> None:  # fmt: skip
+                 early: float = 0.0, early_calls: int = 1500, drift: float = 0.0,
+                 check_span: float = 1.5) -> None:  # fmt: skip
+        self.check_span = check_span
         self.means, self.sigmas, self.outlier = means, sigmas, outlier
         self.early, self.early_calls, self.drift = early, early_calls, drift
         self.phase = random.Random(seed + 7).uniform(0, 2 * math.pi)
@@ -106,7 +109,7 @@ class ShortKernelClock:
         r = self.rng
         if cfg is None:  # a check's copies or comparison span
             self.checks += 1
-            return 1.5 * min(self.means[b]) * math.exp(r.gauss(0.0, self.sigmas[b])), False
+            return self.check_span * min(self.means[b]) * math.exp(r.gauss(0.0, self.sigmas[b])), False
         ms = self.means[b][BLOCKS.index(cfg.kwargs["BLOCK"])] * math.exp(r.gauss(0.0, self.sigmas[b]))
         ms *= 1 + self.drift * math.sin(2 * math.pi * self.call / 2000 + self.phase)
         late = r.random() < (self.early if self.call < self.early_calls else self.outlier)
@@ -143,12 +146,13 @@ def landscape(kind: str, seed: int) -> list[list[float]]:
 
 
 def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: float = 0.25, drift: float = 0.04,
-           options: IncrementalOptions | None = None, calls: int = CALLS) -> dict[str, Any]:  # fmt: skip
+           options: IncrementalOptions | None = None, calls: int = CALLS,
+           check_span: float = 1.5) -> dict[str, Any]:  # fmt: skip
     """One stream: per hot bucket, the promoted config's true ratio to the best (None: not promoted)."""
     means = landscape(kind, seed)
     srng = random.Random(20_000 + seed)
     sigmas = [srng.uniform(0.02, 0.05) for _ in means]
-    clock = ShortKernelClock(means, sigmas, outlier, seed, early, drift=drift)
+    clock = ShortKernelClock(means, sigmas, outlier, seed, early, drift=drift, check_span=check_span)
     comp = _NoCompiles()
     inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
     k = tritune.autotune(configs=[triton.Config({"BLOCK": b}) for b in BLOCKS], key=["m", "n"],
@@ -210,15 +214,17 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=CALLS, help="the stream's length (default 6,000)")
     ap.add_argument("--max-samples", type=int, default=None, help="IncrementalOptions.max_samples")
     ap.add_argument("--min-samples", type=int, default=None, help="IncrementalOptions.min_samples")
+    ap.add_argument("--check-span", type=float, default=1.5,
+                    help="a check's copies and comparison spans, each in calls of the bucket's best (default 1.5)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     extra = {k: v for k, v in (("max_samples", a.max_samples), ("min_samples", a.min_samples)) if v is not None}
     opts = IncrementalOptions(drop_late=a.drop_late, **extra)
-    runs = [replay(s, a.landscape, a.outlier, a.early, a.drift, opts, a.calls) for s in range(a.seeds)]
+    runs = [replay(s, a.landscape, a.outlier, a.early, a.drift, opts, a.calls, a.check_span) for s in range(a.seeds)]
     s = summarize(runs)
     print(f"{a.landscape}{', drop_late' if a.drop_late else ''}, outliers {a.outlier:.0%} ({a.early:.0%} early), drift {a.drift:.0%}, {a.seeds} seeds: hot buckets converged {s['converged']}/{s['hot']} "
           f"= {s['rate']:.1%} (target >= 90%); misses by stop {s['misses']}; wrong ratios {s['wrong_ratios']}")  # fmt: skip
-    print(f"  {a.calls} calls, options {extra or 'default'}: extra GPU max {s['extra_max']:.1%} mean {s['extra_mean']:.1%} "
+    print(f"  {a.calls} calls, check spans {a.check_span} calls each, options {extra or 'default'}: extra GPU max {s['extra_max']:.1%} mean {s['extra_mean']:.1%} "
           f"(bound 10%); promotion at call {s['promote_at_median']} of the key (median); keys promoted "
           f"{s['keys_promoted_mean']:.1f} of {N_BUCKETS}; tuning calls {s['tuning_calls_mean']:.0f} (mean; by phase "
           f"{s['phases_mean']})")  # fmt: skip
