@@ -284,3 +284,23 @@ def test_late_spans_still_earn_the_budget_at_the_configs_median():
     # earning nothing would give ~2/3 of the kernel time; earning the spans' times ~5x (0.5 ms of host time)
     assert 0.85 * clock.true_ms <= inc.budget.earned_from_ms <= 1.05 * clock.true_ms, (inc.budget.earned_from_ms,
                                                                                         clock.true_ms)
+
+
+def test_a_key_below_the_even_share_borrows_from_the_kernels_pool_only():
+    # Session 10, H200: keys below an even share of the calls waited for their last checks while the pool
+    # (promoted keys' savings) held six checks' worth. They may borrow from the pool, never from another
+    # key's own bucket, and only once they have burst_calls calls.
+    inc = Incremental(IncrementalOptions(), clock=StallingClock(set()), compiler=FakeCompiles(), thread=False)
+    low = fake_key(inc, 1, 30)
+    other = fake_key(inc, 2, 900)
+    other.budget.earn(2.0)  # 0.2 ms in another key's bucket: not lent to a key below the even share
+    low.check_cost.append(0.1)
+    assert not inc._frequent(low)
+    assert not (inc._may_afford(low) and inc._afford(low))
+    inc.spare.receive(0.12)  # a promoted key's savings
+    assert not (inc._may_afford(low) and inc._afford(low))  # 30 calls < burst_calls (50)
+    low.calls = 60
+    assert inc._may_afford(low) and inc._afford(low)
+    assert inc.spare.tokens_ms == pytest.approx(0.02)  # lent 0.1: it left the pool
+    assert other.budget.tokens_ms == pytest.approx(0.2)  # the other key's bucket untouched
+    assert low.budget.tokens_ms == pytest.approx(0.0)

@@ -45,8 +45,9 @@ class IncrementalOptions:
     comparison, all timed) allowed per call, as a fraction of the measured device time of the key's real
     calls (one token bucket per key, so rare keys never spend what the frequent ones earned;
     ``burst_calls`` calls' worth of earnings, or one check's estimate, may be saved up; a key with at least
-    an even share of the calls may also spend what the others earned and left unspent, and all checks
-    together stay within the fraction of all calls). ``min_samples``/``max_samples``: samples per racer
+    an even share of the calls may also spend what the others earned and left unspent, any key with
+    ``burst_calls`` calls what promoted keys left and the buckets could not hold, and all checks together stay
+    within the fraction of all calls). ``min_samples``/``max_samples``: samples per racer
     before any elimination / kept (the latest).
     ``rel_tol`` and ``elimination_confidence`` as in :class:`~tritune.engine.race.RaceOptions` (ties within
     ``rel_tol`` are ties). ``sync_every``: calls of a key between agreement steps with ``distributed=True``.
