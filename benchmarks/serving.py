@@ -807,7 +807,7 @@ def report(doc: dict[str, Any]) -> None:
             print(f"  WARM JUDGE FAILED ({kd['warm_judge_error']}): both verdicts above are the cold judge's")
         print_diagnosis(kd, inc)
         print(f"  extra GPU while tuning {inc['extra_gpu_fraction']:.1%} of {inc['tuning_gpu_ms']:.1f} ms "
-              f"(bound 10%): {verdict(inc['extra_gpu_fraction'] <= 0.10 + 0.005)}; promoted {inc['promoted']} keys, "
+              f"(bound 10%): {verdict(inc['extra_gpu_fraction'] <= 0.10)}; promoted {inc['promoted']} keys, "
               f"{inc['still_tuning']} still tuning; resolver {inc['resolver_us_per_handle'] or float('nan'):.1f} us "
               f"per event pair; disagreed: {inc['disagreed'] or 'none'}")  # fmt: skip
         if inc.get("stretched_spans") is not None:

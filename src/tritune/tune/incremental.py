@@ -270,8 +270,9 @@ class Incremental:
             return True
         if st.calls < st.borrow_after:
             return False
-        if not self._frequent(st):  # the kernel's pool only (see _afford)
-            return st.calls >= self.options.burst_calls and self.spare.tokens_ms >= est - tokens
+        if not self._frequent(st):  # the kernel's pool only, keeping a check's worth in hand (see _afford)
+            return (st.calls >= self.options.burst_calls and self.spare.tokens_ms >= est - tokens
+                    and self.budget.unspent_ms >= 2 * est)  # fmt: skip
         # a cheap necessary condition: the other keys cannot lend more than all of them saved
         return self.budget.unspent_ms >= est - tokens
 
@@ -289,7 +290,9 @@ class Incremental:
         10, 60,000 calls) three RMSNorm keys of 520-660 calls, each below the even share of 24 keys, were never
         promoted, each waiting for one or two checks while the pool held 0.37 ms, six checks' worth (the CPU
         replay, ``race_replay.py --calls 60000 --check-span 4/6/8``, 8 seeds: 189/170/148 of 192 hot buckets
-        converged against 188/166/142, no promotion further off). The earlier
+        converged against 188/166/142, no promotion further off), and only while all keys together keep
+        another check's estimate unspent: a check can cost more than its estimate, and the H200's 6,000-call
+        GEMM stream ended at 10.1% with the pool lent freely. The earlier
         rule let a frequent key spend the kernel's unspent total and refused every key's check while that total
         was short: keys that had earned their check waited for the ones that spent it."""
         est = st.check_estimate_ms()
@@ -306,7 +309,7 @@ class Incremental:
         need = est - st.budget.tokens_ms
         if self._frequent(st):
             lenders = [self.spare, *(o.budget for o in list(self.states.values()) if o is not st)]
-        elif st.calls >= self.options.burst_calls:
+        elif st.calls >= self.options.burst_calls and self.budget.unspent_ms >= 2 * est:
             lenders = [self.spare]
         else:
             return False
