@@ -170,6 +170,22 @@ def test_a_first_batch_that_beats_every_transferred_winner_goes_on_and_an_explic
     assert not d2.done and len(d2.next_batch()) == 8  # type: ignore[attr-defined]
 
 
+def test_a_winner_within_the_races_resolution_confirms_though_outside_a_narrow_interval() -> None:
+    # SYNTHETIC, session 10's H200 case: intervals of +-0.1% (a long kernel, many repeats); a neighbour's
+    # winner 0.6% behind the batch's best is outside the best's interval but within the race's 1%: a tie.
+    from tritune.search.transfer import CONFIRM_TOL
+
+    near, winners = _three_neighbours()
+    for behind, stops in ((1.006, True), (1.0 + 2 * CONFIRM_TOL, False)):
+        d = _driver(near)
+        first = d.next_batch()  # type: ignore[attr-defined]
+        for c in first:
+            t = 1.0 if c == first[5] else behind if c == winners[0] else 1.2
+            d.record(c, _ci(t, 0.001))  # type: ignore[attr-defined]
+        assert d.done is stops, behind  # type: ignore[attr-defined]
+        assert (d.why_stopped == "confirmed") is stops  # type: ignore[attr-defined]
+
+
 def test_confirmed_is_false_for_other_strategies_and_first_must_be_positive() -> None:
     from tritune.search import Budget, SearchDriver
 
