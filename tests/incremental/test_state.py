@@ -96,6 +96,18 @@ def test_a_check_sample_counts_and_the_next_check_is_estimated_from_the_last():
     assert C not in st.obs.samples  # a disagreeing run is no timing
 
 
+def test_one_outlier_first_check_does_not_set_the_estimate_the_kernels_estimate_votes():
+    # Session 10, H200: a key's first check measured 0.49 ms where the kernel's checks cost ~0.06 ms; with the
+    # key's own checks alone as the estimate it saved up for 800 calls and was never promoted.
+    st = KeyState([A, B, C], A, IncrementalOptions())
+    st.sample(A, 0.01)
+    st.check_calls = 6.0  # learned from the other keys' checks: 6 calls' worth, 0.06 ms here
+    st.check_cost.append(0.49)
+    assert st.check_estimate_ms() == pytest.approx(0.06)
+    st.check_cost += [0.5, 0.52]  # this key's checks really are dearer: its own checks outvote the kernel's
+    assert st.check_estimate_ms() == pytest.approx(0.49)
+
+
 def test_a_candidate_joining_the_race_takes_max_samples_calls_in_a_row_then_takes_turns():
     st = KeyState([A, B], A, IncrementalOptions(min_samples=3, max_samples=4))
     assert [st.next_racer() for _ in range(10)] == [A] * 10
