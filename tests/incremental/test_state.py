@@ -339,3 +339,23 @@ def test_prune_spares_the_protected_configs():
     timings = {A: [1.0], B: [1.7], C: [1.05]}
     assert set(prune(timings, [A, B, C], 1.3, A, 0.17)) == {B}
     assert prune(timings, [A, B, C], 1.3, A, 0.17, protect=frozenset({B})) == {}
+
+
+def test_a_tuning_keys_leader_is_protected_from_pruning_like_a_winner():
+    """Session 10, H200: M = 96's best config was pruned by M = 128's promotion while M = 64 still raced with it
+    in the lead; M = 64 then won with it, and M = 96 was promoted 1.19x off (a pruned config is never restored)."""
+    from tritune.tune.incremental import Incremental
+
+    inc = Incremental(IncrementalOptions(min_samples=3), thread=False)
+    racing = KeyState([A, B, C], A, inc.options)
+    for c in (B, C):
+        racing.compiled(c)
+        racing.checked(c, None)
+    racing.apply(racing.propose())
+    assert racing.leader() is None  # nobody has min_samples samples yet
+    feed(racing, A, 1.0, 3)
+    feed(racing, B, 0.8, 3)
+    feed(racing, C, 0.9, 2)
+    assert racing.leader() == B
+    inc.states[(64,)] = racing
+    assert inc._protected({(32,): C}) == frozenset({B, C})

@@ -491,6 +491,19 @@ class KeyState:
             return None
         return self.recent_ms(racers[0])
 
+    def leader(self) -> Config | None:
+        """The racer with the smallest recent median among those with ``min_samples`` samples (None: none yet):
+        what this key would serve if it were promoted now (read by other keys' pruning)."""
+        best: tuple[float, Config] | None = None
+        for c in self._racers:
+            xs = self.obs.samples.get(c)
+            if xs is None or len(xs) < self.options.min_samples:
+                continue
+            ms = self.recent_ms(c)
+            if ms is not None and (best is None or ms < best[0]):
+                best = (ms, c)
+        return None if best is None else best[1]
+
     def waiting_leader(self) -> tuple[Config, float] | None:
         """While the key waits for a candidate's check (or compile) and every racer's window is full: the
         leader (the smallest window median) and its recent median, for an untimed call (see
