@@ -212,6 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=0.25, help="fraction of the legal configs (default 0.25)")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds are FIRST..FIRST+SEEDS-1 (default 0): other seeds of the same rows, to see how much a "
+        "row's median and p90 move with the seeds alone",
+    )
+    ap.add_argument(
         "--noise", default="0", help="relative multiplicative replay noise; comma-separated for several"
     )
     ap.add_argument(
@@ -303,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                         land,
                         strategy_factory(name),
                         args.budget,
-                        args.seeds,
+                        range(args.first_seed, args.first_seed + args.seeds),
                         noise=noise,
                         name=name,
                         final=replay_final_race if args.model == "tuner" else None,
@@ -362,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             "provenance": args.provenance,
             "budget": args.budget,
             "seeds": args.seeds,
+            "first_seed": args.first_seed,
             "noise": noises,
             "default": registry.DEFAULT,
             "model": args.model,

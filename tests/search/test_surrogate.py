@@ -315,3 +315,45 @@ def test_quantile_and_median_are_numpys_floats(values, q):
     a = np.array(values)
     assert quantile(a, q) == float(np.quantile(a, q)) and median(a) == float(np.median(a))
     assert np.isnan(quantile(np.array([1.0, np.nan]), 0.5)) and np.isnan(median([1.0, np.nan, 2.0]))
+
+
+def _ridge_ms(c: Any) -> float:
+    """Fastest along the diagonal BLOCK = 64 x num_warps, more so with more warps: one-axis moves leave it."""
+    block, warps = math.log2(c.as_dict()["BLOCK"]), math.log2(c.num_warps)
+    return 1.0 + abs(block - warps - 6) + 0.1 * (3 - warps) + 0.01 * c.num_stages
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sweep_share_moves_one_axis_from_the_best(seed: int) -> None:
+    """sweep=1: every guided pick is an untried one-axis move from the best config while it has one left.
+
+    On a diagonal ridge the model's fastest local moves are diagonals (two axes at once), which the default
+    takes; the sweep keeps to the incumbent's one-axis moves whatever the model ranks higher elsewhere."""
+    space = Space({"BLOCK": pow2(16, 1024), "num_warps": [1, 2, 4, 8], "num_stages": [1, 2, 3]})
+    axes = {}
+    for sweep in (0.0, 1.0):
+        s = SurrogateSearch(space, seed=seed, sweep=sweep, explore=0.0)
+        for c in s.ask(10):
+            s.tell(c, Status.MEASURED, _ridge_ms(c))
+        moved = []
+        for _ in range(4):
+            best = s.best()
+            assert best is not None
+            (c,) = s.ask(1)
+            step = np.abs(s.grid.coords[s.index[c]] - s.grid.coords[s.index[best.config]])
+            moved.append(int((step > 0).sum()))
+            s.tell(c, Status.MEASURED, _ridge_ms(c))
+        axes[sweep] = moved
+    assert axes[1.0] == [1, 1, 1, 1], f"sweep=1 moved {axes[1.0]} axes from the best"
+    assert max(axes[0.0]) > 1, "the landscape no longer tells the sweep from the default's local step"
+
+
+def test_sweep_share_is_checked_and_off_by_default() -> None:
+    with pytest.raises(SearchError, match="sweep"):
+        SurrogateSearch(_space(), sweep=-0.1)
+    assert SurrogateSearch(_space()).sweep == 0.0
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_sweep_variant_passes_the_contract(check: Any) -> None:
+    check(functools.partial(SurrogateSearch, sweep=0.5))
