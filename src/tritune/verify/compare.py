@@ -81,10 +81,9 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
     flat_o, flat_e = out.reshape(-1), expected.reshape(-1)
     floating = out.dtype.is_floating_point
     parts: list[Any] = []  # per chunk: a float64 tensor [unwritten, mismatched, max error], read once at the end
-    for start in range(0, flat_o.numel(), _CHUNK):
-        o = flat_o[start : start + _CHUNK]
-        e = flat_e[start : start + _CHUNK].to(o.dtype) if not floating else flat_e[start : start + _CHUNK]
-        unw, bad, err = _chunk(torch, o, e, floating, out.dtype, atol, rtol)
+    starts = range(0, flat_o.numel(), _CHUNK)
+    for start in starts:
+        unw, bad, err = _chunk(flat_o, flat_e, start, floating, atol, rtol)
         parts.append(torch.stack([unw.sum().double(), bad.sum().double(), err.double()]))
     if not parts:
         return Comparison(True, 0.0, 0, 0, None, "")
@@ -94,11 +93,9 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
     if mismatched == 0:
         return Comparison(True, max_err, 0, 0, None, "")
     first_bad: int | None = None
-    for k, start in enumerate(range(0, flat_o.numel(), _CHUNK)):
+    for k, start in enumerate(starts):
         if cols[k, 1] > 0:  # the first chunk with a mismatch: compared once more, for its first bad index
-            o = flat_o[start : start + _CHUNK]
-            e = flat_e[start : start + _CHUNK].to(o.dtype) if not floating else flat_e[start : start + _CHUNK]
-            _, bad, _ = _chunk(torch, o, e, floating, out.dtype, atol, rtol)
+            _, bad, _ = _chunk(flat_o, flat_e, start, floating, atol, rtol)
             first_bad = start + int(torch.nonzero(bad)[0])
             break
     parts_txt = []
@@ -114,9 +111,14 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
     return Comparison(False, max_err, unwritten, mismatched, first_bad, "; ".join(parts_txt))
 
 
-def _chunk(torch: Any, o: Any, e: Any, floating: bool, dtype: Any, atol: float,
+def _chunk(flat_o: Any, flat_e: Any, start: int, floating: bool, atol: float,
            rtol: float) -> tuple[Any, Any, Any]:  # fmt: skip
-    """One chunk's (unwritten mask, mismatch mask, largest error as a 0-d tensor), all on the device."""
+    """The chunk of the flat output and oracle at ``start`` (never empty): its unwritten mask, mismatch mask and
+    largest error (a 0-d tensor), all on the device."""
+    import torch
+
+    o = flat_o[start : start + _CHUNK]
+    e = flat_e[start : start + _CHUNK]
     if floating:
         o64, e64 = o.double(), e.double()
         on, en = torch.isnan(o64), torch.isnan(e64)
@@ -125,17 +127,16 @@ def _chunk(torch: Any, o: Any, e: Any, floating: bool, dtype: Any, atol: float,
         # (an infinite expected value has an infinite tolerance: only the same infinity agrees with it)
         ok = ((err <= e64.abs().mul_(rtol).add_(atol)) & torch.isfinite(e64)) | (o64 == e64) | (on & en)
         # the largest finite-or-infinite error of the written elements (NaN errors: a NaN on one side only)
-        top = torch.nan_to_num(err, nan=0.0, posinf=math.inf).max() if err.numel() else torch.zeros((), dtype=torch.float64)
-        return unw, ~ok, top
-    if dtype == torch.bool:
+        return unw, ~ok, torch.nan_to_num(err, nan=0.0, posinf=math.inf).max()
+    e = e.to(o.dtype)
+    if o.dtype == torch.bool:
         unw = torch.zeros_like(o, dtype=torch.bool)
     else:
-        s = sentinel(dtype)
+        s = sentinel(o.dtype)
         unw = (o == s) & (e != s)
     diff = (o.long() - e.long()).abs()
     bad = diff > atol + rtol * e.long().abs()
-    top = torch.where(unw, 0, diff).max() if diff.numel() else torch.zeros((), dtype=torch.long)
-    return unw, bad, top
+    return unw, bad, torch.where(unw, 0, diff).max()
 
 
 def digest(tensors: Sequence[Any]) -> str:
