@@ -270,9 +270,8 @@ class Incremental:
             return True
         if st.calls < st.borrow_after:
             return False
-        if not self._frequent(st):  # the kernel's pool only, keeping a check's worth in hand (see _afford)
-            return (st.calls >= self.options.burst_calls and self.spare.tokens_ms >= est - tokens
-                    and self.budget.unspent_ms >= 2 * est)  # fmt: skip
+        if not self._frequent(st):  # the kernel's pool only (see _afford)
+            return self._may_borrow_pool(st, est) and self.spare.tokens_ms >= est - tokens
         # a cheap necessary condition: the other keys cannot lend more than all of them saved
         return self.budget.unspent_ms >= est - tokens
 
@@ -280,6 +279,11 @@ class Incremental:
         """A key with at least an even share of the tuning keys' calls: its checks may also spend what the
         other keys earned and did not spend (a promotion there saves the most; rare keys earn for it)."""
         return st.calls >= 16 and st.calls * len(self.states) >= self._calls
+
+    def _may_borrow_pool(self, st: KeyState, est: float) -> bool:
+        """Whether a key below the even share may borrow from the kernel's pool for a check of ``est`` ms: once
+        it has ``burst_calls`` calls, and while all keys keep another check's estimate unspent (:meth:`_afford`)."""
+        return st.calls >= self.options.burst_calls and self.budget.unspent_ms >= 2 * est
 
     def _afford(self, st: KeyState) -> bool:
         """Spend the next check's estimate: from the key's own bucket, else (a frequent key) with tokens lent
@@ -309,7 +313,7 @@ class Incremental:
         need = est - st.budget.tokens_ms
         if self._frequent(st):
             lenders = [self.spare, *(o.budget for o in list(self.states.values()) if o is not st)]
-        elif st.calls >= self.options.burst_calls and self.budget.unspent_ms >= 2 * est:
+        elif self._may_borrow_pool(st, est):
             lenders = [self.spare]
         else:
             return False
@@ -775,13 +779,16 @@ class Incremental:
         if self.options.prune_ratio == 0 or not choice.timings:
             return
         known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
+        protect: frozenset[Config] | None = None  # found once, for the first key pruned (pruning moves no racer)
         for other, st in list(self.states.items()):
             if nearest_key(other, known, st.configs) != key:
                 continue
             if not self._may_prune(other, key):
                 continue
+            if protect is None:
+                protect = self._protected(known)
             out = st.prune_more(prune(choice.timings, st.configs, self.options.prune_ratio, st.provisional,
-                                      key_distance(other, key), protect=self._protected(known)))  # fmt: skip
+                                      key_distance(other, key), protect=protect))  # fmt: skip
             if out:
                 self._note("pruned", f"{tuned.key_spec.public(other)}: {', '.join(c.id for c in out)} "
                                      f"(by {tuned.key_spec.public(key)})")  # fmt: skip
