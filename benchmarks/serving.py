@@ -28,12 +28,15 @@ working sets are far larger than its 50 MB L2 (24 GEMM weights of 32 MB each; th
 so the cold judge is primary for both. (Session 6's first run of this code called warm primary on a wrong
 premise, that the GEMM's weight is shared and stays in L2: each bucket has its own.) Both verdicts are printed,
 and where the two disagree on a bucket's best, a config may be "slower" only under the other judge.
-only cold. The best under a judge is the pretuned ideal, and each engine's final config is scored against it.
+Each engine's final config is scored two ways under a judge: against the pretuned ideal's pick, round by
+round (:func:`paired_ratio`: the issue's "<= 1.02x of the pretuned best"), and, stricter, against the smallest
+of all configs' medians (:func:`ratio_interval`), a minimum over noisy medians that the pretuned ideal itself
+misses on several buckets of these 5-10 us kernels (sessions 8-10: 20-23 of 24).
 For ``incremental``, each hot bucket it did not promote is diagnosed as the stream left it
 (``Incremental.diagnose``: every candidate's phase, samples and median, checks waiting, the bucket's tokens,
 the pool, the rule that holds it back, and at which of the key's calls its candidates compiled and were
 checked). ``incremental`` counts as converged on a bucket only if it promoted there, to a config
-<= 1.02x the best. Also measured: the compile time of one config (a fresh cache), the largest difference
+<= 1.02x the pretuned best (or, strict, the best). Also measured: the compile time of one config (a fresh cache), the largest difference
 between configs' outputs in units of the check's default tolerance (what justifies it), the check's
 comparison on the GPU (integers bit-exact), and the host cost per call of the incremental mode while a key
 races (real launches, real CUDA events, the resolver thread running) against the cached fast path.
@@ -480,6 +483,24 @@ def ratio_interval(rounds: dict[str, list[float]], cfg: str, boot: int = 2000, s
     return (ratios[int(0.025 * boot)], ratios[int(0.975 * boot) - 1])
 
 
+def paired_ratio(rounds: dict[str, list[float]], cfg: str, ref: str, boot: int = 2000,
+                 seed: int = 0) -> tuple[float, float, float]:  # fmt: skip
+    """``cfg`` against ``ref`` on one bucket, round by round: the median over the judge's rounds of
+    ``cfg``'s time / ``ref``'s time in the same round (a round times them back to back, so each pair shares
+    the GPU's state of that moment), and its 95% bootstrap interval. This is the issue's measure, "<= 1.02x
+    of the pretuned best" with ``ref`` the pretuned ideal's pick; unlike the ratio to the smallest of all
+    configs' medians (:func:`ratio_interval`) no minimum over noisy medians biases it, so the pretuned
+    ideal scores exactly 1 against itself and two near-tied picks score near 1. (inf, inf, inf) when either
+    config was not re-timed (``cfg`` still tuning: ``tuning:...``)."""
+    if cfg not in rounds or ref not in rounds:
+        return (math.inf, math.inf, math.inf)
+    n = min(len(rounds[cfg]), len(rounds[ref]))
+    per = [rounds[cfg][i] / rounds[ref][i] for i in range(n)]
+    rng = random.Random(seed)
+    meds = sorted(pct([per[rng.randrange(n)] for _ in range(n)], 0.5) for _ in range(boot))
+    return (pct(per, 0.5), meds[int(0.025 * boot)], meds[int(0.975 * boot) - 1])
+
+
 def output_spread(w: Workload, t: tuple[Any, ...]) -> dict[str, float]:
     """Largest difference of any config's output from the first config's: absolute, relative, and as a
     fraction of the check's default tolerance (``atol + rtol*|ref|``: below 1 means the check agrees)."""
@@ -700,6 +721,13 @@ def main() -> None:
                 r["vs_best_ci" + suffix] = [ratio_interval(rounds_of[str(b)], r["final"].get(str(b), "?"))
                                             for b in hot]  # fmt: skip
                 r["converged_fraction" + suffix] = sum(s <= 1.02 for s in scores) / len(scores) if scores else None
+                pre = kd["engines"].get("pretuned", {}).get("final", {})
+                if pre:  # the issue's measure: against the pretuned ideal's pick, round by round
+                    pr = [paired_ratio(rounds_of[str(b)], r["final"].get(str(b), "?"), pre.get(str(b), "?"))
+                          for b in hot]  # fmt: skip
+                    r["vs_pretuned" + suffix] = [x[0] for x in pr]
+                    r["vs_pretuned_ci" + suffix] = [(x[1], x[2]) for x in pr]
+                    r["converged_vs_pretuned" + suffix] = (sum(x[0] <= 1.02 for x in pr) / len(pr)) if pr else None
         doc["kernels"][w.name] = kd
     for name, fn in (("comparison_check", lambda: comparison_check(dev)),
                      ("host_overhead", lambda: overhead_us(dev) if not dry else {"error": "needs a GPU"})):  # fmt: skip
@@ -779,6 +807,16 @@ def report(doc: dict[str, Any]) -> None:
         print(f"  primary judge: {primary} (the stream's working set {(ws or 0) / 2**20:.0f} MB, L2 "
               f"{'?' if not l2 else f'{l2 / 2**20:.0f} MB'})")  # fmt: skip
         sfx = "_cold" if primary == "cold" else ""
+        pconv = inc.get("converged_vs_pretuned" + sfx)
+        if pconv is not None:
+            pre_self = eng.get("pretuned", {}).get("converged_fraction" + sfx)
+            print(f"  hot buckets converged to <= 1.02x the pretuned best (the issue's measure: promoted, and the "
+                  f"median over the {primary} judge's interleaved rounds of its time / the pretuned ideal's pick's "
+                  f"in the same round <= 1.02): {pconv:.0%} >= 90%: {verdict(pconv >= 0.9)} (vs pretuned: "
+                  f"{[round(x, 3) for x in inc.get('vs_pretuned' + sfx, [])]}; 95% intervals "
+                  f"{[(round(lo, 3), round(hi, 3)) for lo, hi in inc.get('vs_pretuned_ci' + sfx, [])]})")  # fmt: skip
+            print(f"  stricter, against the best of ALL configs re-timed (the smallest of {len(kd['configs'])} noisy "
+                  f"medians; the pretuned ideal itself scores {'-' if pre_self is None else f'{pre_self:.0%}'} here):")  # fmt: skip
         conv = inc.get("converged_fraction" + sfx)
         print(f"  hot buckets converged (promoted, <= 1.02x the best re-timed {primary}, interleaved; the primary "
               f"judge): {'-' if conv is None else f'{conv:.0%}'} >= 90%: {verdict(None if conv is None else conv >= 0.9)} "
