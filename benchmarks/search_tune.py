@@ -20,7 +20,13 @@ stages, a register cap). Every engine runs as its own ``tritune tune`` process w
 machine that tuned the other three, both searches may reuse what the 3-key search compiled (the matmul's
 binaries do not depend on M, N, K beyond their divisibility by 16), and neither sees what the other compiled.
 With ``--new-key-cache both`` (the default) the transfer and the cold search also run each from an EMPTY
-cache (``transfer_empty``, ``cold_empty``), and both ratios are printed. (The cold search's seed is the 3-key
+cache (``transfer_empty``, ``cold_empty``), and both ratios are printed. With ``--new-key-process both`` (the
+default) or ``warm`` they also run each in a WARM process (``transfer_warm``, ``cold_new_warm``, from the
+snapshot): before ``tritune tune`` runs in it, the process launches the kernel once at 4096^3 with that key's
+stored winner and calls cuBLAS once (:func:`warm_child`), as a process serving the kernel has when a new key
+arrives. Both processes are warmed alike, so the ratio is the key's own cost without the once-per-process
+imports and initializations a fresh process pays in its first key (Triton's code generator, ~0.2 s on the
+H200 host; cuBLAS's start, ~0.12 s), which weigh more on the short transfer than on the cold search. (The cold search's seed is the 3-key
 search's, so its first batches are the ones step 2 compiled for 4096^3: from the snapshot it compiles little.)
 
 The arguments are drawn on the GPU (``--args device``, :func:`search_args`): ``matmul_tma_args`` draws them
@@ -112,17 +118,38 @@ def key_arg(key: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in key.items())
 
 
+def warm_child(cfg_id: str, cli: Sequence[str]) -> int:
+    """The warm process (``--new-key-process warm``): first what a process that already runs the kernel has
+    done, the kernel launched once at the first tuned key with ``cfg_id`` (its stored winner: Triton's compiler
+    imported, the launcher loaded) and one cuBLAS call, then ``tritune tune`` ``cli`` in this process."""
+    import torch
+
+    from tritune.cli.main import main as tritune_main
+
+    cfg = next((c for c in SEARCH_SPACE.configs() if c.id == cfg_id), None)
+    if cfg is None:
+        raise SystemExit(f"search_tune.py --child-warm: {cfg_id} is not a config of the benchmark's space")
+    args = search_args(KEYS[0], "cuda")
+    launch(KEYS[0], cfg, args)()
+    torch.matmul(args[0][:256, :256], args[1][:256, :256])
+    torch.cuda.synchronize()
+    return tritune_main(list(cli))
+
+
 def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store: Path, *extra: str,
-                 cache_from: str | None = None, args: str = "device", profile: bool = False) -> dict[str, Any]:
+                 cache_from: str | None = None, args: str = "device", profile: bool = False,
+                 warm: tritune.Config | None = None) -> dict[str, Any]:  # fmt: skip
     """One ``tritune tune`` process with an empty Triton cache, or a copy of ``cache_from`` (another run's
-    cache); its JSON result, process wall, per-key walls and the cache directory it used."""
+    cache); its JSON result, process wall, per-key walls and the cache directory it used. ``warm``: the
+    process first launches the kernel with this config and calls cuBLAS (:func:`warm_child`)."""
     cache = tempfile.mkdtemp(prefix=f"tcache-{name}-")
     if cache_from is not None:
         shutil.copytree(cache_from, cache, dirs_exist_ok=True)
     env = {**os.environ, "TRITON_CACHE_DIR": cache, "SEARCH_ARGS": args}
     env.pop("TRITUNE_SEARCH", None)
     prof = [sys.executable, "-m", "cProfile", "-o", str(out / f"{name}.prof")] if profile else [sys.executable]
-    cmd = [*prof, "-m", "tritune", "tune", __file__, "--workload", "matmul_search", "--quiet",
+    head = [__file__, "--child-warm", warm.id] if warm is not None else ["-m", "tritune"]
+    cmd = [*prof, *head, "tune", __file__, "--workload", "matmul_search", "--quiet",
            "--store", str(store), "--json", str(out / f"{name}.json"), *extra]  # fmt: skip
     for k in keys:
         cmd += ["--key", key_arg(k)]
@@ -136,7 +163,12 @@ def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store:
         import pstats
 
         text = io.StringIO()
-        pstats.Stats(str(out / f"{name}.prof"), stream=text).sort_stats("cumulative").print_stats(80)
+        st = pstats.Stats(str(out / f"{name}.prof"), stream=text).sort_stats("cumulative")
+        st.print_stats(80)
+        # Inside the key: what its batches' loads, checks and first timings call (the .prof is not kept).
+        for fn in ("tune_key", "compile_and_race", "load_binary", "check_candidate", "_warm_up", "measure"):
+            st.print_callees(fn)
+        st.sort_stats("tottime").print_stats(40)
         (out / f"{name}-profile.txt").write_text(text.getvalue())
     doc = json.loads((out / f"{name}.json").read_text()) if (out / f"{name}.json").exists() else {"workloads": []}
     keyed = []
@@ -181,7 +213,8 @@ def phase_summary(w: Mapping[str, Any]) -> dict[str, Any]:
     inside = sum(float(b.get("s") or 0) for b in batches) + float(final.get("s") or 0)  # asks: some in both
     wall = w.get("wall_s")
     return {"setup": ph.get("setup"), "after_s": ph.get("after_s"),
-            "batches": [{k: b.get(k) for k in ("configs", "s", "compiled_s")} for b in batches],
+            "batches": [{k: b.get(k) for k in ("configs", "s", "compiled_s", "prepare_s", "raced_s")} for b in batches],
+            "prepare": ph.get("prepare"),
             "first_race": ph.get("first_race"), "ask_s": ph.get("ask_s"), "final_race": final or None,
             "race_device_s": race.get("device_s"), "race_stop": race.get("stop"),
             "outside_batches_s": round(float(wall) - inside, 3) if wall is not None else None}  # fmt: skip
@@ -220,6 +253,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "both pairs (module docstring)")  # fmt: skip
     ap.add_argument("--args", choices=("device", "cpu"), default="device",
                     help="draw the matmul's arguments on the GPU (default) or on the CPU as matmul_tma_args does")
+    ap.add_argument("--new-key-process", choices=("both", "fresh", "warm"), default="both",
+                    help="the new key's transfer and cold search each in a fresh process (as `tritune tune` "
+                    "runs), in a warm one (the kernel already launched, cuBLAS used: a process serving the "
+                    "kernel meets a new key), or both pairs (module docstring)")  # fmt: skip
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--child-warm"]:
+        return warm_child(argv[1], argv[2:])
     a = ap.parse_args(argv)
     import torch
 
@@ -241,20 +281,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     # of the 3-key search's, so the two transfers start from the same 3 tuned keys.
     snapshot = tempfile.mkdtemp(prefix="tcache-snapshot-")
     shutil.copytree(runs["search"]["cache"], snapshot, dirs_exist_ok=True)
-    pairs = [("", snapshot)] if a.new_key_cache == "shared" else [("_empty", None)] if a.new_key_cache == "empty" \
-        else [("", snapshot), ("_empty", None)]  # fmt: skip
+    pairs: list[tuple[str, str | None]] = []
+    if a.new_key_process != "warm":
+        pairs += [("", snapshot)] if a.new_key_cache == "shared" else [("_empty", None)] \
+            if a.new_key_cache == "empty" else [("", snapshot), ("_empty", None)]  # fmt: skip
+    warm_cfg = runs["search"]["keys"][0]["winner"] if runs["search"]["keys"] else None
+    if a.new_key_process != "fresh" and warm_cfg is not None:
+        pairs.append(("_warm", snapshot))  # both processes warmed alike (warm_child), from the snapshot
     for suffix, cache in pairs:
         db = stores / f"transfer{suffix}.db"
         copy_store(stores / "search.db", db)
-        runs[f"transfer{suffix}"] = tune_process(f"transfer{suffix}", out, [NEW_KEY], db, cache_from=cache, args=a.args)
+        warm = warm_cfg if suffix == "_warm" else None
+        runs[f"transfer{suffix}"] = tune_process(f"transfer{suffix}", out, [NEW_KEY], db, cache_from=cache,
+                                                 args=a.args, warm=warm)  # fmt: skip
         runs[f"cold_new{suffix}"] = tune_process(f"cold_new{suffix}", out, [NEW_KEY], stores / f"cold{suffix}.db",
-                                                 cache_from=cache, args=a.args)  # fmt: skip
-    if os.environ.get("SEARCH_PROFILE") and pairs[0][0] == "":  # once more under cProfile: where the time goes
+                                                 cache_from=cache, args=a.args, warm=warm)  # fmt: skip
+    if os.environ.get("SEARCH_PROFILE") and pairs and pairs[0][0] in ("", "_warm"):  # once more under cProfile
         copy_store(stores / "search.db", stores / "transfer_prof.db")  # (its wall is the profiler's; not a result)
         tune_process("transfer_prof", out, [NEW_KEY], stores / "transfer_prof.db", cache_from=snapshot,
-                     args=a.args, profile=True)  # fmt: skip
+                     args=a.args, profile=True, warm=warm_cfg if pairs[0][0] == "_warm" else None)  # fmt: skip
     rounds = 8 if a.quick else 16
-    main_pair = pairs[0][0]
+    main_pair = pairs[0][0] if pairs else ""
     ex, se = (runs[n]["keys"] if n in runs else [] for n in ("exhaustive", "search"))
     result: dict[str, Any] = {"space": len(SEARCH_SPACE.configs()), "rounds": rounds}
     if ex and se and ex[0]["winner"] and se[0]["winner"]:
@@ -287,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ms = interleave(fns, rounds)
         for sfx, (t, c) in pair_rows.items():
             result[f"new_key{sfx}"] = {
-                "cache": "a copy of the 3-key search's cache snapshot" if sfx == "" else "an empty cache",
+                "cache": ("an empty cache" if sfx == "_empty" else "a copy of the 3-key search's cache snapshot")
+                + (", in a warm process (the kernel launched, cuBLAS used)" if sfx == "_warm" else ""),
                 "ms": {n: v for n, v in ms.items() if n in (f"transfer{sfx}", f"cold{sfx}")},
                 "wall_ratio": t[0]["wall_s"] / c[0]["wall_s"], "transfer_wall_s": t[0]["wall_s"],
                 "cold_wall_s": c[0]["wall_s"],
@@ -305,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sfx, _ in pairs:
         r = result.get(f"new_key{sfx}")
         if r is None:
-            print(f"6144^3 new key ({'snapshot' if sfx == '' else 'empty'} cache): a run failed, no ratio")
+            print(f"6144^3 new key ({sfx or 'snapshot'}): a run failed, no ratio")
             continue
         xf = (r["transfer"] or {}).get("transfer") or {}  # the transfer's start: its opening batch and winners
         print(f"6144^3 new key after 3 tuned, each from {r['cache']}: transfer wall / cold search wall = "
@@ -316,7 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for who in ("transfer", "cold"):
             ph = r[f"{who}_phases"]
             print(f"   {who}: setup {json.dumps(ph.get('setup'))}, batches "
-                  f"{[(b['configs'], b['s'], b['compiled_s']) for b in ph['batches']]} (configs, s, compiled_s), "
+                  f"{[(b['configs'], b['s'], b['compiled_s'], b.get('prepare_s')) for b in ph['batches']]} (configs, "
+                  f"s, compiled_s, prepare_s), prepare {json.dumps(ph.get('prepare'))}, "
                   f"final race {(ph.get('final_race') or {}).get('s')} s, after {ph.get('after_s')} s, outside "
                   f"batches {ph['outside_batches_s']} s, asks {ph['ask_s']} s")  # fmt: skip
     print(f"total {total:.0f} s")

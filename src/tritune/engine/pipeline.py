@@ -127,7 +127,8 @@ def compile_and_race(
     ``method="sweep"`` times every config to completion, after all compiles. ``tail``: race the compiled
     ones once at most this many compiles are left (default: half the workers ``compiling`` started).
     ``stats``, when given, receives the first race's size and time, when the last compile ended
-    (``compiled_s``) and when the last config was loaded and checked (``loaded_s``).
+    (``compiled_s``), when the last config was loaded and checked (``loaded_s``), the seconds spent inside
+    ``prepare`` (``prepare_s``) and when the race ended (``raced_s``), all from the call's start.
     ``prior``: the race of earlier batches (a search, :mod:`tritune.engine.searched`): its survivors race on
     with these configs and its outcomes are kept, so one race decides within and across batches.
     ``on_tail()`` is called once, when at most ``tail`` compiles are left (or at once when nothing compiles
@@ -142,13 +143,18 @@ def compile_and_race(
         timed_out = c in compiling.timed_out
         return Failure(Status.COMPILE_TIMEOUT if timed_out else Status.COMPILE_FAILED, compiling.failed[c])
 
+    prepared_s = 0.0
+
     def load(cfgs: Sequence[Config]) -> list[Config]:
+        nonlocal prepared_s
         ok = []
         for c in sorted(cfgs, key=order.__getitem__):
             if compiling is not None and c in compiling.failed:
                 failures[c] = compile_failure(c)
                 continue
+            t = time.perf_counter()
             got = prepare(c)
+            prepared_s += time.perf_counter() - t
             if isinstance(got, Failure):
                 failures[c] = got
                 continue
@@ -194,6 +200,7 @@ def compile_and_race(
     if stats is not None:
         stats["compiled_s"] = round((compiled_at or time.perf_counter()) - clock, 3)
         stats["loaded_s"] = round(time.perf_counter() - clock, 3)
+        stats["prepare_s"] = round(prepared_s, 3)  # inside ``prepare`` (loads and checks), summed
     if first is not None:
         result = race(runnable, measure, options, prior=first)
     elif prior is not None:

@@ -131,7 +131,8 @@ def search_and_race(
                                                            else o.status))  # fmt: skip
             compiled += float(phase.get("compiled_s", 0.0))
             batches.append({"configs": len(todo), "s": round(time.perf_counter() - t0, 3),
-                            "compiled_s": phase.get("compiled_s"), "leader": None if result.winner is None
+                            "compiled_s": phase.get("compiled_s"), "prepare_s": phase.get("prepare_s"),
+                            "raced_s": phase.get("raced_s"), "leader": None if result.winner is None
                             else result.winner.id})  # fmt: skip
             if on_batch is not None:
                 on_batch(todo, result)

@@ -34,6 +34,7 @@ from tritune.device import current_target, gpu_unavailable_reason
 from tritune.dist.farm import Farm, job_group, rank_info
 from tritune.dist.race import WINNER_RULE
 from tritune.dist.search import SharedSearch
+from tritune.engine.imports import import_ahead
 from tritune.engine.isolate import IsolatedBench
 from tritune.engine.job import TuningJob, timer_measure
 from tritune.engine.pipeline import Prepared, load_binary
@@ -112,6 +113,7 @@ def tune_key(
 
     setup: dict[str, float] = {}
     t_setup = time.perf_counter()
+    joined = import_ahead() if device != "cpu" else (lambda: 0.0)  # beside the arguments and the oracle
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     compile_jit = as_jit(workload.kernel)
     kname = workload.info.name
@@ -129,18 +131,25 @@ def tune_key(
     screened = screen_static(workload, kw, screens)
     verdict, legal, every = screened.verdict, list(screened.legal), screened.candidates
     setup["screen_s"] = _lap(t)
+    setup["imports_wait_s"] = round(joined(), 4)  # before anything compiles or loads here
+
+    prepared = {"load_s": 0.0, "check_s": 0.0}  # summed over the key's configs (the phases' ``prepare``)
 
     def prepare(cfg: Config) -> Prepared:
         """Load ``cfg`` and check it against the oracle: the Failure to record, or the binary's facts."""
         grid = workload.grid_for(cfg, key)
         facts: dict[str, Any] = {}
+        t0 = time.perf_counter()
         if device != "cpu":
             got = load_binary(jit, kname, cfg, args, kw, grid)
+            prepared["load_s"] += time.perf_counter() - t0
             if isinstance(got, Failure):
                 return got
             facts = got
         if expected is not None:
+            t0 = time.perf_counter()
             checked = check_candidate(workload, key, cfg, args, pristine, kw, expected, jit, device == "cpu")
+            prepared["check_s"] += time.perf_counter() - t0
             if checked.status is Status.ERROR:
                 return Failure(Status.LAUNCH_FAILED, checked.reason or f"{kname} {cfg.id}: the launch failed")
             if checked.status is not Status.CORRECT:
@@ -179,6 +188,7 @@ def tune_key(
                     probe=cuda_context_error if device != "cpu" else None)  # fmt: skip
     stats = job.stats
     stats["setup"] = setup
+    stats["prepare"] = prepared
     plan = None
     if not options.exhaustive and legal:
         plan = searching.plan(options.strategy, options.budget, len(legal), where=workload.name)
@@ -244,6 +254,7 @@ def tune_key(
         # A searched key leaves out the records of the configs the static rules rejected (record's docstring).
         record(store, workload, key, args, wr, result, omit=verdict if plan is not None else ())
     stats["after_s"] = _lap(t_after)
+    stats["prepare"] = {k: round(v, 4) for k, v in prepared.items()}
     return wr, result
 
 
