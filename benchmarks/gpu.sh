@@ -7,7 +7,7 @@
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
-# is copied beside it. Env: LIBS_BUDGET_S, LIBS_OPS, LIBTESTS_BUDGET_S, LIBTESTS_SUITES (e.g. liger), SEARCHXFER_CACHE (both|shared|empty), SEARCH_PROFILE=1 (searchxfer: the transfer once more under cProfile), SERVINGLONG_CALLS.
+# is copied beside it. Env: LIBS_BUDGET_S, LIBS_OPS, LIBTESTS_BUDGET_S, LIBTESTS_SUITES (e.g. liger), SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT (each new-key pair N times), SEARCH_PROFILE=1 (searchxfer: the transfer once more under cProfile), SERVINGLONG_CALLS.
 # The tracked tree plus what a call carries must stay under the device's 64 MiB: carry .whl only for libs and
 # libtests (.whl/libtests alone is 22 MB). Wheels carried in .whl/ (FlagGems, Liger-Kernel, SQLAlchemy) are installed into
 # /tmp/site; Triton's tutorials, which are not committed, are read from .ref/tutorials. libtests runs FlagGems' and
@@ -106,8 +106,9 @@ for part in "$@"; do
             grep -A6 "^== search vs exhaustive" "$RES"/search/python3_*.log | tee -a "$LOG" ;;
     # Issue 16's new-key row alone (3-key search; transfer and cold new key each from a copy of one cache snapshot,
     # then each from an empty cache; interleaved quality): ~2 minutes.
-    searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer --new-key-cache "${SEARCHXFER_CACHE:-both}"
-                grep -A8 "^== search vs exhaustive" "$RES"/searchxfer/python3_*.log | tee -a "$LOG" ;;
+    searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer --new-key-cache "${SEARCHXFER_CACHE:-both}" \
+                  --new-key-process "${SEARCHXFER_PROCESS:-both}" --repeat "${SEARCHXFER_REPEAT:-1}"
+                grep -A40 "^== search vs exhaustive" "$RES"/searchxfer/python3_*.log | tee -a "$LOG" ;;
     # The new key's host-side fixed costs (screen, search start, store write) on this host's CPU, nothing launched.
     xfersetup) step xfersetup 120 python3 benchmarks/transfer_setup.py --out "$RES/xfersetup"
                cat "$RES"/xfersetup/python3_*.log | tee -a "$LOG" ;;

@@ -251,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the Triton cache the new key's transfer and cold search each start from: a copy of one "
                     "snapshot of the 3-key search's (shared, as on a machine that tuned them), an empty one, or "
                     "both pairs (module docstring)")  # fmt: skip
+    ap.add_argument("--repeat", type=int, default=1, help="run each new-key pair (transfer, cold) this many times; "
+                    "every ratio is printed, and their median")  # fmt: skip
     ap.add_argument("--args", choices=("device", "cpu"), default="device",
                     help="draw the matmul's arguments on the GPU (default) or on the CPU as matmul_tma_args does")
     ap.add_argument("--new-key-process", choices=("both", "fresh", "warm"), default="both",
@@ -288,10 +290,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     warm_cfg = runs["search"]["keys"][0]["winner"] if runs["search"]["keys"] else None
     if a.new_key_process != "fresh" and warm_cfg is not None:
         pairs.append(("_warm", snapshot))  # both processes warmed alike (warm_child), from the snapshot
+    # --repeat: each pair again, in order (transfer, cold, transfer, cold, ...), as rows of their own
+    pairs = [(sfx + (f"_r{i + 1}" if i else ""), cache) for i in range(a.repeat) for sfx, cache in pairs]
     for suffix, cache in pairs:
         db = stores / f"transfer{suffix}.db"
         copy_store(stores / "search.db", db)
-        warm = warm_cfg if suffix == "_warm" else None
+        warm = warm_cfg if "_warm" in suffix else None
         runs[f"transfer{suffix}"] = tune_process(f"transfer{suffix}", out, [NEW_KEY], db, cache_from=cache,
                                                  args=a.args, warm=warm)  # fmt: skip
         runs[f"cold_new{suffix}"] = tune_process(f"cold_new{suffix}", out, [NEW_KEY], stores / f"cold{suffix}.db",
@@ -334,8 +338,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ms = interleave(fns, rounds)
         for sfx, (t, c) in pair_rows.items():
             result[f"new_key{sfx}"] = {
-                "cache": ("an empty cache" if sfx == "_empty" else "a copy of the 3-key search's cache snapshot")
-                + (", in a warm process (the kernel launched, cuBLAS used)" if sfx == "_warm" else ""),
+                "cache": ("an empty cache" if "_empty" in sfx else "a copy of the 3-key search's cache snapshot")
+                + (", in a warm process (the kernel launched, cuBLAS used)" if "_warm" in sfx else "")
+                + (f" (repeat {sfx.rsplit('_r', 1)[1]})" if "_r" in sfx else ""),
                 "ms": {n: v for n, v in ms.items() if n in (f"transfer{sfx}", f"cold{sfx}")},
                 "wall_ratio": t[0]["wall_s"] / c[0]["wall_s"], "transfer_wall_s": t[0]["wall_s"],
                 "cold_wall_s": c[0]["wall_s"],
@@ -368,6 +373,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"s, compiled_s, prepare_s), prepare {json.dumps(ph.get('prepare'))}, "
                   f"final race {(ph.get('final_race') or {}).get('s')} s, after {ph.get('after_s')} s, outside "
                   f"batches {ph['outside_batches_s']} s, asks {ph['ask_s']} s")  # fmt: skip
+    for kind in sorted({sfx.split("_r")[0] for sfx, _ in pairs}):  # the repeats of each kind of pair together
+        rows = [result[f"new_key{sfx}"] for sfx, _ in pairs
+                if sfx.split("_r")[0] == kind and f"new_key{sfx}" in result]  # fmt: skip
+        if len(rows) > 1:
+            ratios = sorted(r["wall_ratio"] for r in rows)
+            result[f"new_key{kind}_repeats"] = {"wall_ratios": ratios, "median": statistics.median(ratios),
+                                                "qualities": [r["quality"] for r in rows]}  # fmt: skip
+            print(f"new key {kind or 'snapshot'}: {len(rows)} repeats, transfer/cold "
+                  f"{[round(x, 3) for x in ratios]} (median {statistics.median(ratios):.3f}, <= 0.25 in "
+                  f"{sum(x <= 0.25 for x in ratios)}); qualities {[round(r['quality'], 3) for r in rows]}")  # fmt: skip
     print(f"total {total:.0f} s")
     doc = {"provenance": provenance(command=" ".join(sys.argv)), "total_s": round(total, 1), "result": result,
            "runs": {n: {**r, "keys": [{**k, "winner": k["winner"].id if k["winner"] else None,
