@@ -359,3 +359,17 @@ def test_a_tuning_keys_leader_is_protected_from_pruning_like_a_winner():
     assert racing.leader() == B
     inc.states[(64,)] = racing
     assert inc._protected({(32,): C}) == frozenset({B, C})
+
+
+def test_checks_are_scheduled_against_a_share_of_the_bound():
+    # A check is corrected to its measured cost only when its events resolve: the H200's RMSNorm stream ended at
+    # 10.1% of a 10% bound when keys scheduled against all of it. Buckets earn CHECK_SHARE of the fraction.
+    from tritune.tune.serving_state import CHECK_SHARE
+
+    opts = IncrementalOptions(gpu_fraction=0.1)
+    assert 0.9 <= CHECK_SHARE < 1.0
+    assert opts.spend_fraction == pytest.approx(0.1 * CHECK_SHARE)
+    st = KeyState([A, B], A, opts)
+    st.budget.earn(1.0)
+    assert st.budget.tokens_ms == pytest.approx(0.1 * CHECK_SHARE)
+    assert st.budget.tokens_ms < 0.1

@@ -94,7 +94,7 @@ class Incremental:
         self.thread = thread
         self.distributed = distributed
         #: Every key's earnings and checks, summed (reports); each key spends from its own bucket.
-        self.budget = GpuBudget(self.options.gpu_fraction, self.options.burst_calls)
+        self.budget = GpuBudget(self.options.spend_fraction, self.options.burst_calls)
         self.states: dict[tuple[Any, ...], KeyState] = {}
         #: What the last call did on the caller's path: ``first`` (a new key), ``check``, ``race``,
         #: ``capture``; set to None before a call it then did not take (benchmarks attribute latency by it).
@@ -131,7 +131,7 @@ class Incremental:
         self._check_ratios: list[float] = []
         #: The kernel's pool: every key's earnings beyond its bucket's cap and its unspent tokens at its
         #: promotion (lent to frequent keys' checks, see :meth:`_afford`).
-        self.spare = GpuBudget(self.options.gpu_fraction, self.options.burst_calls)
+        self.spare = GpuBudget(self.options.spend_fraction, self.options.burst_calls)
         #: The caller's clock around each event span: a span whose launches held the caller longer than
         #: ``options.stall_ms`` was stretched by another thread (``IncrementalOptions``). None: ``perf_counter``
         #: with CUDA events, and no such test with another clock (the dry run's host clock times the host
@@ -573,7 +573,7 @@ class Incremental:
         near_t = tuned._choices[near].timings if near is not None else None
         order = _fastest_first(near_t, legal)
         st = KeyState(legal, provisional, self.options, check_order=order,
-                      budget=GpuBudget(self.options.gpu_fraction, self.options.burst_calls, parent=self.budget,
+                      budget=GpuBudget(self.options.spend_fraction, self.options.burst_calls, parent=self.budget,
                                        spill=self.spare),
                       pruned=None if self.distributed or not self._may_prune(key, near)
                       else prune(near_t, legal, self.options.prune_ratio, provisional,
