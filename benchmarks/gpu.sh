@@ -40,7 +40,7 @@ long_stream() {  # long_stream PART [serving.py flags...]: the 60,000-call strea
   local part=$1; shift
   step "$part" 420 python3 benchmarks/serving.py --out "$RES/$part" --calls "${SERVINGLONG_CALLS:-60000}" \
     --retime-rounds 9 "$@"
-  grep -h -A6 "worst single call\|^host cost" "$RES/$part"/python3_*.log | tee -a "$LOG"
+  grep -h -A6 "worst single call\|^host cost\|incremental by phase\|incremental minus" "$RES/$part"/python3_*.log | tee -a "$LOG"
 }
 for part in "$@"; do
   pack  # after every part too: a call cut short by the device's time limit still returns what it finished
@@ -72,7 +72,7 @@ for part in "$@"; do
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
     serving) step serving 300 python3 benchmarks/serving.py --out "$RES/serving"
              step serving 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/incremental -rs
-             grep -h -A6 "worst single call\|^host cost\|^comparison" "$RES"/serving/python3_*.log | tee -a "$LOG"
+             grep -h -A6 "worst single call\|^host cost\|^comparison\|incremental by phase\|incremental minus" "$RES"/serving/python3_*.log | tee -a "$LOG"
              grep -h "cold judge\|judges agree\|spans stretched\|not promoted" "$RES"/serving/python3_*.log | tee -a "$LOG" ;;
     # The serving stream again with the opt-out IncrementalOptions(spin_idle=False) (the default spins before an
     # idle device's span): its judges and convergence beside the default run's show what the spin buys.

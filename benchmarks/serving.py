@@ -340,8 +340,8 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
     by_phase: dict[str, list[float]] = {}
     for p, x in zip(phases, lat):
         by_phase.setdefault(p, []).append(x)
-    res["by_phase"] = {p: {"n": len(xs), "p50_ms": pct(xs, 0.5), "p99_ms": pct(xs, 0.99), "max_ms": max(xs)}
-                       for p, xs in by_phase.items()}  # fmt: skip
+    res["by_phase"] = {p: {"n": len(xs), "p50_ms": pct(xs, 0.5), "p99_ms": pct(xs, 0.99), "max_ms": max(xs),
+                           "sum_ms": sum(xs)} for p, xs in by_phase.items()}  # fmt: skip
     res["final"] = {str(b): final_config(engine, k, w, tensors[b]) for b in sorted(set(stream))}
     if inc is not None:
         res["diagnose"] = diagnose(k, inc, w, tensors, stream)  # as the stream left it, before the drain
@@ -690,6 +690,14 @@ def main() -> None:
             r = kd["engines"][e]
             print(f"{w.name:8s} {e:12s} total {r['total_s']:.2f} s  worst {r['worst_ms']:.1f} ms "
                   f"(call {r['worst']['call']}, {r['worst']['phase']})", flush=True)  # fmt: skip
+        inc_r = kd["engines"].get("incremental")
+        for ref in ("pretuned", "untuned"):  # where the incremental stream's time went: call by call, by its phase
+            ref_r = kd["engines"].get(ref)
+            if inc_r is not None and ref_r is not None:
+                excess: dict[str, float] = {}
+                for ph, x, y in zip(inc_r["phases"], inc_r["latencies_ms"], ref_r["latencies_ms"]):
+                    excess[ph] = excess.get(ph, 0.0) + x - y
+                inc_r[f"excess_vs_{ref}_ms"] = excess
         hot_min = 20 if dry else 200
         hot = [b for b in range(len(w.sizes)) if stream.count(b) >= hot_min]
         kd["hot_buckets"], kd["hot_min_calls"] = hot, hot_min
@@ -793,8 +801,13 @@ def report(doc: dict[str, Any]) -> None:
               f"{wst['calls_of_bucket_before'] + 1} of bucket {wst['bucket']}, phase {wst['phase']}")  # fmt: skip
         for ev in wst.get("background", [])[-12:]:
             print(f"   {ev[0]:+9.2f} ms  {ev[1]:24s} {ev[2]:10s} {ev[3]}")
-        print("incremental by phase:", {p: f"n={v['n']} p50={v['p50_ms']:.3f} max={v['max_ms']:.2f}"
-                                        for p, v in inc["by_phase"].items()})  # fmt: skip
+        print("incremental by phase:", {p: f"n={v['n']} p50={v['p50_ms']:.3f} max={v['max_ms']:.2f} "
+                                        f"sum={v.get('sum_ms', float('nan')):.0f}" for p, v in inc["by_phase"].items()})  # fmt: skip
+        for ref in ("pretuned", "untuned"):
+            ex = inc.get(f"excess_vs_{ref}_ms")
+            if ex:
+                print(f"  incremental minus {ref}, call by call, summed by the incremental call's phase (ms): "
+                      f"{ {p: round(v, 1) for p, v in ex.items()} }, total {sum(ex.values()):.0f}")  # fmt: skip
         c1 = kd.get("compile_one_config_ms")
         print(f"  worst single call {inc['worst_ms']:.1f} ms <= 50 ms (Triton's cache warm; one config compiles "
               f"from nothing in {c1 or float('nan'):.0f} ms): {verdict(inc['worst_ms'] <= 50.0)}")  # fmt: skip
