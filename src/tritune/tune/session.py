@@ -34,6 +34,7 @@ from tritune.device import current_target, gpu_unavailable_reason
 from tritune.dist.farm import Farm, job_group, rank_info
 from tritune.dist.race import WINNER_RULE
 from tritune.dist.search import SharedSearch
+from tritune.engine.aside import aside
 from tritune.engine.imports import import_ahead
 from tritune.engine.isolate import IsolatedBench
 from tritune.engine.job import TuningJob, timer_measure
@@ -107,30 +108,46 @@ def tune_key(
     screens of earlier keys (:func:`screen_static`; ``tune`` keeps one for all the keys it tunes).
     ``phases`` in the result's extra has ``setup`` (seconds of the arguments, the oracle, the static screen
     and, searched, the search's start: store reads, neighbours, the strategy) and ``after_s`` (the results
-    and the store's write): what a key costs outside its batches and races.
+    and the store's write): what a key costs outside its batches and races. On a GPU the arguments are made
+    beside the static screen and the oracle runs beside the search's start (:mod:`tritune.engine.aside`):
+    ``args_s``/``oracle_s`` are their own seconds on the helper thread, ``args_wait_s``/``oracle_wait_s``
+    what this thread waited for them.
     """
     import torch
 
     setup: dict[str, float] = {}
-    t_setup = time.perf_counter()
     joined = import_ahead() if device != "cpu" else (lambda: 0.0)  # beside the arguments and the oracle
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     compile_jit = as_jit(workload.kernel)
     kname = workload.info.name
-    torch.manual_seed(0)
-    args = workload.make_args(key, device)
+    inline = device == "cpu"  # on a GPU the arguments, then the oracle, run beside this thread's setup (aside.py)
+
+    def make_inputs() -> tuple[Any, list[Any]]:
+        torch.manual_seed(0)
+        made = workload.make_args(key, device)
+        return made, [a.clone() if isinstance(a, torch.Tensor) else a for a in made]
+
+    inputs = aside(make_inputs, inline=inline)
     kw = workload.caller_kwargs(key)
-    pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-    setup["args_s"] = _lap(t_setup)
     t = time.perf_counter()
-    expected = None
-    if options.verify and workload.oracle is not None:
-        expected = list(workload.oracle([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine]))
-    setup["oracle_s"] = _lap(t)
-    t = time.perf_counter()
-    screened = screen_static(workload, kw, screens)
+    screened = screen_static(workload, kw, screens)  # beside the arguments
     verdict, legal, every = screened.verdict, list(screened.legal), screened.candidates
     setup["screen_s"] = _lap(t)
+    args, pristine = inputs.result()
+    setup["args_s"], setup["args_wait_s"] = round(inputs.seconds, 4), round(inputs.waited_s, 4)
+    oracle_fn = workload.oracle if options.verify else None
+    verifying = oracle_fn is not None
+    oracle = None if oracle_fn is None else aside(
+        lambda: list(oracle_fn([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine])), inline=inline)
+    expected: list[Any] | None = None
+
+    def oracle_ready() -> None:
+        """The oracle's outputs, before the first candidate is checked (it ran beside the search's start)."""
+        nonlocal expected
+        if oracle is not None and expected is None:
+            expected = oracle.result()
+            setup["oracle_s"], setup["oracle_wait_s"] = round(oracle.seconds, 4), round(oracle.waited_s, 4)
+
     setup["imports_wait_s"] = round(joined(), 4)  # before anything compiles or loads here
 
     prepared = {"load_s": 0.0, "check_s": 0.0}  # summed over the key's configs (the phases' ``prepare``)
@@ -177,7 +194,7 @@ def tune_key(
         """After a sticky CUDA error: the other candidates are checked and timed in a fresh process."""
         assert path is not None
         benches.append(IsolatedBench(timeout_s=120.0))
-        return benches[-1].measure_for(path, workload.name, dict(key), verify=expected is not None,
+        return benches[-1].measure_for(path, workload.name, dict(key), verify=verifying,
                                        graph=options.graph, rel_tol=options.race.rel_tol)  # fmt: skip
 
     job = TuningJob(f"{workload.name} {dict(key)}", tuple(legal), prepare,
@@ -197,9 +214,11 @@ def tune_key(
         progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
     try:
         if plan is None:
+            oracle_ready()
             result = job.run()
         else:
-            result, search_summary = _search(workload, key, args, plan, legal, job, store, options, group)
+            result, search_summary = _search(workload, key, args, plan, legal, job, store, options, group,
+                                             ready=oracle_ready)  # fmt: skip
     finally:
         for bench in benches:
             bench.close()
@@ -317,10 +336,11 @@ def screen_static(workload: Workload, kw: Mapping[str, Any], cache: dict[Any, Sc
 
 def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], plan: searching.SearchPlan,
             legal: list[Config], job: TuningJob, store: Any, options: TuneOptions, group: Any = None,
-            ) -> tuple[RaceResult | None, dict[str, Any]]:  # fmt: skip
+            ready: Callable[[], None] = lambda: None) -> tuple[RaceResult | None, dict[str, Any]]:  # fmt: skip
     """Search ``legal`` with ``job``'s parts: the store's records of the key resume it, the workload's other
     tuned keys seed it, its stored winner and ties race again with the first batch. Farmed (``group``), the
-    ranks share one search (:mod:`tritune.dist.search`) from rank 0's store."""
+    ranks share one search (:mod:`tritune.dist.search`) from rank 0's store. ``ready()`` is called once the
+    search has started, before its first batch (the oracle's outputs, :func:`tune_key`)."""
     shared = None
     if group is not None:
         shared = SharedSearch.create(group, f"{job.label} (search: {plan.strategy}, budget "
@@ -333,6 +353,7 @@ def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], pla
                                           where=workload.name, width=options.jobs or default_jobs(),
                                           shared=shared)  # fmt: skip
     job.stats["setup"]["search_start_s"] = _lap(t)
+    ready()
     result = (search_and_race if shared is None else shared.search_and_race)(
         driver, prepare=job.prepare, measure=job.measure, options=job.race, compiler=job.compiler,
         finalists=searching.stored_finalists(store, tkey, legal), stats=job.stats, recover=job.recover,

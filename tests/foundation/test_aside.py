@@ -1,0 +1,42 @@
+"""tritune.engine.aside: a key's GPU-bound setup on a helper thread, with the caller's autograd mode."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from tritune.engine.aside import aside
+
+
+def test_the_value_comes_back_from_another_thread():
+    caller = threading.get_ident()
+    job = aside(lambda: (threading.get_ident(), 41 + 1))
+    ident, value = job.result()
+    assert value == 42 and ident != caller
+    assert job.seconds >= 0.0 and job.waited_s >= 0.0
+    assert job.result() == (ident, 42)  # joined once; the value stays
+
+
+def test_an_exception_is_raised_in_the_caller_when_it_asks():
+    def broken() -> None:
+        raise ValueError("the oracle failed")
+
+    job = aside(broken)
+    with pytest.raises(ValueError, match="the oracle failed"):
+        job.result()
+
+
+def test_the_thread_runs_in_the_callers_grad_mode():
+    with torch.no_grad():
+        job = aside(torch.is_grad_enabled)
+    assert job.result() is False
+    assert aside(torch.is_grad_enabled).result() is True
+
+
+def test_inline_runs_at_once_in_the_callers_thread():
+    ran = []
+    job = aside(lambda: ran.append(threading.get_ident()) or "done", inline=True)
+    assert ran == [threading.get_ident()]
+    assert job.result() == "done"
