@@ -40,3 +40,17 @@ def test_inline_runs_at_once_in_the_callers_thread():
     job = aside(lambda: ran.append(threading.get_ident()) or "done", inline=True)
     assert ran == [threading.get_ident()]
     assert job.result() == "done"
+
+
+def test_the_thread_sees_the_callers_context_variables():
+    # triton.set_allocator keeps the allocator of TMA descriptors in a context variable: an oracle that launches
+    # such a kernel aside must find it (threads do not inherit context variables by themselves).
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("allocator", default="none")
+    token = var.set("the caller's allocator")
+    try:
+        assert aside(var.get).result() == "the caller's allocator"
+    finally:
+        var.reset(token)
+    assert threading.Thread is not None and var.get() == "none"

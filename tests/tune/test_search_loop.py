@@ -469,3 +469,46 @@ def test_transfer_opening_batch_is_per_tuned_key_even_when_they_agree():
     assert searching.first_batch_size(1, 16) == 4 and searching.first_batch_size(10, 16) == 16  # the pool's width
     with pytest.raises(SearchError, match="k: opening=0 must be a positive number"):
         searching.make_driver(plan, CONFIGS, width=16, key_values={"n": 3000}, near=near, where="k", opening=0)
+
+
+def test_the_screen_and_oracle_run_aside_and_the_arguments_on_the_callers_thread(monkeypatch, tmp_path):
+    # As on a GPU (session._INLINE_ON_CPU off): the arguments stay on the caller's thread, since a workload's args
+    # may set per-thread state that its launches need (the TMA matmul calls triton.set_allocator, a context
+    # variable: made on a helper thread, every candidate's launch failed on the H200); the oracle runs aside and
+    # still sees that state.
+    import contextvars
+    import dataclasses
+    import sys
+    import threading
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    import session_workers as sw
+
+    from tritune.tune import session
+    from tritune.tune.session import TuneOptions, tune
+
+    monkeypatch.setattr(session, "_INLINE_ON_CPU", False)
+    monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
+    state: contextvars.ContextVar[str] = contextvars.ContextVar("state", default="unset")
+    seen: dict[str, object] = {}
+    base = sw.gelu()
+
+    def args(key, device):  # type: ignore[no-untyped-def]
+        seen["args_thread"] = threading.get_ident()
+        state.set("set by args")
+        return base.make_args(key, device)
+
+    def oracle(inputs):  # type: ignore[no-untyped-def]
+        seen["oracle_thread"], seen["oracle_state"] = threading.get_ident(), state.get()
+        return base.oracle(inputs)  # type: ignore[misc]
+
+    wl = dataclasses.replace(base, args=args, oracle=oracle)
+    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
+    res = tune([wl], keys=[{"n": 4096}], options=opts, store=open_store(str(tmp_path / "s.db")),
+               timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
+    assert seen["args_thread"] == threading.get_ident()
+    assert seen["oracle_thread"] != threading.get_ident() and seen["oracle_state"] == "set by args"
+    (w,) = res.workloads
+    assert w.extra["winner"] and {"screen_wait_s", "oracle_wait_s"} <= set(w.extra["phases"]["setup"])
+    assert not any(c.status is Status.INCORRECT for c in w.candidates)

@@ -1,17 +1,24 @@
-"""A key's GPU-bound setup on a helper thread, beside the Python-bound setup of the caller's thread.
+"""Part of a key's setup on a helper thread, beside the rest on the caller's thread.
 
 A key's arguments and its oracle are mostly device work that torch runs with the interpreter's lock released
 (allocations, the first cuBLAS call and its handle, kernels queued), while the static screen and the search's
 start (store reads, the strategy's model) are Python. On the H200 host each side took 0.1-0.25 s of a new
 key's ~1 s transfer (session 11, ``search_tune.py``): run one beside the other. :func:`aside` starts ``fn`` on
-a helper thread with the caller's CUDA device and autograd mode (both are per thread in torch: a user's oracle
-that makes a tensor on ``"cuda"`` or relies on grad mode sees what it would in the caller's thread);
+a helper thread with the caller's CUDA device, autograd mode and context variables (all three are per thread:
+a user's oracle that makes a tensor on ``"cuda"``, relies on grad mode, or launches a Triton kernel that needs
+the allocator ``triton.set_allocator`` put in a context variable sees what it would in the caller's thread);
 :meth:`Aside.result` waits and returns its value or raises its exception. ``inline=True`` runs ``fn`` at once
 in the caller's thread (the CPU interpreter's tests, where nothing would overlap).
+
+What runs aside must not leave per-thread state behind for the caller: the arguments stay on the caller's thread
+(a workload's ``args`` may call ``triton.set_allocator``, as the TMA matmul's does, and a context variable set on
+a helper thread never reaches the caller: on the H200 every candidate's launch then failed, session 11); the
+static screen (tritune's rules) and the oracle (a pure function of the inputs) go aside.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +40,8 @@ class Aside(Generic[T]):
             self._run(fn, None)
             return
         device, grad = _caller_state()
-        self._thread = threading.Thread(target=self._run, args=(fn, (device, grad)), name=name, daemon=True)
+        ctx = contextvars.copy_context()  # threads do not inherit context variables (Triton's allocator is one)
+        self._thread = threading.Thread(target=ctx.run, args=(self._run, fn, (device, grad)), name=name, daemon=True)
         self._thread.start()
 
     def _run(self, fn: Callable[[], T], state: tuple[int | None, bool] | None) -> None:

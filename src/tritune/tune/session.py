@@ -81,6 +81,10 @@ class TuneOptions:
     #: The search's budget (``"10%"``, ``0.1``, ``200``, ``"30s"``); None: the default.
     budget: Any = None
 
+#: The CPU interpreter's tunes run the screen and the oracle on the caller's thread (nothing would overlap);
+#: tests set this False to run them aside, as on a GPU.
+_INLINE_ON_CPU = True
+
 _PREPARE_FAILURES = (Status.ILLEGAL, Status.LAUNCH_FAILED, Status.INCORRECT, Status.COMPILE_FAILED,
                      Status.COMPILE_TIMEOUT)
 
@@ -110,7 +114,7 @@ def tune_key(
     and, searched, the search's start: store reads, neighbours, the strategy) and ``after_s`` (the results
     and the store's write): what a key costs outside its batches and races. On a GPU the arguments are made
     beside the static screen and the oracle runs beside the search's start (:mod:`tritune.engine.aside`):
-    ``args_s``/``oracle_s`` are their own seconds on the helper thread, ``args_wait_s``/``oracle_wait_s``
+    ``screen_s``/``oracle_s`` are their own seconds on the helper thread, ``screen_wait_s``/``oracle_wait_s``
     what this thread waited for them.
     """
     import torch
@@ -120,21 +124,17 @@ def tune_key(
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     compile_jit = as_jit(workload.kernel)
     kname = workload.info.name
-    inline = device == "cpu"  # on a GPU the arguments, then the oracle, run beside this thread's setup (aside.py)
-
-    def make_inputs() -> tuple[Any, list[Any]]:
-        torch.manual_seed(0)
-        made = workload.make_args(key, device)
-        return made, [a.clone() if isinstance(a, torch.Tensor) else a for a in made]
-
-    inputs = aside(make_inputs, inline=inline)
+    inline = device == "cpu" and _INLINE_ON_CPU  # on a GPU the screen, then the oracle, run aside (aside.py)
     kw = workload.caller_kwargs(key)
+    screening = aside(lambda: screen_static(workload, kw, screens), inline=inline)  # beside the arguments
     t = time.perf_counter()
-    screened = screen_static(workload, kw, screens)  # beside the arguments
+    torch.manual_seed(0)
+    args = workload.make_args(key, device)  # on this thread: it may set per-thread state (triton.set_allocator)
+    pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    setup["args_s"] = _lap(t)
+    screened = screening.result()
     verdict, legal, every = screened.verdict, list(screened.legal), screened.candidates
-    setup["screen_s"] = _lap(t)
-    args, pristine = inputs.result()
-    setup["args_s"], setup["args_wait_s"] = round(inputs.seconds, 4), round(inputs.waited_s, 4)
+    setup["screen_s"], setup["screen_wait_s"] = round(screening.seconds, 4), round(screening.waited_s, 4)
     oracle_fn = workload.oracle if options.verify else None
     verifying = oracle_fn is not None
     oracle = None if oracle_fn is None else aside(
