@@ -40,7 +40,7 @@ long_stream() {  # long_stream PART [serving.py flags...]: the 60,000-call strea
   local part=$1; shift
   step "$part" 420 python3 benchmarks/serving.py --out "$RES/$part" --calls "${SERVINGLONG_CALLS:-60000}" \
     --retime-rounds 9 "$@"
-  grep -h -A6 "worst single call\|^host cost\|incremental by phase\|incremental minus" "$RES/$part"/python3_*.log | tee -a "$LOG"
+  grep -h -A6 "worst single call\|^host cost\|incremental by phase\|incremental minus\|a check.s event time\|not promoted" "$RES/$part"/python3_*.log | tee -a "$LOG"
 }
 for part in "$@"; do
   pack  # after every part too: a call cut short by the device's time limit still returns what it finished

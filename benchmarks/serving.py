@@ -349,6 +349,9 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["promoted_after_drain"] = sorted(b for b, d in res["diagnose"].items()
                                              if final_config(engine, k, w, tensors[int(b)])[:7] != "tuning:")  # fmt: skip
         res["extra_gpu_fraction"] = inc.budget.extra_fraction
+        parts = [p for st in inc.states.values() for p in st.check_parts]  # every key's checks: where a check goes
+        res["check_parts_median_ms"] = [pct([p[i] for p in parts], 0.5) for i in range(3)] if parts else None
+        res["checks_timed"] = len(parts)
         res["extra_gpu_ms"] = inc.budget.spent_ms
         res["tuning_gpu_ms"] = inc.budget.earned_from_ms
         res["promoted"] = len(inc.promoted)
@@ -396,7 +399,8 @@ def print_diagnosis(kd: dict[str, Any], inc: dict[str, Any]) -> None:
         print(f"  not promoted: bucket {b} ({d['stream_calls']} calls in the stream, {d['calls']} tuning calls"
               f"{'; promoted in the 0.5 s drain after the stream' if str(b) in late else ''}): {d['blocked']}")  # fmt: skip
         print(f"     bucket {d['tokens_ms']:.4f} ms, pool {d['pool_ms']:.4f} ms, frequent {d['frequent']}, checks "
-              f"{d['checks_ms']} ms, resolver backlog {d['resolver_backlog']}")  # fmt: skip
+              f"{d['checks_ms']} ms (copies, scratch run, comparison: {d.get('check_parts_ms')}), resolver backlog "
+              f"{d['resolver_backlog']}")  # fmt: skip
         for cid, c in d["candidates"].items():
             med = c.get("median_ms")
             ci = c.get("ci_ms")
@@ -857,6 +861,11 @@ def report(doc: dict[str, Any]) -> None:
         if "warm_judge_error" in kd:
             print(f"  WARM JUDGE FAILED ({kd['warm_judge_error']}): both verdicts above are the cold judge's")
         print_diagnosis(kd, inc)
+        cp = inc.get("check_parts_median_ms")
+        if cp:
+            print(f"  a check's event time, median of {inc['checks_timed']} (ms): copies {cp[0]:.4f}, scratch run "
+                  f"{cp[1]:.4f}, comparison {cp[2]:.4f}; the kernel's untuned call p50 "
+                  f"{eng.get('untuned', {}).get('p50_ms', float('nan')):.4f} (host and device)")  # fmt: skip
         print(f"  extra GPU while tuning {inc['extra_gpu_fraction']:.1%} of {inc['tuning_gpu_ms']:.1f} ms "
               f"(bound 10%): {verdict(inc['extra_gpu_fraction'] <= 0.10)}; promoted {inc['promoted']} keys, "
               f"{inc['still_tuning']} still tuning; resolver {inc['resolver_us_per_handle'] or float('nan'):.1f} us "

@@ -452,6 +452,7 @@ class Incremental:
             else:
                 st.budget.correct(est_ms, actual)
                 st.check_cost.append(actual)
+                st.check_parts.append((copies_ms, run_ms, rest_ms))
                 self._learn_check_calls(st, actual)
             why = verdict()
             late = self._late(h)

@@ -361,6 +361,7 @@ class KeyState:
         #: This key's token bucket: checks spend what the key's own real calls earned.
         self.budget = budget if budget is not None else GpuBudget(options.spend_fraction, options.burst_calls)
         self.check_cost: list[float] = []  # measured device ms of this key's checks (the next estimate)
+        self.check_parts: list[tuple[float, float, float]] = []  # each check's copies, scratch run, comparison ms
         #: A first check's estimate in real calls of the provisional config: 3, or what the kernel's other
         #: keys' checks measured (set by the incremental mode), so a first check rarely leaves a debt.
         self.check_calls = 3.0
@@ -761,6 +762,7 @@ class KeyState:
         return {"calls": self.calls, "provisional": self.provisional.id, "blocked": blocked,
                 "tokens_ms": round(self.budget.tokens_ms, 5), "check_estimate_ms": est,
                 "checks_ms": [round(x, 4) for x in self.check_cost], "waiting_for_check": waiting,
+                "check_parts_ms": [tuple(round(x, 4) for x in p) for p in self.check_parts],
                 "stretched_spans": self.stretched, "candidates": cands, "timeline": list(self.timeline)}  # fmt: skip
 
     def summary(self, names: Iterable[Config] | None = None, applied: Proposal | None = None) -> dict[str, object]:
