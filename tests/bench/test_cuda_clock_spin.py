@@ -144,3 +144,29 @@ def test_a_busy_stream_that_drained_before_the_launch_makes_the_span_late() -> N
 def test_without_the_spin_no_span_is_called_late() -> None:
     _, clock, _ = _spans(spin_idle=False)
     assert clock.late_spans == 0  # every idle span holds host time then; nothing to tell apart
+
+
+def test_spin_next_covers_one_span_whose_host_work_outlasts_a_launch() -> None:
+    # A check's scratch copies are torch calls: 60 us of host against the racing launches' 15 us, so the spin
+    # those set leaves the device idle inside the copies' span (H200, session 11: 0.05 ms charged for copies
+    # against a 5 us scratch run). spin_next sizes the next idle spin for that span, once.
+    dev = SimDevice(seed=2, launch_cpu_ms=LAUNCH_MS, spin=True, virtual_host=True)
+    clock = CudaClock(spin_idle=True, torch_module=dev.torch(), host=dev.perf_counter, detect_late=True)
+    for _ in range(20):  # racing calls: the spin follows their 15 us launches
+        dev.sync()
+        t = clock.start(None)
+        dev.run(KERNEL_MS, 0.0)
+        clock.elapsed_ms(clock.stop(t))
+
+    def copies_span(spin_us: float | None) -> float:
+        dev.sync()
+        if spin_us is not None:
+            clock.spin_next(spin_us)
+        t = clock.start(None)
+        dev.run(KERNEL_MS, 0.0, cpu_ms=0.06)
+        return clock.elapsed_ms(clock.stop(t))
+
+    assert copies_span(None) > KERNEL_MS + 0.02  # the device waited for the host inside the span
+    assert copies_span(90.0) == pytest.approx(KERNEL_MS, rel=0.05)
+    assert copies_span(None) > KERNEL_MS + 0.005  # once: the next span is sized from the launches again
+    assert clock._next_spin_us is None

@@ -128,6 +128,9 @@ class Incremental:
         #: idle device. The resolver now waits (at most ``span_wait_s``) for open spans to close first.
         self._in_span: set[int] = set()
         self._check_calls = 3.0  # the checks' median cost in real calls (KeyState.check_calls)
+        #: The host's time around a check's scratch copies (start to stop, smoothed): the idle spin in front of
+        #: the next check's copies lasts 1.5x this (CudaClock.spin_next), so their span times the copies only.
+        self._copies_us = 40.0
         self._check_ratios: list[float] = []
         #: The kernel's pool: every key's earnings beyond its bucket's cap and its unspent tokens at its
         #: promotion (lent to frequent keys' checks, see :meth:`_afford`).
@@ -394,6 +397,9 @@ class Incremental:
         tid = threading.get_ident()
         host = self._host
         stall_s = self.options.stall_ms / 1e3
+        spin_next = getattr(self.clock, "spin_next", None)
+        if spin_next is not None:
+            spin_next(1.5 * self._copies_us)
         self._in_span.add(tid)
         try:
             h0 = host()
@@ -404,6 +410,8 @@ class Incremental:
             h1 = host()
         finally:
             self._in_span.discard(tid)
+        if h1 - h0 <= stall_s:  # a stretched span (another thread held the interpreter) says nothing of the copies
+            self._copies_us = 0.8 * self._copies_us + 0.2 * (h1 - h0) * 1e6
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res, ck)
         s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
         s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
