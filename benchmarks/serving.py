@@ -349,7 +349,7 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["promoted_after_drain"] = sorted(b for b, d in res["diagnose"].items()
                                              if final_config(engine, k, w, tensors[int(b)])[:7] != "tuning:")  # fmt: skip
         res["extra_gpu_fraction"] = inc.budget.extra_fraction
-        parts = [p for st in inc.states.values() for p in st.check_parts]  # every key's checks: where a check goes
+        parts = list(inc.check_parts)  # every key's checks, promoted keys' too: where a check's time goes
         res["check_parts_median_ms"] = [pct([p[i] for p in parts], 0.5) for i in range(3)] if parts else None
         res["checks_timed"] = len(parts)
         res["extra_gpu_ms"] = inc.budget.spent_ms

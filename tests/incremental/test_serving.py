@@ -231,6 +231,8 @@ def test_a_check_is_charged_its_copies_scratch_run_and_comparison():
     assert st.check_cost == [pytest.approx(0.25 + 0.25 + TIMES[first.kwargs["BLOCK"]])]
     assert st.obs.samples[first][0] == pytest.approx(TIMES[first.kwargs["BLOCK"]])  # the check's run is a sample
     assert st.budget.spent_ms == pytest.approx(st.check_cost[0]) and inc.budget.spent_ms == st.budget.spent_ms
+    run = TIMES[first.kwargs["BLOCK"]]  # its parts, per key and for the whole mode (a key's state goes at promotion)
+    assert st.check_parts == inc.check_parts == [(pytest.approx(0.25), pytest.approx(run), pytest.approx(0.25))]
 
 
 def test_a_check_is_not_charged_the_hosts_gaps_around_its_scratch_run():

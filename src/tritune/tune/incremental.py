@@ -131,6 +131,9 @@ class Incremental:
         #: The host's time around a check's scratch copies (start to stop, smoothed): the idle spin in front of
         #: the next check's copies lasts 1.5x this (CudaClock.spin_next), so their span times the copies only.
         self._copies_us = 40.0
+        #: Every key's checks, promoted keys' too (a key's state goes at its promotion): (copies, scratch run,
+        #: comparison) ms of each check whose spans no other thread stretched.
+        self.check_parts: list[tuple[float, float, float]] = []
         self._check_ratios: list[float] = []
         #: The kernel's pool: every key's earnings beyond its bucket's cap and its unspent tokens at its
         #: promotion (lent to frequent keys' checks, see :meth:`_afford`).
@@ -461,6 +464,7 @@ class Incremental:
                 st.budget.correct(est_ms, actual)
                 st.check_cost.append(actual)
                 st.check_parts.append((copies_ms, run_ms, rest_ms))
+                self.check_parts.append((copies_ms, run_ms, rest_ms))
                 self._learn_check_calls(st, actual)
             why = verdict()
             late = self._late(h)
