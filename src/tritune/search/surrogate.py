@@ -389,13 +389,15 @@ class SurrogateSearch(Strategy):
 
     def _polish_batch(self, n: int) -> list[Config] | None:
         """While a polish is planned (:meth:`finals`): up to ``n`` untried one-axis moves and swaps of the
-        incumbent (of the next best once the incumbent has none left), the model's fastest first; None when
-        none is planned or left."""
+        incumbent, the fastest measured config (of the next fastest once it has none left), the model's
+        fastest first; None when none is planned or left."""
         if self._polishing <= 0:
             return None
         score = self._scores()
         out: list[int] = []
-        for i in self._ranked(score):
+        # Centred on the fastest measured configs, not the model's ranking (``smooth``): the tuner's final
+        # race leads with the fastest measured, so its neighbours are the ones a last check should settle.
+        for i in sorted(self._measured, key=self._measured.__getitem__):
             if len(out) >= min(n, self._polishing):
                 break
             cand = [j for j in self._moves(i) if not self._asked[j] and j not in out]
