@@ -382,8 +382,9 @@ def _two_basins_ms(c: Any) -> float:
 
 
 def test_swap_asks_the_transposed_tile_of_the_best_first() -> None:
-    """swap=1: with the BM > BN basin measured and none of its transpose, the next guided ask is the best's
-    swap; the default's local step asks around the measured basin instead."""
+    """swap=1 (the default since session 11; the transfer keeps 0): with the BM > BN basin measured and none of
+    its transpose, the next guided ask is the best's swap; swap=0's local step asks around the measured basin."""
+    assert SurrogateSearch(_space()).swap == 1
     picked = {}
     for swap in (0, 1):
         s = SurrogateSearch(_space(), seed=0, explore=0.0, swap=swap)
@@ -401,8 +402,9 @@ def test_swap_asks_the_transposed_tile_of_the_best_first() -> None:
 
 def test_polish_spends_the_reserve_on_the_incumbents_moves() -> None:
     """polish=1: the finals' reserve goes to untried one-axis moves and swaps of the incumbent, the model's
-    fastest first, and only while planned; polish=0 plans nothing and wants no finals."""
+    fastest first, and only while planned; polish=0, the default, plans nothing and wants no finals."""
     assert not SurrogateSearch(_space()).wants_finals()
+    assert SurrogateSearch(_space()).finals(3) == 0
     s = SurrogateSearch(_space(), seed=1, polish=1.0)
     assert s.wants_finals()
     for c in s.ask(12):

@@ -20,7 +20,8 @@ possible, the farthest such config first, so the start samples the middle values
 (BLOCK=128 of 64..256) and not only the grid's corners, where GPU cliffs live. After it, each ask takes
 the unmeasured candidate the model ranks fastest among the moves (one or two axes at once, diagonals
 included) around the best three configs found, every third ask the global model optimum instead, and a
-seeded share of asks stays random so that a wrong model cannot trap the search.
+seeded share of asks stays random so that a wrong model cannot trap the search. The best config's swaps (its
+BLOCK_M and BLOCK_N values exchanged: the transposed tile, :meth:`Grid.swaps`) are asked first, once each.
 Needs only numpy, so it runs where optuna is absent.
 
 >>> from tritune.space import Space, pow2
@@ -141,11 +142,22 @@ class SurrogateSearch(Strategy):
     targets on as many recorded rows and more held-out ones over 40 seeds, but was worse than random on
     more rows); ``swap``: the untried swaps (:meth:`Grid.swaps`: the values of two tile axes exchanged,
     BLOCK_M=256, BLOCK_N=128 -> BLOCK_M=128, BLOCK_N=256) of the best ``swap`` configs are asked before the
-    other guided picks, the model's fastest first, so a transposed basin is one move away (on the recorded
-    matmul 4096 runs ended at the transposed tile, 1.072, beside the best; 0, off, by default); ``polish``: a
-    share (0 to 1) of the finalists' reserve (:meth:`finals`) spent on the untried one-axis moves and swaps of
-    the incumbent (of the next best once it has none left), the model's fastest first: a last local check of
-    the config the final race will time (0, off, by default).
+    other guided picks, the model's fastest first, so a transposed basin is one move away: on the recorded
+    matmul 4096 runs ended at the transposed tile (1.072) beside the best, a two-axis move of two grid steps
+    the local step ranks low next to the BLOCK_M=BLOCK_N=256 spill cliff (1, the best config's swaps, by
+    default: session 11, benchmarks/results/2026-12-02-cpu/search_eval_session11, over 40 seeds at a 25%
+    budget it met the targets on as many rows as ``swap=0``, 27 of 30 recorded and 25 of 38 held out, none lost
+    and none newly worse than random, and narrowed the p90 of recorded matmul 4096 from 1.072-1.073 to
+    1.052-1.057 (still a miss) and of matmul 8192x1024x4096 from 1.019-1.038 to 1.007-1.017; it changes nothing
+    on spaces without two tile axes sharing values, such as gelu and layernorm); ``polish``: a share (0 to 1) of
+    the finalists' reserve (:meth:`finals`; the tuning driver holds one back once this is > 0) spent on the
+    untried one-axis moves and swaps of the incumbent, the fastest measured config (of the next fastest once
+    it has none left), the model's fastest first: a last local check around the config the final race leads
+    with (0, off, by default: session 11, over 40 seeds it met the targets on 28 of 38 held-out rows against
+    25, three fitted matmul rows whose worst runs ended beside an isolated optimum going from p90 1.42-1.54 to
+    1.000, and on 27 of 30 recorded rows as before, but it lost one held-out row, an 80-config gelu space where
+    3 of 20 evaluations no longer explore, p90 1.031 -> 1.121, and with ``swap=1`` it was worse than random on
+    one more held-out row).
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
@@ -180,7 +192,7 @@ class SurrogateSearch(Strategy):
         cover: float = 0.0,
         probe: float = 0.0,
         sweep: float = 0.0,
-        swap: int = 0,
+        swap: int = 1,
         polish: float = 0.0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
@@ -350,8 +362,10 @@ class SurrogateSearch(Strategy):
         """Before the finalists' race: with ``probe`` > 0, ask up to a share ``probe`` of ``reserve`` of
         untried neighbours of the ties (one local move, diagonals included, as the local step) rather
         than spend the whole reserve re-measuring configs that differ by less than the noise. Each probe
-        is the model's fastest such neighbour of the ties as they stand after the previous probes.
-        Returns how many probes it plans (fewer are asked when the ties have no untried neighbour)."""
+        is the model's fastest such neighbour of the ties as they stand after the previous probes. With
+        ``polish`` > 0, a share ``polish`` of what the probes leave goes to the incumbent's untried one-axis
+        moves and swaps (:meth:`_polish_batch`). Returns how many it plans (fewer are asked when none is
+        left); what it does not plan goes to the ordinary asks."""
         self._probing = self._polishing = 0
         if reserve < 1 or len(self._measured) < 3:
             return 0
