@@ -253,6 +253,9 @@ class TransferSearch(SurrogateSearch):
         probes = self._probe_batch(n)  # the finalists' probes (``probe``, :meth:`SurrogateSearch.finals`)
         if probes is not None:
             return probes
+        polished = self._polish_batch(n)  # the same reserve's polish, when asked for (``polish``; off here)
+        if polished is not None:
+            return polished
         out = [c for c in self.warm_start if not self.is_asked(self.index[c])][:n]
         if len(out) < n:
             if len(self._measured) >= 3:
