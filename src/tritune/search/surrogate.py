@@ -153,8 +153,8 @@ class SurrogateSearch(Strategy):
     the finalists' reserve (:meth:`finals`; the tuning driver holds one back once this is > 0) spent on the
     untried one-axis moves and swaps of the incumbent, the fastest measured config (of the next fastest once
     it has none left), the model's fastest first: a last local check around the config the final race leads
-    with (0, off, by default: session 11, over 40 seeds it met the targets on 28 of 38 held-out rows against
-    25, three fitted matmul rows whose worst runs ended beside an isolated optimum going from p90 1.42-1.54 to
+    with (0, off, by default: session 11, with ``swap=0`` over 40 seeds it met the targets on 28 of 38 held-out
+    rows against 25, three fitted matmul rows whose worst runs ended beside an isolated optimum going from p90 1.42-1.54 to
     1.000, and on 27 of 30 recorded rows as before, but it lost one held-out row, an 80-config gelu space where
     3 of 20 evaluations no longer explore, p90 1.031 -> 1.121, and with ``swap=1`` it was worse than random on
     one more held-out row).
