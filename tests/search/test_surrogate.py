@@ -357,3 +357,76 @@ def test_sweep_share_is_checked_and_off_by_default() -> None:
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_sweep_variant_passes_the_contract(check: Any) -> None:
     check(functools.partial(SurrogateSearch, sweep=0.5))
+
+
+def test_grid_swaps_exchange_tile_axes_only() -> None:
+    """A swap exchanges the values of two meta-parameters sharing values (BM <-> BN), never of launch options
+    (num_warps and num_stages share 2 and 4 here), and lists only exchanges that land on a candidate."""
+    space = Space({"BM": pow2(32, 256), "BN": pow2(32, 128), "num_warps": [2, 4, 8], "num_stages": [2, 3, 4]})
+    s = SurrogateSearch(space, seed=0)
+    assert [(s.grid.names[a], s.grid.names[b]) for a, b in s.grid.swap_axes] == [("BM", "BN")]
+    (swap,) = s.grid.swaps(_at(s, BM=128, BN=32, num_warps=2, num_stages=4))
+    assert s.candidates[swap].as_dict() == {**s.candidates[swap].as_dict(), "BM": 32, "BN": 128,
+                                             "num_warps": 2, "num_stages": 4}
+    assert s.grid.swaps(_at(s, BM=256, BN=64, num_warps=2, num_stages=4)) == []  # BN=256 is not a candidate
+    assert s.grid.swaps(_at(s, BM=64, BN=64, num_warps=4, num_stages=4)) == []  # the same value: no move
+
+
+def _two_basins_ms(c: Any) -> float:
+    """Two basins, BM > BN (found first: the model's slope points there) and its transpose BM < BN, 2% faster;
+    BM = BN = 256-like corners are 10x cliffs."""
+    bm, bn = math.log2(c.as_dict()["BM"]), math.log2(c.as_dict()["BN"])
+    if abs(bm - bn) < 1:
+        return 10.0
+    return (0.98 if bn > bm else 1.0) + 0.05 * abs(abs(bm - bn) - 2) + 0.01 * abs(math.log2(c.num_warps) - 2)
+
+
+def test_swap_asks_the_transposed_tile_of_the_best_first() -> None:
+    """swap=1 (the default since session 11; the transfer keeps 0): with the BM > BN basin measured and none of
+    its transpose, the next guided ask is the best's swap; swap=0's local step asks around the measured basin."""
+    assert SurrogateSearch(_space()).swap == 1
+    picked = {}
+    for swap in (0, 1):
+        s = SurrogateSearch(_space(), seed=0, explore=0.0, swap=swap)
+        for values in ({"BM": 256, "BN": 64}, {"BM": 128, "BN": 32}, {"BM": 256, "BN": 32}, {"BM": 128, "BN": 128},
+                       {"BM": 64, "BN": 64}, {"BM": 256, "BN": 256}):
+            for warps in (2, 4, 8):
+                c = s.candidates[_at(s, **values, num_warps=warps)]
+                s.mark_asked(c)
+                s.tell(c, Status.MEASURED, _two_basins_ms(c))
+        (c,) = s.ask(1)
+        picked[swap] = c.as_dict()
+    assert picked[1].items() >= {"BM": 64, "BN": 256, "num_warps": 4}.items(), picked[1]
+    assert picked[0]["BN"] < picked[0]["BM"], f"the default left the measured basin: {picked[0]}"
+
+
+def test_polish_spends_the_reserve_on_the_incumbents_moves() -> None:
+    """polish=1: the finals' reserve goes to untried one-axis moves and swaps of the incumbent, the model's
+    fastest first, and only while planned; polish=0, the default, plans nothing and wants no finals."""
+    assert not SurrogateSearch(_space()).wants_finals()
+    assert SurrogateSearch(_space()).finals(3) == 0
+    s = SurrogateSearch(_space(), seed=1, polish=1.0)
+    assert s.wants_finals()
+    for c in s.ask(12):
+        s.tell(c, Status.MEASURED, _two_basins_ms(c))
+    assert s.finals(3) == 3
+    best = s.best()
+    assert best is not None
+    score = s._scores()
+    untried = sorted((j for j in s._moves(s.index[best.config]) if not s.is_asked(j)), key=lambda j: float(score[j]))
+    assert len(untried) >= 2
+    first = s.ask(2)
+    assert [s.index[c] for c in first] == untried[:2]
+    for c in first:
+        s.tell(c, Status.MEASURED, _two_basins_ms(c))
+    second = s.ask(3)  # one polish pick left, then the ordinary guided asks
+    assert s._polishing == 0 and len(second) == 3
+    with pytest.raises(SearchError, match="polish"):
+        SurrogateSearch(_space(), polish=1.5)
+    with pytest.raises(SearchError, match="swap"):
+        SurrogateSearch(_space(), swap=-1)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_swap_and_polish_variant_passes_the_contract(check: Any) -> None:
+    check(functools.partial(SurrogateSearch, swap=1, polish=1.0))

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tritune.config import Config
+from tritune.config import LAUNCH_OPTIONS, Config
 
 
 def _order_key(v: Any) -> tuple[int, Any]:
@@ -20,6 +20,11 @@ def _order_key(v: Any) -> tuple[int, Any]:
     if isinstance(v, (int, float)):
         return (1, v)
     return (2, str(v))
+
+
+def _shared(a: Sequence[Any], b: Sequence[Any]) -> list[Any]:
+    """The values of ``a`` also in ``b`` (numbers only: a swap of strings or flags has no meaning)."""
+    return [v for v in a if isinstance(v, (int, float)) and not isinstance(v, bool) and v in b]
 
 
 class Grid:
@@ -40,6 +45,16 @@ class Grid:
         ).reshape(len(dicts), len(self.names))
         self.lookup: dict[tuple[int, ...], int] = {tuple(row): i for i, row in enumerate(self.coords.tolist())}
         self.sizes = [len(self.values[n]) for n in self.names]
+        #: Pairs of axes (a, b), a < b, whose values may be exchanged (:meth:`swaps`): two kernel
+        #: meta-parameters (not launch options such as num_warps) sharing at least two values.
+        self.swap_axes: list[tuple[int, int]] = [
+            (a, b)
+            for a in range(self.dims)
+            for b in range(a + 1, self.dims)
+            if self.names[a] not in LAUNCH_OPTIONS
+            and self.names[b] not in LAUNCH_OPTIONS
+            and len(_shared(self.values[self.names[a]], self.values[self.names[b]])) >= 2
+        ]
 
     @property
     def dims(self) -> int:
@@ -65,6 +80,24 @@ class Grid:
                 j = self.step(i, dim, direction)
                 if j is not None and j not in out:
                     out.append(j)
+        return out
+
+    def swaps(self, i: int) -> list[int]:
+        """The candidates that exchange the values of two axes of :attr:`swap_axes` (BLOCK_M=256, BLOCK_N=128
+        -> BLOCK_M=128, BLOCK_N=256), every other value kept: the transposed tile, which is one move here but a
+        two-axis move of two steps or more on the grid. Only exchanges that give a candidate are listed."""
+        out: list[int] = []
+        point = [int(x) for x in self.coords[i]]
+        for a, b in self.swap_axes:
+            va, vb = self.values[self.names[a]], self.values[self.names[b]]
+            x, y = va[point[a]], vb[point[b]]
+            if x == y or x not in vb or y not in va:
+                continue
+            moved = list(point)
+            moved[a], moved[b] = va.index(y), vb.index(x)
+            j = self.lookup.get(tuple(moved))
+            if j is not None and j not in out:
+                out.append(j)
         return out
 
     def features(self) -> np.ndarray:

@@ -20,7 +20,8 @@ possible, the farthest such config first, so the start samples the middle values
 (BLOCK=128 of 64..256) and not only the grid's corners, where GPU cliffs live. After it, each ask takes
 the unmeasured candidate the model ranks fastest among the moves (one or two axes at once, diagonals
 included) around the best three configs found, every third ask the global model optimum instead, and a
-seeded share of asks stays random so that a wrong model cannot trap the search.
+seeded share of asks stays random so that a wrong model cannot trap the search. The best config's swaps (its
+BLOCK_M and BLOCK_N values exchanged: the transposed tile, :meth:`Grid.swaps`) are asked first, once each.
 Needs only numpy, so it runs where optuna is absent.
 
 >>> from tritune.space import Space, pow2
@@ -139,7 +140,24 @@ class SurrogateSearch(Strategy):
     for an optimum one move from it that the model ranks below moves around the other top configs (0, off,
     by default: session 10, benchmarks/results/2026-12-01-cpu/search_eval_session10, ``sweep=0.34`` met the
     targets on as many recorded rows and more held-out ones over 40 seeds, but was worse than random on
-    more rows).
+    more rows); ``swap``: the untried swaps (:meth:`Grid.swaps`: the values of two tile axes exchanged,
+    BLOCK_M=256, BLOCK_N=128 -> BLOCK_M=128, BLOCK_N=256) of the best ``swap`` configs are asked before the
+    other guided picks, the model's fastest first, so a transposed basin is one move away: on the recorded
+    matmul 4096 runs ended at the transposed tile (1.072) beside the best, a two-axis move of two grid steps
+    the local step ranks low next to the BLOCK_M=BLOCK_N=256 spill cliff (1, the best config's swaps, by
+    default: session 11, benchmarks/results/2026-12-02-cpu/search_eval_session11, over 40 seeds at a 25%
+    budget it met the targets on as many rows as ``swap=0``, 27 of 30 recorded and 25 of 38 held out, none lost
+    and none newly worse than random, and narrowed the p90 of recorded matmul 4096 from 1.072-1.073 to
+    1.052-1.057 (still a miss) and of matmul 8192x1024x4096 from 1.019-1.038 to 1.007-1.017; it changes nothing
+    on spaces without two tile axes sharing values, such as gelu and layernorm); ``polish``: a share (0 to 1) of
+    the finalists' reserve (:meth:`finals`; the tuning driver holds one back once this is > 0) spent on the
+    untried one-axis moves and swaps of the incumbent, the fastest measured config (of the next fastest once
+    it has none left), the model's fastest first: a last local check around the config the final race leads
+    with (0, off, by default: session 11, with ``swap=0`` over 40 seeds it met the targets on 28 of 38 held-out
+    rows against 25, three fitted matmul rows whose worst runs ended beside an isolated optimum going from p90 1.42-1.54 to
+    1.000, and on 27 of 30 recorded rows as before, but it lost one held-out row, an 80-config gelu space where
+    3 of 20 evaluations no longer explore, p90 1.031 -> 1.121, and with ``swap=1`` it was worse than random on
+    one more held-out row).
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
@@ -174,6 +192,8 @@ class SurrogateSearch(Strategy):
         cover: float = 0.0,
         probe: float = 0.0,
         sweep: float = 0.0,
+        swap: int = 1,
+        polish: float = 0.0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -212,6 +232,15 @@ class SurrogateSearch(Strategy):
         if not 0.0 <= float(sweep) <= 1.0:
             raise SearchError(f"surrogate sweep={sweep!r} must be a share of the guided asks in [0, 1]")
         self.sweep = float(sweep)
+        if isinstance(swap, bool) or not isinstance(swap, int) or swap < 0:
+            raise SearchError(f"surrogate swap={swap!r} must be how many of the best configs (an integer >= 0)")
+        self.swap = swap
+        if not 0.0 <= float(polish) <= 1.0:
+            raise SearchError(
+                f"surrogate polish={polish!r} must be a share of the finalists' reserve in [0, 1]"
+            )
+        self.polish = float(polish)
+        self._polishing = 0
         self._swept = 0
         self._probing = 0
         self._covered = 0
@@ -333,13 +362,16 @@ class SurrogateSearch(Strategy):
         """Before the finalists' race: with ``probe`` > 0, ask up to a share ``probe`` of ``reserve`` of
         untried neighbours of the ties (one local move, diagonals included, as the local step) rather
         than spend the whole reserve re-measuring configs that differ by less than the noise. Each probe
-        is the model's fastest such neighbour of the ties as they stand after the previous probes.
-        Returns how many probes it plans (fewer are asked when the ties have no untried neighbour)."""
-        self._probing = 0
-        if self.probe <= 0 or reserve < 1 or len(self._measured) < 3:
+        is the model's fastest such neighbour of the ties as they stand after the previous probes. With
+        ``polish`` > 0, a share ``polish`` of what the probes leave goes to the incumbent's untried one-axis
+        moves and swaps (:meth:`_polish_batch`). Returns how many it plans (fewer are asked when none is
+        left); what it does not plan goes to the ordinary asks."""
+        self._probing = self._polishing = 0
+        if reserve < 1 or len(self._measured) < 3:
             return 0
         self._probing = min(reserve, math.floor(self.probe * reserve))
-        return self._probing
+        self._polishing = min(reserve - self._probing, math.floor(self.polish * reserve))
+        return self._probing + self._polishing
 
     def _probe_picks(self, n: int) -> list[int]:
         """Up to ``n`` untried neighbours of the ties, the model's fastest first (see :meth:`finals`)."""
@@ -354,8 +386,49 @@ class SurrogateSearch(Strategy):
         return picks
 
     def wants_finals(self) -> bool:
-        """With ``probe`` > 0: the tuning driver then holds back the finalists' reserve for :meth:`finals`."""
-        return self.probe > 0
+        """With ``probe`` or ``polish`` > 0: the tuning driver then holds back the finalists' reserve for
+        :meth:`finals`."""
+        return self.probe > 0 or self.polish > 0
+
+    def _ranked(self, score: np.ndarray) -> list[int]:
+        """The measured configs, fastest first: by measured time, or with noisy times (``smooth``) by the
+        model's mean there, which pools each config's neighbours so that a lucky draw does not lead."""
+        if self.smooth and self.noise > 0:
+            return sorted(self._measured, key=lambda i: float(score[i]))
+        return sorted(self._measured, key=self._measured.__getitem__)
+
+    def _moves(self, i: int) -> list[int]:
+        """The one-axis moves (:meth:`Grid.neighbours`) and the swaps (:meth:`Grid.swaps`) of ``i``."""
+        return list(dict.fromkeys(self.grid.neighbours(i) + self.grid.swaps(i)))
+
+    def _polish_batch(self, n: int) -> list[Config] | None:
+        """While a polish is planned (:meth:`finals`): up to ``n`` untried one-axis moves and swaps of the
+        incumbent, the fastest measured config (of the next fastest once it has none left), the model's
+        fastest first; None when none is planned or left."""
+        if self._polishing <= 0:
+            return None
+        score = self._scores()
+        out: list[int] = []
+        # Centred on the fastest measured configs, not the model's ranking (``smooth``): the tuner's final
+        # race leads with the fastest measured, so its neighbours are the ones a last check should settle.
+        for i in sorted(self._measured, key=self._measured.__getitem__):
+            if len(out) >= min(n, self._polishing):
+                break
+            cand = [j for j in self._moves(i) if not self._asked[j] and j not in out]
+            cand.sort(key=lambda j: float(score[j]))
+            out += cand[: min(n, self._polishing) - len(out)]
+        if not out:
+            self._polishing = 0
+            return None
+        self._polishing -= len(out)
+        picks = [self.candidates[i] for i in out]
+        return picks + (self._propose_guided(n - len(picks), picks) if n > len(picks) else [])
+
+    def _swap_pick(self, centres: list[int], free: np.ndarray, acq: np.ndarray) -> int | None:
+        """A swap step (``swap``): the free swap (:meth:`Grid.swaps`) of any config of ``centres`` with the
+        lowest ``acq``; None when they have none untried."""
+        cand = [j for i in centres for j in self.grid.swaps(i) if free[j]]
+        return min(cand, key=lambda j: float(acq[j])) if cand else None
 
     def _probe_batch(self, n: int) -> list[Config] | None:
         """While probes are planned (:meth:`finals`): ``n`` asks, the probes first and guided picks after them;
@@ -372,6 +445,9 @@ class SurrogateSearch(Strategy):
         probes = self._probe_batch(n)
         if probes is not None:
             return probes
+        polished = self._polish_batch(n)
+        if polished is not None:
+            return polished
         if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 3:
             return [self.candidates[i] for i in self._space_filling(n)]
         return self._propose_guided(n)
@@ -383,12 +459,8 @@ class SurrogateSearch(Strategy):
         # Around the best few, and around every config tied with the best when measurements are noisy:
         # a tie is as likely the true best as the lowest median is.
         tied = [self.index[o.config] for o in self.ties()[: 2 * self.top]] if self.noise_aware else []
-        rank = self._measured.__getitem__
-        if self.smooth and self.noise > 0:
-            # Noisy times: rank the measured configs by the model's mean there, which pools each
-            # config's neighbours, so a lucky draw does not become the centre of the search.
-            rank = lambda i: float(score[i])  # noqa: E731
-        best_first = list(dict.fromkeys(sorted(self._measured, key=rank)[: self.top] + tied))
+        ranked = self._ranked(score)
+        best_first = list(dict.fromkeys(ranked[: self.top] + tied))
         local = self._local(best_first)
         # A batch spreads out: each pick raises the score of candidates near it (local penalization),
         # so ask(16) is not 16 configs of one neighbourhood when the pool has other good regions.
@@ -406,6 +478,10 @@ class SurrogateSearch(Strategy):
                 # values of every axis (random's strength: edges and isolated optima get sampled).
                 self._covered += 1
                 out.append(self._stratified(free))
+            elif self.swap > 0 and (pick := self._swap_pick(ranked[: self.swap], free, score + penalty)) is not None:
+                # The swap step: the transposed tile of one of the best configs (BLOCK_M <-> BLOCK_N), a
+                # move the model's local step ranks low next to the cliffs between the two basins.
+                out.append(pick)
             elif self.rng.random() < self.explore:
                 out.append(int(self.rng.choice(np.flatnonzero(free))))
             elif (

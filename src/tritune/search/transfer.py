@@ -219,6 +219,9 @@ class TransferSearch(SurrogateSearch):
     ) -> None:
         n_warm = max(4, 2 * len(neighbours)) if warm is None else int(warm)
         options.setdefault("initial", n_warm)
+        # The surrogate's swap step (its default since session 11) was evaluated on cold searches only; the
+        # transfer's evaluation (search_eval.py --transfer) predates it, so it stays off here unless asked.
+        options.setdefault("swap", 0)
         super().__init__(space, seed=seed, illegal=illegal, **options)
         if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
             raise SearchError(f"transfer: first={first!r} must be a positive number of configs")
@@ -250,6 +253,9 @@ class TransferSearch(SurrogateSearch):
         probes = self._probe_batch(n)  # the finalists' probes (``probe``, :meth:`SurrogateSearch.finals`)
         if probes is not None:
             return probes
+        polished = self._polish_batch(n)  # the same reserve's polish, when asked for (``polish``; off here)
+        if polished is not None:
+            return polished
         out = [c for c in self.warm_start if not self.is_asked(self.index[c])][:n]
         if len(out) < n:
             if len(self._measured) >= 3:
