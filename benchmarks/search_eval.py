@@ -179,6 +179,64 @@ def transfer_main(args: argparse.Namespace) -> int:
     return 0
 
 
+#: A pooled row: (suite, landscape, noise, n-th row of that label) -> strategy -> seed -> best ratio.
+Pooled = dict[tuple[str, str, float, int], dict[str, dict[int, float]]]
+
+
+def pooled_runs(paths: list[str]) -> tuple[Pooled, list[str]]:
+    """The runs of several search_eval JSONs (``.json`` or ``.json.gz``) pooled per row and strategy (a seed seen
+    twice counts once; fitted variants share a label, so the n-th row of a label is its own row), and the
+    strategies in first-seen order. Files of the same rows on disjoint seeds (``--first-seed``) make 40+ seeds."""
+    import gzip
+
+    runs: Pooled = {}
+    order: list[str] = []
+    for path in paths:
+        with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
+            doc = json.load(f)
+        seen: dict[tuple[str, float, str], int] = {}
+        for r in doc["results"]:
+            label = (r["landscape"], r["noise"], r["strategy"])
+            seen[label] = seen.get(label, -1) + 1
+            key = (r["suite"], r["landscape"], r["noise"], seen[label])
+            if r["strategy"] not in order:
+                order.append(r["strategy"])
+            runs.setdefault(key, {}).setdefault(r["strategy"], {}).update(
+                (x["seed"], x["best_ratio"]) for x in r["runs"])  # fmt: skip
+    return runs, order
+
+
+def judge_row(per: dict[str, dict[int, float]]) -> dict[str, tuple[float, float, bool, bool]]:
+    """Each strategy of one pooled row, as search_eval judges it over all its seeds: (median, p90, met, worse
+    than random), met = median <= 1.02 and p90 <= 1.05, worse = median or p90 more than 0.005 above random's."""
+    from tritune.search.simulate import quantile
+
+    rand = list(per["random"].values())
+    rand_med, rand_p90 = quantile(rand, 0.5), quantile(rand, 0.9)
+    out = {}
+    for name, by_seed in per.items():
+        med, p90 = quantile(list(by_seed.values()), 0.5), quantile(list(by_seed.values()), 0.9)
+        assert med is not None and p90 is not None and rand_med is not None and rand_p90 is not None
+        worse = name != "random" and (med > rand_med + 0.005 or p90 > rand_p90 + 0.005)
+        out[name] = (med, p90, med <= TARGET_MEDIAN and p90 <= TARGET_P90, worse)
+    return out
+
+
+def print_pooled_summary(runs: Pooled) -> None:
+    """Rows met and worse than random per suite and strategy, over the pooled seeds."""
+    tally: dict[tuple[str, str], list[Any]] = {}
+    for key, per in runs.items():
+        for name, (_, _, met, worse) in judge_row(per).items():
+            t = tally.setdefault((key[0], name), [0, 0, 0, len(per[name]), []])
+            t[0] += 1
+            t[1] += met
+            t[2] += worse
+            if worse:
+                t[4].append(f"{key[1]} @{key[2]:.0%}")
+    for (suite, name), (rows, met, worse, seeds, which) in tally.items():
+        print(f"{suite:8} {name:36} met {met}/{rows}  worse than random {worse}  ({seeds} seeds) {'; '.join(which)}")
+
+
 def print_summary(tally: dict[tuple[str, str, float], list[int]]) -> list[dict[str, Any]]:
     """Per strategy, suite and noise: rows meeting both targets and rows worse than random."""
     print(f"{'strategy':28} {'suite':8} {'noise':>5} {'meet targets':>12} {'worse than random':>17}")

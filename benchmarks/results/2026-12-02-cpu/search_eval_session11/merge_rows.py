@@ -7,45 +7,15 @@ table of median / p90 per row and strategy (MISS: a target missed; WTR: worse th
 and the held-out rows where the strategies do not all agree on met and WTR. Reads ``.json`` or ``.json.gz``.
 """
 
-import gzip
-import json
 import sys
+from pathlib import Path
 
-from tritune.search.simulate import quantile
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from search_eval import judge_row, pooled_runs, print_pooled_summary
 
-runs: dict[tuple[str, str, float, int], dict[str, dict[int, float]]] = {}
-order: list[str] = []
-for path in sys.argv[1:]:
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        doc = json.load(f)
-    seen: dict[tuple[str, float, str], int] = {}
-    for r in doc["results"]:
-        label = (r["landscape"], r["noise"], r["strategy"])
-        seen[label] = seen.get(label, -1) + 1  # fitted variants share a label: the n-th row of that label
-        key = (r["suite"], r["landscape"], r["noise"], seen[label])
-        if r["strategy"] not in order:
-            order.append(r["strategy"])
-        runs.setdefault(key, {}).setdefault(r["strategy"], {}).update((x["seed"], x["best_ratio"]) for x in r["runs"])
-
-cells: dict[tuple[str, str, float, int], dict[str, tuple[float, float, bool, bool]]] = {}
-tally: dict[tuple[str, str], list] = {}
-for key, per in runs.items():
-    rand = list(per["random"].values())
-    rand_med, rand_p90 = quantile(rand, 0.5), quantile(rand, 0.9)
-    for name, by_seed in per.items():
-        med, p90 = quantile(list(by_seed.values()), 0.5), quantile(list(by_seed.values()), 0.9)
-        assert med is not None and p90 is not None and rand_med is not None and rand_p90 is not None
-        met = med <= 1.02 and p90 <= 1.05
-        worse = name != "random" and (med > rand_med + 0.005 or p90 > rand_p90 + 0.005)
-        cells.setdefault(key, {})[name] = (med, p90, met, worse)
-        t = tally.setdefault((key[0], name), [0, 0, 0, len(by_seed), []])
-        t[0] += 1
-        t[1] += met
-        t[2] += worse
-        if worse:
-            t[4].append(f"{key[1]} @{key[2]:.0%}")
-for (suite, name), (rows, met, worse, seeds, which) in tally.items():
-    print(f"{suite:8} {name:36} met {met}/{rows}  worse than random {worse}  ({seeds} seeds) {'; '.join(which)}")
+runs, order = pooled_runs(sys.argv[1:])
+cells = {key: judge_row(per) for key, per in runs.items()}
+print_pooled_summary(runs)
 for suite in ("dev", "holdout"):
     keys = [k for k in cells if k[0] == suite]
     if not keys:
