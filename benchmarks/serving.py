@@ -475,16 +475,21 @@ def ratio_interval(rounds: dict[str, list[float]], cfg: str, boot: int = 2000, s
     on 4-12 us kernels the judges' own spread is ~2% (session 8: the pretuned ideal itself rated 1.033)."""
     if cfg not in rounds:
         return (math.inf, math.inf)
-    names = list(rounds)
     n = min(len(v) for v in rounds.values())
+
+    def ratio(idx: list[int]) -> float:
+        med = {c: pct([xs[i] for i in idx], 0.5) for c, xs in rounds.items()}
+        return med[cfg] / min(med.values())
+
+    return bootstrap_interval(n, ratio, boot, seed)
+
+
+def bootstrap_interval(n: int, stat: Callable[[list[int]], float], boot: int = 2000,
+                       seed: int = 0) -> tuple[float, float]:  # fmt: skip
+    """The 95% bootstrap interval of ``stat`` over ``n`` rounds: ``boot`` resamples of the rounds' indices."""
     rng = random.Random(seed)
-    ratios = []
-    for _ in range(boot):
-        idx = [rng.randrange(n) for _ in range(n)]
-        med = {c: pct([rounds[c][i] for i in idx], 0.5) for c in names}
-        ratios.append(med[cfg] / min(med.values()))
-    ratios.sort()
-    return (ratios[int(0.025 * boot)], ratios[int(0.975 * boot) - 1])
+    vals = sorted(stat([rng.randrange(n) for _ in range(n)]) for _ in range(boot))
+    return (vals[int(0.025 * boot)], vals[int(0.975 * boot) - 1])
 
 
 def paired_ratio(rounds: dict[str, list[float]], cfg: str, ref: str, boot: int = 2000,
@@ -500,9 +505,8 @@ def paired_ratio(rounds: dict[str, list[float]], cfg: str, ref: str, boot: int =
         return (math.inf, math.inf, math.inf)
     n = min(len(rounds[cfg]), len(rounds[ref]))
     per = [rounds[cfg][i] / rounds[ref][i] for i in range(n)]
-    rng = random.Random(seed)
-    meds = sorted(pct([per[rng.randrange(n)] for _ in range(n)], 0.5) for _ in range(boot))
-    return (pct(per, 0.5), meds[int(0.025 * boot)], meds[int(0.975 * boot) - 1])
+    lo, hi = bootstrap_interval(n, lambda idx: pct([per[i] for i in idx], 0.5), boot, seed)
+    return (pct(per, 0.5), lo, hi)
 
 
 def output_spread(w: Workload, t: tuple[Any, ...]) -> dict[str, float]:

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import importlib
 import sys
-import threading
 from collections.abc import Callable
+
+from tritune.engine.aside import aside
 
 #: What the first compile or launch imports (names a Triton version lacks are skipped).
 LAZY = ("triton.compiler.code_generator", "triton.experimental.gluon")
 
 
 def import_ahead(modules: tuple[str, ...] = LAZY) -> Callable[[], float]:
-    """Start importing ``modules`` on a daemon thread; returns ``join()``, which waits for it and returns the
-    seconds it waited. Nothing is started (``join`` returns 0 at once) when all are imported already."""
+    """Start importing ``modules`` on a helper thread (:func:`tritune.engine.aside.aside`); returns ``join()``,
+    which waits for it and returns the seconds it waited. Nothing is started (``join`` returns 0 at once) when
+    all are imported already."""
     todo = [m for m in modules if m not in sys.modules]
     if not todo:
         return lambda: 0.0
@@ -33,14 +35,10 @@ def import_ahead(modules: tuple[str, ...] = LAZY) -> Callable[[], float]:
             except Exception:  # a Triton without it: the JIT imports what it needs itself, as before
                 pass
 
-    thread = threading.Thread(target=run, name="tritune-import-ahead", daemon=True)
-    thread.start()
+    job = aside(run)
 
     def join() -> float:
-        import time
-
-        t = time.perf_counter()
-        thread.join()
-        return time.perf_counter() - t
+        job.result()
+        return job.waited_s
 
     return join

@@ -441,13 +441,16 @@ class SurrogateSearch(Strategy):
         probes = [self.candidates[i] for i in picks]
         return probes + (self._propose_guided(n - len(picks), probes) if n > len(picks) else [])
 
-    def _propose(self, n: int) -> Sequence[Config]:
+    def _finals_batch(self, n: int) -> list[Config] | None:
+        """While the finals reserve is being spent (:meth:`finals`): the probes' batch, else the polish's; None
+        when neither is planned or left."""
         probes = self._probe_batch(n)
-        if probes is not None:
-            return probes
-        polished = self._polish_batch(n)
-        if polished is not None:
-            return polished
+        return probes if probes is not None else self._polish_batch(n)
+
+    def _propose(self, n: int) -> Sequence[Config]:
+        finals = self._finals_batch(n)
+        if finals is not None:
+            return finals
         if len(self._measured) + len(self._failed) < max(2, self.initial) or len(self._measured) < 3:
             return [self.candidates[i] for i in self._space_filling(n)]
         return self._propose_guided(n)

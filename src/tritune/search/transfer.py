@@ -250,12 +250,9 @@ class TransferSearch(SurrogateSearch):
                    for o in self.history)  # fmt: skip
 
     def _propose(self, n: int) -> Sequence[Config]:
-        probes = self._probe_batch(n)  # the finalists' probes (``probe``, :meth:`SurrogateSearch.finals`)
-        if probes is not None:
-            return probes
-        polished = self._polish_batch(n)  # the same reserve's polish, when asked for (``polish``; off here)
-        if polished is not None:
-            return polished
+        finals = self._finals_batch(n)  # the finalists' probes and polish (:meth:`SurrogateSearch.finals`)
+        if finals is not None:
+            return finals
         out = [c for c in self.warm_start if not self.is_asked(self.index[c])][:n]
         if len(out) < n:
             if len(self._measured) >= 3:
