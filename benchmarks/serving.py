@@ -352,6 +352,11 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         parts = list(inc.check_parts)  # every key's checks, promoted keys' too: where a check's time goes
         res["check_parts_median_ms"] = [pct([p[i] for p in parts], 0.5) for i in range(3)] if parts else None
         res["checks_timed"] = len(parts)
+        firsts = list(inc.first_parts)  # each key's first call on the caller's thread, ms by part
+        res["first_parts_median_ms"] = ({n: round(pct([f.get(n, 0.0) for f in firsts], 0.5), 4) for n in firsts[0]}
+                                        if firsts else None)  # fmt: skip
+        res["first_parts"] = firsts
+        res["driver_fallbacks"] = int(getattr(inc.clock, "driver_fallbacks", 0))
         res["extra_gpu_ms"] = inc.budget.spent_ms
         res["tuning_gpu_ms"] = inc.budget.earned_from_ms
         res["promoted"] = len(inc.promoted)
@@ -865,6 +870,10 @@ def report(doc: dict[str, Any]) -> None:
         if "warm_judge_error" in kd:
             print(f"  WARM JUDGE FAILED ({kd['warm_judge_error']}): both verdicts above are the cold judge's")
         print_diagnosis(kd, inc)
+        fp = inc.get("first_parts_median_ms")
+        if fp:
+            print(f"  a key's first call on the caller's thread, median of {len(inc['first_parts'])} keys (ms): {fp}; "
+                  f"resolver pairs left to torch's calls: {inc.get('driver_fallbacks')}")  # fmt: skip
         cp = inc.get("check_parts_median_ms")
         if cp:
             print(f"  a check's event time, median of {inc['checks_timed']} (ms): copies {cp[0]:.4f}, scratch run "

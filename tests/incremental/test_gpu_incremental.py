@@ -84,3 +84,33 @@ def test_the_fused_comparison_launches_through_a_prebuilt_launcher(dtype):
     y[77_777] += 1
     why_not = compare_outputs({"o": x}, {"o": y}, None, None, {str(dtype)})()
     assert why_not is not None and "1 of 100003 elements differ" in why_not
+
+
+def test_driver_event_calls_give_torchs_milliseconds_without_blocking():
+    """CudaClock.ready_ms (the driver's cuEventQuery/cuEventElapsedTime, keeping the interpreter's lock) against
+    torch's synchronize + elapsed_time on the same real event pairs."""
+    why = gpu_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"needs a GPU: {why}")
+    from tritune.tune.serving_runtime import CudaClock, driver_event_calls
+
+    assert driver_event_calls() is not None  # a machine with a GPU has the driver library
+    clock = CudaClock(spin_idle=True)
+    x = torch.randn(1 << 22, device="cuda")
+    out = torch.empty_like(x)
+    grid = lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)  # noqa: E731
+    pairs = []
+    for _ in range(20):
+        t = clock.start(None)
+        _double[grid](x, out, x.numel(), BLOCK=1024)
+        pairs.append(clock.stop(t))
+    torch.cuda._sleep(200_000_000)  # ~0.1 s: the next pair cannot have been passed when it is asked
+    t = clock.start(None)
+    h = clock.stop(t)
+    assert clock.ready_ms(h) is None
+    torch.cuda.synchronize()
+    for a, b, late in pairs:
+        want = float(a.elapsed_time(b))
+        got = clock.ready_ms((a, b, late))
+        assert got is not None and got == pytest.approx(want, rel=1e-6)
+    assert clock.ready_ms(h) is not None and clock.driver_fallbacks == 0

@@ -134,6 +134,11 @@ class Incremental:
         #: Every key's checks, promoted keys' too (a key's state goes at its promotion): (copies, scratch run,
         #: comparison) ms of each check whose spans no other thread stretched.
         self.check_parts: list[tuple[float, float, float]] = []
+        #: Each key's first call on the caller's thread, ms by part (:meth:`_first_call`): ``screen`` (the legal
+        #: configs), ``lookup`` (the store and pretuned table), ``state`` (the provisional, pruning, the key's
+        #: state), ``compiles`` (queueing the background compiles), ``launch`` (the provisional's launch, its
+        #: launcher built or Triton's path), ``total``.
+        self.first_parts: list[dict[str, float]] = []
         self._check_ratios: list[float] = []
         #: The kernel's pool: every key's earnings beyond its bucket's cap and its unspent tokens at its
         #: promotion (lent to frequent keys' checks, see :meth:`_afford`).
@@ -200,10 +205,7 @@ class Incremental:
                             "graph was being captured; even its provisional config must be chosen and compiled "
                             "first. Call the kernel once with these arguments before capturing (warm up)."
                         )
-                    st = self._begin(tuned, key, args, kwargs, grid)
-                    if st is None:
-                        return MISS  # a stored or pretuned winner: now the normal path's choice
-                    self.last_phase = "first"
+                    return self._first_call(tuned, key, args, kwargs, grid, ck)
         promoted = st.applied.promoted
         if promoted is not None:  # promoted between the check and now: the choice is published first
             if key in tuned._choices:
@@ -247,6 +249,25 @@ class Incremental:
                 st.earn(lone)
                 return self._untimed(tuned, key, cfg, args, kwargs, grid, ck)
         return self._timed(tuned, key, st, cfg, args, kwargs, grid, res, ck)
+
+    def _first_call(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
+                    grid: Any, ck: tuple[Any, ...] | None) -> Any:  # fmt: skip
+        """A new key's first call (under the kernel's lock): its state (:meth:`_begin`), then its first launch as
+        :meth:`run` makes any other; each part's host time goes to :attr:`first_parts` (on the H200 a key's first
+        call cost 2.3-3.5 ms p50 against ~0.02 ms for a cached call, session 11: this says where)."""
+        t0 = time.perf_counter()
+        parts: dict[str, float] = {}
+        st = self._begin(tuned, key, args, kwargs, grid, parts)
+        if st is None:
+            return MISS  # a stored or pretuned winner: now the normal path's choice
+        t1 = time.perf_counter()
+        out = self.run(tuned, key, args, kwargs, grid, ck)  # the key has its state now: an ordinary call
+        t2 = time.perf_counter()
+        self.last_phase = "first"
+        parts["launch"] = (t2 - t1) * 1e3
+        parts["total"] = (t2 - t0) * 1e3
+        self.first_parts.append(parts)
+        return out
 
     def _untimed(self, tuned: Autotuned, key: tuple[Any, ...], cfg: Config, args: Sequence[Any],
                  kwargs: Mapping[str, Any], grid: Any, ck: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
@@ -565,7 +586,10 @@ class Incremental:
 
     # -- starting a key ---------------------------------------------------------------------------------
     def _begin(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
-               grid: Any) -> KeyState | None:  # fmt: skip
+               grid: Any, parts: dict[str, float] | None = None) -> KeyState | None:  # fmt: skip
+        """The key's state, its provisional config and its background compiles queued; None where the normal
+        path serves the key. ``parts``: each step's host ms goes there (see :attr:`first_parts`)."""
+        lap = _Lap(parts)
         install_triton_key_memo()  # the key's provisional compile or lookup needs Triton's key
         if self.outputs is not None:
             missing = [n for n in self.outputs if n not in tuned.arg_names]
@@ -576,10 +600,12 @@ class Incremental:
         if hasattr(tuned.cache, "get") and tuned.cache.get(tuned.key_spec.public(key)) is not None:
             return None  # set by the caller through kernel.cache[key] = config: the normal path serves it
         legal, _ = tuned.legal_configs(args, kwargs)
+        lap("screen")
         if len(legal) <= 1 or tuned.tuner.lookup(tuned, key, args, kwargs, allowed=legal) is not None:
             return (
                 None  # nothing to tune, or a stored/pretuned winner: the normal path serves (and reports) it
             )
+        lap("lookup")
         known = {k: c.config for k, c in tuned._choices.items() if c.source in _TUNED}
         near = nearest_key(key, known, legal)
         provisional = known[near] if near is not None else legal[0]
@@ -602,10 +628,12 @@ class Incremental:
         device = next((getattr(v, "device", None) for v in args if getattr(getattr(v, "device", None), "type", "") == "cuda"),
                       None)  # fmt: skip
         deliver = lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device, args, kwargs)  # noqa: E731
+        lap("state")
         if isinstance(self.compiler, WorkerCompiles):  # the hottest key's compiles first
             self.compiler.start(tuned, rest, args, kwargs, grid, deliver, calls=lambda: st.calls)
         else:
             self.compiler.start(tuned, rest, args, kwargs, grid, deliver)
+        lap("compiles")
         return st
 
     def _compiled(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState, cfg: Config, why: str | None,
@@ -878,6 +906,21 @@ class Incremental:
         return {tuned.key_spec.public(k): Choice(st.provisional, "provisional", "tuning on real calls",
                                                  stats=st.summary())
                 for k, st in list(self.states.items())}  # fmt: skip
+
+
+class _Lap:
+    """``lap(name)`` adds the host ms since the previous lap (or since it was made) to ``parts[name]``; nothing
+    without ``parts``."""
+
+    def __init__(self, parts: dict[str, float] | None) -> None:
+        self.parts = parts
+        self.t = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        if self.parts is not None:
+            t = time.perf_counter()
+            self.parts[name] = self.parts.get(name, 0.0) + (t - self.t) * 1e3
+            self.t = t
 
 
 def _never_late(handle: Any) -> bool:

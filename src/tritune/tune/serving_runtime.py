@@ -84,6 +84,36 @@ SPIN_CYCLES_PER_US = 1900.0
 MAX_SPIN_US = 100.0
 
 
+#: ``cuEventQuery``'s status while the device has not reached the event yet.
+CUDA_ERROR_NOT_READY = 600
+
+
+def driver_event_calls() -> tuple[Callable[..., int], Callable[..., int]] | None:
+    """``cuEventQuery`` and ``cuEventElapsedTime`` of the CUDA driver, called through ``ctypes.PyDLL``: a call
+    that keeps the interpreter's lock (ctypes' ``CDLL`` and torch's ``Event.synchronize``/``elapsed_time`` release
+    it). None where the driver library cannot be opened.
+
+    Why keep the lock: the resolver thread resolved each event pair with torch's ``synchronize`` and
+    ``elapsed_time``, each of which releases the lock and takes it back; the caller's racing call releases it
+    too (torch's ``_sleep`` and ``Event.record``, Triton's launch), and every release with the other thread
+    waiting hands the lock over (a thread wake-up each way, and the caller waits out the resolver's Python in
+    between). With these calls the resolver takes the lock once per batch, resolves every pair the device has
+    passed without letting go, and releases it only to sleep or to wait for a pair the device has not reached."""
+    import ctypes
+
+    try:
+        lib = ctypes.PyDLL("libcuda.so.1")
+        query = lib.cuEventQuery
+        # CUDA 12.8 added the _v2 entry point (cuda.h maps the name to it from 13.0); older drivers have one.
+        elapsed = getattr(lib, "cuEventElapsedTime_v2", None) or lib.cuEventElapsedTime
+    except (OSError, AttributeError):
+        return None
+    query.argtypes, query.restype = [ctypes.c_void_p], ctypes.c_int
+    elapsed.argtypes = [ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_void_p]
+    elapsed.restype = ctypes.c_int
+    return query, elapsed
+
+
 class CudaClock:
     """CUDA events recorded on the caller's current stream (pooled: an event is reused once resolved).
 
@@ -103,13 +133,26 @@ class CudaClock:
     say nothing about how much. Whether a span is late depends on the work before it, never on the kernel
     timed, so dropping late spans biases no config. Only with ``spin_idle`` (without it every idle span is late)
     and ``detect_late`` (the incremental mode sets it from ``IncrementalOptions.drop_late``).
-    ``torch_module`` and ``host`` exist for tests (a FAKE device and clock)."""
+    ``driver``: the driver's event calls for :meth:`ready_ms` (:func:`driver_event_calls`, looked up when
+    ``torch_module`` is not given; ``False``: none, torch's calls only).
+    ``torch_module``, ``host`` and ``driver`` exist for tests (a FAKE device, clock and driver)."""
 
     def __init__(self, spin_idle: bool = True, torch_module: Any = None,
-                 host: Callable[[], float] = time.perf_counter, detect_late: bool = False) -> None:  # fmt: skip
+                 host: Callable[[], float] = time.perf_counter, detect_late: bool = False,
+                 driver: Any = None) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module
+
+            if driver is None:
+                driver = driver_event_calls()
         torch = torch_module
+        self._drv = driver or None
+        if self._drv is not None:
+            import ctypes
+
+            self._ms = ctypes.c_float(0.0)
+            self._ms_ref = ctypes.byref(self._ms)
+        self.driver_fallbacks = 0  # pairs ready_ms left to torch's calls (a driver status other than ready/not ready)
         self._torch = torch
         self._free: list[Any] = []
         self._new = torch.cuda.Event
@@ -181,6 +224,28 @@ class CudaClock:
         ms = float(a.elapsed_time(b))
         self._free.extend((a, b))
         return ms
+
+    def ready_ms(self, handle: Any) -> float | None:
+        """The span's milliseconds if the device has passed its stop event, else None, without releasing the
+        interpreter's lock (:func:`driver_event_calls`); torch's :meth:`elapsed_ms` where there are no driver
+        calls, and for a pair the driver answers otherwise (then the driver calls are not used again: torch's
+        calls set the device the events belong to, and raise what is wrong). One resolver thread only (one
+        result buffer)."""
+        drv = self._drv
+        if drv is None:
+            return self.elapsed_ms(handle)
+        a, b, _ = handle
+        query, elapsed = drv
+        status = query(b.cuda_event)
+        if status == 0:
+            if elapsed(self._ms_ref, a.cuda_event, b.cuda_event) == 0:
+                self._free.extend((a, b))
+                return float(self._ms.value)
+        elif status == CUDA_ERROR_NOT_READY:
+            return None
+        self._drv = None
+        self.driver_fallbacks += 1
+        return self.elapsed_ms(handle)
 
     def capturing(self) -> bool:
         return bool(self._torch.cuda.is_current_stream_capturing())
@@ -275,6 +340,7 @@ class Resolver:
         the clock's time, ``quiet``, the callback, its cost in ``busy_s``; an exception is kept in ``errors``. The
         number resolved, and whether :meth:`close`'s mark was reached (nothing after it is taken)."""
         get, elapsed, errors, clock = self._q.get_nowait, self.clock.elapsed_ms, self.errors, time.perf_counter
+        ready = getattr(self.clock, "ready_ms", None)
         n = 0
         item = first
         while True:
@@ -288,7 +354,11 @@ class Resolver:
             handle, then = item
             item = None
             try:
-                ms = elapsed(handle)
+                # A pair the device has passed, resolved without letting go of the interpreter's lock; else
+                # wait for it (the wait releases the lock).
+                ms = ready(handle) if ready is not None else None
+                if ms is None:
+                    ms = elapsed(handle)
                 quiet = self.quiet
                 if quiet is not None:
                     quiet()

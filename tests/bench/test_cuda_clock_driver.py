@@ -1,0 +1,110 @@
+"""CudaClock.ready_ms and the resolver with the driver's event calls (FAKE torch events and a FAKE driver: no GPU
+here). The driver path must give the same milliseconds as torch's path, say "not yet" without blocking, hand
+the pair to torch's blocking path then, and stop using the driver after any other status."""
+
+from __future__ import annotations
+
+import ctypes
+from types import SimpleNamespace
+from typing import Any
+
+from tritune.tune.serving_runtime import CUDA_ERROR_NOT_READY, CudaClock, Resolver, driver_event_calls
+
+
+class FakeEvent:  # FAKE CUDA event: a handle number, a device time once recorded and "passed"
+    count = 0
+
+    def __init__(self, enable_timing: bool = True) -> None:
+        FakeEvent.count += 1
+        self.cuda_event = FakeEvent.count
+        self.t_ms = 0.0
+        self.passed = True
+        self.synced = 0
+
+    def record(self, stream: Any = None) -> None:
+        self.t_ms = FakeEvent.now
+
+    def query(self) -> bool:
+        return self.passed
+
+    def synchronize(self) -> None:
+        self.synced += 1
+        self.passed = True
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        return end.t_ms - self.t_ms
+
+    now = 0.0
+
+
+class FakeDriver:  # FAKE driver calls with the ctypes signatures of driver_event_calls
+    def __init__(self, events: dict[int, FakeEvent], status: int | None = None) -> None:
+        self.events, self.status, self.calls = events, status, 0
+
+    def query(self, handle: int) -> int:
+        self.calls += 1
+        if self.status is not None:
+            return self.status
+        return 0 if self.events[handle].passed else CUDA_ERROR_NOT_READY
+
+    def elapsed(self, out: Any, a: int, b: int) -> int:
+        ctypes.cast(out, ctypes.POINTER(ctypes.c_float)).contents.value = self.events[b].t_ms - self.events[a].t_ms
+        return 0
+
+
+def _clock(status: int | None = None) -> tuple[CudaClock, FakeDriver, dict[int, FakeEvent]]:
+    events: dict[int, FakeEvent] = {}
+
+    def new(enable_timing: bool = True) -> FakeEvent:
+        e = FakeEvent(enable_timing)
+        events[e.cuda_event] = e
+        return e
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(Event=new, current_stream=lambda: SimpleNamespace(query=lambda: False),
+                                                _sleep=lambda cycles: None))  # fmt: skip
+    drv = FakeDriver(events, status)
+    return CudaClock(spin_idle=False, torch_module=fake, driver=(drv.query, drv.elapsed)), drv, events
+
+
+def _span(clock: CudaClock, ms: float) -> Any:
+    FakeEvent.now = 1.0
+    t = clock.start(None)
+    FakeEvent.now = 1.0 + ms
+    return clock.stop(t)
+
+
+def test_ready_pairs_resolve_through_the_driver_with_torchs_milliseconds() -> None:
+    clock, drv, _ = _clock()
+    h = _span(clock, 0.25)
+    assert clock.ready_ms(h) == 0.25 and drv.calls == 1
+    assert h[0].synced == 0 and h[1].synced == 0  # no blocking wait
+    assert clock.driver_fallbacks == 0
+
+
+def test_a_pair_not_reached_yet_is_none_and_the_resolver_waits_for_it_through_torch() -> None:
+    clock, _drv, _ = _clock()
+    h = _span(clock, 0.5)
+    h[1].passed = False
+    assert clock.ready_ms(h) is None and h[1].synced == 0
+    got: list[float] = []
+    r = Resolver(clock, thread=False)
+    r.submit(h, got.append)
+    r.submit(_span(clock, 0.125), got.append)
+    assert r.poll() == 2 and got == [0.5, 0.125]
+    assert h[1].synced == 1  # the unready pair waited in torch's synchronize; the ready one did not
+    assert clock.driver_fallbacks == 0
+
+
+def test_any_other_driver_status_falls_back_to_torch_and_stops_using_the_driver() -> None:
+    clock, drv, _ = _clock(status=201)  # CUDA_ERROR_INVALID_CONTEXT
+    h = _span(clock, 0.75)
+    assert clock.ready_ms(h) == 0.75 and h[1].synced == 1
+    assert clock.driver_fallbacks == 1
+    calls = drv.calls
+    assert clock.ready_ms(_span(clock, 0.5)) == 0.5 and drv.calls == calls  # the driver is not asked again
+
+
+def test_driver_event_calls_is_none_or_two_calls_keeping_the_lock() -> None:
+    got = driver_event_calls()  # this machine may have no CUDA driver: then None, never an exception
+    if got is not None:
+        assert all(isinstance(f, ctypes._CFuncPtr) for f in got)  # type: ignore[attr-defined]
