@@ -52,6 +52,31 @@ def main() -> int:
         rows["torch._C._cuda_getDevice()"] = torch._C._cuda_getDevice
         rows["torch.cuda.current_device()"] = torch.cuda.current_device
         rows["driver.active.get_current_stream(0)"] = lambda: driver.active.get_current_stream(0)
+        # The incremental mode's racing call (CudaClock): a stream look-up, an idle query, the spin's launch, two
+        # event records; and the driver's own calls through ctypes.PyDLL (no release of the interpreter's lock).
+        import ctypes
+
+        stream = torch.cuda.current_stream()
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record(stream)
+        torch.cuda.synchronize()
+        rows["torch.cuda.current_stream()"] = torch.cuda.current_stream
+        rows["stream.query() (idle)"] = stream.query
+        rows["torch.cuda._sleep(1)"] = lambda: torch.cuda._sleep(1)
+        rows["event.record(stream)"] = lambda: ev.record(stream)
+        rows["event.query()"] = ev.query
+        rows["torch._C._cuda_getCurrentRawStream(0)"] = lambda: torch._C._cuda_getCurrentRawStream(0)
+        try:
+            lib = ctypes.PyDLL("libcuda.so.1")
+            rec, query, sq = lib.cuEventRecord, lib.cuEventQuery, lib.cuStreamQuery
+            rec.argtypes, query.argtypes, sq.argtypes = [ctypes.c_void_p] * 2, [ctypes.c_void_p], [ctypes.c_void_p]
+            h, s_h = ev.cuda_event, stream.cuda_stream
+            rows["PyDLL cuEventRecord(ev, stream)"] = lambda: rec(h, s_h)
+            rows["PyDLL cuEventQuery(ev)"] = lambda: query(h)
+            rows["PyDLL cuStreamQuery(stream)"] = lambda: sq(s_h)
+            rows["ev.cuda_event (attribute)"] = lambda: ev.cuda_event
+        except (OSError, AttributeError) as e:
+            print(f"# no driver calls: {e}")
     got = {name: round(per_call_us(fn, a.n), 4) for name, fn in rows.items()}
     prov = {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "device": torch.cuda.get_device_name() if dev == "cuda" else platform.processor() or "cpu",

@@ -352,7 +352,7 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         parts = list(inc.check_parts)  # every key's checks, promoted keys' too: where a check's time goes
         res["check_parts_median_ms"] = [pct([p[i] for p in parts], 0.5) for i in range(3)] if parts else None
         res["checks_timed"] = len(parts)
-        firsts = list(inc.first_parts)  # each key's first call on the caller's thread, ms by part
+        firsts = list(getattr(inc, "first_parts", []))  # each key's first call on the caller's thread, ms by part
         res["first_parts_median_ms"] = ({n: round(pct([f.get(n, 0.0) for f in firsts], 0.5), 4) for n in firsts[0]}
                                         if firsts else None)  # fmt: skip
         res["first_parts"] = firsts

@@ -8,7 +8,14 @@ import ctypes
 from types import SimpleNamespace
 from typing import Any
 
-from tritune.tune.serving_runtime import CUDA_ERROR_NOT_READY, CudaClock, Resolver, driver_event_calls
+from tritune.tune.serving_runtime import (
+    CUDA_ERROR_NOT_READY,
+    CudaClock,
+    DriverClock,
+    DriverEvents,
+    Resolver,
+    driver_event_calls,
+)
 
 
 class FakeEvent:  # FAKE CUDA event: a handle number, a device time once recorded and "passed"
@@ -51,6 +58,26 @@ class FakeDriver:  # FAKE driver calls with the ctypes signatures of driver_even
         ctypes.cast(out, ctypes.POINTER(ctypes.c_float)).contents.value = self.events[b].t_ms - self.events[a].t_ms
         return 0
 
+    def record(self, handle: int, stream: int) -> int:
+        self.recorded.append((handle, stream))
+        if self.refuse:
+            return 1
+        self.events[handle].t_ms = FakeEvent.now
+        return 0
+
+    def stream_query(self, stream: int) -> int:
+        self.stream_queries.append(stream)
+        return 0 if self.idle else CUDA_ERROR_NOT_READY
+
+    recorded: list[tuple[int, int]]
+    stream_queries: list[int]
+    refuse = False
+    idle = True
+
+    def calls_(self) -> DriverEvents:
+        self.recorded, self.stream_queries = [], []
+        return DriverEvents(self.record, self.query, self.elapsed, self.stream_query)
+
 
 def _clock(status: int | None = None) -> tuple[CudaClock, FakeDriver, dict[int, FakeEvent]]:
     events: dict[int, FakeEvent] = {}
@@ -60,10 +87,16 @@ def _clock(status: int | None = None) -> tuple[CudaClock, FakeDriver, dict[int, 
         events[e.cuda_event] = e
         return e
 
-    fake = SimpleNamespace(cuda=SimpleNamespace(Event=new, current_stream=lambda: SimpleNamespace(query=lambda: False),
-                                                _sleep=lambda cycles: None))  # fmt: skip
+    fake = _fake_torch(new)
     drv = FakeDriver(events, status)
-    return CudaClock(spin_idle=False, torch_module=fake, driver=(drv.query, drv.elapsed)), drv, events
+    return CudaClock(spin_idle=False, torch_module=fake, driver=drv.calls_()), drv, events
+
+
+def _fake_torch(new: Any, sleeps: list[int] | None = None) -> Any:  # FAKE torch: events, a stream, raw handles
+    cuda = SimpleNamespace(Event=new, current_stream=lambda: SimpleNamespace(query=lambda: False),
+                           _sleep=lambda cycles: sleeps.append(cycles) if sleeps is not None else None)  # fmt: skip
+    c = SimpleNamespace(_cuda_getDevice=lambda: 3, _cuda_getCurrentRawStream=lambda dev: 7000 + dev)
+    return SimpleNamespace(cuda=cuda, _C=c)
 
 
 def _span(clock: CudaClock, ms: float) -> Any:
@@ -108,3 +141,39 @@ def test_driver_event_calls_is_none_or_two_calls_keeping_the_lock() -> None:
     got = driver_event_calls()  # this machine may have no CUDA driver: then None, never an exception
     if got is not None:
         assert all(isinstance(f, ctypes._CFuncPtr) for f in got)  # type: ignore[attr-defined]
+
+
+def test_driver_clock_records_on_the_raw_stream_spins_when_idle_and_times_as_torch() -> None:
+    events: dict[int, FakeEvent] = {}
+
+    def new(enable_timing: bool = True) -> FakeEvent:
+        e = FakeEvent(enable_timing)
+        events[e.cuda_event] = e
+        return e
+
+    sleeps: list[int] = []
+    drv = FakeDriver(events)
+    clock = DriverClock(drv.calls_(), spin_idle=True, torch_module=_fake_torch(new, sleeps), detect_late=True)
+    h = _span(clock, 0.25)
+    assert drv.stream_queries == [7003]  # the raw handle of device 3's current stream
+    assert [s for _, s in drv.recorded] == [7003, 7003] and len(sleeps) == 1 and clock.spins == 1
+    assert clock.ready_ms(h) == 0.25 and clock.refused == 0
+    drv.idle = False  # a busy stream: no spin
+    clock.ready_ms(_span(clock, 0.5))
+    assert len(sleeps) == 1 and len(events) == 2  # the pair was pooled and reused: no new events
+
+
+def test_a_record_the_driver_refuses_is_made_by_torch() -> None:
+    events: dict[int, FakeEvent] = {}
+
+    def new(enable_timing: bool = True) -> FakeEvent:
+        e = FakeEvent(enable_timing)
+        events[e.cuda_event] = e
+        return e
+
+    drv = FakeDriver(events)
+    clock = DriverClock(drv.calls_(), spin_idle=False, torch_module=_fake_torch(new))
+    drv.refuse = True
+    h = _span(clock, 0.125)
+    assert clock.refused == 2
+    assert clock.ready_ms(h) == 0.125  # torch's record set the FAKE events' times

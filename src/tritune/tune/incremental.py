@@ -54,6 +54,7 @@ from tritune.tune.serving_runtime import (
     CudaClock,
     Resolver,
     WorkerCompiles,
+    cuda_clock,
     stop_at_exit,
 )
 from tritune.tune.serving_state import (
@@ -166,7 +167,7 @@ class Incremental:
     def resolver(self) -> Resolver:
         if self._resolver is None:
             if self.clock is None:
-                self.clock = CudaClock(spin_idle=self.options.spin_idle, detect_late=self.options.drop_late)
+                self.clock = cuda_clock(spin_idle=self.options.spin_idle, detect_late=self.options.drop_late)
             self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet, after=self._decide_due)
             self._host = self.host_clock or (time.perf_counter if isinstance(self.clock, CudaClock) else _no_time)
             self._late = getattr(self.clock, "late", _never_late) if self.options.drop_late else _never_late

@@ -9,7 +9,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from tritune.config import Config
 
@@ -84,34 +84,54 @@ SPIN_CYCLES_PER_US = 1900.0
 MAX_SPIN_US = 100.0
 
 
-#: ``cuEventQuery``'s status while the device has not reached the event yet.
+#: ``cuEventQuery``'s and ``cuStreamQuery``'s status while the device has not reached the event (or finished the
+#: stream's work) yet.
 CUDA_ERROR_NOT_READY = 600
 
 
-def driver_event_calls() -> tuple[Callable[..., int], Callable[..., int]] | None:
-    """``cuEventQuery`` and ``cuEventElapsedTime`` of the CUDA driver, called through ``ctypes.PyDLL``: a call
-    that keeps the interpreter's lock (ctypes' ``CDLL`` and torch's ``Event.synchronize``/``elapsed_time`` release
-    it). None where the driver library cannot be opened.
+class DriverEvents(NamedTuple):
+    """The CUDA driver's event and stream calls of a span, through ``ctypes.PyDLL`` (:func:`driver_event_calls`)."""
 
-    Why keep the lock: the resolver thread resolved each event pair with torch's ``synchronize`` and
-    ``elapsed_time``, each of which releases the lock and takes it back; the caller's racing call releases it
-    too (torch's ``_sleep`` and ``Event.record``, Triton's launch), and every release with the other thread
-    waiting hands the lock over (a thread wake-up each way, and the caller waits out the resolver's Python in
-    between). With these calls the resolver takes the lock once per batch, resolves every pair the device has
-    passed without letting go, and releases it only to sleep or to wait for a pair the device has not reached."""
+    record: Callable[[int, int], int]  # cuEventRecord(event, stream)
+    query: Callable[[int], int]  # cuEventQuery(event)
+    elapsed: Callable[..., int]  # cuEventElapsedTime(float*, start, end)
+    stream_query: Callable[[int], int]  # cuStreamQuery(stream)
+
+
+def driver_event_calls() -> DriverEvents | None:
+    """The driver's calls a span makes, called through ``ctypes.PyDLL``: calls that keep the interpreter's lock
+    (ctypes' ``CDLL``, torch's ``Event.record``/``synchronize``/``elapsed_time`` and ``torch.cuda._sleep`` release
+    it, and a release with another thread waiting hands the lock over: a thread wake-up each way). None where
+    the driver library cannot be opened.
+
+    Cheaper for the caller's thread too (H200, torch 2.11, ``benchmarks/host_costs.py``):
+    ``torch.cuda.current_stream()`` 5.4 us against 0.14 us for the raw handle
+    (``torch._C._cuda_getCurrentRawStream``), ``Event.record`` 2.9 us against 1.9 us, ``Stream.query`` 1.1 us
+    against 0.76 us: a racing call's span makes one look-up, one query and two records."""
     import ctypes
 
     try:
         lib = ctypes.PyDLL("libcuda.so.1")
-        query = lib.cuEventQuery
+        record, query, stream_query = lib.cuEventRecord, lib.cuEventQuery, lib.cuStreamQuery
         # CUDA 12.8 added the _v2 entry point (cuda.h maps the name to it from 13.0); older drivers have one.
         elapsed = getattr(lib, "cuEventElapsedTime_v2", None) or lib.cuEventElapsedTime
     except (OSError, AttributeError):
         return None
+    record.argtypes, record.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int
     query.argtypes, query.restype = [ctypes.c_void_p], ctypes.c_int
+    stream_query.argtypes, stream_query.restype = [ctypes.c_void_p], ctypes.c_int
     elapsed.argtypes = [ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_void_p]
     elapsed.restype = ctypes.c_int
-    return query, elapsed
+    return DriverEvents(record, query, elapsed, stream_query)
+
+
+def cuda_clock(spin_idle: bool = True, detect_late: bool = False) -> CudaClock:
+    """The incremental mode's clock: :class:`DriverClock` where the driver's calls can be made, else
+    :class:`CudaClock` (torch's calls)."""
+    drv = driver_event_calls()
+    if drv is None:
+        return CudaClock(spin_idle=spin_idle, detect_late=detect_late)
+    return DriverClock(drv, spin_idle=spin_idle, detect_late=detect_late)
 
 
 class CudaClock:
@@ -133,21 +153,19 @@ class CudaClock:
     say nothing about how much. Whether a span is late depends on the work before it, never on the kernel
     timed, so dropping late spans biases no config. Only with ``spin_idle`` (without it every idle span is late)
     and ``detect_late`` (the incremental mode sets it from ``IncrementalOptions.drop_late``).
-    ``driver``: the driver's event calls for :meth:`ready_ms` (:func:`driver_event_calls`, looked up when
-    ``torch_module`` is not given; ``False``: none, torch's calls only).
+    ``driver``: the driver's calls (:func:`driver_event_calls`) with which :meth:`ready_ms` resolves a pair
+    without blocking; None: torch's calls only. :class:`DriverClock` makes the spans with them too.
     ``torch_module``, ``host`` and ``driver`` exist for tests (a FAKE device, clock and driver)."""
 
     def __init__(self, spin_idle: bool = True, torch_module: Any = None,
                  host: Callable[[], float] = time.perf_counter, detect_late: bool = False,
-                 driver: Any = None) -> None:  # fmt: skip
+                 driver: DriverEvents | None = None) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module
-
-            if driver is None:
-                driver = driver_event_calls()
         torch = torch_module
-        self._drv = driver or None
-        if self._drv is not None:
+        self._drv = driver
+        self._ready_ok = driver is not None  # False after a driver status other than ready / not ready
+        if driver is not None:
             import ctypes
 
             self._ms = ctypes.c_float(0.0)
@@ -232,18 +250,17 @@ class CudaClock:
         calls set the device the events belong to, and raise what is wrong). One resolver thread only (one
         result buffer)."""
         drv = self._drv
-        if drv is None:
+        if drv is None or not self._ready_ok:
             return self.elapsed_ms(handle)
         a, b, _ = handle
-        query, elapsed = drv
-        status = query(b.cuda_event)
+        status = drv.query(b.cuda_event)
         if status == 0:
-            if elapsed(self._ms_ref, a.cuda_event, b.cuda_event) == 0:
+            if drv.elapsed(self._ms_ref, a.cuda_event, b.cuda_event) == 0:
                 self._free.extend((a, b))
                 return float(self._ms.value)
         elif status == CUDA_ERROR_NOT_READY:
             return None
-        self._drv = None
+        self._ready_ok = False
         self.driver_fallbacks += 1
         return self.elapsed_ms(handle)
 
@@ -262,6 +279,66 @@ class CudaClock:
             ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
         except (OSError, AttributeError):  # no driver library by that name: capture in thread_local mode
             pass
+
+
+class DriverClock(CudaClock):
+    """:class:`CudaClock` whose spans are made with the driver's calls (:func:`driver_event_calls`) on the raw
+    handle of the caller's current stream: the same events (torch's, pooled; a new one is recorded once by
+    torch, which creates it), the same spin (``torch.cuda._sleep``), the same statistics; a few microseconds
+    less of the caller's thread per span, and no release of the interpreter's lock inside it but the spin's and
+    the launch's. A record the driver refuses is made by torch instead (which raises what is wrong)."""
+
+    def __init__(self, driver: DriverEvents, spin_idle: bool = True, torch_module: Any = None,
+                 host: Callable[[], float] = time.perf_counter, detect_late: bool = False) -> None:  # fmt: skip
+        super().__init__(spin_idle=spin_idle, torch_module=torch_module, host=host, detect_late=detect_late,
+                         driver=driver)  # fmt: skip
+        c = self._torch._C
+        self._raw_stream, self._device = c._cuda_getCurrentRawStream, c._cuda_getDevice
+        self.refused = 0  # records the driver refused (made by torch instead)
+
+    def _record(self, e: Any, raw: int) -> None:
+        if self._drv.record(e.cuda_event, raw) != 0:  # type: ignore[union-attr]
+            self.refused += 1
+            e.record(self._torch.cuda.current_stream())
+
+    def _event(self) -> Any:
+        try:  # a pooled event (see CudaClock.start)
+            return self._free.pop()
+        except IndexError:
+            e = self._new(enable_timing=True)
+            e.record()  # torch creates the driver's event at its first record
+            return e
+
+    def start(self, cfg: Config | None) -> Any:
+        drv = self._drv
+        assert drv is not None
+        raw = self._raw_stream(self._device())
+        if self.spin_idle:
+            nxt = self._next_spin_us
+            if nxt is not None:
+                self._next_spin_us = None
+            if drv.stream_query(raw) == 0:  # nothing queued on the caller's stream: idle
+                us = min(1.5 * self._launch_us if nxt is None else nxt, MAX_SPIN_US)
+                self._torch.cuda._sleep(max(1, int(us * SPIN_CYCLES_PER_US)))
+                self.spins += 1
+            self._t0 = self._host()
+        e = self._event()
+        self._record(e, raw)
+        return (e, raw)
+
+    def stop(self, token: Any) -> Any:
+        a, raw = token
+        late = False
+        if self.detect_late:
+            late = self._drv.query(a.cuda_event) == 0  # type: ignore[union-attr]
+            if late:
+                self.late_spans += 1
+        e = self._event()
+        self._record(e, raw)
+        if self.spin_idle:
+            us = (self._host() - self._t0) * 1e6
+            self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
+        return (a, e, late)
 
 
 class Resolver:
@@ -431,6 +508,10 @@ class WorkerCompiles:
             return self._jobs.pop(best)[1]
 
     def _loop(self) -> None:
+        # Relaxed capture mode on this thread too: its module loads are "potentially unsafe" calls that would
+        # otherwise invalidate a graph the caller captures meanwhile in the default (global) mode (the H200's
+        # capture test failed so once, from an empty Triton cache, its key's compiles still loading).
+        CudaClock.prepare_thread()
         while (job := self.next_job()) is not None:
             job()
 

@@ -1,0 +1,88 @@
+"""Host microseconds per timed call of the incremental mode's CUDA-event clocks, A/B in one process on a GPU:
+torch's calls (``CudaClock``), torch's spans resolved with the driver's calls (``CudaClock`` with ``driver``:
+``ready_ms``), and the driver's calls throughout (``DriverClock``), against the same launch untimed.
+
+Each timed call is what a racing call's span is: ``start`` (stream look-up, idle query, the spin), a launch (a
+one-element ``torch`` op: a few microseconds of host, a ~2 us kernel), ``stop``, and the handle submitted to a
+running resolver thread whose callback keeps the milliseconds. Rounds of ``--calls`` calls per variant,
+interleaved (``--rounds`` times, the order rotated), each ended by a synchronize and a pause for the resolver
+to drain; per variant the median and the best round. The spans' median milliseconds show the clocks time alike.
+
+    PYTHONPATH=src python3 benchmarks/clock_cost.py [--calls 4000] [--rounds 7] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--calls", type=int, default=4000)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--out", type=Path, default=None)
+    a = p.parse_args()
+    import torch
+    import triton
+
+    from tritune.tune.serving_runtime import CudaClock, DriverClock, Resolver, driver_event_calls
+
+    if not torch.cuda.is_available():
+        print("clock_cost: needs a GPU (CUDA events); nothing measured")
+        return 1
+    drv = driver_event_calls()
+    assert drv is not None, "no CUDA driver library"
+    x = torch.zeros(1, device="cuda")
+    variants: dict[str, Any] = {
+        "untimed": None,
+        "torch": CudaClock(spin_idle=True),
+        "torch+ready": CudaClock(spin_idle=True, driver=drv),
+        "driver": DriverClock(drv, spin_idle=True),
+    }
+    spans: dict[str, list[float]] = {n: [] for n in variants}
+    resolvers = {n: Resolver(c, thread=True) for n, c in variants.items() if c is not None}
+    us: dict[str, list[float]] = {n: [] for n in variants}
+    names = list(variants)
+    for r in range(a.rounds):
+        for n in names[r % len(names):] + names[: r % len(names)]:
+            clock, res, keep = variants[n], resolvers.get(n), spans[n].append
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            if clock is None:
+                for _ in range(a.calls):
+                    x.add_(1.0)
+            else:
+                for _ in range(a.calls):
+                    t = clock.start(None)
+                    x.add_(1.0)
+                    res.submit(clock.stop(t), keep)  # type: ignore[union-attr]
+            us[n].append((time.perf_counter() - t0) / a.calls * 1e6)
+            torch.cuda.synchronize()
+            time.sleep(0.05)
+    for res in resolvers.values():
+        res.close()
+    base = statistics.median(us["untimed"])
+    rows = {n: {"median_us": round(statistics.median(v), 2), "best_us": round(min(v), 2),
+                "over_untimed_us": round(statistics.median(v) - base, 2),
+                "span_median_ms": round(statistics.median(spans[n]), 5) if spans[n] else None,
+                "errors": [repr(e) for e in resolvers[n].errors[:3]] if n in resolvers else []}
+            for n, v in us.items()}  # fmt: skip
+    prov = {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
+            "device": torch.cuda.get_device_name(), "calls": a.calls, "rounds": a.rounds}  # fmt: skip
+    print(f"# clock cost per timed call, {prov}")
+    for n, row in rows.items():
+        print(f"{n:12s} {row}")
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "clock_cost.json").write_text(json.dumps({"provenance": prov, "rows": rows, "us": us}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
