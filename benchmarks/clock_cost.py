@@ -4,7 +4,13 @@ torch's calls (``CudaClock``), torch's spans resolved with the driver's calls (`
 
 Each timed call is what a racing call's span is: ``start`` (stream look-up, idle query, the spin), a launch (a
 one-element ``torch`` op: a few microseconds of host, a ~2 us kernel), ``stop``, and the handle submitted to a
-running resolver thread whose callback keeps the milliseconds. Rounds of ``--calls`` calls per variant,
+running resolver thread whose callback keeps the milliseconds (``driver, polled``: no thread, resolved after the
+round: the clock's own cost without the thread's share of the interpreter's lock; ``driver, spin``: the idle
+spin instead of the gate, ``DriverClock(gate=False)``). Each clock counts its spins, its gated spans and its late
+spans (``CudaClock.late``: the start event passed before the launch returned: host time inside; a gated span
+cannot be late). ``--host-us``: host work of that many microseconds inside each span (a busy-wait between the
+start and the launch, as another thread holding the interpreter's lock would make): a clock whose spans hold
+host time shows it in the spans' median. Rounds of ``--calls`` calls per variant,
 interleaved (``--rounds`` times, the order rotated), each ended by a synchronize and a pause for the resolver
 to drain; per variant the median and the best round. The spans' median milliseconds show the clocks time alike.
 
@@ -26,8 +32,17 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--calls", type=int, default=4000)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--host-us", type=float, default=0.0)
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args()
+    hold_s = a.host_us / 1e6
+    clock_now = time.perf_counter
+
+    def hold() -> None:
+        if hold_s > 0:
+            end = clock_now() + hold_s
+            while clock_now() < end:
+                pass
     import torch
     import triton
 
@@ -41,12 +56,14 @@ def main() -> int:
     x = torch.zeros(1, device="cuda")
     variants: dict[str, Any] = {
         "untimed": None,
-        "torch": CudaClock(spin_idle=True),
-        "torch+ready": CudaClock(spin_idle=True, driver=drv),
-        "driver": DriverClock(drv, spin_idle=True),
+        "torch": CudaClock(spin_idle=True, detect_late=True),
+        "torch+ready": CudaClock(spin_idle=True, driver=drv, detect_late=True),
+        "driver": DriverClock(drv, spin_idle=True, detect_late=True),
+        "driver, polled": DriverClock(drv, spin_idle=True, detect_late=True),  # no resolver thread: after the round
+        "driver, spin": DriverClock(drv, spin_idle=True, detect_late=True, gate=False),
     }
     spans: dict[str, list[float]] = {n: [] for n in variants}
-    resolvers = {n: Resolver(c, thread=True) for n, c in variants.items() if c is not None}
+    resolvers = {n: Resolver(c, thread="polled" not in n) for n, c in variants.items() if c is not None}
     us: dict[str, list[float]] = {n: [] for n in variants}
     names = list(variants)
     for r in range(a.rounds):
@@ -56,14 +73,18 @@ def main() -> int:
             t0 = time.perf_counter()
             if clock is None:
                 for _ in range(a.calls):
+                    hold()
                     x.add_(1.0)
             else:
                 for _ in range(a.calls):
                     t = clock.start(None)
+                    hold()
                     x.add_(1.0)
                     res.submit(clock.stop(t), keep)  # type: ignore[union-attr]
             us[n].append((time.perf_counter() - t0) / a.calls * 1e6)
             torch.cuda.synchronize()
+            if res is not None and res._thread is None:
+                res.poll()
             time.sleep(0.05)
     for res in resolvers.values():
         res.close()
@@ -71,10 +92,15 @@ def main() -> int:
     rows = {n: {"median_us": round(statistics.median(v), 2), "best_us": round(min(v), 2),
                 "over_untimed_us": round(statistics.median(v) - base, 2),
                 "span_median_ms": round(statistics.median(spans[n]), 5) if spans[n] else None,
+                "span_p90_ms": round(sorted(spans[n])[int(0.9 * len(spans[n]))], 5) if spans[n] else None,
+                "spins": getattr(variants[n], "spins", None), "late": getattr(variants[n], "late_spans", None),
+                "gates": getattr(variants[n], "gates", None),
+                "launch_us": round(getattr(variants[n], "_launch_us", 0.0), 2),
                 "errors": [repr(e) for e in resolvers[n].errors[:3]] if n in resolvers else []}
             for n, v in us.items()}  # fmt: skip
     prov = {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "device": torch.cuda.get_device_name(), "calls": a.calls, "rounds": a.rounds}  # fmt: skip
+            "device": torch.cuda.get_device_name(), "calls": a.calls, "rounds": a.rounds,
+            "host_us": a.host_us}  # fmt: skip
     print(f"# clock cost per timed call, {prov}")
     for n, row in rows.items():
         print(f"{n:12s} {row}")

@@ -8,6 +8,8 @@ import ctypes
 from types import SimpleNamespace
 from typing import Any
 
+import torch
+
 from tritune.tune.serving_runtime import (
     CUDA_ERROR_NOT_READY,
     CudaClock,
@@ -96,7 +98,9 @@ def _fake_torch(new: Any, sleeps: list[int] | None = None) -> Any:  # FAKE torch
     cuda = SimpleNamespace(Event=new, current_stream=lambda: SimpleNamespace(query=lambda: False),
                            _sleep=lambda cycles: sleeps.append(cycles) if sleeps is not None else None)  # fmt: skip
     c = SimpleNamespace(_cuda_getDevice=lambda: 3, _cuda_getCurrentRawStream=lambda dev: 7000 + dev)
-    return SimpleNamespace(cuda=cuda, _C=c)
+    # zeros: a real (CPU, unpinned) tensor, so that the gate's counter has an address to write to
+    return SimpleNamespace(cuda=cuda, _C=c, int32=torch.int32,
+                           zeros=lambda *a, dtype=None, pin_memory=False: torch.zeros(*a, dtype=dtype))
 
 
 def _span(clock: CudaClock, ms: float) -> Any:
@@ -177,3 +181,71 @@ def test_a_record_the_driver_refuses_is_made_by_torch() -> None:
     h = _span(clock, 0.125)
     assert clock.refused == 2
     assert clock.ready_ms(h) == 0.125  # torch's record set the FAKE events' times
+
+
+class GatingDriver(FakeDriver):  # FAKE driver with cuStreamWaitValue32: remembers each wait
+    def __init__(self, events: dict[int, FakeEvent], refuse_wait: bool = False) -> None:
+        super().__init__(events)
+        self.waits: list[tuple[int, int, int, int]] = []
+        self.refuse_wait = refuse_wait
+
+    def wait_value(self, stream: int, addr: int, value: int, flags: int) -> int:
+        self.waits.append((stream, addr, value, flags))
+        return 1 if self.refuse_wait else 0
+
+    def calls_(self) -> DriverEvents:
+        return super().calls_()._replace(wait_value=self.wait_value)
+
+
+def _gated(refuse_wait: bool = False) -> tuple[DriverClock, GatingDriver, list[int]]:
+    events: dict[int, FakeEvent] = {}
+
+    def new(enable_timing: bool = True) -> FakeEvent:
+        e = FakeEvent(enable_timing)
+        events[e.cuda_event] = e
+        return e
+
+    sleeps: list[int] = []
+    drv = GatingDriver(events, refuse_wait)
+    return DriverClock(drv.calls_(), spin_idle=True, torch_module=_fake_torch(new, sleeps)), drv, sleeps
+
+
+def test_a_gated_span_waits_on_the_counter_and_its_stop_releases_it() -> None:
+    clock, drv, sleeps = _gated()
+    t = clock.start(None)
+    assert drv.waits == [(7003, clock._flag_addr, 1, 0)]  # GEQ 1 on the raw stream, before the start event
+    assert clock._flag.value == 0  # not released while the launch is being queued
+    h = clock.stop(t)
+    assert clock._flag.value == 1 and clock.gates == 1
+    assert sleeps == [] and clock.spins == 0 and drv.stream_queries == []  # no spin, no idle query
+    assert [s for _, s in drv.recorded] == [7003, 7003] and not clock.late(h)
+
+
+def test_a_stop_releases_every_span_started_before_it_and_abandon_releases_its_own() -> None:
+    clock, _drv, _ = _gated()
+    t1 = clock.start(None)  # e.g. another thread's span, still queueing its launch
+    t2 = clock.start(None)
+    clock.stop(t2)
+    assert clock._flag.value == 2  # >= 1 too: t1's wait can never be left waiting
+    clock.stop(t1)
+    assert clock._flag.value == 2  # never lowered
+    t3 = clock.start(None)
+    clock.abandon(t3)  # its launch raised
+    assert clock._flag.value == 3
+
+
+def test_a_refused_wait_falls_back_to_the_spin_for_good() -> None:
+    clock, drv, sleeps = _gated(refuse_wait=True)
+    clock.stop(clock.start(None))
+    clock.stop(clock.start(None))
+    assert len(drv.waits) == 1 and clock.gates == 0 and len(sleeps) == 2 and clock._flag.value == 0
+
+
+def test_the_incremental_mode_abandons_a_gated_span_whose_launch_raised() -> None:
+    from tritune.tune.incremental import _abandon
+
+    clock, _, _ = _gated()
+    t = clock.start(None)
+    _abandon(clock, t)
+    assert clock._flag.value == 1
+    _abandon(object(), t)  # a clock without abandon (a FAKE): nothing to do, no error

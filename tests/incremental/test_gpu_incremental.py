@@ -114,3 +114,37 @@ def test_driver_event_calls_give_torchs_milliseconds_without_blocking():
         got = clock.ready_ms((a, b, late))
         assert got is not None and got == pytest.approx(want, rel=1e-6)
     assert clock.ready_ms(h) is not None and clock.driver_fallbacks == 0 and clock.refused == 0
+
+
+def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the_stream():
+    """DriverClock's gate (cuStreamWaitValue32 on a pinned counter): 2 ms of host work between the start and the
+    launch is not in the span (torch's clock without the spin times it), and a span abandoned (its launch
+    raised) leaves the stream running."""
+    why = gpu_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"needs a GPU: {why}")
+    import threading
+
+    from tritune.tune.serving_runtime import CudaClock, DriverClock, cuda_clock
+
+    gated = cuda_clock(spin_idle=True)
+    assert isinstance(gated, DriverClock) and gated._gated
+    plain = CudaClock(spin_idle=False)
+    x = torch.zeros(1, device="cuda")
+    spans = {}
+    for name, clock in (("gated", gated), ("plain", plain)):
+        torch.cuda.synchronize()
+        t = clock.start(None)
+        time.sleep(0.002)  # host work inside the span
+        x.add_(1.0)
+        h = clock.stop(t)
+        spans[name] = clock.elapsed_ms(h)
+    assert gated.gates == 1
+    assert spans["plain"] > 1.5  # the idle stream passed the start event at once: the sleep is inside
+    assert spans["gated"] < 0.5  # start, launch and stop ran back to back once released
+    t = gated.start(None)
+    gated.abandon(t)
+    done = threading.Event()
+    threading.Thread(target=lambda: (torch.cuda.synchronize(), done.set()), daemon=True).start()
+    assert done.wait(10.0), "the stream still waits on an abandoned span's gate"
+    assert torch.equal(x, torch.full_like(x, 2.0))

@@ -368,7 +368,11 @@ class Incremental:
         try:
             h0 = host()
             t = clock.start(cfg)
-            out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
+            try:
+                out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
+            except BaseException:
+                _abandon(clock, t)  # a gated span must be released, or the caller's stream waits for ever
+                raise
             h = clock.stop(t)
             stretched = (host() - h0) * 1e3 > self.options.stall_ms
         finally:
@@ -429,8 +433,12 @@ class Incremental:
         try:
             h0 = host()
             t_copies = self.clock.start(None)
-            for n in names:
-                scratch[n].copy_(named[n])
+            try:
+                for n in names:
+                    scratch[n].copy_(named[n])
+            except BaseException:
+                _abandon(self.clock, t_copies)
+                raise
             copies = self.clock.stop(t_copies)
             h1 = host()
         finally:
@@ -462,7 +470,11 @@ class Incremental:
             h = self.clock.stop(t)
             h3 = host()
             t_rest = self.clock.start(None)
-            launch()
+            try:
+                launch()
+            except BaseException:
+                _abandon(self.clock, t_rest)
+                raise
             rest = self.clock.stop(t_rest)
             h4 = host()
         finally:
@@ -922,6 +934,13 @@ class _Lap:
             t = time.perf_counter()
             self.parts[name] = self.parts.get(name, 0.0) + (t - self.t) * 1e3
             self.t = t
+
+
+def _abandon(clock: Any, token: Any) -> None:
+    """Release a span whose work raised (``DriverClock.abandon``; clocks without gates have nothing to do)."""
+    abandon = getattr(clock, "abandon", None)
+    if abandon is not None:
+        abandon(token)
 
 
 def _never_late(handle: Any) -> bool:
