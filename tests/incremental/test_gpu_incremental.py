@@ -92,10 +92,10 @@ def test_driver_event_calls_give_torchs_milliseconds_without_blocking():
     why = gpu_unavailable_reason()
     if why is not None:
         pytest.skip(f"needs a GPU: {why}")
-    from tritune.tune.serving_runtime import DriverClock, cuda_clock
+    from tritune.tune.serving_runtime import cuda_clock
 
     clock = cuda_clock(spin_idle=True)
-    assert isinstance(clock, DriverClock)  # a machine with a GPU has the driver library
+    assert clock._drv is not None  # a machine with a GPU has the driver library
     x = torch.randn(1 << 22, device="cuda")
     out = torch.empty_like(x)
     grid = lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)  # noqa: E731
@@ -113,7 +113,7 @@ def test_driver_event_calls_give_torchs_milliseconds_without_blocking():
         want = float(a.elapsed_time(b))
         got = clock.ready_ms((a, b, late))
         assert got is not None and got == pytest.approx(want, rel=1e-6)
-    assert clock.ready_ms(h) is not None and clock.driver_fallbacks == 0 and clock.refused == 0
+    assert clock.ready_ms(h) is not None and clock.driver_fallbacks == 0
 
 
 def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the_stream():
@@ -125,10 +125,12 @@ def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the
         pytest.skip(f"needs a GPU: {why}")
     import threading
 
-    from tritune.tune.serving_runtime import CudaClock, DriverClock, cuda_clock
+    from tritune.tune.serving_runtime import CudaClock, DriverClock, driver_event_calls
 
-    gated = cuda_clock(spin_idle=True)
-    assert isinstance(gated, DriverClock) and gated._gated
+    drv = driver_event_calls()
+    assert drv is not None
+    gated = DriverClock(drv, spin_idle=True)
+    assert gated._gated
     plain = CudaClock(spin_idle=False)
     x = torch.zeros(1, device="cuda")
     spans = {}
