@@ -1,6 +1,7 @@
 """Host microseconds per timed call of the incremental mode's CUDA-event clocks, A/B in one process on a GPU:
-torch's calls (``CudaClock``), torch's spans resolved with the driver's calls (``CudaClock`` with ``driver``:
-``ready_ms``), and the driver's calls throughout (``DriverClock``), against the same launch untimed.
+torch's calls (``CudaClock``, session 11's), torch's spans resolved with the driver's calls (``CudaClock`` with
+``driver``: ``ready_ms``), the incremental mode's default (``cuda_clock()``: that, and the stream object found by
+its raw handle), and the driver's calls throughout (``DriverClock``), against the same launch untimed.
 
 Each timed call is what a racing call's span is: ``start`` (stream look-up, idle query, the spin), a launch (a
 one-element ``torch`` op: a few microseconds of host, a ~2 us kernel), ``stop``, and the handle submitted to a
@@ -46,7 +47,7 @@ def main() -> int:
     import torch
     import triton
 
-    from tritune.tune.serving_runtime import CudaClock, DriverClock, Resolver, driver_event_calls
+    from tritune.tune.serving_runtime import CudaClock, DriverClock, Resolver, cuda_clock, driver_event_calls
 
     if not torch.cuda.is_available():
         print("clock_cost: needs a GPU (CUDA events); nothing measured")
@@ -56,8 +57,9 @@ def main() -> int:
     x = torch.zeros(1, device="cuda")
     variants: dict[str, Any] = {
         "untimed": None,
-        "torch": CudaClock(spin_idle=True, detect_late=True),
-        "torch+ready": CudaClock(spin_idle=True, driver=drv, detect_late=True),
+        "torch": CudaClock(spin_idle=True, detect_late=True, cache_stream=False),  # session 11's clock
+        "torch+ready": CudaClock(spin_idle=True, driver=drv, detect_late=True, cache_stream=False),
+        "default": cuda_clock(spin_idle=True, detect_late=True),  # + the stream found by its raw handle
         "driver": DriverClock(drv, spin_idle=True, detect_late=True),
         "driver, polled": DriverClock(drv, spin_idle=True, detect_late=True),  # no resolver thread: after the round
         "driver, spin": DriverClock(drv, spin_idle=True, detect_late=True, gate=False),

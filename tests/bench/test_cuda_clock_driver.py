@@ -249,3 +249,33 @@ def test_the_incremental_mode_abandons_a_gated_span_whose_launch_raised() -> Non
     _abandon(clock, t)
     assert clock._flag.value == 1
     _abandon(object(), t)  # a clock without abandon (a FAKE): nothing to do, no error
+
+
+def test_the_stream_object_is_looked_up_once_per_device_and_raw_handle() -> None:
+    looked: list[object] = []
+    raw = {"handle": 11}
+
+    def current_stream() -> object:
+        s = SimpleNamespace(query=lambda: False)
+        looked.append(s)
+        return s
+
+    recorded: list[object] = []
+
+    class Ev(FakeEvent):
+        def record(self, stream: Any = None) -> None:
+            recorded.append(stream)
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(Event=Ev, current_stream=current_stream, _sleep=lambda c: None),
+                           _C=SimpleNamespace(_cuda_getDevice=lambda: 0,
+                                              _cuda_getCurrentRawStream=lambda d: raw["handle"]))  # fmt: skip
+    clock = CudaClock(spin_idle=True, torch_module=fake)
+    for _ in range(3):
+        clock.stop(clock.start(None))
+    assert len(looked) == 1 and recorded == [looked[0]] * 6
+    raw["handle"] = 12  # the caller switched streams (torch.cuda.stream(...))
+    clock.stop(clock.start(None))
+    assert len(looked) == 2 and recorded[-2:] == [looked[1]] * 2
+    off = CudaClock(spin_idle=True, torch_module=fake, cache_stream=False)
+    off.stop(off.start(None))
+    assert len(looked) == 3  # torch's look-up per span

@@ -132,8 +132,9 @@ def driver_event_calls() -> DriverEvents | None:
 
 
 def cuda_clock(spin_idle: bool = True, detect_late: bool = False) -> CudaClock:
-    """The incremental mode's clock: :class:`CudaClock` (torch's calls make the spans), whose resolver resolves
-    the pairs the device has passed with the driver's calls where they can be made (:meth:`CudaClock.ready_ms`).
+    """The incremental mode's clock: :class:`CudaClock` (torch's calls make the spans, on the stream object found
+    by its raw handle: :meth:`CudaClock._stream`), whose resolver resolves the pairs the device has passed with
+    the driver's calls where they can be made (:meth:`CudaClock.ready_ms`).
 
     Measured on the H200 (``benchmarks/clock_cost.py``, session 12, 4,000 back-to-back spans x 7 rounds, the
     resolver thread running): torch's calls throughout cost 44.6 us of the caller's thread per span over an
@@ -164,15 +165,19 @@ class CudaClock:
     timed, so dropping late spans biases no config. Only with ``spin_idle`` (without it every idle span is late)
     and ``detect_late`` (the incremental mode sets it from ``IncrementalOptions.drop_late``).
     ``driver``: the driver's calls (:func:`driver_event_calls`) with which :meth:`ready_ms` resolves a pair
-    without blocking; None: torch's calls only. :class:`DriverClock` makes the spans with them too.
+    without blocking; None: torch's calls only. ``cache_stream``: see :meth:`_stream`. :class:`DriverClock` makes the spans with them too.
     ``torch_module``, ``host`` and ``driver`` exist for tests (a FAKE device, clock and driver)."""
 
     def __init__(self, spin_idle: bool = True, torch_module: Any = None,
                  host: Callable[[], float] = time.perf_counter, detect_late: bool = False,
-                 driver: DriverEvents | None = None) -> None:  # fmt: skip
+                 driver: DriverEvents | None = None, cache_stream: bool = True) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module
         torch = torch_module
+        c = getattr(torch, "_C", None)
+        self._raw = getattr(c, "_cuda_getCurrentRawStream", None) if cache_stream else None
+        self._dev = getattr(c, "_cuda_getDevice", None) if cache_stream else None
+        self._streams: dict[tuple[int, int], Any] = {}
         self._drv = driver
         self._ready_ok = driver is not None  # False after a driver status other than ready / not ready
         if driver is not None:
@@ -195,11 +200,25 @@ class CudaClock:
         self.spins = 0
         self.late_spans = 0  # spans found late (see the class docstring)
 
+    def _stream(self) -> Any:
+        """The caller's current stream: torch's ``Stream`` object kept per (device, raw handle), found by the raw
+        handle (``torch._C._cuda_getCurrentRawStream``, 0.14 us on the H200) instead of made anew by
+        ``torch.cuda.current_stream()`` (5.4 us: a lazy-init check, a device index, a new ``Stream``): the same
+        stream, so the same spans. Without those calls (a FAKE torch) or with ``cache_stream=False``: torch's."""
+        raw, dev = self._raw, self._dev
+        if raw is None or dev is None:
+            return self._torch.cuda.current_stream()
+        d = dev()
+        k = (d, raw(d))
+        stream = self._streams.get(k)
+        if stream is None:
+            stream = self._streams[k] = self._torch.cuda.current_stream()
+        return stream
+
     def start(self, cfg: Config | None) -> Any:
-        # The caller's stream, looked up once per span: Event.record() without a stream looks it up itself
-        # (torch.cuda.current_stream() is Python: a lazy-init check, a device index, a new Stream object),
+        # The caller's stream, looked up once per span: Event.record() without a stream looks it up itself,
         # and a span made three such look-ups (the idle query and two records).
-        stream = self._torch.cuda.current_stream()
+        stream = self._stream()
         if self.spin_idle:
             nxt = self._next_spin_us
             if nxt is not None:
