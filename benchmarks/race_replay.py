@@ -29,12 +29,32 @@ or three of them are within 2% as a rule (ties); ``--landscape h200``: the H200'
 was promoted to a config whose true mean is <= 1.02x its best. Also printed: the extra GPU fraction (bound
 10%), why the misses missed (the promotion's stop reason, or not promoted), and the calls to promotion.
 
+The race's cost (the third line; issue #18): on the H200's 60,000-call RMSNorm stream (session 11) most of
+the tuning's excess over the untuned stream was racing calls, each timed by an event pair (~+60 us of the
+caller's host time over a cached call: p50 0.088 ms against 0.021 ms). Counted per run: ``racing`` (phase
+``race``: a timed real call to a racer; ``refresh``, those of them taken while every window was full and the key
+waited for a check, the one call in ``lone_every`` that keeps a window fresh), ``timed`` (every real call timed:
+``first``, ``race`` and ``check``, whose real call on the provisional config is timed too) and ``untimed``
+(``lone`` and ``leader``: tuning calls without events). The excess model, in us (FAKE: host time is not
+simulated, the device time is the landscape's means, no noise):
+
+- ``host``: 60 us per timed call (a check's call holds more host work: copies, scratch run, comparison; not
+  modelled beyond its timed call);
+- ``slow``: per tuning call (timed or untimed), the served config's true mean less the key's eventual
+  winner's (the promoted config, else the key's best): what serving the race cost over serving its outcome;
+- ``race = host + slow``: the race's own cost (what fewer racing calls would save);
+- ``loss``: per call of the whole stream, the served config's true mean less the key's best (tuning calls and a
+  promotion off the best alike), and ``checks``: the checks' scratch device time (the extra GPU);
+- ``total = host + loss + checks``: the excess over an oracle that served every call the best config, untimed.
+
     PYTHONPATH=src:tests python3 benchmarks/race_replay.py [--seeds 40] [--landscape synthetic|h200] [--drop-late] [--out DIR]
+        [--calls N] [--check-span CALLS] [--option NAME=VALUE ...] [--tag NAME]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -62,6 +82,9 @@ from serving import zipf_stream  # benchmarks/serving.py's stream, the same gene
 BLOCKS = (64, 128, 256, 512, 1024, 2048, 4096)  # stand-ins for the 7 configs, in declared order
 CALLS = 6000
 N_BUCKETS = 24
+HOST_US = 60.0  # a timed call's host time over a cached call (H200, session 11: p50 0.088 against 0.021 ms)
+TIMED = ("first", "race", "check")  # phases whose real call is timed by events
+UNTIMED = ("lone", "leader")  # tuning calls without events
 LANDSCAPES = Path(__file__).resolve().parent.parent / "tests" / "incremental" / "h200_landscapes.json"
 
 
@@ -157,18 +180,31 @@ def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: flo
     inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
     k = tritune.autotune(configs=[triton.Config({"BLOCK": b}) for b in BLOCKS], key=["m", "n"],
                          store=MemoryStore(), incremental=inc)(pair_kernel)  # fmt: skip
-    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
     x, out = torch.zeros(64), torch.zeros(64)
     sizes = [(16 * (i + 1), 4096) for i in range(len(means))]
     stream = zipf_stream(len(means), calls, seed)
     tuning = 0  # calls that ran while their key tuned (first, check, race, lone, leader): the stream's tuning cost
     phases: Counter[str] = Counter()
+    launched: list[Any] = []
+    k._launch = lambda cfg, *a, **kw: launched.append(cfg)  # FAKE launch, recording the configs launched
+    served: list[list[int]] = [[0] * len(BLOCKS) for _ in means]  # per bucket, tuning calls served per config
+    fast_served = [[0] * len(BLOCKS) for _ in means]  # per bucket, untimed calls of a promoted key per config
+    refresh = 0  # racing calls taken while every window was full and the key waited for a check
     for i, b in enumerate(stream):
         clock.bucket, clock.call = b, i
         inc.last_phase = None
+        launched.clear()
         k[(1,)](x, out, *sizes[b])
-        tuning += inc.last_phase is not None
-        phases[inc.last_phase or "fast"] += 1
+        phase = inc.last_phase
+        tuning += phase is not None
+        phases[phase or "fast"] += 1
+        j = BLOCKS.index(launched[0].kwargs["BLOCK"])  # the real call's config (a check's scratch run is second)
+        if phase is None or phase == "promoted":
+            fast_served[b][j] += 1
+        else:
+            served[b][j] += 1
+            if phase == "race" and _waiting(inc, sizes[b]):
+                refresh += 1
         comp.finish()
         inc.resolver().poll()
     counts = Counter(stream)
@@ -183,8 +219,38 @@ def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: flo
         ratio = means[b][BLOCKS.index(ch.config.kwargs["BLOCK"])] / best
         at = int(ch.detail.split(" after ")[1].split()[0])
         rows.append({"bucket": b, "calls": counts[b], "ratio": ratio, "stop": ch.stats.get("stop"), "at": at})
+    winners = {tuple(key[:2]): BLOCKS.index(c.config.kwargs["BLOCK"]) for key, c in inc.promoted.items()}
+    slow = loss = 0.0
+    for b, m in enumerate(means):
+        best = min(m)
+        win = m[winners.get(sizes[b], m.index(best))]
+        slow += sum(n * (m[j] - win) for j, n in enumerate(served[b]))
+        loss += sum(n * (m[j] - best) for j, n in enumerate(served[b])) + sum(
+            n * (m[j] - best) for j, n in enumerate(fast_served[b]))
+    timed = sum(phases[p] for p in TIMED)
+    host = HOST_US * timed
+    checks_us = inc.budget.spent_ms * 1e3
+    stops = Counter(str(c.stats.get("stop")) for c in inc.promoted.values())
+    cost = {"racing": phases["race"], "refresh": refresh, "timed": timed, "stops": dict(stops),
+            "untimed": sum(phases[p] for p in UNTIMED),
+            "excess_us": {"host": round(host), "slow": round(slow * 1e3), "race": round(host + slow * 1e3),
+                          "loss": round(loss * 1e3), "checks": round(checks_us),
+                          "total": round(host + loss * 1e3 + checks_us)}}  # fmt: skip
     return {"seed": seed, "hot": rows, "extra": inc.budget.extra_fraction, "checks": clock.checks // 2,
-            "promoted": len(inc.promoted), "tuning_calls": tuning, "phases": dict(phases)}
+            "promoted": len(inc.promoted), "tuning_calls": tuning, "phases": dict(phases), "cost": cost}
+
+
+def _waiting(inc: Incremental, size: tuple[int, int]) -> bool:
+    """Whether the key of ``size`` now waits for a check (or races alone) with every racer's window full: the
+    condition of ``KeyState.lone_ms`` / ``waiting_leader``, read without their side effects (no leader cached)."""
+    st = next((s for key, s in inc.states.items() if tuple(key[:2]) == size), None)
+    if st is None:
+        return False
+    racers = st._racers
+    if len(racers) >= 2 and not (st._to_check and st.options.wait_leader):
+        return False
+    need = st.options.max_samples
+    return all(len(st.obs.samples.get(c, ())) >= need for c in racers)
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -200,7 +266,28 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "keys_promoted_mean": statistics.mean(r["promoted"] for r in runs),
             "tuning_calls_mean": statistics.mean(r["tuning_calls"] for r in runs),
             "phases_mean": {p: round(statistics.mean(r["phases"].get(p, 0) for r in runs))
-                            for p in sorted({p for r in runs for p in r["phases"]})}}  # fmt: skip
+                            for p in sorted({p for r in runs for p in r["phases"]})},
+            "cost": cost_summary(runs)}  # fmt: skip
+
+
+def spread(xs: list[float]) -> dict[str, float]:
+    """Mean, sample standard deviation, min and max over the seeds."""
+    return {"mean": statistics.mean(xs), "sd": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+            "min": min(xs), "max": max(xs)}  # fmt: skip
+
+
+def cost_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The race's cost over the seeds (see the module docstring), with the per-seed convergence rate."""
+    rates = [sum(r["ratio"] is not None and r["ratio"] <= 1.02 for r in run["hot"]) / max(1, len(run["hot"]))
+             for run in runs]  # fmt: skip
+    out = {k: spread([run["cost"][k] for run in runs]) for k in ("racing", "refresh", "timed", "untimed")}
+    out["excess_us"] = {k: spread([run["cost"]["excess_us"][k] for run in runs])
+                        for k in ("host", "slow", "race", "loss", "checks", "total")}  # fmt: skip
+    out["stops"] = {k: round(statistics.mean(run["cost"]["stops"].get(k, 0) for run in runs), 1)
+                    for k in sorted({k for run in runs for k in run["cost"]["stops"]})}  # fmt: skip
+    out["rate"] = spread(rates)
+    out["extra"] = spread([run["extra"] for run in runs])
+    return out
 
 
 def main() -> None:
@@ -216,9 +303,20 @@ def main() -> None:
     ap.add_argument("--min-samples", type=int, default=None, help="IncrementalOptions.min_samples")
     ap.add_argument("--check-span", type=float, default=1.5,
                     help="a check's copies and comparison spans, each in calls of the bucket's best (default 1.5)")
+    ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                    help="any other IncrementalOptions field (repeatable), e.g. elimination_confidence=0.95")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--tag", default="", help="appended to the output file's name (one file per variant)")
     a = ap.parse_args()
-    extra = {k: v for k, v in (("max_samples", a.max_samples), ("min_samples", a.min_samples)) if v is not None}
+    extra: dict[str, Any] = {k: v for k, v in (("max_samples", a.max_samples), ("min_samples", a.min_samples))
+                             if v is not None}  # fmt: skip
+    fields = {f.name: f for f in dataclasses.fields(IncrementalOptions)}
+    for item in a.option:
+        name, _, value = item.partition("=")
+        default = getattr(IncrementalOptions(), name) if name in fields else None
+        if default is None:
+            ap.error(f"--option {item}: no IncrementalOptions field {name!r}")
+        extra[name] = value.lower() in ("1", "true", "yes") if isinstance(default, bool) else type(default)(value)
     opts = IncrementalOptions(drop_late=a.drop_late, **extra)
     runs = [replay(s, a.landscape, a.outlier, a.early, a.drift, opts, a.calls, a.check_span) for s in range(a.seeds)]
     s = summarize(runs)
@@ -228,9 +326,19 @@ def main() -> None:
           f"(bound 10%); promotion at call {s['promote_at_median']} of the key (median); keys promoted "
           f"{s['keys_promoted_mean']:.1f} of {N_BUCKETS}; tuning calls {s['tuning_calls_mean']:.0f} (mean; by phase "
           f"{s['phases_mean']})")  # fmt: skip
+    c = s["cost"]
+    e = c["excess_us"]
+    print(f"  race cost (mean +- sd over seeds): racing calls {c['racing']['mean']:.0f} +- {c['racing']['sd']:.0f} "
+          f"({c['refresh']['mean']:.0f} refreshing full windows), timed {c['timed']['mean']:.0f}, untimed tuning "
+          f"{c['untimed']['mean']:.0f}; excess us: race {e['race']['mean']:.0f} +- {e['race']['sd']:.0f} (host "
+          f"{e['host']['mean']:.0f} + slow {e['slow']['mean']:.0f}), loss vs best {e['loss']['mean']:.0f}, checks "
+          f"{e['checks']['mean']:.0f}, total {e['total']['mean']:.0f} +- {e['total']['sd']:.0f}; converged per seed "
+          f"{c['rate']['mean']:.1%} +- {c['rate']['sd']:.1%}; promotions by stop {c['stops']}")  # fmt: skip
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / f"race_replay_{a.landscape}{'_drop_late' if a.drop_late else ''}.json").write_text(json.dumps({"summary": s, "runs": runs}, indent=1))
+        name = f"race_replay_{a.landscape}{'_drop_late' if a.drop_late else ''}{'_' + a.tag if a.tag else ''}.json"
+        (a.out / name).write_text(json.dumps({"summary": s, "runs": runs, "options": extra, "calls": a.calls,
+                                              "check_span": a.check_span, "seeds": a.seeds}, indent=1))  # fmt: skip
     sys.stdout.flush()
 
 
