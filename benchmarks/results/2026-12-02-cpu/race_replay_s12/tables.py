@@ -6,6 +6,7 @@ the convergence, paired against default over the same seeds, and the promotions 
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import statistics
@@ -19,8 +20,8 @@ CELLS.append(("h200", 60000, "4"))
 
 
 def load(land: str, variant: str, calls: int, span: str) -> dict[str, Any] | None:
-    f = HERE / f"race_replay_{land}_{variant}_c{calls}_s{span}.json"
-    return json.loads(f.read_text()) if f.exists() else None
+    f = HERE / f"race_replay_{land}_{variant}_c{calls}_s{span}.json.gz"  # gzipped to keep the tree small
+    return json.loads(gzip.decompress(f.read_bytes())) if f.exists() else None
 
 
 def converged(run: dict[str, Any]) -> int:
