@@ -238,3 +238,37 @@ def test_sqlite_candidates_of_many_configs_from_few_rows_match_by_text(tmp_path)
     assert _wanted_rows(rows, [*asked, one_float]) == [i for i, c in rows if c in {a.dumps() for a in [*asked, one_float]}]
     assert [r.config for r in st.candidates(key(1000), asked)] == sorted([asked[5], asked[77]], key=lambda c: c.id)
     assert _wanted_rows([], asked) == []
+
+
+def test_a_transfer_proposes_the_same_whether_its_rows_are_decoded_anew_remembered_or_in_memory(tmp_path):
+    """The transfer's start reads its neighbours' decoded rows from the memo once they were read (``_record_of``) and
+    builds its space and grid by column (``tritune.config.columns``): every batch of a whole search, and its info,
+    are the ones of a start that decodes every row (memo cleared) and of one from a MemoryStore holding the same
+    records. SYNTHETIC records and times."""
+    from tritune.store.sqlite import _config_of, _record_of
+
+    def run(store: Any) -> tuple[list[list[str]], dict[str, Any]]:
+        near = searching.neighbours(store, key(2000), LEGAL)
+        p = searching.plan("surrogate", 24, len(LEGAL))
+        assert p is not None
+        driver, info = searching.make_driver(p, LEGAL, width=4, key_values={"n": 2000}, near=near)
+        out = []
+        while not driver.done:
+            batch = driver.next_batch()
+            if not batch:
+                break
+            out.append([c.id for c in batch])
+            for c in batch:  # SYNTHETIC: BLOCK=128, 4 warps fastest
+                driver.record(c, 1.0 + abs(c["BLOCK"] - 128) / 128 + 0.01 * abs(c.num_warps - 4) + 0.001 * c.num_stages)
+        return out, info
+
+    sq, mem = SQLiteStore(tmp_path / "p.db"), MemoryStore()
+    fill(sq)
+    fill(mem)
+    _record_of.cache_clear()
+    _config_of.cache_clear()
+    anew = run(sq)
+    assert _record_of.cache_info().currsize > 0
+    remembered = run(sq)
+    assert anew == remembered == run(mem)
+    assert len(anew[0]) > 2 and anew[1]["transfer"]["keys"]
