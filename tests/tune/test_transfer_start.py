@@ -253,7 +253,7 @@ def test_a_transfer_proposes_the_same_whether_its_rows_are_decoded_anew_remember
     config texts from the memo once parsed (``_config_of``), and builds its space and grid by column
     (``tritune.config.columns``): every batch of a whole search, and its info, are the ones of a start that parses
     every text (memo cleared) and of one from a MemoryStore holding the same records. SYNTHETIC records and times."""
-    from tritune.store.sqlite import _config_of, _record_of
+    from tritune.store.sqlite import _config_of
 
     def run(store: Any) -> tuple[list[list[str]], dict[str, Any]]:
         near = searching.neighbours(store, key(2000), LEGAL)
@@ -273,7 +273,6 @@ def test_a_transfer_proposes_the_same_whether_its_rows_are_decoded_anew_remember
     sq, mem = SQLiteStore(tmp_path / "p.db"), MemoryStore()
     fill(sq)
     fill(mem)
-    _record_of.cache_clear()
     _config_of.cache_clear()
     anew = run(sq)
     assert _config_of.cache_info().currsize > 0

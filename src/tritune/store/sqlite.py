@@ -106,32 +106,17 @@ def _wanted_rows(stored: list[tuple[int, str]], asked: list[Config]) -> list[int
     return ids
 
 
-#: How many decoded rows (:func:`_record_of`) and config texts (:func:`_config_of`) a process keeps.
-DECODED_ROWS, DECODED_CONFIGS = 4096, 8192
+#: How many stored config texts :func:`_config_of` keeps parsed, per process.
+DECODED_CONFIGS = 8192
 
 
 @functools.lru_cache(maxsize=DECODED_CONFIGS)
 def _config_of(text: str) -> Config:
-    """The Config of a stored config text, decoded once per text: :func:`_wanted_rows` and :func:`_record_of`
-    read the same texts, and a new key's transfer reads its tuned neighbours' every time."""
+    """The Config of a stored config text, parsed once per text: :func:`_wanted_rows` parses a key's texts to pick
+    its rows, and :meth:`SQLiteStore.times` and the records read the same texts again (a new key's transfer reads
+    its tuned neighbours' at every start). Keyed by the text itself, so nothing written later can be answered
+    from it wrongly; configs are frozen, so sharing one between callers shares nothing mutable."""
     return Config.from_json(text)
-
-
-@functools.lru_cache(maxsize=DECODED_ROWS)
-def _record_of(row: tuple[Any, ...]) -> CandidateRecord:
-    """The record of one stored ``candidates`` row (``SQLiteStore._CAND_COLS``), decoded once per row content.
-
-    Keyed by the whole row, every column's stored value, and not by a key, a rowid or a store version: a row
-    written later (by this process or another) differs in some column, so it is a miss and is decoded, and the
-    store is read as before on every call; only the decoding (the config's JSON, the measurement's and the
-    provenance's, their frozen copies) is skipped for a row decoded before. The records are deeply immutable
-    (:mod:`tritune.store.records`), so sharing one between callers shares nothing mutable. Decoding the ~105 records of
-    the search benchmark's 3 tuned keys took ~0.02 s of every new key's transfer start on this project's CPU."""
-    cfg, status, t, reason, meas, prov, at = row
-    return CandidateRecord(
-        _config_of(cfg), Status(status), t, reason,
-        None if meas is None else json.loads(meas), json.loads(prov), at,
-    )  # fmt: skip
 
 
 class SQLiteStore(Store):
@@ -345,7 +330,11 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _cand(row: tuple[Any, ...]) -> CandidateRecord:
-        return _record_of(tuple(row))
+        cfg, status, t, reason, meas, prov, at = row
+        return CandidateRecord(
+            _config_of(cfg), Status(status), t, reason,
+            None if meas is None else json.loads(meas), json.loads(prov), at,
+        )  # fmt: skip
 
     @staticmethod
     def _winner(key: TuningKey, row: tuple[Any, ...]) -> WinnerRecord:
