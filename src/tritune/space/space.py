@@ -197,7 +197,7 @@ class Space:
 
         A space of listed configs without constraints (:meth:`from_configs`, what a search's space is) allows
         every listed config: they are returned without asking :meth:`rejection` of each (2,000 of them took
-        0.005-0.01 s of every new key's search start on this project's CPU)."""
+        0.5 ms of every new key's search start on this project's CPU, fastest of 20)."""
         if self._order is not None and not self.constraints:
             return list(self._order)
         return [c for c in self.all_configs() if self.rejection(c) is None]

@@ -19,8 +19,9 @@ What every store guarantees (``tritune.testing.store_contract.StoreContract`` ch
   file that does not match the schema raises :class:`~tritune.errors.StoreSchemaError` naming the
   line and the field. Malformed keys or configs raise :class:`~tritune.errors.ConfigError`.
 
-Backends implement the abstract methods; ``record``, ``missing``, ``kernels``, ``export`` and
-``import_`` are built on them here, so every backend shares their semantics.
+Backends implement the abstract methods; ``record``, ``missing``, ``times``, ``kernels``, ``export`` and
+``import_`` are built on them here, so every backend shares their semantics (a backend may answer ``times``
+faster, as SQLite does from fewer columns, with the same result: the contract suite checks it).
 """
 
 from __future__ import annotations
