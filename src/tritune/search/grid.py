@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tritune.config import LAUNCH_OPTIONS, Config
+from tritune.config import LAUNCH_OPTIONS, Config, columns
 
 
 def _order_key(v: Any) -> tuple[int, Any]:
@@ -31,18 +31,21 @@ class Grid:
     """Grid coordinates of a fixed candidate list over the parameters that vary among them."""
 
     def __init__(self, candidates: Sequence[Config]) -> None:
-        dicts = [c.as_dict() for c in candidates]
-        names = sorted({k for d in dicts for k in d})
+        cols = columns(candidates)  # as_dict's values by column (None where a config lacks a name)
+        if cols is None:  # configs of different names: one dict per config, a missing name read as None
+            dicts = [c.as_dict() for c in candidates]
+            cols = {k: [d.get(k) for d in dicts] for k in sorted({k for d in dicts for k in d})}
         self.values: dict[str, list[Any]] = {}
-        for name in names:
-            vals = sorted({d.get(name) for d in dicts}, key=_order_key)
+        for name in sorted(cols):
+            vals = sorted(set(cols[name]), key=_order_key)
             if len(vals) > 1:
                 self.values[name] = vals
         self.names = list(self.values)
-        pos = {n: {v: i for i, v in enumerate(vs)} for n, vs in self.values.items()}
-        self.coords = np.array(
-            [[pos[n][d.get(n)] for n in self.names] for d in dicts], dtype=np.int64
-        ).reshape(len(dicts), len(self.names))
+        n = len(candidates)
+        self.coords = np.zeros((n, len(self.names)), dtype=np.int64)
+        for d, name in enumerate(self.names):
+            pos = {v: i for i, v in enumerate(self.values[name])}
+            self.coords[:, d] = [pos[v] for v in cols[name]]
         self.lookup: dict[tuple[int, ...], int] = {tuple(row): i for i, row in enumerate(self.coords.tolist())}
         self.sizes = [len(self.values[n]) for n in self.names]
         #: Pairs of axes (a, b), a < b, whose values may be exchanged (:meth:`swaps`): two kernel

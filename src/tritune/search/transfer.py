@@ -125,15 +125,17 @@ def first_batch(candidates: Sequence[Config], prior: np.ndarray, measured: np.nd
 
 def prior_and_warm(
     candidates: Sequence[Config], key: Mapping[str, Any], neighbours: Sequence[KeyResults], warm: int,
-    opening: int | None = None, grid: Grid | None = None,
+    opening: int | None = None, grid: Grid | None = None, index: Mapping[Config, int] | None = None,
 ) -> tuple[np.ndarray, list[Config]]:
     """The prior log time of every candidate and the configs to measure first (see the module docstring).
 
     ``opening``: the warm start opens with :func:`first_batch` of that size (recorded configs only), then the
-    variants and the prior's picks as without it. ``grid``: ``Grid(candidates)`` when the caller has it."""
+    variants and the prior's picks as without it. ``grid``: ``Grid(candidates)``, and ``index``: each
+    candidate's position, when the caller has them."""
     if not neighbours:
         raise SearchError("transfer needs at least one tuned key (neighbours=[KeyResults(...), ...])")
-    index = {c: i for i, c in enumerate(candidates)}
+    if index is None:
+        index = {c: i for i, c in enumerate(candidates)}
     total = np.zeros(len(candidates))
     weight = np.zeros(len(candidates))
     ranked = sorted(neighbours, key=lambda n: key_distance(key, n.key))
@@ -226,7 +228,7 @@ class TransferSearch(SurrogateSearch):
         if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
             raise SearchError(f"transfer: first={first!r} must be a positive number of configs")
         prior, start = prior_and_warm(self.candidates, dict(key or {}), list(neighbours), n_warm, opening=first,
-                                      grid=self.grid)  # fmt: skip
+                                      grid=self.grid, index=self.index)  # fmt: skip
         self.set_prior(prior)
         self.warm_start = tuple(start)
         #: The neighbours' winners (the transferred leaders) and the first batch :meth:`confirmed` waits for.

@@ -19,8 +19,9 @@ What every store guarantees (``tritune.testing.store_contract.StoreContract`` ch
   file that does not match the schema raises :class:`~tritune.errors.StoreSchemaError` naming the
   line and the field. Malformed keys or configs raise :class:`~tritune.errors.ConfigError`.
 
-Backends implement the abstract methods; ``record``, ``missing``, ``kernels``, ``export`` and
-``import_`` are built on them here, so every backend shares their semantics.
+Backends implement the abstract methods; ``record``, ``missing``, ``times``, ``kernels``, ``export`` and
+``import_`` are built on them here, so every backend shares their semantics (a backend may answer ``times``
+faster, as SQLite does from fewer columns, with the same result: the contract suite checks it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import IO, Any
 
 from tritune.config import Config, as_config
 from tritune.errors import StoreError
+from tritune.outcome import Status
 from tritune.store.keys import TuningKey
 from tritune.store.records import CandidateRecord, Entry, KernelSummary, WinnerRecord, Write, summarize
 
@@ -112,6 +114,12 @@ class Store(ABC):
         wanted = [as_config(c) for c in configs]
         have = {r.config for r in self.candidates(key, wanted)}
         return [c for c in wanted if c not in have]
+
+    def times(self, key: TuningKey, configs: Iterable[Config]) -> dict[Config, float | None]:
+        """The stored configs of ``configs`` at ``key``, in config id order, each with its measured time in ms or
+        ``None`` for a failure: what a transfer reads of a tuned key (``tune.searching.neighbours``). The same as
+        :meth:`candidates` gives; a backend may answer it without decoding the records' JSON fields."""
+        return {r.config: (r.time_ms if r.status is Status.MEASURED else None) for r in self.candidates(key, configs)}
 
     def kernels(self) -> list[KernelSummary]:
         """Per-kernel counts of keys, winners and candidate records, sorted by kernel name."""

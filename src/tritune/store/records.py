@@ -50,7 +50,9 @@ def thaw_json(value: Any) -> Any:
     return value
 
 
-def _check_time(time_ms: float | None, status: Status, config: Config) -> float | None:
+def check_time(time_ms: float | None, status: Status, config: Config) -> float | None:
+    """A record's time as a float when ``status`` is measured (a finite time >= 0 required), else None (none
+    allowed); StoreError otherwise."""
     if status is Status.MEASURED:
         if time_ms is None or isinstance(time_ms, bool) or not isinstance(time_ms, (int, float)):
             raise StoreError(
@@ -87,7 +89,7 @@ class CandidateRecord:
         set_ = object.__setattr__
         set_(self, "config", as_config(self.config))
         set_(self, "status", Status(self.status))
-        set_(self, "time_ms", _check_time(self.time_ms, self.status, self.config))
+        set_(self, "time_ms", check_time(self.time_ms, self.status, self.config))
         if self.reason is not None and not isinstance(self.reason, str):
             raise StoreError(f"candidate {self.config.id}: reason must be a string or None")
         where = f"candidate {self.config.id}"

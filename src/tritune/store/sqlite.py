@@ -18,6 +18,7 @@ The path is ``$TRITUNE_STORE``, else ``<user cache dir>/tritune/store.sqlite`` (
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -34,7 +35,7 @@ from tritune.outcome import Status
 from tritune.paths import user_cache_dir
 from tritune.store.base import Snapshot, Store, apply_write, now
 from tritune.store.keys import TuningKey
-from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write, thaw_json
+from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write, check_time, thaw_json
 from tritune.store.safety import create_store_file, read_only_reason, safe_store_path
 
 SCHEMA_VERSION = 1
@@ -84,18 +85,38 @@ def _wanted_rows(stored: list[tuple[int, str]], asked: list[Config]) -> list[int
     if 4 * len(stored) > len(asked):
         wanted = {c.dumps() for c in asked}
         return [i for i, c in stored if c in wanted]
+    one = dict(zip(asked, asked))  # no two asked configs equal (the usual case): one config per parsed row
     equal: dict[Config, list[Config]] = {}
-    for c in asked:
-        equal.setdefault(c, []).append(c)
+    if len(one) != len(asked):
+        for c in asked:
+            equal.setdefault(c, []).append(c)
     ids = []
     for i, text in stored:
         try:
-            cfg = Config.from_json(text)
+            cfg = _config_of(text)
         except Exception:  # not a config's text, so not an asked one's
             continue
-        if any(c.dumps() == text for c in equal.get(cfg, ())):
+        if equal:
+            hit = any(c.dumps() == text for c in equal.get(cfg, ()))
+        else:
+            same = one.get(cfg)
+            hit = same is not None and same.dumps() == text
+        if hit:
             ids.append(i)
     return ids
+
+
+#: How many stored config texts :func:`_config_of` keeps parsed, per process.
+DECODED_CONFIGS = 8192
+
+
+@functools.lru_cache(maxsize=DECODED_CONFIGS)
+def _config_of(text: str) -> Config:
+    """The Config of a stored config text, parsed once per text: :func:`_wanted_rows` parses a key's texts to pick
+    its rows, and :meth:`SQLiteStore.times` and the records read the same texts again (a new key's transfer reads
+    its tuned neighbours' at every start). Keyed by the text itself, so nothing written later can be answered
+    from it wrongly; configs are frozen, so sharing one between callers shares nothing mutable."""
+    return Config.from_json(text)
 
 
 class SQLiteStore(Store):
@@ -311,7 +332,7 @@ class SQLiteStore(Store):
     def _cand(row: tuple[Any, ...]) -> CandidateRecord:
         cfg, status, t, reason, meas, prov, at = row
         return CandidateRecord(
-            Config.from_json(cfg), Status(status), t, reason,
+            _config_of(cfg), Status(status), t, reason,
             None if meas is None else json.loads(meas), json.loads(prov), at,
         )  # fmt: skip
 
@@ -396,19 +417,37 @@ class SQLiteStore(Store):
             if asked is None:
                 rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
                 return [self._cand(r) for r in rows]
-            # The wanted rows' ids first, then only those rows: a key's records are mostly ones the caller does
-            # not want (a searched key's statically illegal configs), not worth reading whole.
-            stored = conn.execute("SELECT rowid, config FROM candidates WHERE digest=?", (key.digest,)).fetchall()
-            ids = _wanted_rows(stored, asked)
-            out = []
-            for j in range(0, len(ids), 500):
-                part = ids[j : j + 500]
-                rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE rowid IN "
-                                    f"({','.join('?' * len(part))})", part)  # fmt: skip
-                out += [self._cand(r) for r in rows]
-            return out
+            return [self._cand(r) for r in self._wanted(conn, key, asked, self._CAND_COLS)]
 
         return sorted(self._run(do, write=False), key=lambda r: r.config.id)
+
+    def times(self, key: TuningKey, configs: Iterable[Config]) -> dict[Config, float | None]:
+        """:meth:`Store.times` from the config, status and time columns only: a transfer's start read every record
+        of its 3 tuned keys whole (the measurement's and provenance's JSON, frozen copies) to use these, 0.017 s of
+        a fresh process's start profiled on this project's CPU (``benchmarks/transfer_setup.py --fresh``)."""
+        asked = list(configs)
+
+        def do(conn: sqlite3.Connection) -> list[tuple[Config, float | None]]:
+            out = []
+            for text, status, t in self._wanted(conn, key, asked, "config, status, time_ms"):
+                cfg, st = _config_of(text), Status(status)
+                out.append((cfg, check_time(t, st, cfg)))  # as a record checks it (candidates() would raise too)
+            return out
+
+        return dict(sorted(self._run(do, write=False), key=lambda x: x[0].id))
+
+    @staticmethod
+    def _wanted(conn: sqlite3.Connection, key: TuningKey, asked: list[Config], cols: str) -> list[tuple[Any, ...]]:
+        """The ``cols`` of ``key``'s rows of the ``asked`` configs. The wanted rows' ids first, then only those rows:
+        a key's records are mostly ones the caller does not want (a searched key's statically illegal configs), not
+        worth reading whole."""
+        stored = conn.execute("SELECT rowid, config FROM candidates WHERE digest=?", (key.digest,)).fetchall()
+        ids = _wanted_rows(stored, asked)
+        out: list[tuple[Any, ...]] = []
+        for j in range(0, len(ids), 500):
+            part = ids[j : j + 500]
+            out += conn.execute(f"SELECT {cols} FROM candidates WHERE rowid IN ({','.join('?' * len(part))})", part)
+        return out
 
     def _keys(self, conn: sqlite3.Connection, kernel: str | None) -> list[tuple[str, TuningKey]]:
         rows = conn.execute(

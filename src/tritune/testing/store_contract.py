@@ -88,6 +88,17 @@ class StoreContract:
         assert [r.config for r in store.candidates(k)] == sorted([A, B, C], key=lambda c: c.id)
         assert [r.config for r in store.candidates(k, [C, Config({"BLOCK": 8})])] == [C]
 
+    def test_times_are_what_candidates_say(self, store: Store) -> None:
+        """``times`` (a transfer's read of a tuned key) agrees with ``candidates``, after a rewrite too."""
+        k = make_test_key()
+        store.record(k, [measured(A, 1.0), measured(B, 2.5), CandidateRecord(C, Status.LAUNCH_FAILED, reason="x")])
+        never = Config({"BLOCK": 8})
+        got = store.times(k, [C, A, never])
+        assert list(got.items()) == [(r.config, r.time_ms) for r in store.candidates(k, [C, A, never])]
+        assert got == {A: 1.0, C: None} and isinstance(got[A], float)
+        store.record(k, [CandidateRecord(A, Status.LAUNCH_FAILED, reason="x"), measured(C, 0.5)])
+        assert store.times(k, [A, B, C]) == {A: None, B: 2.5, C: 0.5} and store.times(make_test_key(n=8192), [A]) == {}
+
     def test_adding_a_config_measures_only_the_new_one(self, store: Store) -> None:
         k = make_test_key()
         store.record(k, [measured(A, 1.0), measured(B, 2.0)], winner=A)

@@ -131,8 +131,7 @@ def neighbours(store: Any, key: Any, legal: Sequence[Config]) -> list[KeyResults
         k = e.key
         if k == key or e.n_measured == 0 or any(getattr(k, f) != getattr(key, f) for f in same):
             continue
-        recs = store.candidates(k, legal)
-        times = {r.config: (r.time_ms if r.status is Status.MEASURED else None) for r in recs}
+        times = store.times(k, legal)  # what candidates() says, without decoding the records' JSON (SQLite)
         win = e.winner
         best = getattr(win, "config", None)  # the race's and tie rule's pick, not the smallest stored median
         if any(t is not None for t in times.values()):
