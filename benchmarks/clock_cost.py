@@ -1,7 +1,8 @@
 """Host microseconds per timed call of the incremental mode's CUDA-event clocks, A/B in one process on a GPU:
 torch's calls (``CudaClock``, session 11's), torch's spans resolved with the driver's calls (``CudaClock`` with
-``driver``: ``ready_ms``), the incremental mode's default (``cuda_clock()``: that, and the stream object found by
-its raw handle), and the driver's calls throughout (``DriverClock``), against the same launch untimed.
+``driver``: ``ready_ms``), the incremental mode's default (``cuda_clock()``, now the same as ``torch+ready``),
+``torch+ready`` with the stream object found by its raw handle (``cached stream``: session 12's call 6 ran it as
+``default``), and the driver's calls throughout (``DriverClock``, gated or with the spin), against the same launch untimed.
 
 Each timed call is what a racing call's span is: ``start`` (stream look-up, idle query, the spin), a launch (a
 one-element ``torch`` op: a few microseconds of host, a ~2 us kernel), ``stop``, and the handle submitted to a
@@ -59,7 +60,8 @@ def main() -> int:
         "untimed": None,
         "torch": CudaClock(spin_idle=True, detect_late=True, cache_stream=False),  # session 11's clock
         "torch+ready": CudaClock(spin_idle=True, driver=drv, detect_late=True, cache_stream=False),
-        "default": cuda_clock(spin_idle=True, detect_late=True),  # + the stream found by its raw handle
+        "default": cuda_clock(spin_idle=True, detect_late=True),
+        "cached stream": CudaClock(spin_idle=True, driver=drv, detect_late=True),  # the stream by its raw handle
         "driver": DriverClock(drv, spin_idle=True, detect_late=True),
         "driver, polled": DriverClock(drv, spin_idle=True, detect_late=True),  # no resolver thread: after the round
         "driver, spin": DriverClock(drv, spin_idle=True, detect_late=True, gate=False),
