@@ -81,13 +81,20 @@ class FakeDriver:  # FAKE driver calls with the ctypes signatures of driver_even
         return DriverEvents(self.record, self.query, self.elapsed, self.stream_query)
 
 
-def _clock(status: int | None = None) -> tuple[CudaClock, FakeDriver, dict[int, FakeEvent]]:
+def _events() -> tuple[dict[int, FakeEvent], Any]:
+    """FAKE events by handle, and the ``torch.cuda.Event`` stand-in that makes them."""
     events: dict[int, FakeEvent] = {}
 
     def new(enable_timing: bool = True) -> FakeEvent:
         e = FakeEvent(enable_timing)
         events[e.cuda_event] = e
         return e
+
+    return events, new
+
+
+def _clock(status: int | None = None) -> tuple[CudaClock, FakeDriver, dict[int, FakeEvent]]:
+    events, new = _events()
 
     fake = _fake_torch(new)
     drv = FakeDriver(events, status)
@@ -148,12 +155,7 @@ def test_driver_event_calls_is_none_or_two_calls_keeping_the_lock() -> None:
 
 
 def test_driver_clock_records_on_the_raw_stream_spins_when_idle_and_times_as_torch() -> None:
-    events: dict[int, FakeEvent] = {}
-
-    def new(enable_timing: bool = True) -> FakeEvent:
-        e = FakeEvent(enable_timing)
-        events[e.cuda_event] = e
-        return e
+    events, new = _events()
 
     sleeps: list[int] = []
     drv = FakeDriver(events)
@@ -168,12 +170,7 @@ def test_driver_clock_records_on_the_raw_stream_spins_when_idle_and_times_as_tor
 
 
 def test_a_record_the_driver_refuses_is_made_by_torch() -> None:
-    events: dict[int, FakeEvent] = {}
-
-    def new(enable_timing: bool = True) -> FakeEvent:
-        e = FakeEvent(enable_timing)
-        events[e.cuda_event] = e
-        return e
+    events, new = _events()
 
     drv = FakeDriver(events)
     clock = DriverClock(drv.calls_(), spin_idle=False, torch_module=_fake_torch(new))
@@ -198,12 +195,7 @@ class GatingDriver(FakeDriver):  # FAKE driver with cuStreamWaitValue32: remembe
 
 
 def _gated(refuse_wait: bool = False) -> tuple[DriverClock, GatingDriver, list[int]]:
-    events: dict[int, FakeEvent] = {}
-
-    def new(enable_timing: bool = True) -> FakeEvent:
-        e = FakeEvent(enable_timing)
-        events[e.cuda_event] = e
-        return e
+    events, new = _events()
 
     sleeps: list[int] = []
     drv = GatingDriver(events, refuse_wait)
