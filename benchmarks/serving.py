@@ -229,6 +229,8 @@ SPIN_IDLE = True
 DROP_LATE = False
 #: ``--no-wait-leader``: IncrementalOptions(wait_leader=False) (the A/B of session 9).
 WAIT_LEADER = True
+#: ``--gate``: IncrementalOptions(gate=True) (racing spans of direct launches behind a gate; off until measured).
+GATE = False
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -248,7 +250,7 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
     inc_store.unlink(missing_ok=True)
     from tritune.tune.serving_state import IncrementalOptions
 
-    inc = Incremental(IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER),
+    inc = Incremental(IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER, gate=GATE),
                       outputs=w.outputs,
                       clock=HostClock() if dry else None)  # fmt: skip
     inc.start_trace()
@@ -357,6 +359,7 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
                                         if firsts else None)  # fmt: skip
         res["first_parts"] = firsts
         res["driver_fallbacks"] = int(getattr(inc.clock, "driver_fallbacks", 0))
+        res["gated_spans"] = int(getattr(inc.clock, "gates", 0))  # IncrementalOptions.gate (--gate)
         res["extra_gpu_ms"] = inc.budget.spent_ms
         res["tuning_gpu_ms"] = inc.budget.earned_from_ms
         res["promoted"] = len(inc.promoted)
@@ -606,7 +609,7 @@ def overhead_us(dev: str, calls: int = 2000) -> dict[str, Any]:
     cached = tritune.autotune(configs=configs, key=w.key, store=False)(w.jit)
     launch(cached)
     res: dict[str, Any] = {"cached_us": best(cached)}
-    forever = IncrementalOptions(gpu_fraction=1.0, min_samples=10**9, max_samples=10**9)  # never promotes
+    forever = IncrementalOptions(gpu_fraction=1.0, min_samples=10**9, max_samples=10**9, gate=GATE)  # never promotes
     inc = Incremental(forever, outputs=w.outputs)
     k = tritune.autotune(configs=configs, key=w.key, store=False, incremental=inc)(w.jit)
     check_host: list[float] = []
@@ -661,11 +664,15 @@ def main() -> None:
     ap.add_argument("--drop-late", action="store_true",
                     help="incremental: IncrementalOptions(drop_late=True), a span whose start passed before its launch "
                          "returned is no sample (it still earns the budget at the config's median)")  # fmt: skip
+    ap.add_argument("--gate", action="store_true",
+                    help="incremental: IncrementalOptions(gate=True), racing calls through a direct launcher are timed "
+                         "behind a gate (cuStreamWaitValue32) instead of the idle spin")  # fmt: skip
     a = ap.parse_args()
-    global SPIN_IDLE, DROP_LATE, WAIT_LEADER
+    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, GATE
     SPIN_IDLE = not a.no_spin_idle
     DROP_LATE = a.drop_late
     WAIT_LEADER = not a.no_wait_leader
+    GATE = a.gate
     if a.flat_prune:
         import tritune.tune.serving_state as serving_state
 
@@ -684,7 +691,7 @@ def main() -> None:
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
                            "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
-                           "wait_leader": WAIT_LEADER, "flat_prune": a.flat_prune,
+                           "wait_leader": WAIT_LEADER, "gate": GATE, "flat_prune": a.flat_prune,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 
@@ -873,7 +880,7 @@ def report(doc: dict[str, Any]) -> None:
         fp = inc.get("first_parts_median_ms")
         if fp:
             print(f"  a key's first call on the caller's thread, median of {len(inc['first_parts'])} keys (ms): {fp}; "
-                  f"resolver pairs left to torch's calls: {inc.get('driver_fallbacks')}")  # fmt: skip
+                  f"resolver pairs left to torch's calls: {inc.get('driver_fallbacks')}; gated spans: {inc.get('gated_spans')}")  # fmt: skip
         cp = inc.get("check_parts_median_ms")
         if cp:
             print(f"  a check's event time, median of {inc['checks_timed']} (ms): copies {cp[0]:.4f}, scratch run "

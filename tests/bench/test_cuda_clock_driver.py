@@ -271,3 +271,60 @@ def test_the_stream_object_is_looked_up_once_per_device_and_raw_handle() -> None
     off = CudaClock(spin_idle=True, torch_module=fake, cache_stream=False)
     off.stop(off.start(None))
     assert len(looked) == 3  # torch's look-up per span
+
+
+def _torch_clock_with_gate(refuse_wait: bool = False) -> tuple[CudaClock, GatingDriver, list[int]]:
+    events, new = _events()
+    sleeps: list[int] = []
+    fake = _fake_torch(new, sleeps)
+    fake.cuda.current_stream = lambda: SimpleNamespace(query=lambda: True, cuda_stream=4242)  # idle, raw 4242
+    drv = GatingDriver(events, refuse_wait)
+    return CudaClock(spin_idle=True, torch_module=fake, driver=drv.calls_(), gate=True), drv, sleeps
+
+
+def test_cuda_clock_gates_only_the_spans_started_gated() -> None:
+    clock, drv, sleeps = _torch_clock_with_gate()
+    h = clock.stop(clock.start_gated(None))
+    assert drv.waits == [(4242, clock._flag_addr, 1, 0)] and clock._flag.value == 1 and clock.gates == 1
+    assert sleeps == [] and not clock.late(h)
+    t = clock.start(None)  # an ordinary span: the idle spin, no wait
+    assert t[2] is False and len(sleeps) == 1 and len(drv.waits) == 1
+    clock.stop(t)
+    t = clock.start_gated(None)
+    clock.abandon(t)
+    assert clock._flag.value == 2
+
+
+def test_cuda_clock_without_the_wait_starts_ordinary_spans() -> None:
+    clock, drv, sleeps = _torch_clock_with_gate(refuse_wait=True)
+    t = clock.start_gated(None)
+    assert t[2] is False and len(sleeps) == 1 and clock.gates == 0
+    clock.stop(t)
+    clock.start_gated(None)
+    assert len(drv.waits) == 1  # refused once: not asked again
+    off = CudaClock(spin_idle=True, torch_module=_fake_torch(_events()[1]), driver=drv.calls_())  # gate off
+    assert off.start_gated(None)[2] is False
+
+
+def test_the_incremental_mode_gates_only_direct_launches_with_a_fixed_grid_and_no_hooks() -> None:
+    from tritune.tune.incremental import Incremental
+    from tritune.tune.serving_state import IncrementalOptions
+
+    inc = Incremental(IncrementalOptions(gate=True))
+    clock, _, _ = _torch_clock_with_gate()
+    inc.clock = clock
+    inc._gate_start = clock.start_gated
+    hooks = SimpleNamespace(launch_enter_hook=SimpleNamespace(calls=[]), launch_exit_hook=None)  # empty chain
+    inc._hooks = hooks
+
+    def direct(args: Any, grid: Any) -> None: ...
+
+    def other(args: Any, grid: Any) -> None: ...
+
+    inc._direct.add(direct)
+    assert inc._span_start(direct, (4,)) == clock.start_gated
+    assert inc._span_start(direct, lambda meta: (4,)) == clock.start  # the caller's grid code runs inside
+    assert inc._span_start(other, (4,)) == clock.start  # Triton's launcher path
+    assert inc._span_start(None, (4,)) == clock.start
+    hooks.launch_enter_hook = SimpleNamespace(calls=[print])  # a hook set (a profiler)
+    assert inc._span_start(direct, (4,)) == clock.start

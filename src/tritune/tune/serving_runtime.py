@@ -131,7 +131,7 @@ def driver_event_calls() -> DriverEvents | None:
     return DriverEvents(record, query, elapsed, stream_query, wait)
 
 
-def cuda_clock(spin_idle: bool = True, detect_late: bool = False) -> CudaClock:
+def cuda_clock(spin_idle: bool = True, detect_late: bool = False, gate: bool = False) -> CudaClock:
     """The incremental mode's clock: :class:`CudaClock` (torch's calls make the spans), whose resolver resolves
     the pairs the device has passed with the driver's calls where they can be made (:meth:`CudaClock.ready_ms`).
     Not ``cache_stream``: a span 9.5 us cheaper (16.1 against 25.5 us over an untimed launch, H200 session 12,
@@ -144,8 +144,11 @@ def cuda_clock(spin_idle: bool = True, detect_late: bool = False) -> CudaClock:
     untimed launch; with the driver's resolution 34.5 us, the spans' statistics unchanged (median 3.42 against
     3.36 us, the same late share). :class:`DriverClock` costs 19-23 us, but is not the default: with its spin
     (``gate=False``) 76% of back-to-back spans were late (median 15 us: host time inside) against torch's 39%,
-    and its gate hangs the stream whenever anything inside a span synchronizes (see its docstring)."""
-    return CudaClock(spin_idle=spin_idle, detect_late=detect_late, driver=driver_event_calls(), cache_stream=False)
+    and its gate hangs the stream whenever anything inside a span synchronizes (see its docstring).
+    ``gate``: :meth:`CudaClock.start_gated` may gate the spans of launches that cannot wait for the device
+    (``IncrementalOptions.gate``)."""
+    return CudaClock(spin_idle=spin_idle, detect_late=detect_late, driver=driver_event_calls(), cache_stream=False,
+                     gate=gate)  # fmt: skip
 
 
 class CudaClock:
@@ -173,7 +176,7 @@ class CudaClock:
 
     def __init__(self, spin_idle: bool = True, torch_module: Any = None,
                  host: Callable[[], float] = time.perf_counter, detect_late: bool = False,
-                 driver: DriverEvents | None = None, cache_stream: bool = True) -> None:  # fmt: skip
+                 driver: DriverEvents | None = None, cache_stream: bool = True, gate: bool = False) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module
         torch = torch_module
@@ -202,6 +205,48 @@ class CudaClock:
         self.spin_margin_us = 0.0
         self.spins = 0
         self.late_spans = 0  # spans found late (see the class docstring)
+        self.gates = 0  # spans gated (:meth:`start_gated`)
+        self._seq = 0
+        self._gate_ok = bool(gate and driver is not None and driver.wait_value is not None)
+        if self._gate_ok:
+            import ctypes
+
+            # Pinned (page-locked, mapped: the device reads it at the same address) and kept alive by the clock.
+            self._flag_t = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+            self._flag_addr = int(self._flag_t.data_ptr())
+            self._flag = ctypes.c_uint32.from_address(self._flag_addr)
+
+    def _open_gate(self, raw: int) -> bool:
+        """Queue a wait for the next counter value on the raw stream ``raw``; False (and no more gates) where the
+        driver refuses it."""
+        seq = (self._seq + 1) & 0xFFFFFFFF
+        self._seq = seq
+        if self._drv.wait_value(raw, self._flag_addr, seq, CU_STREAM_WAIT_VALUE_GEQ) == 0:  # type: ignore[union-attr,misc]
+            self.gates += 1
+            return True
+        self._gate_ok = False
+        return False
+
+    def _release(self) -> None:
+        """Release every gated span started so far (the counter goes to the latest value given out)."""
+        self._flag.value = self._seq
+
+    def start_gated(self, cfg: Config | None) -> Any:
+        """A span behind a gate instead of the idle spin (``IncrementalOptions.gate``): a wait on a pinned counter
+        queued before the start event, released by :meth:`stop` once the stop event is queued, so the device runs
+        start, launch and stop back to back (see :class:`DriverClock`). Only for a launch that cannot synchronize
+        (the incremental mode gates racing calls through a direct launcher and no launch hooks): anything that
+        waits for the device inside a gated span waits for ever. :meth:`start` where there is no gate."""
+        if self._gate_ok:
+            stream = self._stream()
+            if self._open_gate(stream.cuda_stream):
+                try:
+                    e = self._free.pop()
+                except IndexError:
+                    e = self._new(enable_timing=True)
+                e.record(stream)
+                return (e, stream, True)
+        return self.start(cfg)
 
     def _stream(self) -> Any:
         """The caller's current stream: torch's ``Stream`` object kept per (device, raw handle), found by the raw
@@ -239,11 +284,13 @@ class CudaClock:
         except IndexError:
             e = self._new(enable_timing=True)
         e.record(stream)
-        return (e, stream)
+        return (e, stream, False)
 
     def abandon(self, token: Any) -> None:
-        """A span whose launch raised (:meth:`start` without :meth:`stop`): nothing to undo here (see
-        :meth:`DriverClock.abandon`)."""
+        """Release the span of ``token`` (from :meth:`start` or :meth:`start_gated`) without stopping it: its work
+        raised. Nothing to undo for a span that is not gated."""
+        if token[2]:
+            self._release()
 
     def spin_next(self, us: float) -> None:
         """The next :meth:`start` that finds the stream idle spins ``us`` (at most :data:`MAX_SPIN_US`), not 1.5x
@@ -253,9 +300,9 @@ class CudaClock:
         self._next_spin_us = us
 
     def stop(self, token: Any) -> Any:
-        a, stream = token
+        a, stream, gated = token
         late = False
-        if self.detect_late:
+        if self.detect_late and not gated:
             late = bool(a.query())  # first: the launch has just returned (see the class docstring)
             if late:
                 self.late_spans += 1
@@ -264,7 +311,9 @@ class CudaClock:
         except IndexError:
             e = self._new(enable_timing=True)
         e.record(stream)
-        if self.spin_idle:
+        if gated:
+            self._release()
+        elif self.spin_idle:
             us = (self._host() - self._t0) * 1e6
             self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
         return (a, e, late)
@@ -355,20 +404,10 @@ class DriverClock(CudaClock):
                  host: Callable[[], float] = time.perf_counter, detect_late: bool = False,
                  gate: bool = True) -> None:  # fmt: skip
         super().__init__(spin_idle=spin_idle, torch_module=torch_module, host=host, detect_late=detect_late,
-                         driver=driver)  # fmt: skip
+                         driver=driver, gate=gate)  # fmt: skip
         c = self._torch._C
         self._raw_stream, self._device = c._cuda_getCurrentRawStream, c._cuda_getDevice
         self.refused = 0  # records the driver refused (made by torch instead)
-        self.gates = 0  # spans gated (see the class docstring)
-        self._seq = 0
-        self._gated = bool(gate and driver.wait_value is not None)
-        if self._gated:
-            import ctypes
-
-            # Pinned (page-locked, mapped: the device reads it at the same address) and kept alive by the clock.
-            self._flag_t = self._torch.zeros(1, dtype=self._torch.int32, pin_memory=True)
-            self._flag_addr = int(self._flag_t.data_ptr())
-            self._flag = ctypes.c_uint32.from_address(self._flag_addr)
 
     def _record(self, e: Any, raw: int) -> None:
         if self._drv.record(e.cuda_event, raw) != 0:  # type: ignore[union-attr]
@@ -387,15 +426,10 @@ class DriverClock(CudaClock):
         drv = self._drv
         assert drv is not None
         raw = self._raw_stream(self._device())
-        if self._gated:
-            seq = (self._seq + 1) & 0xFFFFFFFF
-            self._seq = seq
-            if drv.wait_value(raw, self._flag_addr, seq, CU_STREAM_WAIT_VALUE_GEQ) == 0:  # type: ignore[misc]
-                self.gates += 1
-                e = self._event()
-                self._record(e, raw)
-                return (e, raw, True)
-            self._gated = False  # the driver refused the wait: spin from now on
+        if self._gate_ok and self._open_gate(raw):  # else the driver refused the wait: spin from now on
+            e = self._event()
+            self._record(e, raw)
+            return (e, raw, True)
         if self.spin_idle:
             nxt = self._next_spin_us
             if nxt is not None:
@@ -420,16 +454,11 @@ class DriverClock(CudaClock):
         e = self._event()
         self._record(e, raw)
         if gated:
-            self._flag.value = self._seq  # release: every span started so far (see the class docstring)
+            self._release()  # every span started so far (see the class docstring)
         elif self.spin_idle:
             us = (self._host() - self._t0) * 1e6
             self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
         return (a, e, late)
-
-    def abandon(self, token: Any) -> None:
-        """Release the span of ``token`` (from :meth:`start`) without stopping it: its launch raised."""
-        if token[2]:
-            self._flag.value = self._seq
 
 
 class Resolver:

@@ -91,6 +91,15 @@ class IncrementalOptions:
     the drop, converged to the best with it (one run). The CPU replay (``benchmarks/race_replay.py``, FAKE
     samples) converges fewer hot buckets with it (79.5% against 88.8% over 30 seeds): it stays off until the
     device says otherwise (``gpu.sh`` part ``servinglate``).
+    ``gate`` (off): a racing call through a direct launcher (``dispatch.launcher_layout``: no scratch, no
+    launch hooks) is timed behind a gate instead of the idle spin (``CudaClock.start_gated``): the device runs
+    the span's start, launch and stop back to back once the host has queued them, so no span holds host time and
+    the device spends nothing on a spin. On the H200 (session 12, ``benchmarks/clock_cost.py``) gated spans were
+    never late (0 of 28,000, median 3.0 us, p90 3.5 us, against 3.4 / 18.7 us with the spin), 14-19 us of the
+    caller's thread a span against 25-45 us. Off until the serving stream has measured it: gating every span of
+    the mode (checks' copies and comparisons, first launches through Triton's path) hung the stream, since
+    anything that waits for the device inside a gated span waits for ever; this gates only launches that
+    cannot wait.
     """
 
     gpu_fraction: float = 0.10
@@ -107,6 +116,7 @@ class IncrementalOptions:
     lone_every: int = 4
     drop_late: bool = False
     wait_leader: bool = True
+    gate: bool = False
 
     @property
     def spend_fraction(self) -> float:
