@@ -26,13 +26,19 @@ def _double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (64, 256, 1024, 4096) for w in (1, 4, 8)]
 
 
+def _tuned_double(tmp_path, incremental):
+    """_double under tritune.autotune in incremental mode, and the list its promotions go to."""
+    promoted = []
+    k = tritune.autotune(configs=CONFIGS, key=["n"], store=str(tmp_path / "s.db"), incremental=incremental,
+                         on_promote=lambda key, ch: promoted.append(ch))(_double)  # fmt: skip
+    return k, promoted
+
+
 def test_serves_at_once_then_promotes_and_capture_records_the_provisional(tmp_path):
     why = gpu_unavailable_reason()
     if why is not None:
         pytest.skip(f"needs a GPU: {why}")
-    promoted = []
-    k = tritune.autotune(configs=CONFIGS, key=["n"], store=str(tmp_path / "s.db"), incremental=True,
-                         on_promote=lambda key, ch: promoted.append(ch))(_double)  # fmt: skip
+    k, promoted = _tuned_double(tmp_path, True)
     n = 1 << 22
     x = torch.randn(n, device="cuda")
     out = torch.empty_like(x)
@@ -163,9 +169,7 @@ def test_gated_racing_calls_race_and_promote_without_waiting_for_ever(tmp_path):
     from tritune.tune.serving_state import IncrementalOptions
 
     inc = Incremental(IncrementalOptions(gate=True))
-    promoted = []
-    k = tritune.autotune(configs=CONFIGS, key=["n"], store=str(tmp_path / "s.db"), incremental=inc,
-                         on_promote=lambda key, ch: promoted.append(ch))(_double)  # fmt: skip
+    k, promoted = _tuned_double(tmp_path, inc)
     n = 1 << 16
     x = torch.randn(n, device="cuda")
     out = torch.empty_like(x)
