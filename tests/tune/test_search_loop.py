@@ -322,6 +322,9 @@ def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_p
     for w in res.workloads:
         setup = w.extra["phases"]["setup"]
         assert {"args_s", "oracle_s", "screen_s"} <= set(setup) and w.extra["phases"]["after_s"] >= 0
+        prep = w.extra["phases"]["prepare"]  # each candidate's check, and its steps, summed over the key
+        steps = [prep["check_restore_s"], prep["check_run_s"], prep["check_compare_s"]]
+        assert prep["check_s"] > 0 and all(x > 0 for x in steps) and sum(steps) <= prep["check_s"] + 1e-3
     assert {c.status for c in res.workloads[2].candidates} == {c.status for c in res.workloads[0].candidates}
 
 

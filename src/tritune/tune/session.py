@@ -150,7 +150,8 @@ def tune_key(
 
     setup["imports_wait_s"] = round(joined(), 4)  # before anything compiles or loads here
 
-    prepared = {"load_s": 0.0, "check_s": 0.0}  # summed over the key's configs (the phases' ``prepare``)
+    # Summed over the key's configs (the phases' ``prepare``); the check's steps too (check_candidate's parts).
+    prepared = {"load_s": 0.0, "check_s": 0.0, "check_restore_s": 0.0, "check_run_s": 0.0, "check_compare_s": 0.0}
 
     def prepare(cfg: Config) -> Prepared:
         """Load ``cfg`` and check it against the oracle: the Failure to record, or the binary's facts."""
@@ -165,7 +166,8 @@ def tune_key(
             facts = got
         if expected is not None:
             t0 = time.perf_counter()
-            checked = check_candidate(workload, key, cfg, args, pristine, kw, expected, jit, device == "cpu")
+            checked = check_candidate(workload, key, cfg, args, pristine, kw, expected, jit, device == "cpu",
+                                      parts=prepared)  # fmt: skip
             prepared["check_s"] += time.perf_counter() - t0
             if checked.status is Status.ERROR:
                 return Failure(Status.LAUNCH_FAILED, checked.reason or f"{kname} {cfg.id}: the launch failed")

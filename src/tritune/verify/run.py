@@ -9,6 +9,7 @@ Correct candidates of one key are then grouped by the exact bytes of their outpu
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -137,6 +138,7 @@ def check_candidate(
     aliased: frozenset[int] | None = None,
     *,
     target: Any = None,
+    parts: dict[str, float] | None = None,
 ) -> CandidateResult:
     """The one correctness check of ``verify`` and ``tune``: restore the inputs, poison the outputs that alias
     no input, launch ``cfg`` once and compare its outputs with ``expected``, the oracle's.
@@ -146,8 +148,20 @@ def check_candidate(
     Given a ``target`` (``verify`` passes one; ``tune`` has screened its candidates already), ``cfg`` is first
     checked for legality: the static rules, then the compiler front end for that target (``illegal``, or
     ``error`` when the kernel's spec is at fault).
+    ``parts``: the seconds of each step are added there: ``check_restore_s`` (inputs restored, outputs
+    poisoned), ``check_run_s`` (the launch and the wait for the device), ``check_compare_s`` (the comparison with
+    the oracle). On the H200 a check of a 6144^3 matmul candidate cost 22 ms (session 12), unattributed.
     """
     import torch
+
+    lap = time.perf_counter()
+
+    def step(name: str) -> None:
+        nonlocal lap
+        if parts is not None:
+            t = time.perf_counter()
+            parts[name] = parts.get(name, 0.0) + t - lap
+            lap = t
 
     kname = workload.info.name
     if target is not None:
@@ -168,6 +182,7 @@ def check_candidate(
     for i in workload.outputs:
         if i not in aliased:
             poison(args[i])
+    step("check_restore_s")
     try:
         grid = workload.grid_for(cfg, key)
     except WorkloadError as e:
@@ -186,6 +201,7 @@ def check_candidate(
         )
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
         return _unrun(cfg, Status.ERROR, f"{kname} raised {type(e).__name__} while running {cfg.id}{where}: {msg}")
+    step("check_run_s")
     outs = [args[i] for i in workload.outputs]
     if expected is None:
         return _check_written(kname, cfg, workload.outputs, outs)
@@ -199,6 +215,7 @@ def check_candidate(
         if not cmp.ok:
             reasons.append(cmp.detail)
     extra = {"max_abs_error": worst, "unwritten": unwritten}
+    step("check_compare_s")
     if reasons:
         return CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id} vs the oracle: " + "; ".join(reasons), extra)
     return CandidateResult(cfg, Status.CORRECT, None, extra)
