@@ -430,3 +430,25 @@ def test_polish_spends_the_reserve_on_the_incumbents_moves() -> None:
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_swap_and_polish_variant_passes_the_contract(check: Any) -> None:
     check(functools.partial(SurrogateSearch, swap=1, polish=1.0))
+
+
+def test_swap_reach_keeps_one_axis_moves_where_swaps_exist() -> None:
+    """swap_reach=1 (off by default, session 12): with swaps asked and swap axes in the grid, the local step drops
+    its diagonals (BM/2 with BN*2); without swap axes (gelu-like), or with swap=0, the reach stays 2."""
+    assert SurrogateSearch(_space()).reach == 2
+    s = SurrogateSearch(_space(), seed=0, swap_reach=1)
+    assert s.reach == 1
+    centre = _at(s, BM=128, BN=64, num_warps=4)
+    local = s._local([centre])
+    assert not local[_at(s, BM=64, BN=128, num_warps=4)]  # the diagonal
+    assert local[_at(s, BM=128, BN=128, num_warps=4)]  # a one-axis move
+    assert SurrogateSearch(_space(), swap=0, swap_reach=1).reach == 2
+    no_swaps = Space({"BLOCK": pow2(64, 1024), "num_warps": [2, 4, 8]})
+    assert SurrogateSearch(no_swaps, swap_reach=1).reach == 2
+    with pytest.raises(SearchError, match="swap_reach"):
+        SurrogateSearch(_space(), swap_reach=-1)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_swap_reach_variant_passes_the_contract(check: Any) -> None:
+    check(functools.partial(SurrogateSearch, swap_reach=1))

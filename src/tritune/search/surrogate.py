@@ -157,7 +157,15 @@ class SurrogateSearch(Strategy):
     rows against 25, three fitted matmul rows whose worst runs ended beside an isolated optimum going from p90 1.42-1.54 to
     1.000, and on 27 of 30 recorded rows as before, but it lost one held-out row, an 80-config gelu space where
     3 of 20 evaluations no longer explore, p90 1.031 -> 1.121, and with ``swap=1`` it was worse than random on
-    one more held-out row).
+    one more held-out row); ``swap_reach``: where swaps are asked (``swap`` > 0) and the grid has swap axes, the
+    local step's ``reach`` becomes this (0, off, by default: on the recorded matmul 4096 every run that ended
+    more than 2% off the best (27 of 120: 40 seeds x 3 noise levels) never measured the best, a one-axis move (one stage
+    less) of a config it had often measured, likely ranked below the diagonal moves of ``reach=2``; ``reach=1`` everywhere
+    took that row's p90 at 0/1/2% from 1.052/1.052/1.057 to 1.000/1.000/1.052 but was worse than random on a
+    held-out layernorm row (no swap axes); ``swap_reach=1`` keeps those rows as the default and, over 40 seeds,
+    met 29 of 30 recorded rows and 27 of 38 held out (the default 27 and 25), none lost and no new row worse
+    than random, but matmul 4096 at 2% still misses (p90 1.052) and matmul 8192x1024x4096's p90 at 1-2% rises
+    from 1.007-1.017 to 1.038-1.042; session 12, benchmarks/results/2026-12-02-cpu/p90_s12).
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
@@ -194,6 +202,7 @@ class SurrogateSearch(Strategy):
         sweep: float = 0.0,
         swap: int = 1,
         polish: float = 0.0,
+        swap_reach: int = 0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -212,6 +221,9 @@ class SurrogateSearch(Strategy):
         self.clip = clip
         self.spread = bool(spread)
         self.reach = max(1, int(reach))
+        if isinstance(swap_reach, bool) or int(swap_reach) < 0:
+            raise SearchError(f"surrogate swap_reach={swap_reach!r} must be 0 (off) or a reach >= 1")
+        self.swap_reach = int(swap_reach)
         self.alpha = None if alpha is None else float(alpha)
         self.diversity = float(diversity)
         if pick not in ("min", "model"):
@@ -235,6 +247,9 @@ class SurrogateSearch(Strategy):
         if isinstance(swap, bool) or not isinstance(swap, int) or swap < 0:
             raise SearchError(f"surrogate swap={swap!r} must be how many of the best configs (an integer >= 0)")
         self.swap = swap
+        if self.swap_reach and self.swap > 0 and self.grid.swap_axes:
+            # Swaps now reach the transposed tile the diagonals used to; the local step keeps to one-axis moves.
+            self.reach = self.swap_reach
         if not 0.0 <= float(polish) <= 1.0:
             raise SearchError(
                 f"surrogate polish={polish!r} must be a share of the finalists' reserve in [0, 1]"
