@@ -30,7 +30,7 @@ def _at(s: SurrogateSearch, **values: int) -> int:
 
 def test_local_moves_include_diagonals_only_with_reach_two() -> None:
     for reach, diagonal in ((1, False), (2, True)):
-        s = SurrogateSearch(_space(), seed=0, reach=reach)
+        s = SurrogateSearch(_space(), seed=0, reach=reach, swap_reach=0)  # reach itself (swap_reach would set it)
         centre = _at(s, BM=128, BN=64, num_warps=4)
         swap = _at(s, BM=64, BN=128, num_warps=4)
         axis = _at(s, BM=64, BN=64, num_warps=4)
@@ -260,6 +260,7 @@ def test_probe_asks_untried_neighbours_of_the_ties_before_the_race() -> None:
     assert s.finals(4) == 4
     asked = []
     for _ in range(4):
+        ties = [s.index[o.config] for o in s.ties()[: 2 * s.top]]  # as the probe sees them now
         (c,) = s.ask(1)
         i = s.index[c]
         step = np.abs(s.grid.coords[ties] - s.grid.coords[i])
@@ -433,10 +434,11 @@ def test_swap_and_polish_variant_passes_the_contract(check: Any) -> None:
 
 
 def test_swap_reach_keeps_one_axis_moves_where_swaps_exist() -> None:
-    """swap_reach=1 (off by default, session 12): with swaps asked and swap axes in the grid, the local step drops
-    its diagonals (BM/2 with BN*2); without swap axes (gelu-like), or with swap=0, the reach stays 2."""
-    assert SurrogateSearch(_space()).reach == 2
-    s = SurrogateSearch(_space(), seed=0, swap_reach=1)
+    """swap_reach=1 (the default since session 12): with swaps asked and swap axes in the grid, the local step
+    drops its diagonals (BM/2 with BN*2); without swap axes (gelu-like), with swap=0 or swap_reach=0, the reach
+    stays 2."""
+    assert SurrogateSearch(_space(), swap_reach=0).reach == 2
+    s = SurrogateSearch(_space(), seed=0)
     assert s.reach == 1
     centre = _at(s, BM=128, BN=64, num_warps=4)
     local = s._local([centre])
