@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from tritune.config import Config
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import CaptureMissError, ConfigError
+from tritune.progress import Laps
 from tritune.screen.triton_key import install_triton_key_memo
 from tritune.tune.choice import Choice
 from tritune.tune.serving_check import compare_outputs, default_tolerance, plan_comparison
@@ -626,7 +627,7 @@ class Incremental:
                grid: Any, parts: dict[str, float] | None = None) -> KeyState | None:  # fmt: skip
         """The key's state, its provisional config and its background compiles queued; None where the normal
         path serves the key. ``parts``: each step's host ms goes there (see :attr:`first_parts`)."""
-        lap = _Lap(parts)
+        lap = Laps(parts, scale=1e3)
         install_triton_key_memo()  # the key's provisional compile or lookup needs Triton's key
         if self.outputs is not None:
             missing = [n for n in self.outputs if n not in tuned.arg_names]
@@ -943,21 +944,6 @@ class Incremental:
         return {tuned.key_spec.public(k): Choice(st.provisional, "provisional", "tuning on real calls",
                                                  stats=st.summary())
                 for k, st in list(self.states.items())}  # fmt: skip
-
-
-class _Lap:
-    """``lap(name)`` adds the host ms since the previous lap (or since it was made) to ``parts[name]``; nothing
-    without ``parts``."""
-
-    def __init__(self, parts: dict[str, float] | None) -> None:
-        self.parts = parts
-        self.t = time.perf_counter()
-
-    def __call__(self, name: str) -> None:
-        if self.parts is not None:
-            t = time.perf_counter()
-            self.parts[name] = self.parts.get(name, 0.0) + (t - self.t) * 1e3
-            self.t = t
 
 
 def _hook_on(hook: Any) -> bool:

@@ -9,7 +9,6 @@ Correct candidates of one key are then grouped by the exact bytes of their outpu
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from tritune.device import gpu_unavailable_reason, interpreter_on
 from tritune.errors import KernelSpecError, WorkloadError
 from tritune.kernel import as_interpreted, as_jit
 from tritune.outcome import Status
+from tritune.progress import Laps
 from tritune.results import CandidateResult, RunResult, WorkloadResult
 from tritune.screen.specialize import cuda_target, frontend_rejection
 from tritune.space import check_static
@@ -154,14 +154,7 @@ def check_candidate(
     """
     import torch
 
-    lap = time.perf_counter()
-
-    def step(name: str) -> None:
-        nonlocal lap
-        if parts is not None:
-            t = time.perf_counter()
-            parts[name] = parts.get(name, 0.0) + t - lap
-            lap = t
+    step = Laps(parts)
 
     kname = workload.info.name
     if target is not None:
