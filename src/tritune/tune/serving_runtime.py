@@ -171,7 +171,8 @@ class CudaClock:
     timed, so dropping late spans biases no config. Only with ``spin_idle`` (without it every idle span is late)
     and ``detect_late`` (the incremental mode sets it from ``IncrementalOptions.drop_late``).
     ``driver``: the driver's calls (:func:`driver_event_calls`) with which :meth:`ready_ms` resolves a pair
-    without blocking; None: torch's calls only. ``cache_stream``: see :meth:`_stream`. :class:`DriverClock` makes the spans with them too.
+    without blocking; None: torch's calls only (:class:`DriverClock` makes the spans with them too).
+    ``cache_stream``: see :meth:`_stream`.
     ``torch_module``, ``host`` and ``driver`` exist for tests (a FAKE device, clock and driver)."""
 
     def __init__(self, spin_idle: bool = True, torch_module: Any = None,
@@ -201,8 +202,6 @@ class CudaClock:
         self._t0 = 0.0
         self._launch_us = 20.0  # recent host time from start() to stop(), smoothed (a first guess until then)
         self._next_spin_us: float | None = None  # set by spin_next: the next start's spin, once
-        #: The spin lasts at least the recent launch's host time plus this (microseconds), not only 1.5x it.
-        self.spin_margin_us = 0.0
         self.spins = 0
         self.late_spans = 0  # spans found late (see the class docstring)
         self.gates = 0  # spans gated (:meth:`start_gated`)
@@ -268,15 +267,7 @@ class CudaClock:
         # and a span made three such look-ups (the idle query and two records).
         stream = self._stream()
         if self.spin_idle:
-            nxt = self._next_spin_us
-            if nxt is not None:
-                self._next_spin_us = None
-            if stream.query():  # nothing queued on the caller's stream: idle
-                us = min(max(1.5 * self._launch_us, self._launch_us + self.spin_margin_us) if nxt is None else nxt,
-                         MAX_SPIN_US)  # fmt: skip
-                self._torch.cuda._sleep(max(1, int(us * SPIN_CYCLES_PER_US)))
-                self.spins += 1
-            self._t0 = self._host()  # shared by threads: only an estimate of the launch's host time
+            self._spin(stream.query())  # idle: nothing queued on the caller's stream
         # A pooled event: list.pop and list.extend are atomic under the interpreter's lock, so no lock of our own
         # on the caller's path (two per racing call), and no method call either (inlined here and in stop).
         try:
@@ -285,6 +276,23 @@ class CudaClock:
             e = self._new(enable_timing=True)
         e.record(stream)
         return (e, stream, False)
+
+    def _spin(self, idle: bool) -> None:
+        """Before a span's start event: on an ``idle`` stream, the spin (1.5x the recent launches' host time, or
+        what :meth:`spin_next` set, at most :data:`MAX_SPIN_US`); then the host's mark for :meth:`_learn`."""
+        nxt = self._next_spin_us
+        if nxt is not None:
+            self._next_spin_us = None
+        if idle:
+            us = min(1.5 * self._launch_us if nxt is None else nxt, MAX_SPIN_US)
+            self._torch.cuda._sleep(max(1, int(us * SPIN_CYCLES_PER_US)))
+            self.spins += 1
+        self._t0 = self._host()  # shared by threads: only an estimate of the launch's host time
+
+    def _learn(self) -> None:
+        """After a spun span's stop event: its host time since :meth:`_spin`'s mark, into the smoothed estimate."""
+        us = (self._host() - self._t0) * 1e6
+        self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
 
     def abandon(self, token: Any) -> None:
         """Release the span of ``token`` (from :meth:`start` or :meth:`start_gated`) without stopping it: its work
@@ -314,8 +322,7 @@ class CudaClock:
         if gated:
             self._release()
         elif self.spin_idle:
-            us = (self._host() - self._t0) * 1e6
-            self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
+            self._learn()
         return (a, e, late)
 
     @staticmethod
@@ -431,15 +438,7 @@ class DriverClock(CudaClock):
             self._record(e, raw)
             return (e, raw, True)
         if self.spin_idle:
-            nxt = self._next_spin_us
-            if nxt is not None:
-                self._next_spin_us = None
-            if drv.stream_query(raw) == 0:  # nothing queued on the caller's stream: idle
-                us = min(max(1.5 * self._launch_us, self._launch_us + self.spin_margin_us) if nxt is None else nxt,
-                         MAX_SPIN_US)  # fmt: skip
-                self._torch.cuda._sleep(max(1, int(us * SPIN_CYCLES_PER_US)))
-                self.spins += 1
-            self._t0 = self._host()
+            self._spin(drv.stream_query(raw) == 0)
         e = self._event()
         self._record(e, raw)
         return (e, raw, False)
@@ -456,8 +455,7 @@ class DriverClock(CudaClock):
         if gated:
             self._release()  # every span started so far (see the class docstring)
         elif self.spin_idle:
-            us = (self._host() - self._t0) * 1e6
-            self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
+            self._learn()
         return (a, e, late)
 
 
