@@ -212,7 +212,7 @@ def phase_summary(w: Mapping[str, Any]) -> dict[str, Any]:
     final = ph.get("final_race") or {}
     inside = sum(float(b.get("s") or 0) for b in batches) + float(final.get("s") or 0)  # asks: some in both
     wall = w.get("wall_s")
-    return {"setup": ph.get("setup"), "after_s": ph.get("after_s"),
+    return {"setup": ph.get("setup"), "after_s": ph.get("after_s"), "after_parts": ph.get("after_parts"),
             "batches": [{k: b.get(k) for k in ("configs", "s", "compiled_s", "prepare_s", "raced_s")} for b in batches],
             "prepare": ph.get("prepare"),
             "first_race": ph.get("first_race"), "ask_s": ph.get("ask_s"), "final_race": final or None,
@@ -371,7 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"   {who}: setup {json.dumps(ph.get('setup'))}, batches "
                   f"{[(b['configs'], b['s'], b['compiled_s'], b.get('prepare_s')) for b in ph['batches']]} (configs, "
                   f"s, compiled_s, prepare_s), prepare {json.dumps(ph.get('prepare'))}, "
-                  f"final race {(ph.get('final_race') or {}).get('s')} s, after {ph.get('after_s')} s, outside "
+                  f"final race {(ph.get('final_race') or {}).get('s')} s, after {ph.get('after_s')} s "
+                  f"{json.dumps(ph.get('after_parts'))}, outside "
                   f"batches {ph['outside_batches_s']} s, asks {ph['ask_s']} s")  # fmt: skip
     for kind in sorted({sfx.split("_r")[0] for sfx, _ in pairs}):  # the repeats of each kind of pair together
         rows = [result[f"new_key{sfx}"] for sfx, _ in pairs

@@ -143,13 +143,13 @@ def main() -> int:
         for w in res.workloads:
             ph, s = w.extra["phases"], w.extra.get("search") or {}
             out.append({"key": w.key, "wall_s": w.extra["wall_s"], "setup": ph["setup"], "after_s": ph["after_s"],
-                        "batches": [b["configs"] for b in ph.get("batches", [])], "stopped": s.get("stopped"),
+                        "after_parts": ph.get("after_parts"), "batches": [b["configs"] for b in ph.get("batches", [])], "stopped": s.get("stopped"),
                         "winner": s.get("winner")})  # fmt: skip
         return out
 
     if a.child is not None:  # one fresh process's new key (--fresh): its phases as one JSON line
         (r,) = run([st.NEW_KEY], a.child)
-        print(json.dumps({k: r[k] for k in ("setup", "batches", "stopped", "winner")}))
+        print(json.dumps({k: r[k] for k in ("setup", "after_s", "after_parts", "batches", "stopped", "winner")}))
         shutil.rmtree(tmp, ignore_errors=True)
         return 0
     result: dict[str, Any] = {"space": len(screened.candidates), "legal": len(legal)}

@@ -77,3 +77,9 @@ def test_integers_count_the_sentinel_as_unwritten(monkeypatch: pytest.MonkeyPatc
 def test_shapes_that_differ_are_one_mismatch_report() -> None:
     r = compare(torch.zeros(4), torch.zeros(5), atol=0, rtol=0)
     assert not r.ok and "shape (4,)" in r.detail and "(5,)" in r.detail
+
+
+def test_warming_the_comparison_skips_what_is_not_on_a_gpu() -> None:
+    from tritune.verify.compare import warm_compare
+
+    assert warm_compare([torch.zeros(3), torch.zeros(2, dtype=torch.int32), None], atol=0, rtol=0) == 0

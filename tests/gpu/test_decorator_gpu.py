@@ -170,3 +170,18 @@ def test_same_results_as_triton_autotune(which):
                           lambda: (torch.randn(rows, m_, device="cuda"), torch.empty(rows, device="cuda"), m_), [1])
     for x, y in zip(a, b):
         torch.testing.assert_close(x, y, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+def test_the_comparison_warms_once_per_dtype_and_compares_as_before():
+    need_gpu()
+    from tritune.verify.compare import compare, warm_compare
+
+    outs = [torch.zeros(8, dtype=torch.float16, device="cuda"), torch.ones(9, dtype=torch.float16, device="cuda"),
+            torch.zeros(4, dtype=torch.int32, device="cuda"), torch.zeros(2)]  # fmt: skip
+    assert warm_compare(outs, atol=1e-2, rtol=1e-2) == 2  # fp16 and int32 on the GPU; the CPU tensor skipped
+    exp = torch.ones(1 << 20, dtype=torch.float16, device="cuda")
+    got = exp.clone()
+    got[7] = 2.0
+    r = compare(got, exp, atol=1e-2, rtol=1e-2)
+    assert not r.ok and r.mismatched == 1 and r.first_bad_index == 7

@@ -325,6 +325,12 @@ def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_p
         prep = w.extra["phases"]["prepare"]  # each candidate's check, and its steps, summed over the key
         steps = [prep["check_restore_s"], prep["check_run_s"], prep["check_compare_s"]]
         assert prep["check_s"] > 0 and all(x > 0 for x in steps) and sum(steps) <= prep["check_s"] + 1e-3
+        after = w.extra["phases"]["after_parts"]  # where after_s goes: results, the report, the store's write
+        steps_after = [after["results_s"], after["report_s"], after["store_s"]]
+        assert set(after) == {"results_s", "report_s", "store_s", "gc_s", "threads"} and min(steps_after) >= 0
+        assert 0 <= after["gc_s"] and sum(steps_after) <= w.extra["phases"]["after_s"] + 1e-3
+        assert after["threads"] >= 1
+        assert "compare_warm_s" not in setup  # the CPU interpreter's tune: no device code to load ahead
     assert {c.status for c in res.workloads[2].candidates} == {c.status for c in res.workloads[0].candidates}
 
 
@@ -515,3 +521,19 @@ def test_the_screen_and_oracle_run_aside_and_the_arguments_on_the_callers_thread
     (w,) = res.workloads
     assert w.extra["winner"] and {"screen_wait_s", "oracle_wait_s"} <= set(w.extra["phases"]["setup"])
     assert not any(c.status is Status.INCORRECT for c in w.candidates)
+
+
+def test_the_collectors_pauses_are_summed_and_the_callback_never_lingers():
+    import gc
+
+    from tritune.tune.session import _GcPauses
+
+    g = _GcPauses.start()
+    gc.collect()
+    s = g.stop()
+    assert s > 0 and g not in gc.callbacks and g.stop() == s  # stopped twice: nothing more
+    left = _GcPauses.start()  # never stopped (a step raised): the next start removes it
+    nxt = _GcPauses.start()
+    assert left not in gc.callbacks and nxt in gc.callbacks
+    nxt.stop()
+    assert not any(isinstance(c, _GcPauses) for c in gc.callbacks)

@@ -83,6 +83,6 @@ def _caller_state() -> tuple[int | None, bool]:
     return device, torch.is_grad_enabled()
 
 
-def aside(fn: Callable[[], T], *, inline: bool = False) -> Aside[T]:
-    """Start ``fn`` beside the caller (module docstring)."""
-    return Aside(fn, inline=inline)
+def aside(fn: Callable[[], T], *, inline: bool = False, name: str = "tritune-aside") -> Aside[T]:
+    """Start ``fn`` beside the caller (module docstring), on a thread called ``name``."""
+    return Aside(fn, inline=inline, name=name)

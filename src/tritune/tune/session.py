@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from tritune.engine.sticky import cuda_context_error
 from tritune.kernel import as_interpreted, as_jit
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
+from tritune.progress import Laps
 from tritune.results import CandidateResult, RunResult, WorkloadResult
 from tritune.screen.run import locate
 from tritune.screen.targets import get_target
@@ -53,6 +55,7 @@ from tritune.space import check_static_all
 from tritune.store import CandidateRecord, dtypes_of, make_key
 from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
+from tritune.verify.compare import warm_compare
 from tritune.verify.run import check_candidate
 from tritune.workers import objects_frozen
 from tritune.workload import Workload
@@ -137,16 +140,28 @@ def tune_key(
     setup["screen_s"], setup["screen_wait_s"] = round(screening.seconds, 4), round(screening.waited_s, 4)
     oracle_fn = workload.oracle if options.verify else None
     verifying = oracle_fn is not None
+    # The comparison's device code loads beside the setup, not in the first candidate's check (warm_compare).
+    outs = [args[i] for i in workload.outputs]
+    warming = None if not verifying or device == "cpu" else aside(
+        lambda: warm_compare(outs, atol=workload.atol, rtol=workload.rtol), name="tritune-compare-warm")
     oracle = None if oracle_fn is None else aside(
         lambda: list(oracle_fn([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine])), inline=inline)
     expected: list[Any] | None = None
 
     def oracle_ready() -> None:
-        """The oracle's outputs, before the first candidate is checked (it ran beside the search's start)."""
+        """The oracle's outputs, before the first candidate is checked (it ran beside the search's start), and
+        the comparison's warm-up."""
         nonlocal expected
         if oracle is not None and expected is None:
             expected = oracle.result()
             setup["oracle_s"], setup["oracle_wait_s"] = round(oracle.seconds, 4), round(oracle.waited_s, 4)
+        if warming is not None and "compare_warm_s" not in setup:
+            try:
+                warming.result()
+            except Exception:  # a warm-up only: the checks compare (and report) as before
+                pass
+            setup["compare_warm_s"], setup["compare_warm_wait_s"] = (round(warming.seconds, 4),
+                                                                     round(warming.waited_s, 4))  # fmt: skip
 
     setup["imports_wait_s"] = round(joined(), 4)  # before anything compiles or loads here
 
@@ -225,6 +240,10 @@ def tune_key(
         for bench in benches:
             bench.close()
     t_after = time.perf_counter()
+    after: dict[str, float] = {}
+    lap = Laps(after)
+    gc_after = _GcPauses.start()
+    threads_after = threading.active_count()
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
     tried = {o.config for o in result.outcomes} if result is not None else set()
@@ -255,6 +274,7 @@ def tune_key(
         cands.append(CandidateResult(cfg, o.status, o.reason, extra))
         if progress is not None:
             progress.step(f"{kname} {cfg.id}", o.status.value, f"{m.median_ms:.4f} ms" if m is not None else "")
+    lap("results_s")
     policy = _policy(options)
     tie = race_tie_report(result, policy)
     wextra: dict[str, Any] = {
@@ -271,10 +291,15 @@ def tune_key(
         search_summary["winner"] = tie.picked.id if tie else None
         wextra["search"] = search_summary
     wr = WorkloadResult(workload.name, dict(key), cands, wextra)
+    lap("report_s")
     if store is not None:
         # A searched key leaves out the records of the configs the static rules rejected (record's docstring).
         record(store, workload, key, args, wr, result, omit=verdict if plan is not None else ())
+    lap("store_s")
+    after["gc_s"] = gc_after.stop()  # inside the steps above: the collector's pauses among them
     stats["after_s"] = _lap(t_after)
+    stats["after_parts"] = {k: round(v, 4) for k, v in after.items()}  # where after_s goes
+    stats["after_parts"]["threads"] = threads_after  # alive at its start (helpers that may hold the interpreter)
     stats["prepare"] = {k: round(v, 4) for k, v in prepared.items()}
     return wr, result
 
@@ -296,6 +321,35 @@ def old_objects_frozen() -> Iterator[None]:
 
 def _lap(t0: float) -> float:
     return round(time.perf_counter() - t0, 4)
+
+
+class _GcPauses:
+    """The cyclic collector's pauses, summed in seconds from :meth:`start` to :meth:`stop` (``gc.callbacks``;
+    any thread's collections, as they stop every thread). One left registered by a step that raised is removed
+    by the next :meth:`start`."""
+
+    def __init__(self) -> None:
+        self.s = 0.0
+        self._t = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+        elif self._t:
+            self.s += time.perf_counter() - self._t
+            self._t = 0.0
+
+    @classmethod
+    def start(cls) -> _GcPauses:
+        gc.callbacks[:] = [c for c in gc.callbacks if not isinstance(c, cls)]
+        me = cls()
+        gc.callbacks.append(me)
+        return me
+
+    def stop(self) -> float:
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+        return round(self.s, 4)
 
 
 @dataclass(frozen=True)
