@@ -46,6 +46,7 @@ Writes DIR/serving.json (raw, with provenance) and prints every target of issue 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import faulthandler
 import gc
 import json
@@ -229,8 +230,8 @@ SPIN_IDLE = True
 DROP_LATE = False
 #: ``--no-wait-leader``: IncrementalOptions(wait_leader=False) (the A/B of session 9).
 WAIT_LEADER = True
-#: ``--gate``: IncrementalOptions(gate=True) (racing spans of direct launches behind a gate; off until measured).
-GATE = False
+#: ``--switch-interval-us``: IncrementalOptions(switch_interval_us=...) (None: the option's default).
+SWITCH_US: float | None = None
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -250,8 +251,10 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
     inc_store.unlink(missing_ok=True)
     from tritune.tune.serving_state import IncrementalOptions
 
-    inc = Incremental(IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER, gate=GATE),
-                      outputs=w.outputs,
+    opts = IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER)
+    if SWITCH_US is not None:
+        opts = dataclasses.replace(opts, switch_interval_us=SWITCH_US or None)
+    inc = Incremental(opts, outputs=w.outputs,
                       clock=HostClock() if dry else None)  # fmt: skip
     inc.start_trace()
     return tritune.autotune(configs=w.configs, key=w.key, store=str(inc_store), incremental=inc)(w.jit)
@@ -340,10 +343,14 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         "gc_pauses_over_5ms": [(round(s - t_all, 4), round(d * 1e3, 2), g) for s, d, g in pauses.pauses if d > 0.005],
     }  # fmt: skip
     by_phase: dict[str, list[float]] = {}
-    for p, x in zip(phases, lat):
+    host_by: dict[str, list[float]] = {}
+    for p, x, h in zip(phases, lat, host):
         by_phase.setdefault(p, []).append(x)
+        host_by.setdefault(p, []).append(h)
+    # the host part (until the launch returned) and the mean, by phase: where a phase's time goes
     res["by_phase"] = {p: {"n": len(xs), "p50_ms": pct(xs, 0.5), "p99_ms": pct(xs, 0.99), "max_ms": max(xs),
-                           "sum_ms": sum(xs)} for p, xs in by_phase.items()}  # fmt: skip
+                           "sum_ms": sum(xs), "mean_ms": sum(xs) / len(xs), "host_p50_ms": pct(host_by[p], 0.5),
+                           "host_mean_ms": sum(host_by[p]) / len(xs)} for p, xs in by_phase.items()}  # fmt: skip
     res["final"] = {str(b): final_config(engine, k, w, tensors[b]) for b in sorted(set(stream))}
     if inc is not None:
         res["diagnose"] = diagnose(k, inc, w, tensors, stream)  # as the stream left it, before the drain
@@ -359,7 +366,6 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
                                         if firsts else None)  # fmt: skip
         res["first_parts"] = firsts
         res["driver_fallbacks"] = int(getattr(inc.clock, "driver_fallbacks", 0))
-        res["gated_spans"] = int(getattr(inc.clock, "gates", 0))  # IncrementalOptions.gate (--gate)
         res["extra_gpu_ms"] = inc.budget.spent_ms
         res["tuning_gpu_ms"] = inc.budget.earned_from_ms
         res["promoted"] = len(inc.promoted)
@@ -609,7 +615,7 @@ def overhead_us(dev: str, calls: int = 2000) -> dict[str, Any]:
     cached = tritune.autotune(configs=configs, key=w.key, store=False)(w.jit)
     launch(cached)
     res: dict[str, Any] = {"cached_us": best(cached)}
-    forever = IncrementalOptions(gpu_fraction=1.0, min_samples=10**9, max_samples=10**9, gate=GATE)  # never promotes
+    forever = IncrementalOptions(gpu_fraction=1.0, min_samples=10**9, max_samples=10**9)  # never promotes
     inc = Incremental(forever, outputs=w.outputs)
     k = tritune.autotune(configs=configs, key=w.key, store=False, incremental=inc)(w.jit)
     check_host: list[float] = []
@@ -664,15 +670,15 @@ def main() -> None:
     ap.add_argument("--drop-late", action="store_true",
                     help="incremental: IncrementalOptions(drop_late=True), a span whose start passed before its launch "
                          "returned is no sample (it still earns the budget at the config's median)")  # fmt: skip
-    ap.add_argument("--gate", action="store_true",
-                    help="incremental: IncrementalOptions(gate=True), racing calls through a direct launcher are timed "
-                         "behind a gate (cuStreamWaitValue32) instead of the idle spin")  # fmt: skip
+    ap.add_argument("--switch-interval-us", type=float, default=None,
+                    help="incremental: IncrementalOptions(switch_interval_us=N) while keys tune (0: None, the "
+                         "interpreter's own 5 ms); default: the option's default")  # fmt: skip
     a = ap.parse_args()
-    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, GATE
+    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SWITCH_US
+    SWITCH_US = a.switch_interval_us
     SPIN_IDLE = not a.no_spin_idle
     DROP_LATE = a.drop_late
     WAIT_LEADER = not a.no_wait_leader
-    GATE = a.gate
     if a.flat_prune:
         import tritune.tune.serving_state as serving_state
 
@@ -691,7 +697,8 @@ def main() -> None:
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
                            "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
-                           "wait_leader": WAIT_LEADER, "gate": GATE, "flat_prune": a.flat_prune,
+                           "wait_leader": WAIT_LEADER, "switch_interval_us": SWITCH_US,
+                           "flat_prune": a.flat_prune,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 
@@ -823,6 +830,9 @@ def report(doc: dict[str, Any]) -> None:
             print(f"   {ev[0]:+9.2f} ms  {ev[1]:24s} {ev[2]:10s} {ev[3]}")
         print("incremental by phase:", {p: f"n={v['n']} p50={v['p50_ms']:.3f} max={v['max_ms']:.2f} "
                                         f"sum={v.get('sum_ms', float('nan')):.0f}" for p, v in inc["by_phase"].items()})  # fmt: skip
+        print("  host part by phase (ms, p50 / mean; the rest waited for the device):",
+              {p: f"{v['host_p50_ms']:.4f} / {v['host_mean_ms']:.4f} of {v['p50_ms']:.4f} / {v['mean_ms']:.4f}"
+               for p, v in inc["by_phase"].items() if "host_p50_ms" in v})  # fmt: skip
         for ref in ("pretuned", "untuned"):
             ex = inc.get(f"excess_vs_{ref}_ms")
             if ex:
@@ -880,7 +890,7 @@ def report(doc: dict[str, Any]) -> None:
         fp = inc.get("first_parts_median_ms")
         if fp:
             print(f"  a key's first call on the caller's thread, median of {len(inc['first_parts'])} keys (ms): {fp}; "
-                  f"resolver pairs left to torch's calls: {inc.get('driver_fallbacks')}; gated spans: {inc.get('gated_spans')}")  # fmt: skip
+                  f"resolver pairs left to torch's calls: {inc.get('driver_fallbacks')}")  # fmt: skip
         cp = inc.get("check_parts_median_ms")
         if cp:
             print(f"  a check's event time, median of {inc['checks_timed']} (ms): copies {cp[0]:.4f}, scratch run "

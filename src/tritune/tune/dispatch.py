@@ -71,8 +71,8 @@ def launcher_layout(run: Any) -> str | None:
 class FastLauncher:
     """One compiled (kernel, config, specialization), launchable with positional runtime arguments."""
 
-    __slots__ = ("_device", "_knobs", "_stream", "arg_names", "direct", "function", "kernel", "launch", "n_pos",
-                 "packed", "run", "tail")
+    __slots__ = ("_device", "_knobs", "_stream", "arg_names", "function", "kernel", "launch", "n_pos", "packed", "run",
+                 "tail")
 
     def __init__(self, jit: Any, cfg: Config, args: Sequence[Any], defaults: dict[str, Any],
                  consts: Mapping[str, Any] | None = None) -> None:  # fmt: skip
@@ -104,9 +104,6 @@ class FastLauncher:
         self._device = _current_device(driver.active.get_current_device)
         self._stream = driver.active.get_current_stream
         self._knobs = knobs.runtime
-        #: Whether a launch calls the compiled launcher's C ``launch`` straight (:func:`launcher_layout`): no
-        #: scratch allocation, nothing that could wait for the device but the launch hooks, if set.
-        self.direct = launcher_layout(self.run) is not None
         self.launch = self._generate()
 
     def __call__(self, args: Sequence[Any], grid: Any) -> Any:

@@ -54,6 +54,7 @@ from tritune.tune.serving_runtime import (
     CompileService,
     CudaClock,
     Resolver,
+    SwitchInterval,
     WorkerCompiles,
     cuda_clock,
     stop_at_exit,
@@ -157,11 +158,6 @@ class Incremental:
         #: Keys with a round's worth of new samples since their last decision (the resolver's thread only).
         self._due: dict[tuple[Any, ...], tuple[Autotuned, KeyState]] = {}
         self.span_wait_s = 0.001
-        #: ``IncrementalOptions.gate``: the clock's gated start, Triton's runtime knobs (launch hooks), and the
-        #: racing launchers that call the compiled launcher straight (``FastLauncher.direct``): gated spans only.
-        self._gate_start: Callable[[Config | None], Any] | None = None
-        self._hooks: Any = None
-        self._direct: set[Any] = set()
         #: Whether a span's handle is late (``CudaClock.late``: it holds host time); never with other clocks.
         self._late: Callable[[Any], bool] = _never_late
         self.late_spans = 0  # real calls' and scratch runs' spans found late (no sample)
@@ -173,12 +169,7 @@ class Incremental:
     def resolver(self) -> Resolver:
         if self._resolver is None:
             if self.clock is None:
-                self.clock = cuda_clock(spin_idle=self.options.spin_idle, detect_late=self.options.drop_late,
-                                        gate=self.options.gate)  # fmt: skip
-            if self.options.gate and getattr(self.clock, "start_gated", None) is not None:
-                from triton import knobs
-
-                self._gate_start, self._hooks = self.clock.start_gated, knobs.runtime  # type: ignore[attr-defined]
+                self.clock = cuda_clock(spin_idle=self.options.spin_idle, detect_late=self.options.drop_late)
             self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet, after=self._decide_due)
             self._host = self.host_clock or (time.perf_counter if isinstance(self.clock, CudaClock) else _no_time)
             self._late = getattr(self.clock, "late", _never_late) if self.options.drop_late else _never_late
@@ -376,14 +367,13 @@ class Incremental:
         spans = self._in_span
         spans.add(tid)
         host = self._host
-        start = clock.start if self._gate_start is None else self._span_start(fast, grid)
         try:
             h0 = host()
-            t = start(cfg)
+            t = clock.start(cfg)
             try:
                 out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
             except BaseException:
-                _abandon(clock, t)  # a gated span must be released, or the caller's stream waits for ever
+                _abandon(clock, t)  # a gated span (DriverClock) must be released, or the stream waits for ever
                 raise
             h = clock.stop(t)
             stretched = (host() - h0) * 1e3 > self.options.stall_ms
@@ -397,17 +387,6 @@ class Incremental:
             then = partial(self._sample, tuned, key, st, cfg)
         res.submit(h, then)
         return out
-
-    def _span_start(self, fast: Any, grid: Any) -> Callable[[Config | None], Any]:
-        """The clock's gated start for a racing launch that cannot wait for the device (``IncrementalOptions.gate``),
-        else its start: never behind a gate with a callable grid (the caller's code runs inside the launch),
-        Triton's launcher path (scratch allocations) or launch hooks."""
-        assert self.clock is not None and self._gate_start is not None
-        hooks = self._hooks
-        if (callable(grid) or fast not in self._direct or _hook_on(hooks.launch_enter_hook)
-                or _hook_on(hooks.launch_exit_hook)):  # fmt: skip
-            return self.clock.start
-        return self._gate_start
 
     # The resolver's callbacks of a real call's span (see _timed): bound with functools.partial, which builds
     # no function object per call (a closure over seven names did) and calls with no Python frame of its own.
@@ -596,8 +575,6 @@ class Incremental:
             except Exception:  # Triton's own path then compiles, launches and reports any error
                 fl = None
             fast = self._fast[ck] = fl.launch if fl is not None else None
-            if fl is not None and fl.direct:
-                self._direct.add(fast)
             if key is not None:
                 self._shapes.setdefault(key, set()).add(ck[0])
         return fast
@@ -658,6 +635,8 @@ class Incremental:
                                  protect=self._protected(known)))  # fmt: skip
         st.check_calls = self._check_calls
         self.states[key] = st
+        if self.options.switch_interval_us is not None:
+            SwitchInterval.hold(self, self.options.switch_interval_us * 1e-6)
         if st.pruned:
             self._note("pruned", ", ".join(f"{c.id}: {why}" for c, why in st.pruned.items()))
         rest = [c for c in order if c != provisional and c not in st.pruned]  # the likeliest winners compile (and are checked) first
@@ -758,6 +737,8 @@ class Incremental:
         self.promoted[key] = choice
         st.apply(p)
         self.states.pop(key, None)
+        if not self.states:
+            SwitchInterval.release(self)  # no key tunes: the interpreter's own switch interval again
         self.spare.receive(st.budget.lend(math.inf))  # its savings: frequent keys' checks may borrow them
         self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls; "
                                f"{len(warm)} fast launchers handed over)")  # fmt: skip
@@ -818,6 +799,7 @@ class Incremental:
         (:func:`~tritune.tune.serving_runtime.stop_at_exit`: a daemon thread inside a CUDA call at finalization
         aborts the process)."""
         deadline = time.monotonic() + timeout_s
+        SwitchInterval.release(self)
         if self._writer is not None and self._writer.is_alive():
             self._writes.put(None)
             self._writer.join(max(0.0, deadline - time.monotonic()))
@@ -944,11 +926,6 @@ class Incremental:
         return {tuned.key_spec.public(k): Choice(st.provisional, "provisional", "tuning on real calls",
                                                  stats=st.summary())
                 for k, st in list(self.states.items())}  # fmt: skip
-
-
-def _hook_on(hook: Any) -> bool:
-    """Whether a Triton launch hook is set (Triton >= 3.5 keeps an empty ``HookChain``, never None, for none)."""
-    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 def _abandon(clock: Any, token: Any) -> None:

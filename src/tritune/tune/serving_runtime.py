@@ -9,7 +9,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from tritune.config import Config
 
@@ -60,6 +60,58 @@ def stop_at_exit(stop: Callable[[float], None]) -> None:
         if not _STOPPERS:
             atexit.register(_stop_all)
         _STOPPERS.append(weakref.WeakMethod(stop))  # type: ignore[arg-type]
+
+
+class SwitchInterval:
+    """The interpreter's switch interval (``sys.setswitchinterval``), lowered while any holder needs it lower.
+
+    A thread that wants the interpreter's lock while another runs Python waits up to the switch interval (5 ms
+    by default) before the holder is asked to let go. The incremental mode's caller gives the lock up inside
+    every launch and every synchronize, and its background threads (the compile thread loading binaries and
+    building launchers, ~1 ms of Python each; the resolver) take it then: on the H200's serving stream a new
+    key's first launch took 8-20 ms instead of ~1 ms while the compile thread loaded the previous keys'
+    candidates (session 13, ``first_parts``). Holders are counted (one entry per owner, the lowest value
+    applies); the value before the first hold is put back when the last holder lets go, unless something else
+    changed it meanwhile."""
+
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    _held: ClassVar[dict[int, float]] = {}
+    _saved: ClassVar[float | None] = None
+    _set: ClassVar[float | None] = None
+
+    @classmethod
+    def hold(cls, owner: object, seconds: float) -> None:
+        import sys
+
+        with cls._lock:
+            if not cls._held:
+                cls._saved = sys.getswitchinterval()
+            cls._held[id(owner)] = seconds
+            want = min(min(cls._held.values()), cls._saved if cls._saved is not None else seconds)
+            if sys.getswitchinterval() != want:
+                sys.setswitchinterval(want)
+            cls._set = sys.getswitchinterval()
+
+    @classmethod
+    def release(cls, owner: object) -> None:
+        import sys
+
+        with cls._lock:
+            if cls._held.pop(id(owner), None) is None:
+                return
+            now = sys.getswitchinterval()
+            if now != cls._set:  # changed by someone else since: theirs, left alone
+                return
+            if cls._held:
+                want = min(min(cls._held.values()), cls._saved if cls._saved is not None else now)
+            else:
+                want = cls._saved if cls._saved is not None else now
+            sys.setswitchinterval(want)
+            cls._set = sys.getswitchinterval()
+
+    @classmethod
+    def holders(cls) -> int:
+        return len(cls._held)
 
 
 def _stop_all() -> None:
@@ -131,7 +183,7 @@ def driver_event_calls() -> DriverEvents | None:
     return DriverEvents(record, query, elapsed, stream_query, wait)
 
 
-def cuda_clock(spin_idle: bool = True, detect_late: bool = False, gate: bool = False) -> CudaClock:
+def cuda_clock(spin_idle: bool = True, detect_late: bool = False) -> CudaClock:
     """The incremental mode's clock: :class:`CudaClock` (torch's calls make the spans), whose resolver resolves
     the pairs the device has passed with the driver's calls where they can be made (:meth:`CudaClock.ready_ms`).
     Not ``cache_stream``: a span 9.5 us cheaper (16.1 against 25.5 us over an untimed launch, H200 session 12,
@@ -144,11 +196,11 @@ def cuda_clock(spin_idle: bool = True, detect_late: bool = False, gate: bool = F
     untimed launch; with the driver's resolution 34.5 us, the spans' statistics unchanged (median 3.42 against
     3.36 us, the same late share). :class:`DriverClock` costs 19-23 us, but is not the default: with its spin
     (``gate=False``) 76% of back-to-back spans were late (median 15 us: host time inside) against torch's 39%,
-    and its gate hangs the stream whenever anything inside a span synchronizes (see its docstring).
-    ``gate``: :meth:`CudaClock.start_gated` may gate the spans of launches that cannot wait for the device
-    (``IncrementalOptions.gate``)."""
-    return CudaClock(spin_idle=spin_idle, detect_late=detect_late, driver=driver_event_calls(), cache_stream=False,
-                     gate=gate)  # fmt: skip
+    and its gate hangs the stream whenever anything inside a span synchronizes (see its docstring). Gating only
+    the incremental mode's racing calls through a direct launcher (session 12's ``IncrementalOptions.gate``,
+    off) hung too: on the H200 (session 13) the second call of a key's first launches never returned and its
+    serving stream timed out; the option was removed."""
+    return CudaClock(spin_idle=spin_idle, detect_late=detect_late, driver=driver_event_calls(), cache_stream=False)
 
 
 class CudaClock:
@@ -204,7 +256,7 @@ class CudaClock:
         self._next_spin_us: float | None = None  # set by spin_next: the next start's spin, once
         self.spins = 0
         self.late_spans = 0  # spans found late (see the class docstring)
-        self.gates = 0  # spans gated (:meth:`start_gated`)
+        self.gates = 0  # spans gated (DriverClock)
         self._seq = 0
         self._gate_ok = bool(gate and driver is not None and driver.wait_value is not None)
         if self._gate_ok:
@@ -229,23 +281,6 @@ class CudaClock:
     def _release(self) -> None:
         """Release every gated span started so far (the counter goes to the latest value given out)."""
         self._flag.value = self._seq
-
-    def start_gated(self, cfg: Config | None) -> Any:
-        """A span behind a gate instead of the idle spin (``IncrementalOptions.gate``): a wait on a pinned counter
-        queued before the start event, released by :meth:`stop` once the stop event is queued, so the device runs
-        start, launch and stop back to back (see :class:`DriverClock`). Only for a launch that cannot synchronize
-        (the incremental mode gates racing calls through a direct launcher and no launch hooks): anything that
-        waits for the device inside a gated span waits for ever. :meth:`start` where there is no gate."""
-        if self._gate_ok:
-            stream = self._stream()
-            if self._open_gate(stream.cuda_stream):
-                try:
-                    e = self._free.pop()
-                except IndexError:
-                    e = self._new(enable_timing=True)
-                e.record(stream)
-                return (e, stream, True)
-        return self.start(cfg)
 
     def _stream(self) -> Any:
         """The caller's current stream: torch's ``Stream`` object kept per (device, raw handle), found by the raw
@@ -295,7 +330,7 @@ class CudaClock:
         self._launch_us = 0.8 * self._launch_us + 0.2 * min(max(us, 1.0), MAX_SPIN_US)
 
     def abandon(self, token: Any) -> None:
-        """Release the span of ``token`` (from :meth:`start` or :meth:`start_gated`) without stopping it: its work
+        """Release the span of ``token`` (from :meth:`start`) without stopping it: its work
         raised. Nothing to undo for a span that is not gated."""
         if token[2]:
             self._release()

@@ -91,15 +91,10 @@ class IncrementalOptions:
     the drop, converged to the best with it (one run). The CPU replay (``benchmarks/race_replay.py``, FAKE
     samples) converges fewer hot buckets with it (79.5% against 88.8% over 30 seeds): it stays off until the
     device says otherwise (``gpu.sh`` part ``servinglate``).
-    ``gate`` (off): a racing call through a direct launcher (``dispatch.launcher_layout``: no scratch, no
-    launch hooks) is timed behind a gate instead of the idle spin (``CudaClock.start_gated``): the device runs
-    the span's start, launch and stop back to back once the host has queued them, so no span holds host time and
-    the device spends nothing on a spin. On the H200 (session 12, ``benchmarks/clock_cost.py``) gated spans were
-    never late (0 of 28,000, median 3.0 us, p90 3.5 us, against 3.4 / 18.7 us with the spin), 14-19 us of the
-    caller's thread a span against 25-45 us. Off until the serving stream has measured it: gating every span of
-    the mode (checks' copies and comparisons, first launches through Triton's path) hung the stream, since
-    anything that waits for the device inside a gated span waits for ever; this gates only launches that
-    cannot wait.
+    ``switch_interval_us`` (None: left alone): while any key of the mode tunes, the interpreter's switch
+    interval is at most this (:class:`~tritune.tune.serving_runtime.SwitchInterval`; restored once every key is
+    promoted): a caller that gives up the interpreter's lock in a launch waits for a background thread's Python
+    at most this long, not 5 ms.
     """
 
     gpu_fraction: float = 0.10
@@ -116,7 +111,7 @@ class IncrementalOptions:
     lone_every: int = 4
     drop_late: bool = False
     wait_leader: bool = True
-    gate: bool = False
+    switch_interval_us: float | None = None
 
     @property
     def spend_fraction(self) -> float:
@@ -136,6 +131,8 @@ class IncrementalOptions:
             raise ValueError(f"prune_distance={self.prune_distance}: expected a distance >= 0")
         if self.stall_ms <= 0:
             raise ValueError(f"stall_ms={self.stall_ms}: expected milliseconds > 0")
+        if self.switch_interval_us is not None and not self.switch_interval_us > 0:
+            raise ValueError(f"switch_interval_us={self.switch_interval_us}: expected microseconds > 0, or None")
         if self.lone_every < 1:
             raise ValueError(f"lone_every={self.lone_every}: expected 1 (time every call) or more")
 
