@@ -202,3 +202,33 @@ def test_default_path_env_and_fallback(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setitem(sys.modules, "platformdirs", None)  # as on the GPU machine: not installed
     assert default_store_path() == tmp_path / ".cache" / "tritune" / "store.sqlite"
+
+
+def test_a_read_never_waits_for_a_write_in_progress_and_then_sees_it(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    with SQLiteStore(tmp_path / "s.db") as store:
+        key = make_test_key("k", 1)
+        store.record(key, [CandidateRecord(A, Status.MEASURED, 1.0)], A)
+        inside = threading.Event()
+
+        def slow_write(conn: sqlite3.Connection) -> None:  # BEGIN IMMEDIATE held open (a slow commit)
+            inside.set()
+            time.sleep(1.0)
+
+        writer = threading.Thread(target=lambda: store._run(slow_write, write=True))
+        writer.start()
+        assert inside.wait(5)
+        t = time.perf_counter()
+        win = store.lookup_winner(key)  # the last commit, read beside the open write
+        waited = time.perf_counter() - t
+        writer.join(10)
+        assert win is not None and win.config == A
+        assert waited < 0.5, f"the read waited {waited:.3f} s for the write transaction"
+        key2 = make_test_key("k", 2)
+        store.record(key2, [CandidateRecord(A, Status.MEASURED, 2.0)], A)
+        win2 = store.lookup_winner(key2)  # a later commit: the reads' connection sees it
+        assert win2 is not None and win2.time_ms == 2.0
+    with pytest.raises(StoreError, match="closed"):
+        store.lookup_winner(key)

@@ -1,6 +1,7 @@
-"""IncrementalOptions.switch_interval_us: the interpreter's switch interval is lowered while a key tunes and put
-back once every key is promoted (SwitchInterval). Timings come from a FAKE clock and compiles from a FAKE compile
-service (incremental_fakes); the switch interval is the real interpreter's."""
+"""What the caller's thread pays and shares: IncrementalOptions.switch_interval_us (the interpreter's switch interval
+lowered while a key tunes and put back once every key is promoted, SwitchInterval) and a key's first call timed by
+part. Timings come from a FAKE clock and compiles from a FAKE compile service (incremental_fakes); the switch
+interval is the real interpreter's."""
 
 from __future__ import annotations
 
@@ -105,3 +106,16 @@ def test_a_value_someone_else_set_meanwhile_is_left_alone():
 def test_a_switch_interval_of_zero_is_refused():
     with pytest.raises(ValueError, match="switch_interval_us=0"):
         IncrementalOptions(switch_interval_us=0)
+
+
+def test_a_keys_first_call_is_timed_by_part_and_the_parts_add_up():
+    inc = Incremental(IncrementalOptions(), clock=FakeClock(TIMES), compiler=FakeCompiles(), thread=False,
+                      store_thread=False)  # fmt: skip
+    k = tritune.autotune(configs=CONFIGS, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
+    x, out = call(k)
+    assert torch.equal(out, x * 2)
+    call(k)  # the key's second call: no new parts
+    (parts,) = inc.first_parts
+    assert set(parts) == {"screen", "lookup", "state", "compiles", "launcher", "launch", "total"}
+    assert all(v >= 0 for v in parts.values())
+    assert sum(v for n, v in parts.items() if n != "total") <= parts["total"] + 1e-6
