@@ -331,6 +331,7 @@ def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_p
         assert 0 <= after["gc_s"] and sum(steps_after) <= w.extra["phases"]["after_s"] + 1e-3
         assert after["threads"] >= 1
         assert "compare_warm_s" not in setup  # the CPU interpreter's tune: no device code to load ahead
+        assert setup["refrozen"] is True and w.extra["phases"]["gc_s"] >= 0  # tune() freezes per key
     assert {c.status for c in res.workloads[2].candidates} == {c.status for c in res.workloads[0].candidates}
 
 
@@ -528,12 +529,14 @@ def test_the_collectors_pauses_are_summed_and_the_callback_never_lingers():
 
     from tritune.tune.session import _GcPauses
 
-    g = _GcPauses.start()
+    g = _GcPauses.start("after")
     gc.collect()
     s = g.stop()
     assert s > 0 and g not in gc.callbacks and g.stop() == s  # stopped twice: nothing more
-    left = _GcPauses.start()  # never stopped (a step raised): the next start removes it
-    nxt = _GcPauses.start()
-    assert left not in gc.callbacks and nxt in gc.callbacks
+    other = _GcPauses.start("key")  # another tag: left alone
+    left = _GcPauses.start("after")  # never stopped (a step raised): the next start of its tag removes it
+    nxt = _GcPauses.start("after")
+    assert left not in gc.callbacks and nxt in gc.callbacks and other in gc.callbacks
     nxt.stop()
+    other.stop()
     assert not any(isinstance(c, _GcPauses) for c in gc.callbacks)

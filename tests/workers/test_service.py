@@ -158,3 +158,21 @@ def test_a_fork_never_counts_the_frozen_objects(monkeypatch: pytest.MonkeyPatch)
     with WorkerService(Forked(fake_handler), 1) as svc:
         (r,) = svc.run([("y", ("echo", 2))])
     assert isinstance(r, Done) and real() == 0
+
+
+def test_freezing_more_inside_a_scope_is_thawed_with_it_and_never_outside() -> None:
+    """``freeze_more`` (a key's imports and arguments, made after its freeze): frozen too inside an
+    ``objects_frozen`` scope, and thawed at its exit; outside any scope nothing is frozen."""
+    import gc
+
+    from tritune.workers import freeze_more, objects_frozen
+
+    assert gc.get_freeze_count() == 0
+    assert freeze_more() is False and gc.get_freeze_count() == 0
+    with objects_frozen():
+        before = gc.get_freeze_count()
+        made = [[i] for i in range(2000)]  # new container objects, tracked by the collector
+        assert freeze_more() is True
+        assert gc.get_freeze_count() >= before + 2000 - 10
+        del made
+    assert gc.get_freeze_count() == 0

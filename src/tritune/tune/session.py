@@ -57,7 +57,7 @@ from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
 from tritune.verify.compare import warm_compare
 from tritune.verify.run import check_candidate
-from tritune.workers import objects_frozen
+from tritune.workers import freeze_more, objects_frozen
 from tritune.workload import Workload
 
 
@@ -122,7 +122,8 @@ def tune_key(
     """
     import torch
 
-    setup: dict[str, float] = {}
+    setup: dict[str, Any] = {}
+    gc_key = _GcPauses.start("key")
     joined = import_ahead() if device != "cpu" else (lambda: 0.0)  # beside the arguments and the oracle
     jit = as_interpreted(workload.kernel) if device == "cpu" else as_jit(workload.kernel)
     compile_jit = as_jit(workload.kernel)
@@ -164,6 +165,7 @@ def tune_key(
                                                                      round(warming.waited_s, 4))  # fmt: skip
 
     setup["imports_wait_s"] = round(joined(), 4)  # before anything compiles or loads here
+    setup["refrozen"] = freeze_more()  # the imports and the arguments: out of the collector's full walks
 
     # Summed over the key's configs (the phases' ``prepare``); the check's steps too (check_candidate's parts).
     prepared = {"load_s": 0.0, "check_s": 0.0, "check_restore_s": 0.0, "check_run_s": 0.0, "check_compare_s": 0.0}
@@ -242,7 +244,7 @@ def tune_key(
     t_after = time.perf_counter()
     after: dict[str, float] = {}
     lap = Laps(after)
-    gc_after = _GcPauses.start()
+    gc_after = _GcPauses.start("after")
     threads_after = threading.active_count()
     nbytes, nflops = workload.bytes_for(key), workload.flops_for(key)
     cands: list[CandidateResult] = []
@@ -300,6 +302,7 @@ def tune_key(
     stats["after_s"] = _lap(t_after)
     stats["after_parts"] = {k: round(v, 4) for k, v in after.items()}  # where after_s goes
     stats["after_parts"]["threads"] = threads_after  # alive at its start (helpers that may hold the interpreter)
+    stats["gc_s"] = gc_key.stop()  # the collector's pauses during the whole key
     stats["prepare"] = {k: round(v, 4) for k, v in prepared.items()}
     return wr, result
 
@@ -326,9 +329,10 @@ def _lap(t0: float) -> float:
 class _GcPauses:
     """The cyclic collector's pauses, summed in seconds from :meth:`start` to :meth:`stop` (``gc.callbacks``;
     any thread's collections, as they stop every thread). One left registered by a step that raised is removed
-    by the next :meth:`start`."""
+    by the next :meth:`start` of its ``tag``."""
 
-    def __init__(self) -> None:
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
         self.s = 0.0
         self._t = 0.0
 
@@ -340,9 +344,9 @@ class _GcPauses:
             self._t = 0.0
 
     @classmethod
-    def start(cls) -> _GcPauses:
-        gc.callbacks[:] = [c for c in gc.callbacks if not isinstance(c, cls)]
-        me = cls()
+    def start(cls, tag: str) -> _GcPauses:
+        gc.callbacks[:] = [c for c in gc.callbacks if not (isinstance(c, cls) and c.tag == tag)]
+        me = cls(tag)
         gc.callbacks.append(me)
         return me
 

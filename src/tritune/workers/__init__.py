@@ -9,6 +9,6 @@ The package sits low: it imports only ``tritune.errors``. ``screen``, ``tune`` a
 
 from __future__ import annotations
 
-from tritune.workers.service import Done, Forked, Lost, Spawned, WorkerService, objects_frozen
+from tritune.workers.service import Done, Forked, Lost, Spawned, WorkerService, freeze_more, objects_frozen
 
-__all__ = ["Done", "Forked", "Lost", "Spawned", "WorkerService", "objects_frozen"]
+__all__ = ["Done", "Forked", "Lost", "Spawned", "WorkerService", "freeze_more", "objects_frozen"]
