@@ -176,3 +176,30 @@ def test_freezing_more_inside_a_scope_is_thawed_with_it_and_never_outside() -> N
         assert gc.get_freeze_count() >= before + 2000 - 10
         del made
     assert gc.get_freeze_count() == 0
+
+
+def test_the_interpreters_own_frozen_objects_are_no_callers_freeze(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python 3.12 starts with objects in the permanent generation (``service.STARTUP_FROZEN``): a key must still
+    freeze its own (until session 13 every key on the H200's 3.12 ran unfrozen). A freeze above that count is
+    a caller's, left alone."""
+    import gc
+
+    from tritune.tune.session import old_objects_frozen
+    from tritune.workers import freeze_more, service
+
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # stands for the interpreter's startup freeze (3.12)
+    try:
+        monkeypatch.setattr(service, "STARTUP_FROZEN", gc.get_freeze_count())
+        with old_objects_frozen():
+            assert service._OWN_FREEZES[0] == 1 and freeze_more() is True  # the key's own scope
+        assert service._OWN_FREEZES[0] == 0
+        gc.freeze()
+        keep = [[i] for i in range(100)]
+        gc.freeze()  # a caller's freeze on top: theirs
+        monkeypatch.setattr(service, "STARTUP_FROZEN", 0)
+        with old_objects_frozen():
+            assert service._OWN_FREEZES[0] == 0 and freeze_more() is False
+        assert gc.get_freeze_count() > 0 and keep
+    finally:
+        gc.unfreeze()

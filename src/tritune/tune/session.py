@@ -57,7 +57,7 @@ from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
 from tritune.verify.compare import warm_compare
 from tritune.verify.run import check_candidate
-from tritune.workers import freeze_more, objects_frozen
+from tritune.workers import freeze_more, objects_frozen, service
 from tritune.workload import Workload
 
 
@@ -314,8 +314,11 @@ def old_objects_frozen() -> Iterator[None]:
     ~4,900 store records) for one or two full collections, and each walked the whole process (torch, Triton):
     0.13 s apiece on this project's CPU, in the middle of a key's setup or its store write. Garbage among the
     frozen objects waits for the exit, then goes back to the GC; nothing frozen before entry (by the caller) is
-    thawed here (one ``gc.get_freeze_count()`` a key, which walks the frozen objects)."""
-    if gc.get_freeze_count():  # someone froze already: theirs to thaw
+    thawed here (one ``gc.get_freeze_count()`` a key, which walks the frozen objects). The interpreter's own
+    frozen objects (``workers.service.STARTUP_FROZEN``: Python 3.12 starts with some) are no one's freeze: until
+    session 13 every key on the H200's Python 3.12 ran unfrozen, and a new key's results spent 0.09-0.11 s in one
+    full collection."""
+    if gc.get_freeze_count() > service.STARTUP_FROZEN:  # someone froze already: theirs to thaw
         yield
         return
     with objects_frozen():

@@ -158,6 +158,11 @@ class _Worker:
 _OWN_FREEZES = [0]
 
 
+#: ``gc.get_freeze_count()`` when tritune was imported: the interpreter's own. Python 3.12 starts with objects in
+#: the permanent generation (375 here), 3.11 and 3.13 with none; a count above this is a caller's freeze.
+STARTUP_FROZEN = gc.get_freeze_count()
+
+
 @contextlib.contextmanager
 def objects_frozen() -> Iterator[None]:
     """Within: the objects alive on entry sit in the cyclic GC's permanent generation (``gc.freeze``); forks
