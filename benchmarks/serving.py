@@ -46,7 +46,6 @@ Writes DIR/serving.json (raw, with provenance) and prints every target of issue 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import faulthandler
 import gc
 import json
@@ -230,8 +229,6 @@ SPIN_IDLE = True
 DROP_LATE = False
 #: ``--no-wait-leader``: IncrementalOptions(wait_leader=False) (the A/B of session 9).
 WAIT_LEADER = True
-#: ``--switch-interval-us``: IncrementalOptions(switch_interval_us=...) (None: the option's default).
-SWITCH_US: float | None = None
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -252,8 +249,6 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
     from tritune.tune.serving_state import IncrementalOptions
 
     opts = IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER)
-    if SWITCH_US is not None:
-        opts = dataclasses.replace(opts, switch_interval_us=SWITCH_US or None)
     inc = Incremental(opts, outputs=w.outputs,
                       clock=HostClock() if dry else None)  # fmt: skip
     inc.start_trace()
@@ -670,12 +665,8 @@ def main() -> None:
     ap.add_argument("--drop-late", action="store_true",
                     help="incremental: IncrementalOptions(drop_late=True), a span whose start passed before its launch "
                          "returned is no sample (it still earns the budget at the config's median)")  # fmt: skip
-    ap.add_argument("--switch-interval-us", type=float, default=None,
-                    help="incremental: IncrementalOptions(switch_interval_us=N) while keys tune (0: None, the "
-                         "interpreter's own 5 ms); default: the option's default")  # fmt: skip
     a = ap.parse_args()
-    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SWITCH_US
-    SWITCH_US = a.switch_interval_us
+    global SPIN_IDLE, DROP_LATE, WAIT_LEADER
     SPIN_IDLE = not a.no_spin_idle
     DROP_LATE = a.drop_late
     WAIT_LEADER = not a.no_wait_leader
@@ -697,8 +688,7 @@ def main() -> None:
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
                            "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
-                           "wait_leader": WAIT_LEADER, "switch_interval_us": SWITCH_US,
-                           "flat_prune": a.flat_prune,
+                           "wait_leader": WAIT_LEADER, "flat_prune": a.flat_prune,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 

@@ -54,7 +54,6 @@ from tritune.tune.serving_runtime import (
     CompileService,
     CudaClock,
     Resolver,
-    SwitchInterval,
     WorkerCompiles,
     cuda_clock,
     stop_at_exit,
@@ -640,8 +639,6 @@ class Incremental:
                                  protect=self._protected(known)))  # fmt: skip
         st.check_calls = self._check_calls
         self.states[key] = st
-        if self.options.switch_interval_us is not None:
-            SwitchInterval.hold(self, self.options.switch_interval_us * 1e-6)
         if st.pruned:
             self._note("pruned", ", ".join(f"{c.id}: {why}" for c, why in st.pruned.items()))
         rest = [c for c in order if c != provisional and c not in st.pruned]  # the likeliest winners compile (and are checked) first
@@ -742,8 +739,6 @@ class Incremental:
         self.promoted[key] = choice
         st.apply(p)
         self.states.pop(key, None)
-        if not self.states:
-            SwitchInterval.release(self)  # no key tunes: the interpreter's own switch interval again
         self.spare.receive(st.budget.lend(math.inf))  # its savings: frequent keys' checks may borrow them
         self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls; "
                                f"{len(warm)} fast launchers handed over)")  # fmt: skip
@@ -804,7 +799,6 @@ class Incremental:
         (:func:`~tritune.tune.serving_runtime.stop_at_exit`: a daemon thread inside a CUDA call at finalization
         aborts the process)."""
         deadline = time.monotonic() + timeout_s
-        SwitchInterval.release(self)
         if self._writer is not None and self._writer.is_alive():
             self._writes.put(None)
             self._writer.join(max(0.0, deadline - time.monotonic()))

@@ -9,7 +9,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from tritune.config import Config
 
@@ -60,58 +60,6 @@ def stop_at_exit(stop: Callable[[float], None]) -> None:
         if not _STOPPERS:
             atexit.register(_stop_all)
         _STOPPERS.append(weakref.WeakMethod(stop))  # type: ignore[arg-type]
-
-
-class SwitchInterval:
-    """The interpreter's switch interval (``sys.setswitchinterval``), lowered while any holder needs it lower.
-
-    A thread that wants the interpreter's lock while another runs Python waits up to the switch interval (5 ms
-    by default) before the holder is asked to let go. The incremental mode's caller gives the lock up inside
-    every launch and every synchronize, and its background threads (the compile thread loading binaries and
-    building launchers, ~1 ms of Python each; the resolver) take it then: on the H200's serving stream a new
-    key's first launch took 8-20 ms instead of ~1 ms while the compile thread loaded the previous keys'
-    candidates (session 13, ``first_parts``). Holders are counted (one entry per owner, the lowest value
-    applies); the value before the first hold is put back when the last holder lets go, unless something else
-    changed it meanwhile."""
-
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-    _held: ClassVar[dict[int, float]] = {}
-    _saved: ClassVar[float | None] = None
-    _set: ClassVar[float | None] = None
-
-    @classmethod
-    def hold(cls, owner: object, seconds: float) -> None:
-        import sys
-
-        with cls._lock:
-            if not cls._held:
-                cls._saved = sys.getswitchinterval()
-            cls._held[id(owner)] = seconds
-            want = min(min(cls._held.values()), cls._saved if cls._saved is not None else seconds)
-            if sys.getswitchinterval() != want:
-                sys.setswitchinterval(want)
-            cls._set = sys.getswitchinterval()
-
-    @classmethod
-    def release(cls, owner: object) -> None:
-        import sys
-
-        with cls._lock:
-            if cls._held.pop(id(owner), None) is None:
-                return
-            now = sys.getswitchinterval()
-            if now != cls._set:  # changed by someone else since: theirs, left alone
-                return
-            if cls._held:
-                want = min(min(cls._held.values()), cls._saved if cls._saved is not None else now)
-            else:
-                want = cls._saved if cls._saved is not None else now
-            sys.setswitchinterval(want)
-            cls._set = sys.getswitchinterval()
-
-    @classmethod
-    def holders(cls) -> int:
-        return len(cls._held)
 
 
 def _stop_all() -> None:

@@ -91,10 +91,6 @@ class IncrementalOptions:
     the drop, converged to the best with it (one run). The CPU replay (``benchmarks/race_replay.py``, FAKE
     samples) converges fewer hot buckets with it (79.5% against 88.8% over 30 seeds): it stays off until the
     device says otherwise (``gpu.sh`` part ``servinglate``).
-    ``switch_interval_us`` (None: left alone): while any key of the mode tunes, the interpreter's switch
-    interval is at most this (:class:`~tritune.tune.serving_runtime.SwitchInterval`; restored once every key is
-    promoted): a caller that gives up the interpreter's lock in a launch waits for a background thread's Python
-    at most this long, not 5 ms.
     """
 
     gpu_fraction: float = 0.10
@@ -111,7 +107,6 @@ class IncrementalOptions:
     lone_every: int = 4
     drop_late: bool = False
     wait_leader: bool = True
-    switch_interval_us: float | None = None
 
     @property
     def spend_fraction(self) -> float:
@@ -131,8 +126,6 @@ class IncrementalOptions:
             raise ValueError(f"prune_distance={self.prune_distance}: expected a distance >= 0")
         if self.stall_ms <= 0:
             raise ValueError(f"stall_ms={self.stall_ms}: expected milliseconds > 0")
-        if self.switch_interval_us is not None and not self.switch_interval_us > 0:
-            raise ValueError(f"switch_interval_us={self.switch_interval_us}: expected microseconds > 0, or None")
         if self.lone_every < 1:
             raise ValueError(f"lone_every={self.lone_every}: expected 1 (time every call) or more")
 
