@@ -227,6 +227,10 @@ class HostClock:
 SPIN_IDLE = True
 #: ``--drop-late``: IncrementalOptions(drop_late=True) (late spans no samples; off by default until measured).
 DROP_LATE = False
+#: ``--sample-stacks-ms N``: the incremental engine's stream runs with a StackSampler (every N ms; calls past
+#: ``--sample-after-ms``), written to stacks-KERNEL-incremental.json.
+SAMPLE_MS = 0.0
+SAMPLE_AFTER_MS = 2.0
 #: ``--no-wait-leader``: IncrementalOptions(wait_leader=False) (the A/B of session 9).
 WAIT_LEADER = True
 
@@ -260,6 +264,52 @@ def pct(xs: list[float], q: float) -> float:
     return ys[min(len(ys) - 1, int(q * (len(ys) - 1) + 0.5))]
 
 
+class StackSampler:
+    """Attribution of slow calls without faulthandler (whose 3 ms watchdog crashed the H200 run, session 13): a
+    daemon thread wakes every ``every_ms`` and, while the stream's current call has run longer than
+    ``after_ms``, keeps the top frames of every other thread (``sys._current_frames``). It needs the
+    interpreter's lock to look, so a sample shows the thread that held it just before: what the caller was
+    waiting for. Perturbs the stream a little (one more thread); for attribution runs only."""
+
+    def __init__(self, every_ms: float, after_ms: float, depth: int = 8) -> None:
+        import threading
+
+        self.every_s, self.after_s, self.depth = every_ms / 1e3, after_ms / 1e3, depth
+        self.call: tuple[int, float] | None = None  # (index, start) of the call in flight, set by the stream
+        self.samples: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._main = threading.get_ident()
+        self._thread = threading.Thread(target=self._loop, name="serving-sampler", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        import threading
+        import traceback
+
+        me = threading.get_ident()
+        names = {}
+        while not self._stop.wait(self.every_s):
+            c = self.call
+            if c is None or time.perf_counter() - c[1] < self.after_s:
+                continue
+            names.update({t.ident: t.name for t in threading.enumerate()})
+            frames = sys._current_frames()
+            stacks = {}
+            for tid, fr in frames.items():
+                if tid == me:
+                    continue
+                st = traceback.extract_stack(fr)[-self.depth:]
+                stacks[names.get(tid, str(tid))] = [f"{Path(f.filename).name}:{f.lineno} {f.name}: {(f.line or '')[:60]}"
+                                                     for f in st]
+            self.samples.append({"call": c[0], "at_ms": round((time.perf_counter() - c[1]) * 1e3, 2),
+                                 "stacks": stacks})
+
+    def close(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        self._thread.join(1.0)
+        return self.samples
+
+
 class GcPauses:
     """The garbage collector's pauses (``gc.callbacks``): total seconds so far, and every pause."""
 
@@ -286,6 +336,7 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
     seen: set[int] = set()
     pauses = GcPauses()
     gc.callbacks.append(pauses)
+    sampler = StackSampler(SAMPLE_MS, SAMPLE_AFTER_MS) if SAMPLE_MS > 0 and engine == "incremental" else None
     wd_fd = None
     if watchdog_ms > 0:  # a traceback of every thread when a call runs past watchdog_ms (no GIL needed)
         wd_fd = os.open(out / f"watchdog-{w.name}-{engine}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -307,10 +358,14 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
                 faulthandler.dump_traceback_later(watchdog_ms / 1e3, file=wd_fd)
             g0 = pauses.total_s
             t0 = time.perf_counter()
+            if sampler is not None:
+                sampler.call = (i, t0)
             w.launch(k, tensors[b])
             t1 = time.perf_counter()
             sync()
             t2 = time.perf_counter()
+            if sampler is not None:
+                sampler.call = None
             if wd_fd is not None:
                 faulthandler.cancel_dump_traceback_later()
             starts.append(t0)
@@ -326,6 +381,21 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         gc.callbacks.remove(pauses)
         if wd_fd is not None:
             os.close(wd_fd)
+        if sampler is not None:  # every sample with its call's phase, for the slow calls' attribution
+            got = sampler.close()
+            for smp in got:
+                smp["phase"] = phases[smp["call"]] if smp["call"] < len(phases) else None
+            (out / f"stacks-{w.name}-{engine}.json").write_text(json.dumps(got))
+            idle = ("wait(", "get(", "sleep(", "select(", "poll(", "join(", "acquire(")
+            busy: dict[str, int] = {}
+            for smp in got:  # what the other threads were doing (not waiting) while a call ran long
+                for name, st in smp["stacks"].items():
+                    if st and not any(x in st[-1].split(": ", 1)[-1] for x in idle):
+                        k2 = f"{smp['phase']} | {name} | " + " < ".join(f.split(": ", 1)[0] for f in reversed(st[-4:]))
+                        busy[k2] = busy.get(k2, 0) + 1
+            print(f"{w.name} {engine}: {len(got)} stack samples in calls past {SAMPLE_AFTER_MS} ms; busy frames:")
+            for k2, n in sorted(busy.items(), key=lambda kv: -kv[1])[:15]:
+                print(f"   {n:5d}  {k2}")
     total = time.perf_counter() - t_all
     worst = max(range(len(lat)), key=lat.__getitem__)
     res: dict[str, Any] = {
@@ -665,8 +735,13 @@ def main() -> None:
     ap.add_argument("--drop-late", action="store_true",
                     help="incremental: IncrementalOptions(drop_late=True), a span whose start passed before its launch "
                          "returned is no sample (it still earns the budget at the config's median)")  # fmt: skip
+    ap.add_argument("--sample-stacks-ms", type=float, default=0.0,
+                    help="incremental: sample every thread's stack every N ms while a call runs past "
+                         "--sample-after-ms (attribution of slow calls; stacks-KERNEL-incremental.json)")  # fmt: skip
+    ap.add_argument("--sample-after-ms", type=float, default=2.0)
     a = ap.parse_args()
-    global SPIN_IDLE, DROP_LATE, WAIT_LEADER
+    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS
+    SAMPLE_MS, SAMPLE_AFTER_MS = a.sample_stacks_ms, a.sample_after_ms
     SPIN_IDLE = not a.no_spin_idle
     DROP_LATE = a.drop_late
     WAIT_LEADER = not a.no_wait_leader
