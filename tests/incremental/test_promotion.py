@@ -296,3 +296,27 @@ def test_a_state_promoted_before_its_choice_is_served_by_the_promoted_config_unt
     x, out = call(k)
     assert torch.equal(out, x * 2)
     assert inc.last_phase == "promoted" and k._last.config == c512 and len(clock.log) == n_timed
+
+
+def test_a_check_waits_until_its_outputs_comparison_is_ready():
+    """A key's checks wait until the comparison of each of its GPU output dtypes is ready (the fused kernel
+    loaded, or its preparation failed): no check loads device code on the caller's path. Here the FAKE key is
+    given a GPU output dtype whose comparison is not ready: it races but checks nothing, then promotes once
+    the dtype's preparation is reported failed (torch's comparison stands in)."""
+    k, inc, _clock, comp, _store, key, _st = first_call()
+    inc._cmp_dtypes[key] = ("torch.float16",)
+    comp.finish()
+    for _ in range(300):
+        x, out = call(k)
+        assert torch.equal(out, x * 2)
+        inc.resolver().poll()
+    waiting = inc.diagnose(k)[k.key_spec.public(key)]
+    assert not inc.promoted and waiting["checks_ms"] == [] and waiting["comparison_ready"] is False
+    inc._unfused.add("torch.float16")
+    for _ in range(400):
+        call(k)
+        inc.resolver().poll()
+        if inc.promoted:
+            break
+    assert inc.promoted, k.choices()
+    assert key not in inc._cmp_dtypes

@@ -108,6 +108,9 @@ class Incremental:
         self._call_key: Any = None
         self._warm: set[tuple[str, str]] = set()
         self._fused: set[str] = set()  # output dtypes the fused comparison kernel is loaded for
+        self._unfused: set[str] = set()  # output dtypes it could not be prepared for (torch's comparison then)
+        #: Each tuning key's output dtypes on the GPU: its checks wait until each has its comparison ready.
+        self._cmp_dtypes: dict[tuple[Any, ...], tuple[str, ...]] = {}
         self.promoted: dict[tuple[Any, ...], Choice] = {}
         self._resolver: Resolver | None = None
         self._shown: dict[Config, Choice] = {}
@@ -228,7 +231,7 @@ class Incremental:
         if calls > 1:
             # The budget is looked at first: it refuses most calls, and next_check walks every candidate (no
             # call at all once nothing waits for a check: _may_afford's first test, on every racing call).
-            if (distributed or st.needs_checks()) and self._may_afford(st):
+            if (distributed or st.needs_checks()) and self._may_afford(st) and (distributed or self._comparable(key)):
                 check = st.next_check(distributed)
                 if check is not None and self._afford(st):
                     self.last_phase = "check"
@@ -646,6 +649,7 @@ class Incremental:
         dtypes = sorted({str(v.dtype) for n, v in tuned._named(args, kwargs).items() if n in names})
         device = next((getattr(v, "device", None) for v in args if getattr(getattr(v, "device", None), "type", "") == "cuda"),
                       None)  # fmt: skip
+        self._cmp_dtypes[key] = tuple(dtypes) if device is not None else ()
         deliver = lambda cfg, why: self._compiled(tuned, key, st, cfg, why, dtypes, device, args, kwargs)  # noqa: E731
         lap("state")
         if isinstance(self.compiler, WorkerCompiles):  # the hottest key's compiles first
@@ -739,6 +743,7 @@ class Incremental:
         self.promoted[key] = choice
         st.apply(p)
         self.states.pop(key, None)
+        self._cmp_dtypes.pop(key, None)
         self.spare.receive(st.budget.lend(math.inf))  # its savings: frequent keys' checks may borrow them
         self._note("promoted", f"{tuned.key_spec.public(key)}: {p.promoted.id} ({p.stop}, {st.calls} calls; "
                                f"{len(warm)} fast launchers handed over)")  # fmt: skip
@@ -862,25 +867,24 @@ class Incremental:
         leaders = {c for st in list(self.states.values()) if (c := st.leader()) is not None}
         return frozenset(known.values()) | frozenset(leaders)
 
+    def _comparable(self, key: tuple[Any, ...]) -> bool:
+        """Whether every GPU output dtype of ``key`` has its comparison ready (the fused kernel loaded, or its
+        preparation failed and torch's comparison stands in): a check waits for that, never loads device code."""
+        fused, unfused = self._fused, self._unfused
+        return all(d in fused or d in unfused for d in self._cmp_dtypes.get(key, ()))
+
     def _warm_comparison(self, dtypes: Sequence[str], device: Any) -> None:
-        """Load the comparison's device code for these output dtypes before any check runs it on the caller's
-        path (PyTorch loads a kernel's module at its first launch: a stall of tens of milliseconds): run
-        torch's comparison once here, on small tensors on a side stream (milliseconds), and have the fused
-        comparison kernel compiled and loaded by a thread of its own, so no candidate waits for it (checks
-        use torch's comparison until it is ready)."""
+        """Have the fused comparison kernel compiled and loaded for these output dtypes by a thread of its own,
+        before any check of them runs (:meth:`_comparable`): the device code a check launches is loaded off the
+        caller's path. Until session 13 torch's comparison was also run here once, on small tensors, to load
+        its kernels: on the H200 that load (~80 ms in all, PyTorch loading each kernel's module at its first
+        launch) ran beside the stream's first calls and held them up: their launches waited 8-29 ms (a stack
+        sampler put the compile thread inside torch.isclose in 83 of 134 samples of slow first calls)."""
         todo = [d for d in dtypes if (d, str(device)) not in self._warm]
         if device is None or not todo:
             return
-        from tritune.tune.serving_check import warm_comparison
-
-        t0 = time.perf_counter()
         for d in todo:
             self._warm.add((d, str(device)))
-            try:
-                warm_comparison(d, device, self.atol, self.rtol)
-            except Exception as e:  # the check itself will say what is wrong; compiles go on
-                self._note("warm failed", f"{d}: {type(e).__name__}: {e}")
-        self._note("warmed", f"torch comparison for {', '.join(todo)} in {(time.perf_counter() - t0) * 1e3:.1f} ms")
         prep = threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
                                 daemon=True)  # fmt: skip
         self._helpers.append(prep)
@@ -904,6 +908,8 @@ class Incremental:
                     self._fused.add(d)
             except Exception as e:
                 why = f"{type(e).__name__}: {e}"
+            if why is not None:
+                self._unfused.add(d)  # its checks compare with torch (loading its kernels then)
             self._note("fused comparison", f"{d}: {why or 'ready'} after {(time.perf_counter() - t0) * 1e3:.0f} ms")
 
     def diagnose(self, tuned: Autotuned) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -916,7 +922,8 @@ class Incremental:
         out = {}
         for k, st in list(self.states.items()):
             d = st.diagnose()
-            d.update(pool_ms=round(pool, 5), frequent=self._frequent(st), resolver_backlog=backlog)
+            d.update(pool_ms=round(pool, 5), frequent=self._frequent(st), resolver_backlog=backlog,
+                     comparison_ready=self._comparable(k))
             out[tuned.key_spec.public(k)] = d
         return out
 
