@@ -879,12 +879,21 @@ class Incremental:
         caller's path. Until session 13 torch's comparison was also run here once, on small tensors, to load
         its kernels: on the H200 that load (~80 ms in all, PyTorch loading each kernel's module at its first
         launch) ran beside the stream's first calls and held them up: their launches waited 8-29 ms (a stack
-        sampler put the compile thread inside torch.isclose in 83 of 134 samples of slow first calls)."""
+        sampler put the compile thread inside torch.isclose in 83 of 134 samples of slow first calls). With
+        ``distributed`` the checks come at agreement steps, whatever is ready: torch's comparison is loaded here
+        as before."""
         todo = [d for d in dtypes if (d, str(device)) not in self._warm]
         if device is None or not todo:
             return
         for d in todo:
             self._warm.add((d, str(device)))
+            if self.distributed:  # its checks are scheduled by agreement, not by readiness: torch's is loaded
+                from tritune.tune.serving_check import warm_comparison
+
+                try:
+                    warm_comparison(d, device, self.atol, self.rtol)
+                except Exception as e:  # the check itself will say what is wrong; compiles go on
+                    self._note("warm failed", f"{d}: {type(e).__name__}: {e}")
         prep = threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
                                 daemon=True)  # fmt: skip
         self._helpers.append(prep)
