@@ -299,7 +299,7 @@ class StackSampler:
                 if tid == me:
                     continue
                 st = traceback.extract_stack(fr)[-self.depth:]
-                stacks[names.get(tid, str(tid))] = [f"{Path(f.filename).name}:{f.lineno} {f.name}: {(f.line or '')[:60]}"
+                stacks[f"{names.get(tid, 'thread')}#{tid}"] = [f"{Path(f.filename).name}:{f.lineno} {f.name}: {(f.line or '')[:60]}"
                                                      for f in st]
             self.samples.append({"call": c[0], "at_ms": round((time.perf_counter() - c[1]) * 1e3, 2),
                                  "stacks": stacks})
@@ -391,7 +391,8 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
             for smp in got:  # what the other threads were doing (not waiting) while a call ran long
                 for name, st in smp["stacks"].items():
                     if st and not any(x in st[-1].split(": ", 1)[-1] for x in idle):
-                        k2 = f"{smp['phase']} | {name} | " + " < ".join(f.split(": ", 1)[0] for f in reversed(st[-4:]))
+                        k2 = f"{smp['phase']} | {name.split('#')[0]} | " + " < ".join(
+                            f.split(": ", 1)[0] for f in reversed(st[-4:]))
                         busy[k2] = busy.get(k2, 0) + 1
             print(f"{w.name} {engine}: {len(got)} stack samples in calls past {SAMPLE_AFTER_MS} ms; busy frames:")
             for k2, n in sorted(busy.items(), key=lambda kv: -kv[1])[:15]:

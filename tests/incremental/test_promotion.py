@@ -320,3 +320,29 @@ def test_a_check_waits_until_its_outputs_comparison_is_ready():
             break
     assert inc.promoted, k.choices()
     assert key not in inc._cmp_dtypes
+
+
+def test_a_comparison_stuck_in_preparation_gives_way_to_torchs_after_its_deadline(monkeypatch):
+    import tritune.tune.incremental as inc_mod
+
+    _k, inc, _clock, _comp, _store, key, _st = first_call()
+    inc._cmp_dtypes[key] = ("torch.float16",)
+    assert inc._comparable(key) is False  # no preparation started yet: its checks wait
+    inc._prep_t["torch.float16"] = time.monotonic()
+    assert inc._comparable(key) is False  # started, not ready, within the deadline
+    monkeypatch.setattr(inc_mod, "COMPARE_PREP_S", 0.0)
+    time.sleep(0.001)
+    assert inc._comparable(key) is True and "torch.float16" in inc._unfused
+
+
+def test_no_preparation_thread_means_torchs_comparison_not_a_wait(monkeypatch):
+    import threading as th
+
+    _k, inc, _clock, _comp, _store, _key, _st = first_call()
+
+    def refuse(self):  # FAKE: the interpreter cannot start another thread
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(th.Thread, "start", refuse)
+    inc._warm_comparison(["torch.bfloat16"], "cuda:0")
+    assert "torch.bfloat16" in inc._unfused

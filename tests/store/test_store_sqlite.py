@@ -232,3 +232,14 @@ def test_a_read_never_waits_for_a_write_in_progress_and_then_sees_it(tmp_path: P
         assert win2 is not None and win2.time_ms == 2.0
     with pytest.raises(StoreError, match="closed"):
         store.lookup_winner(key)
+
+
+def test_a_store_removed_after_it_was_opened_is_an_error_to_read_and_is_never_recreated(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    for f in tmp_path.iterdir():  # removed behind the open store's back (before its first read)
+        f.unlink()
+    with pytest.raises(StoreError, match="store"):
+        store.entries()
+    assert not path.exists()  # the reads' connection never creates a file (create_store_file's 0600 does)
+    store.close()

@@ -326,11 +326,18 @@ class SQLiteStore(Store):
         if self._read_conn is None or self._read_pid != pid:
             with self._lock:  # lock order: _read_lock, then _lock (close takes them so too)
                 self._connection()  # the writer's open (and its fork check) first
-            self._read_conn = self._checked(
-                lambda: sqlite3.connect(self._real, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-            )  # (a parent's reader is left to the parent)
-            self._read_conn.execute("PRAGMA foreign_keys=ON")
-            self._read_pid = pid
+            try:
+                if safe_store_path(self._real) != self._real:
+                    raise StoreError(f"the store path {self.path} changed since it was opened; open it again")
+                # mode=rw: never creates the file (a store removed since it was opened is an error, not a new
+                # empty file with default permissions); create_store_file made it.
+                uri = f"file:{quote(str(self._real))}?mode=rw"
+                conn = self._checked(lambda: sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None,
+                                                             check_same_thread=False))  # fmt: skip
+                conn.execute("PRAGMA foreign_keys=ON")
+            except sqlite3.Error as e:
+                raise StoreError(f"cannot read the store {self.path}: {e}") from None
+            self._read_conn, self._read_pid = conn, pid  # (a parent's reader is left to the parent)
         return self._read_conn
 
     def _run(self, fn: Callable[[sqlite3.Connection], Any], *, write: bool) -> Any:

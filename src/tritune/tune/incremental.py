@@ -78,6 +78,11 @@ __all__ = ["MISS", "CallClock", "CompileService", "CudaClock", "Incremental", "R
            "compare_outputs", "default_tolerance", "make_incremental", "nearest_tuned"]  # fmt: skip
 
 
+#: How long a key's checks wait for the fused comparison of an output dtype before torch's stands in (its
+#: preparation compiles one small kernel in the engine's workers: well under a second from a warm cache).
+COMPARE_PREP_S = 20.0
+
+
 class Incremental:
     """The incremental mode of one decorated kernel. ``clock``/``compiler`` default to CUDA events and the
     engine's workers; tests pass labelled fakes (and ``thread=False`` to resolve with :meth:`poll`)."""
@@ -109,6 +114,7 @@ class Incremental:
         self._warm: set[tuple[str, str]] = set()
         self._fused: set[str] = set()  # output dtypes the fused comparison kernel is loaded for
         self._unfused: set[str] = set()  # output dtypes it could not be prepared for (torch's comparison then)
+        self._prep_t: dict[str, float] = {}  # when each dtype's preparation started (time.monotonic)
         #: Each tuning key's output dtypes on the GPU: its checks wait until each has its comparison ready.
         self._cmp_dtypes: dict[tuple[Any, ...], tuple[str, ...]] = {}
         self.promoted: dict[tuple[Any, ...], Choice] = {}
@@ -871,7 +877,17 @@ class Incremental:
         """Whether every GPU output dtype of ``key`` has its comparison ready (the fused kernel loaded, or its
         preparation failed and torch's comparison stands in): a check waits for that, never loads device code."""
         fused, unfused = self._fused, self._unfused
-        return all(d in fused or d in unfused for d in self._cmp_dtypes.get(key, ()))
+        ready = True
+        for d in self._cmp_dtypes.get(key, ()):
+            if d in fused or d in unfused:
+                continue
+            t = self._prep_t.get(d)
+            if t is not None and time.monotonic() - t > COMPARE_PREP_S:  # stuck: torch's comparison stands in
+                unfused.add(d)
+                self._note("fused comparison", f"{d}: not ready after {COMPARE_PREP_S:.0f} s; torch's comparison")
+                continue
+            ready = False
+        return ready
 
     def _warm_comparison(self, dtypes: Sequence[str], device: Any) -> None:
         """Have the fused comparison kernel compiled and loaded for these output dtypes by a thread of its own,
@@ -887,6 +903,7 @@ class Incremental:
             return
         for d in todo:
             self._warm.add((d, str(device)))
+            self._prep_t.setdefault(d, time.monotonic())
             if self.distributed:  # its checks are scheduled by agreement, not by readiness: torch's is loaded
                 from tritune.tune.serving_check import warm_comparison
 
@@ -894,11 +911,15 @@ class Incremental:
                     warm_comparison(d, device, self.atol, self.rtol)
                 except Exception as e:  # the check itself will say what is wrong; compiles go on
                     self._note("warm failed", f"{d}: {type(e).__name__}: {e}")
-        prep = threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
-                                daemon=True)  # fmt: skip
-        self._helpers.append(prep)
-        self._hook_exit()
-        prep.start()
+        try:
+            prep = threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
+                                    daemon=True)  # fmt: skip
+            self._helpers.append(prep)
+            self._hook_exit()
+            prep.start()
+        except Exception as e:  # no thread: torch's comparison for these dtypes, and the checks go on
+            self._unfused.update(todo)
+            self._note("fused comparison", f"{', '.join(todo)}: no preparation thread ({type(e).__name__}: {e})")
 
     def _prepare_fused(self, dtypes: Sequence[str], device: Any) -> None:
         from tritune.tune.serving_check import prepare_fused, warm_comparison

@@ -158,9 +158,12 @@ class _Worker:
 _OWN_FREEZES = [0]
 
 
-#: ``gc.get_freeze_count()`` when tritune was imported: the interpreter's own. Python 3.12 starts with objects in
-#: the permanent generation (375 in a 3.12.1 build), 3.11 and 3.13 with none; a count above this is a caller's freeze.
-STARTUP_FROZEN = gc.get_freeze_count()
+#: The interpreter's own frozen objects: Python 3.12 starts with objects in the permanent generation (375 in a
+#: 3.12.1 build), 3.11 and 3.13 with none. A count above this is a caller's freeze, never thawed by tritune. Taken
+#: when tritune is imported, and only if small: a server that froze its heap before importing tritune (thousands
+#: of objects and more) froze them itself, so its freeze is left alone.
+_FROZEN_AT_IMPORT = gc.get_freeze_count()
+STARTUP_FROZEN = _FROZEN_AT_IMPORT if _FROZEN_AT_IMPORT < 2000 else 0
 
 
 @contextlib.contextmanager
