@@ -233,16 +233,6 @@ def test_a_refused_wait_falls_back_to_the_spin_for_good() -> None:
     assert len(drv.waits) == 1 and clock.gates == 0 and len(sleeps) == 2 and clock._flag.value == 0
 
 
-def test_the_incremental_mode_abandons_a_gated_span_whose_launch_raised() -> None:
-    from tritune.tune.incremental import _abandon
-
-    clock, _, _ = _gated()
-    t = clock.start(None)
-    _abandon(clock, t)
-    assert clock._flag.value == 1
-    _abandon(object(), t)  # a clock without abandon (a FAKE): nothing to do, no error
-
-
 def test_the_stream_object_is_looked_up_once_per_device_and_raw_handle() -> None:
     looked: list[object] = []
     raw = {"handle": 11}

@@ -137,9 +137,9 @@ class SQLiteStore(Store):
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         #: Reads go through a connection of their own (:meth:`_reader`), so a lookup never waits for a write
-        #: transaction in progress on ``_conn`` (WAL: readers see the last commit). On the H200 a key's
-        #: first incremental call waited 2.4-6.2 ms for its store lookup in 6 of 24 keys, behind the writer
-        #: thread's commit of another key's promotion (session 13).
+        #: transaction in progress on ``_conn`` (WAL: readers see the last commit): a serving key's first call
+        #: looks its key up while the writer thread commits other keys' promotions. (On the H200 a few first
+        #: calls' lookups took 2.4-6.2 ms before and 4.6-6.3 ms after this, session 13: that wait was elsewhere.)
         self._read_lock = threading.Lock()
         self._read_conn: sqlite3.Connection | None = None
         self._pid = os.getpid()

@@ -271,17 +271,15 @@ class Incremental:
         st = self._begin(tuned, key, args, kwargs, grid, parts)
         if st is None:
             return MISS  # a stored or pretuned winner: now the normal path's choice
-        t1 = time.perf_counter()
+        lap = Laps(parts, scale=1e3)
         # The provisional config's launcher for this shape (Triton's binding, the launcher's code; the binary
         # loaded if no other key loaded it), timed apart from the launch that then uses it.
         self._racing_launcher(tuned, st.provisional, args, kwargs, key, ck)
-        t2 = time.perf_counter()
+        lap("launcher")
         out = self.run(tuned, key, args, kwargs, grid, ck)  # the key has its state now: an ordinary call
-        t3 = time.perf_counter()
+        lap("launch")
         self.last_phase = "first"
-        parts["launcher"] = (t2 - t1) * 1e3
-        parts["launch"] = (t3 - t2) * 1e3
-        parts["total"] = (t3 - t0) * 1e3
+        parts["total"] = (time.perf_counter() - t0) * 1e3
         self.first_parts.append(parts)
         return out
 
@@ -383,11 +381,7 @@ class Incremental:
         try:
             h0 = host()
             t = clock.start(cfg)
-            try:
-                out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
-            except BaseException:
-                _abandon(clock, t)  # a gated span (DriverClock) must be released, or the stream waits for ever
-                raise
+            out = fast(args, grid) if fast is not None else tuned._launch(cfg, args, kwargs, grid, False)
             h = clock.stop(t)
             stretched = (host() - h0) * 1e3 > self.options.stall_ms
         finally:
@@ -448,12 +442,8 @@ class Incremental:
         try:
             h0 = host()
             t_copies = self.clock.start(None)
-            try:
-                for n in names:
-                    scratch[n].copy_(named[n])
-            except BaseException:
-                _abandon(self.clock, t_copies)
-                raise
+            for n in names:
+                scratch[n].copy_(named[n])
             copies = self.clock.stop(t_copies)
             h1 = host()
         finally:
@@ -485,11 +475,7 @@ class Incremental:
             h = self.clock.stop(t)
             h3 = host()
             t_rest = self.clock.start(None)
-            try:
-                launch()
-            except BaseException:
-                _abandon(self.clock, t_rest)
-                raise
+            launch()
             rest = self.clock.stop(t_rest)
             h4 = host()
         finally:
@@ -962,13 +948,6 @@ class Incremental:
         return {tuned.key_spec.public(k): Choice(st.provisional, "provisional", "tuning on real calls",
                                                  stats=st.summary())
                 for k, st in list(self.states.items())}  # fmt: skip
-
-
-def _abandon(clock: Any, token: Any) -> None:
-    """Release a span whose work raised (``DriverClock.abandon``; clocks without gates have nothing to do)."""
-    abandon = getattr(clock, "abandon", None)
-    if abandon is not None:
-        abandon(token)
 
 
 def _never_late(handle: Any) -> bool:
