@@ -90,7 +90,7 @@ class FakeFast:
 BLOCKS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 
-def build(idle: bool, thread: bool, seed: int = 0) -> tuple[Any, Any, tuple[Any, ...]]:
+def build(idle: bool, thread: bool, seed: int = 0, resolve: str = "thread") -> tuple[Any, Any, tuple[Any, ...]]:
     """A kernel of 8 configs in incremental mode, FAKE device, every candidate checked and racing: the
     options are the defaults but ``rel_tol`` (1e-9: no tie, so the race stays open until the budget rule
     at ``max_samples``) and ``gpu_fraction`` (1.0: the checks come at once)."""
@@ -108,7 +108,7 @@ def build(idle: bool, thread: bool, seed: int = 0) -> tuple[Any, Any, tuple[Any,
     incmod.plan_comparison = lambda *a, **kw: (lambda: None, lambda: None)  # type: ignore[assignment]
     configs = [triton.Config({"BLOCK": b}) for b in BLOCKS]
     args = (torch.zeros(1024), torch.zeros(1024), 1024)
-    opts = IncrementalOptions(gpu_fraction=1.0, rel_tol=1e-9)
+    opts = IncrementalOptions(gpu_fraction=1.0, rel_tol=1e-9, resolve=resolve)
     clock = CudaClock(spin_idle=True, torch_module=FakeTorch(idle, seed), detect_late=opts.drop_late)  # FAKE device
     inc = Incremental(opts, clock=clock, compiler=FakeCompiles(), thread=thread, outputs=["out_ptr"])
     inc.host_clock = time.perf_counter
@@ -140,10 +140,11 @@ def cached_kernel(args: tuple[Any, ...]) -> Any:
     return k
 
 
-def racing_round(idle: bool, seed: int, calls: int = 160, chunk: int = 16) -> tuple[float, float, float]:
+def racing_round(idle: bool, seed: int, calls: int = 160, chunk: int = 16) -> tuple[float, float, float, float]:
     """One fresh key racing ``calls`` calls (fewer than 8 x max_samples: it stays open): the caller's
-    microseconds per call (resolver polled between chunks, untimed), the resolver's per event pair, and per
-    call with the resolver thread running (a second fresh key)."""
+    microseconds per call (resolver polled between chunks, untimed), the resolver's per event pair, per
+    call with the resolver thread running (a second fresh key), and per call with ``resolve="inline"`` (a
+    third: each call resolves the pairs before it, the thread lingering)."""
     k, inc, args = build(idle, thread=False, seed=seed)
     run, res = k[(1,)], inc.resolver()
     gc.collect()
@@ -170,7 +171,17 @@ def racing_round(idle: bool, seed: int, calls: int = 160, chunk: int = 16) -> tu
     threaded = time.perf_counter() - t0
     gc.enable()
     assert not inct.promoted, "the race closed early: the measurement would include cached calls"
-    return caller / calls * 1e6, resolver / max(pairs, 1) * 1e6, threaded / calls * 1e6
+    ki, inci, _ = build(idle, thread=True, seed=seed, resolve="inline")  # each call resolves what is done
+    run = ki[(1,)]
+    gc.collect()
+    gc.disable()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        run(*args)
+    inline = time.perf_counter() - t0
+    gc.enable()
+    assert not inci.promoted, "the race closed early: the measurement would include cached calls"
+    return caller / calls * 1e6, resolver / max(pairs, 1) * 1e6, threaded / calls * 1e6, inline / calls * 1e6
 
 
 def main() -> int:
@@ -191,11 +202,12 @@ def main() -> int:
     res = {"idle": a.idle, "rounds": a.rounds, "cached_us": cached_us,
            "racing_caller_us": statistics.median(r[0] for r in rows),
            "resolver_us_per_pair": statistics.median(r[1] for r in rows),
-           "racing_with_thread_us": statistics.median(r[2] for r in rows)}  # fmt: skip
+           "racing_with_thread_us": statistics.median(r[2] for r in rows),
+           "racing_inline_us": statistics.median(r[3] for r in rows)}  # fmt: skip
     print(f"per call (CPU, FAKE device, stream {'idle' if a.idle else 'busy'}, median of {a.rounds} keys): cached "
           f"{cached_us:.2f} us; racing: caller {res['racing_caller_us']:.2f} us + resolver "
           f"{res['resolver_us_per_pair']:.2f} us per event pair; racing with the resolver thread running "
-          f"{res['racing_with_thread_us']:.2f} us")  # fmt: skip
+          f"{res['racing_with_thread_us']:.2f} us; resolved inline by the calls {res['racing_inline_us']:.2f} us")  # fmt: skip
     if a.profile:
         import cProfile
         import pstats

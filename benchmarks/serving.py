@@ -233,6 +233,11 @@ SAMPLE_MS = 0.0
 SAMPLE_AFTER_MS = 2.0
 #: ``--no-wait-leader``: IncrementalOptions(wait_leader=False) (the A/B of session 9).
 WAIT_LEADER = True
+#: ``--resolve``: IncrementalOptions(resolve=...), who resolves the event pairs (the A/B of session 14).
+RESOLVE: str | None = None
+#: ``--cache-stream``: the incremental clock finds the caller's stream by its raw handle
+#: (``CudaClock(cache_stream=True)``; the default clock asks torch for it on every span).
+CACHE_STREAM = False
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -252,9 +257,14 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
     inc_store.unlink(missing_ok=True)
     from tritune.tune.serving_state import IncrementalOptions
 
-    opts = IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER)
-    inc = Incremental(opts, outputs=w.outputs,
-                      clock=HostClock() if dry else None)  # fmt: skip
+    opts = IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER,
+                              **({"resolve": RESOLVE} if RESOLVE else {}))  # fmt: skip
+    clock: Any = HostClock() if dry else None
+    if CACHE_STREAM and not dry:
+        from tritune.tune.serving_runtime import CudaClock, driver_event_calls
+
+        clock = CudaClock(spin_idle=SPIN_IDLE, detect_late=DROP_LATE, driver=driver_event_calls(), cache_stream=True)
+    inc = Incremental(opts, outputs=w.outputs, clock=clock)
     inc.start_trace()
     return tritune.autotune(configs=w.configs, key=w.key, store=str(inc_store), incremental=inc)(w.jit)
 
@@ -443,6 +453,8 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["still_tuning"] = len(inc.states)
         r = inc._resolver
         res["resolver_us_per_handle"] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
+        res["resolved_inline"] = int(getattr(r, "inline_resolved", 0))  # by the calls (resolve="inline")
+        res["resolver_wakes"] = int(getattr(r, "wakes", 0))
         res["resolver_errors"] = [repr(e) for e in (r.errors if r is not None else [])]
         res["keys"] = {str(key): {"source": ch.source, "config": ch.config.id, "detail": ch.detail,
                                   "stats": dict(ch.stats or {})} for key, ch in k.choices().items()}  # fmt: skip
@@ -681,30 +693,36 @@ def overhead_us(dev: str, calls: int = 2000) -> dict[str, Any]:
     cached = tritune.autotune(configs=configs, key=w.key, store=False)(w.jit)
     launch(cached)
     res: dict[str, Any] = {"cached_us": best(cached)}
-    forever = IncrementalOptions(gpu_fraction=1.0, min_samples=10**9, max_samples=10**9)  # never promotes
-    inc = Incremental(forever, outputs=w.outputs)
-    k = tritune.autotune(configs=configs, key=w.key, store=False, incremental=inc)(w.jit)
-    check_host: list[float] = []
-    deadline = time.perf_counter() + 60
-    while time.perf_counter() < deadline:
-        inc.last_phase = None
-        t0 = time.perf_counter()
-        launch(k)
-        dt = time.perf_counter() - t0
-        torch.cuda.synchronize()
-        if inc.last_phase == "check":
-            check_host.append(dt * 1e6)
+    default = IncrementalOptions().resolve
+    # The default's resolution first (its numbers are the keys without a suffix), then the other's.
+    for mode in sorted(("thread", "inline"), key=lambda m: m != default):
+        sfx = "" if mode == default else f"_{mode}"
+        # never promotes
+        forever = IncrementalOptions(gpu_fraction=1.0, min_samples=10**9, max_samples=10**9, resolve=mode)
+        inc = Incremental(forever, outputs=w.outputs)
+        k = tritune.autotune(configs=configs, key=w.key, store=False, incremental=inc)(w.jit)
+        check_host: list[float] = []
+        deadline = time.perf_counter() + 60
+        while time.perf_counter() < deadline:
+            inc.last_phase = None
+            t0 = time.perf_counter()
+            launch(k)
+            dt = time.perf_counter() - t0
+            torch.cuda.synchronize()
+            if inc.last_phase == "check":
+                check_host.append(dt * 1e6)
+            (ch,) = k.choices().values()
+            if ch.stats and not ch.stats["compiling"] and not ch.stats["unchecked"] and len(ch.stats["racing"]) == 3:
+                break
+            time.sleep(0.001)  # lets the resolver resolve this call's events
         (ch,) = k.choices().values()
-        if ch.stats and not ch.stats["compiling"] and not ch.stats["unchecked"] and len(ch.stats["racing"]) == 3:
-            break
-        time.sleep(0.001)  # lets the resolver resolve this call's events
-    (ch,) = k.choices().values()
-    res["racing_state"] = dict(ch.stats or {})
-    res["racing_us"] = best(k)
-    res["overhead_us"] = res["racing_us"] - res["cached_us"]
-    res["check_us"] = pct(check_host, 0.5) if check_host else None
-    r = inc._resolver
-    res["resolver_us_per_handle"] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
+        res["racing_state" + sfx] = dict(ch.stats or {})
+        res["racing_us" + sfx] = best(k)
+        res["overhead_us" + sfx] = res["racing_us" + sfx] - res["cached_us"]
+        res["check_us" + sfx] = pct(check_host, 0.5) if check_host else None
+        r = inc._resolver
+        res["resolver_us_per_handle" + sfx] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
+    res["resolve_default"] = default
     return res
 
 
@@ -740,8 +758,15 @@ def main() -> None:
                     help="incremental: sample every thread's stack every N ms while a call runs past "
                          "--sample-after-ms (attribution of slow calls; stacks-KERNEL-incremental.json)")  # fmt: skip
     ap.add_argument("--sample-after-ms", type=float, default=2.0)
+    ap.add_argument("--resolve", choices=["thread", "inline"], default=None,
+                    help="incremental: IncrementalOptions(resolve=...), who resolves the event pairs (default: the "
+                         "option's default)")  # fmt: skip
+    ap.add_argument("--cache-stream", action="store_true",
+                    help="incremental: the clock finds the caller's stream by its raw handle (CudaClock(cache_stream="
+                         "True)) instead of torch.cuda.current_stream() per span")  # fmt: skip
     a = ap.parse_args()
-    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS
+    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS, RESOLVE, CACHE_STREAM
+    RESOLVE, CACHE_STREAM = a.resolve, a.cache_stream
     SAMPLE_MS, SAMPLE_AFTER_MS = a.sample_stacks_ms, a.sample_after_ms
     SPIN_IDLE = not a.no_spin_idle
     DROP_LATE = a.drop_late
@@ -764,7 +789,8 @@ def main() -> None:
         engines = [e for e in order if e in want and (not dry or e in engines)]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
                            "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
-                           "wait_leader": WAIT_LEADER, "flat_prune": a.flat_prune,
+                           "wait_leader": WAIT_LEADER, "flat_prune": a.flat_prune, "resolve": RESOLVE,
+                           "cache_stream": CACHE_STREAM,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 
@@ -965,7 +991,8 @@ def report(doc: dict[str, Any]) -> None:
         print(f"  extra GPU while tuning {inc['extra_gpu_fraction']:.1%} of {inc['tuning_gpu_ms']:.1f} ms "
               f"(bound 10%): {verdict(inc['extra_gpu_fraction'] <= 0.10)}; promoted {inc['promoted']} keys, "
               f"{inc['still_tuning']} still tuning; resolver {inc['resolver_us_per_handle'] or float('nan'):.1f} us "
-              f"per event pair; disagreed: {inc['disagreed'] or 'none'}")  # fmt: skip
+              f"per event pair ({inc.get('resolved_inline', 0)} of {inc['timed_spans']} resolved by the calls, "
+              f"{inc.get('resolver_wakes', 0)} thread wakes); disagreed: {inc['disagreed'] or 'none'}")  # fmt: skip
         if inc.get("stretched_spans") is not None:
             upper = (inc["extra_gpu_ms"] + inc["stretched_ms"]) / max(inc["tuning_gpu_ms"], 1e-9)
             print(f"  spans stretched by another thread (caller > stall_ms inside a span): {inc['stretched_spans']}, "
@@ -993,7 +1020,13 @@ def report(doc: dict[str, Any]) -> None:
         print(f"host cost per call (caller's thread, real launches and events): cached {h['cached_us']:.1f} us, "
               f"racing {h['racing_us']:.1f} us (overhead {h['overhead_us']:+.1f} us), a check call "
               f"{h['check_us'] or float('nan'):.0f} us; resolver thread "
-              f"{h['resolver_us_per_handle'] or float('nan'):.1f} us per event pair")  # fmt: skip
+              f"{h['resolver_us_per_handle'] or float('nan'):.1f} us per event pair "
+              f"(resolve={h.get('resolve_default', 'thread')})")  # fmt: skip
+        for mode in ("thread", "inline"):
+            if f"racing_us_{mode}" in h:
+                print(f"  with resolve={mode}: racing {h[f'racing_us_{mode}']:.1f} us (overhead "
+                      f"{h[f'overhead_us_{mode}']:+.1f} us), a check call {h[f'check_us_{mode}'] or float('nan'):.0f} us, "
+                      f"{h[f'resolver_us_per_handle_{mode}'] or float('nan'):.1f} us per event pair")  # fmt: skip
     print(f"wall: {doc['wall_s']:.0f} s")
 
 

@@ -178,7 +178,8 @@ class Incremental:
         if self._resolver is None:
             if self.clock is None:
                 self.clock = cuda_clock(spin_idle=self.options.spin_idle, detect_late=self.options.drop_late)
-            self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet, after=self._decide_due)
+            self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet, after=self._decide_due,
+                                      inline=self.options.resolve == "inline")  # fmt: skip
             self._host = self.host_clock or (time.perf_counter if isinstance(self.clock, CudaClock) else _no_time)
             self._late = getattr(self.clock, "late", _never_late) if self.options.drop_late else _never_late
         return self._resolver
@@ -195,7 +196,16 @@ class Incremental:
     def run(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
             grid: Any, ck: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
         """Launch one call of a key that has no final choice yet; ``MISS`` where the normal path must take it.
-        ``ck``: the call's call key where the caller computed it already (``tuned._call_key(args)``)."""
+        ``ck``: the call's call key where the caller computed it already (``tuned._call_key(args)``). With
+        ``resolve="inline"``, then the event pairs the device has passed (:meth:`Resolver.drain_ready`)."""
+        out = self._run(tuned, key, args, kwargs, grid, ck)
+        res = self._resolver
+        if res is not None and res.pending:  # (always empty with resolve="thread")
+            res.drain_ready()
+        return out
+
+    def _run(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
+             grid: Any, ck: tuple[Any, ...] | None = None) -> Any:  # fmt: skip
         res = self._resolver
         if res is None:  # the mode's first call (a started resolver means a clock: active)
             if not self.active():
@@ -276,7 +286,7 @@ class Incremental:
         # loaded if no other key loaded it), timed apart from the launch that then uses it.
         self._racing_launcher(tuned, st.provisional, args, kwargs, key, ck)
         lap("launcher")
-        out = self.run(tuned, key, args, kwargs, grid, ck)  # the key has its state now: an ordinary call
+        out = self._run(tuned, key, args, kwargs, grid, ck)  # the key has its state now: an ordinary call
         lap("launch")
         self.last_phase = "first"
         parts["total"] = (time.perf_counter() - t0) * 1e3

@@ -4,6 +4,7 @@ the resolver thread that reads them, and the background compile service (the eng
 from __future__ import annotations
 
 import atexit
+import collections
 import queue
 import threading
 import time
@@ -342,6 +343,15 @@ class CudaClock:
         self.driver_fallbacks += 1
         return self.elapsed_ms(handle)
 
+    def poll_ms(self, handle: Any) -> float | None:
+        """:meth:`ready_ms` that never waits: None while the device has not passed the stop event, with the
+        driver's calls or (without them) torch's ``Event.query``."""
+        if self._drv is not None and self._ready_ok:
+            return self.ready_ms(handle)
+        if not handle[1].query():
+            return None
+        return self.elapsed_ms(handle)
+
     def capturing(self) -> bool:
         return bool(self._torch.cuda.is_current_stream_capturing())
 
@@ -447,8 +457,23 @@ class Resolver:
     or when :meth:`poll` is called (tests with a fake clock). A callback's exception is kept in ``errors``."""
 
     def __init__(self, clock: CallClock, *, thread: bool = True, batch_s: float = 0.001,
-                 quiet: Callable[[], None] | None = None, after: Callable[[], None] | None = None) -> None:  # fmt: skip
+                 quiet: Callable[[], None] | None = None, after: Callable[[], None] | None = None,
+                 inline: bool = False, linger_s: float = 0.005) -> None:  # fmt: skip
         self.clock = clock
+        #: ``inline``: handles wait in :attr:`pending`, and the callers resolve what the device has passed
+        #: (:meth:`drain_ready`, never waiting for it); the thread takes over only what they leave for
+        #: ``linger_s`` (a key whose calls stopped), waking on a timer, not on each handle. See
+        #: ``IncrementalOptions.resolve``.
+        self.inline = inline
+        self.linger_s = linger_s
+        self.pending: collections.deque[tuple[Any, Callable[[float], None]]] = collections.deque()
+        self._drain_lock = threading.Lock()
+        self._closing = threading.Event()
+        self.drains = 0  # drain_ready calls that resolved something (the thread stays out while they do)
+        self.inline_resolved = 0  # handles resolved by callers (drain_ready)
+        poll_ms = getattr(clock, "poll_ms", None)
+        #: A handle's milliseconds, or None while the device has not passed it (never waits).
+        self._poll_ms: Callable[[Any], float | None] = poll_ms if poll_ms is not None else clock.elapsed_ms
         #: Called before each callback (the incremental mode waits there for the caller's open spans).
         self.quiet = quiet
         #: Called after each batch (and at the end of :meth:`poll`): the incremental mode decides there, once
@@ -465,8 +490,9 @@ class Resolver:
         self.wakes = 0  # batches the thread resolved (it sleeps batch_s after each)
         self._q: queue.SimpleQueue[tuple[Any, Callable[[float], None]]] = queue.SimpleQueue()
         self._thread = (
-            threading.Thread(target=self._loop, name="tritune-resolver", daemon=True) if thread else None
-        )
+            threading.Thread(target=self._linger_loop if inline else self._loop, name="tritune-resolver",
+                             daemon=True) if thread else None
+        )  # fmt: skip
         if self._thread is not None:
             self._thread.start()
             stop_at_exit(self.close)
@@ -474,15 +500,92 @@ class Resolver:
     def close(self, timeout_s: float = EXIT_WAIT_S) -> None:
         """Stop the thread after what is queued now (resolved, callbacks run) and wait up to ``timeout_s``."""
         if self._thread is not None and self._thread.is_alive():
+            self._closing.set()
             self._q.put(None)  # type: ignore[arg-type]
             self._thread.join(timeout_s)
 
     def submit(self, handle: Any, then: Callable[[float], None]) -> None:
-        self._q.put((handle, then))
+        if self.inline:
+            self.pending.append((handle, then))  # (deque.append is atomic: no lock on the caller's path)
+        else:
+            self._q.put((handle, then))
 
     def backlog(self) -> int:
         """Handles submitted and not resolved yet (approximate while the thread runs)."""
-        return self._q.qsize()
+        return self._q.qsize() + len(self.pending)
+
+    def drain_ready(self) -> int:
+        """Inline mode, on a caller's thread: resolve, in order, the pending handles the device has passed, and
+        run their callbacks and then ``after``; stop at the first it has not passed (never waits for the device,
+        and does nothing while another thread drains). The number resolved."""
+        pend = self.pending
+        if not pend or not self._drain_lock.acquire(blocking=False):
+            return 0
+        try:
+            n = self._drain_pending(False)
+            if n:
+                self.drains += 1
+                self.inline_resolved += n
+                self._after()  # (under the lock: one thread at a time decides)
+        finally:
+            self._drain_lock.release()
+        return n
+
+    def _drain_pending(self, block: bool) -> int:
+        """Resolve :attr:`pending` in order (the caller holds ``_drain_lock``): what the device has passed, and,
+        with ``block``, wait for the rest (the wait releases the interpreter's lock); the callbacks as
+        :meth:`_drain` runs them."""
+        pend, poll, elapsed, errors, clock = self.pending, self._poll_ms, self.clock.elapsed_ms, self.errors, time.perf_counter
+        n = 0
+        while pend:
+            handle, then = pend[0]
+            try:
+                ms = poll(handle)
+                if ms is None:
+                    if not block:
+                        return n
+                    ms = elapsed(handle)
+            except BaseException as e:
+                pend.popleft()
+                errors.append(e)
+                n += 1
+                continue
+            pend.popleft()
+            try:
+                quiet = self.quiet
+                if quiet is not None:
+                    quiet()
+                t0 = clock()
+                then(ms)
+                self.busy_s += clock() - t0
+                self.resolved += 1
+            except BaseException as e:
+                errors.append(e)
+            n += 1
+        return n
+
+    def _linger_loop(self) -> None:
+        """The inline mode's thread: every ``linger_s``, if the callers resolved nothing since its last look and
+        handles are pending, it resolves them all (waiting for the device where it must); at :meth:`close`,
+        what is left."""
+        prepare = getattr(self.clock, "prepare_thread", None)
+        if prepare is not None:
+            prepare()
+        seen = -1
+        while not self._closing.wait(self.linger_s):
+            if not self.pending:
+                continue
+            if self.drains != seen:  # the callers drain: leave it to them
+                seen = self.drains
+                continue
+            self._wait_drain()
+        self._wait_drain()
+
+    def _wait_drain(self) -> None:
+        with self._drain_lock:
+            self.wakes += 1
+            if self._drain_pending(True):
+                self._after()
 
     def _after(self) -> None:
         if self.after is None:
@@ -551,6 +654,11 @@ class Resolver:
     def poll(self) -> int:
         """Resolve everything queued now (only without a thread); the number resolved."""
         n, _ = self._drain()
+        if self.pending:
+            with self._drain_lock:
+                n += self._drain_pending(True)
+                self._after()
+            return n
         self._after()
         return n
 

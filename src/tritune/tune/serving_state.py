@@ -91,6 +91,13 @@ class IncrementalOptions:
     the drop, converged to the best with it (one run). The CPU replay (``benchmarks/race_replay.py``, FAKE
     samples) converges fewer hot buckets with it (79.5% against 88.8% over 30 seeds): it stays off until the
     device says otherwise (``gpu.sh`` part ``servinglate``).
+    ``resolve``: who resolves the event pairs. ``"thread"``: the resolver thread, woken by each pair, in
+    batches of ``Resolver.batch_s``. ``"inline"``: each tuning call of the kernel, after its launch, resolves
+    the pairs the device has already passed (a driver query that keeps the interpreter's lock; never a wait)
+    and runs their bookkeeping and decisions on its own thread; the resolver thread takes over only pairs the
+    callers left for 5 ms (a key whose calls stopped). Python has one interpreter lock: the thread's work is
+    the caller's time either way, and a second thread adds a hand-over of the lock each way at every release
+    (each launch and event record), measured on the H200 by ``benchmarks/serving.py``'s ``--resolve``.
     """
 
     gpu_fraction: float = 0.10
@@ -107,6 +114,7 @@ class IncrementalOptions:
     lone_every: int = 4
     drop_late: bool = False
     wait_leader: bool = True
+    resolve: str = "thread"
 
     @property
     def spend_fraction(self) -> float:
@@ -128,6 +136,8 @@ class IncrementalOptions:
             raise ValueError(f"stall_ms={self.stall_ms}: expected milliseconds > 0")
         if self.lone_every < 1:
             raise ValueError(f"lone_every={self.lone_every}: expected 1 (time every call) or more")
+        if self.resolve not in ("thread", "inline"):
+            raise ValueError(f"resolve={self.resolve!r}: expected 'thread' or 'inline'")
 
 
 class GpuBudget:
