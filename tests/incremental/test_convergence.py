@@ -105,7 +105,8 @@ def test_candidates_checked_late_one_after_another_all_race_and_the_key_promotes
 def test_a_resolver_batch_decides_each_key_once_and_the_outcome_holds():
     # The resolver decided at every round's worth of samples (8 racers: every 8th pair), each decision
     # building every racer's statistics on the thread that shares the interpreter with the callers. Now once
-    # per batch: a FAKE resolver polled every 24 calls (three rounds) decides at most once per poll.
+    # per batch: a FAKE resolver polled every 24 calls (three rounds) decides at most once per poll
+    # (resolve="thread": with "inline" each call resolves what is done, so a key decides once per round).
     t = dict(zip(BLOCKS, TINY8))
     decisions = []
     import tritune.tune.serving_state as state
@@ -119,7 +120,8 @@ def test_a_resolver_batch_decides_each_key_once_and_the_outcome_holds():
     state.KeyState.propose = counted
     try:
         clock = FakeClock(t, noise=0.02, seed=1, span_ms=0.01)  # FAKE timer
-        inc, at = serve_one_key(clock, BLOCKS, 1200, IncrementalOptions(gpu_fraction=0.5), poll_every=24)
+        inc, at = serve_one_key(clock, BLOCKS, 1200, IncrementalOptions(gpu_fraction=0.5, resolve="thread"),
+                                poll_every=24)  # fmt: skip
     finally:
         state.KeyState.propose = real
     assert at is not None and TINY8[BLOCKS.index(next(iter(inc.promoted.values())).config.kwargs["BLOCK"])] <= (

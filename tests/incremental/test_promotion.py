@@ -218,7 +218,7 @@ def serve_with_a_resolver_thread(guard: bool) -> tuple[int, int]:
     """300 calls with the real resolver thread; FAKE launches sleep 0.3 ms (releasing the interpreter's lock,
     as Triton's launch does around cuLaunchKernel). Returns (callbacks run while a span was open, callbacks)."""
     # lone_every=1: the provisional races alone here (nothing compiles), and every call is to be timed.
-    inc = Incremental(IncrementalOptions(lone_every=1), clock=WallClock(), compiler=FakeCompiles(), thread=True,
+    inc = Incremental(IncrementalOptions(lone_every=1, resolve="thread"), clock=WallClock(), compiler=FakeCompiles(), thread=True,
                       store_thread=True)  # fmt: skip
     inc.span_wait_s = 0.05  # generous on a loaded CI machine; the launch sleeps 0.3 ms
     k = tritune.autotune(configs=CONFIGS, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)

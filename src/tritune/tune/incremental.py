@@ -10,7 +10,9 @@ compiled (and loaded) by a background thread through the engine's compile worker
 Later calls of the key tune on the real work (:mod:`tritune.tune.serving_state` holds the rules): every call
 goes to one checked candidate in turn, launched through a fast launcher (as a cached key is, so the events
 around it time the kernel, not Triton's argument binding) and timed by events recorded around the launch on
-the caller's stream and resolved by a daemon thread, never synchronizing the caller (while the provisional config
+the caller's stream and resolved without ever synchronizing the caller: by the later calls of the kernel, each
+resolving the pairs the device has passed (``IncrementalOptions.resolve``, ``"inline"``), and by a daemon thread for
+pairs the calls leave (``"thread"``: by the daemon thread alone) (while the provisional config
 races alone with a full window, only one call in ``IncrementalOptions.lone_every`` is timed; on an idle device a
 span starts behind a short GPU spin, ``spin_idle``). A compiled candidate serves real calls
 only after its check: on one call its run goes to scratch copies of the outputs, made before the real
@@ -23,7 +25,8 @@ device time). The comparison's device kernels are loaded once, in the background
 on the caller's path. Candidates are checked fastest-first by the timings of the nearest tuned key. While a CUDA graph is being captured only the provisional or promoted config is
 launched, untimed. The winner is promoted: its choice and its fast launchers are published
 before the key's state says so (the next call takes the normal path's fast dispatch at once), then
-``on_promote(key, choice)`` is called, from the resolver thread, so a server can recapture, and the store is
+``on_promote(key, choice)`` is called (from the call that resolved the deciding samples, or from the resolver
+thread for a key whose calls stopped; see ``IncrementalOptions.resolve``), so a server can recapture, and the store is
 written by a thread of its own (no caller waits on a commit).
 """
 

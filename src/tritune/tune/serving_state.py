@@ -91,13 +91,17 @@ class IncrementalOptions:
     the drop, converged to the best with it (one run). The CPU replay (``benchmarks/race_replay.py``, FAKE
     samples) converges fewer hot buckets with it (79.5% against 88.8% over 30 seeds): it stays off until the
     device says otherwise (``gpu.sh`` part ``servinglate``).
-    ``resolve``: who resolves the event pairs. ``"thread"``: the resolver thread, woken by each pair, in
-    batches of ``Resolver.batch_s``. ``"inline"``: each tuning call of the kernel, after its launch, resolves
-    the pairs the device has already passed (a driver query that keeps the interpreter's lock; never a wait)
-    and runs their bookkeeping and decisions on its own thread; the resolver thread takes over only pairs the
-    callers left for 5 ms (a key whose calls stopped). Python has one interpreter lock: the thread's work is
-    the caller's time either way, and a second thread adds a hand-over of the lock each way at every release
-    (each launch and event record), measured on the H200 by ``benchmarks/serving.py``'s ``--resolve``.
+    ``resolve``: who resolves the event pairs. ``"inline"`` (the default): each tuning call of the kernel,
+    after its launch, resolves the pairs the device has already passed (a driver query that keeps the
+    interpreter's lock; never a wait) and runs their bookkeeping and decisions on its own thread, while the
+    device runs the call's kernel; the resolver thread takes over only pairs the callers left (a key whose
+    calls stopped: within ~55 ms). ``"thread"``: the resolver thread, woken by each pair, resolves them in
+    batches of ``Resolver.batch_s`` (sessions 6-13). Python has one interpreter lock: the thread's work is the
+    caller's time either way, and a second thread adds a hand-over of the lock at the caller's releases (each
+    launch, event record and synchronize). On the H200 (session 14, ``benchmarks/serving.py --resolve``, the
+    RMSNorm stream of 60,000 calls, two runs each) the incremental stream's excess over the pretuned one was
+    457 / 686 ms inline against 808 / 1,157 ms with the thread; promoted keys' calls, which the thread's work
+    slowed while other keys raced, ran as fast as the pretuned engine's (-53 / -105 ms against +91 / +311).
     """
 
     gpu_fraction: float = 0.10
@@ -114,7 +118,7 @@ class IncrementalOptions:
     lone_every: int = 4
     drop_late: bool = False
     wait_leader: bool = True
-    resolve: str = "thread"
+    resolve: str = "inline"
 
     @property
     def spend_fraction(self) -> float:
