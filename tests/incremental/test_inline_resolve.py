@@ -114,3 +114,53 @@ def test_resolve_must_name_a_mode():
     with pytest.raises(ValueError, match="resolve="):
         IncrementalOptions(resolve="both")
 
+
+
+def test_a_call_never_waits_for_the_kernels_lock_to_promote_another_key():
+    """Another thread holds the kernel's lock (as a new key's first call does while its provisional config
+    compiles): an inline drain that would promote leaves the decision for a later batch instead of blocking the
+    call; once the lock is free, a later call promotes. FAKE clock, compiles and launch."""
+    import threading
+
+    import torch
+    import triton
+    from incremental_fakes import FakeCompiles
+
+    import tritune
+    from kernels import scale_kernel
+    from tritune.store import MemoryStore
+    from tritune.tune.incremental import Incremental
+
+    clock = FakeClock({64: 0.010, 128: 0.008}, noise=0.01, seed=3)
+    comp = FakeCompiles()
+    inc = Incremental(IncrementalOptions(), clock=clock, compiler=comp, thread=False)
+    configs = [triton.Config({"BLOCK": b}) for b in (64, 128)]
+    k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
+    k._launch = lambda *a, **kw: None
+    x, out = torch.zeros(64), torch.zeros(64)
+    k[(1,)](x, out, 64)
+    comp.finish()
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with k._lock:
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(5)
+    try:
+        for _ in range(400):
+            k[(1,)](x, out, 64)  # returns at once: never blocks on the held lock
+        assert not inc.promoted and inc._due  # due, waiting for the lock
+    finally:
+        release.set()
+        t.join(5)
+    for _ in range(50):
+        k[(1,)](x, out, 64)
+        if inc.promoted:
+            break
+    assert inc.promoted
+    (choice,) = inc.promoted.values()
+    assert choice.config.kwargs["BLOCK"] == 128

@@ -523,7 +523,10 @@ class Incremental:
                                   f"(copies {copies_ms:.4f}, run {run_ms:.4f}, compare {rest_ms:.4f})"
                                   f"{'; stretched ' + str(bad) if any(bad) else ''}")  # fmt: skip
             if not self.distributed:
-                self._decide(tuned, key, st)
+                if self._held_elsewhere(tuned):
+                    self._due[key] = (tuned, st)  # decided after a later batch (see _held_elsewhere)
+                else:
+                    self._decide(tuned, key, st)
 
         res.submit(h, got.append)
         res.submit(copies, got.append)
@@ -689,7 +692,23 @@ class Incremental:
         due = self._due
         while due:
             key, (tuned, st) = due.popitem()
+            if self._held_elsewhere(tuned):
+                due[key] = (tuned, st)  # decided at the next batch
+                return
             self._decide(tuned, key, st)
+
+    def _held_elsewhere(self, tuned: Autotuned) -> bool:
+        """On a caller's thread (``resolve="inline"``): whether another thread holds the kernel's lock (a new
+        key's first call, which may compile its provisional config), which a promotion takes: the decision then
+        waits for a later batch rather than stall this call. Always False on the resolver's thread, which may
+        wait. A probe (taken and given back at once), so the locks are still taken in one order."""
+        r = self._resolver
+        if r is None or not r.inline or threading.current_thread() is r._thread:
+            return False
+        if tuned._lock.acquire(blocking=False):
+            tuned._lock.release()
+            return False
+        return True
 
     def _decide(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState) -> None:
         with self._lock:
