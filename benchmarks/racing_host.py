@@ -161,27 +161,24 @@ def racing_round(idle: bool, seed: int, calls: int = 160, chunk: int = 16) -> tu
         caller += t1 - t0
     gc.enable()
     assert not inc.promoted, "the race closed early: the measurement would include cached calls"
-    kt, inct, _ = build(idle, thread=True, seed=seed)
-    run = kt[(1,)]
+    threaded = threaded_us(idle, seed, calls, "thread")
+    inline = threaded_us(idle, seed, calls, "inline")  # each call resolves what is done
+    return caller / calls * 1e6, resolver / max(pairs, 1) * 1e6, threaded, inline
+
+
+def threaded_us(idle: bool, seed: int, calls: int, resolve: str) -> float:
+    """Microseconds per call of a fresh racing key with the resolver thread running and ``resolve`` as given."""
+    k, inc, args = build(idle, thread=True, seed=seed, resolve=resolve)
+    run = k[(1,)]
     gc.collect()
     gc.disable()
     t0 = time.perf_counter()
     for _ in range(calls):
         run(*args)
-    threaded = time.perf_counter() - t0
+    us = (time.perf_counter() - t0) / calls * 1e6
     gc.enable()
-    assert not inct.promoted, "the race closed early: the measurement would include cached calls"
-    ki, inci, _ = build(idle, thread=True, seed=seed, resolve="inline")  # each call resolves what is done
-    run = ki[(1,)]
-    gc.collect()
-    gc.disable()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        run(*args)
-    inline = time.perf_counter() - t0
-    gc.enable()
-    assert not inci.promoted, "the race closed early: the measurement would include cached calls"
-    return caller / calls * 1e6, resolver / max(pairs, 1) * 1e6, threaded / calls * 1e6, inline / calls * 1e6
+    assert not inc.promoted, "the race closed early: the measurement would include cached calls"
+    return us
 
 
 def main() -> int:

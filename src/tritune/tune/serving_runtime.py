@@ -536,7 +536,7 @@ class Resolver:
         """Resolve :attr:`pending` in order (the caller holds ``_drain_lock``): what the device has passed, and,
         with ``block``, wait for the rest (the wait releases the interpreter's lock); the callbacks as
         :meth:`_drain` runs them."""
-        pend, poll, elapsed, errors, clock = self.pending, self._poll_ms, self.clock.elapsed_ms, self.errors, time.perf_counter
+        pend, poll, elapsed, errors = self.pending, self._poll_ms, self.clock.elapsed_ms, self.errors
         n = 0
         while pend:
             handle, then = pend[0]
@@ -552,18 +552,22 @@ class Resolver:
                 n += 1
                 continue
             pend.popleft()
-            try:
-                quiet = self.quiet
-                if quiet is not None:
-                    quiet()
-                t0 = clock()
-                then(ms)
-                self.busy_s += clock() - t0
-                self.resolved += 1
-            except BaseException as e:
-                errors.append(e)
+            self._call(then, ms)
             n += 1
         return n
+
+    def _call(self, then: Callable[[float], None], ms: float) -> None:
+        """One resolved pair's callback: ``quiet`` first, its cost in ``busy_s``; an exception kept in ``errors``."""
+        try:
+            quiet = self.quiet
+            if quiet is not None:
+                quiet()
+            t0 = time.perf_counter()
+            then(ms)
+            self.busy_s += time.perf_counter() - t0
+            self.resolved += 1
+        except BaseException as e:
+            self.errors.append(e)
 
     def _linger_loop(self) -> None:
         """The inline mode's thread: every ``linger_s`` while handles are pending (``idle_s`` while none are), if
@@ -620,11 +624,10 @@ class Resolver:
                 time.sleep(self.batch_s)
 
     def _drain(self, first: tuple[Any, Callable[[float], None]] | None = None) -> tuple[int, bool]:
-        """Resolve ``first`` (the handle the thread woke for), then what is queued now, each in this loop's body (no
-        Python call per event pair, on a thread that holds the interpreter's lock while a caller may wait for it):
-        the clock's time, ``quiet``, the callback, its cost in ``busy_s``; an exception is kept in ``errors``. The
-        number resolved, and whether :meth:`close`'s mark was reached (nothing after it is taken)."""
-        get, elapsed, errors, clock = self._q.get_nowait, self.clock.elapsed_ms, self.errors, time.perf_counter
+        """Resolve ``first`` (the handle the thread woke for), then what is queued now: the clock's time, then
+        :meth:`_call` (an exception is kept in ``errors``). The number resolved, and whether :meth:`close`'s mark
+        was reached (nothing after it is taken)."""
+        get, elapsed, errors = self._q.get_nowait, self.clock.elapsed_ms, self.errors
         ready = getattr(self.clock, "ready_ms", None)
         n = 0
         item = first
@@ -644,15 +647,11 @@ class Resolver:
                 ms = ready(handle) if ready is not None else None
                 if ms is None:
                     ms = elapsed(handle)
-                quiet = self.quiet
-                if quiet is not None:
-                    quiet()
-                t0 = clock()
-                then(ms)
-                self.busy_s += clock() - t0
-                self.resolved += 1
             except BaseException as e:
                 errors.append(e)
+                n += 1
+                continue
+            self._call(then, ms)
             n += 1
 
     def poll(self) -> int:
