@@ -454,3 +454,44 @@ def test_swap_reach_keeps_one_axis_moves_where_swaps_exist() -> None:
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_swap_reach_variant_passes_the_contract(check: Any) -> None:
     check(functools.partial(SurrogateSearch, swap_reach=1))
+
+
+def test_endgame_asks_a_move_of_every_tie_in_turn() -> None:
+    """endgame=1: the finals' reserve goes to the untried one-axis moves of the configs tied with the best, one
+    move per tie in turn (fastest measured tie first): the best's model-fastest move, then one of the tie's, then
+    the best's next; endgame=0, the default, plans nothing."""
+    assert SurrogateSearch(_space()).endgame == 0.0
+    s = SurrogateSearch(_space(), seed=0, endgame=1.0)
+    assert s.wants_finals()
+    far = [{"BM": 32, "BN": 32, "num_warps": 2}, {"BM": 256, "BN": 256, "num_warps": 8},
+           {"BM": 32, "BN": 256, "num_warps": 8}, {"BM": 256, "BN": 32, "num_warps": 2}]
+    times = [(values, 3.0) for values in far]
+    best, tie = {"BM": 128, "BN": 128, "num_warps": 4}, {"BM": 32, "BN": 64, "num_warps": 8}
+    times += [(best, 1.0), (tie, 1.02)]  # 2% apart: inside the best's interval at 5% half-width
+    for values, ms in times:
+        c = s.candidates[_at(s, **values)]
+        s.mark_asked(c)
+        s.tell(c, Status.MEASURED, ms, ci=(ms / 1.05, ms * 1.05))
+    b, t = s.index[s.candidates[_at(s, **best)]], s.index[s.candidates[_at(s, **tie)]]
+    assert s._endgame_centres()[:2] == [b, t]
+    score = s._scores()
+    tie_moves = set(s.grid.neighbours(t)) - set(s.grid.neighbours(b))
+    best_moves = sorted(s.grid.neighbours(b), key=lambda j: float(score[j]))
+    # Without the turns, the model's two fastest moves of the best would both come before any move of the tie.
+    assert not tie_moves & set(best_moves[:2])
+    assert s.finals(4) == 4
+    first = [s.index[c] for c in s.ask(2)]
+    assert first[0] == best_moves[0] and first[1] in tie_moves
+    for i in first:
+        s.tell(s.candidates[i], Status.MEASURED, 2.0, ci=(2.0 / 1.05, 2.0 * 1.05))
+    second = [s.index[c] for c in s.ask(3)]  # two end-game picks left (one per tie), then a guided one
+    # (the model refits after the first picks, so only the turn order is asserted: a best's move, then a tie's)
+    assert second[0] in set(best_moves) - set(first) and second[1] in tie_moves and s._ending == 0
+    assert len(set(first + second)) == 5
+    with pytest.raises(SearchError, match="endgame"):
+        SurrogateSearch(_space(), endgame=-0.5)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_endgame_variant_passes_the_contract(check: Any) -> None:
+    check(functools.partial(SurrogateSearch, endgame=1.0))

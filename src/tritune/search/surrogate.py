@@ -205,6 +205,7 @@ class SurrogateSearch(Strategy):
         swap: int = 1,
         polish: float = 0.0,
         swap_reach: int = 1,
+        endgame: float = 0.0,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -258,6 +259,12 @@ class SurrogateSearch(Strategy):
             )
         self.polish = float(polish)
         self._polishing = 0
+        if not 0.0 <= float(endgame) <= 1.0:
+            raise SearchError(
+                f"surrogate endgame={endgame!r} must be a share of the finalists' reserve in [0, 1]"
+            )
+        self.endgame = float(endgame)
+        self._ending = 0
         self._swept = 0
         self._probing = 0
         self._covered = 0
@@ -383,12 +390,13 @@ class SurrogateSearch(Strategy):
         ``polish`` > 0, a share ``polish`` of what the probes leave goes to the incumbent's untried one-axis
         moves and swaps (:meth:`_polish_batch`). Returns how many it plans (fewer are asked when none is
         left); what it does not plan goes to the ordinary asks."""
-        self._probing = self._polishing = 0
+        self._probing = self._polishing = self._ending = 0
         if reserve < 1 or len(self._measured) < 3:
             return 0
         self._probing = min(reserve, math.floor(self.probe * reserve))
         self._polishing = min(reserve - self._probing, math.floor(self.polish * reserve))
-        return self._probing + self._polishing
+        self._ending = min(reserve - self._probing - self._polishing, math.floor(self.endgame * reserve))
+        return self._probing + self._polishing + self._ending
 
     def _probe_picks(self, n: int) -> list[int]:
         """Up to ``n`` untried neighbours of the ties, the model's fastest first (see :meth:`finals`)."""
@@ -405,7 +413,7 @@ class SurrogateSearch(Strategy):
     def wants_finals(self) -> bool:
         """With ``probe`` or ``polish`` > 0: the tuning driver then holds back the finalists' reserve for
         :meth:`finals`."""
-        return self.probe > 0 or self.polish > 0
+        return self.probe > 0 or self.polish > 0 or self.endgame > 0
 
     def _ranked(self, score: np.ndarray) -> list[int]:
         """The measured configs, fastest first: by measured time, or with noisy times (``smooth``) by the
@@ -441,6 +449,44 @@ class SurrogateSearch(Strategy):
         picks = [self.candidates[i] for i in out]
         return picks + (self._propose_guided(n - len(picks), picks) if n > len(picks) else [])
 
+    def _endgame_centres(self) -> list[int]:
+        """The end-game's centres: the configs tied with the best (their measured time inside the best's
+        interval), fastest measured first, then the next fastest measured configs up to ``top`` centres in all
+        (without noise nothing ties, so the end-game still looks around more than the incumbent)."""
+        tied = sorted((self.index[o.config] for o in self.ties()), key=self._measured.__getitem__)
+        rest = sorted(self._measured, key=self._measured.__getitem__)
+        return list(dict.fromkeys(tied + rest[: max(0, self.top - len(tied))]))
+
+    def _endgame_picks(self, n: int) -> list[int]:
+        """Up to ``n`` untried one-axis moves (:meth:`Grid.neighbours`) of the end-game's centres
+        (:meth:`_endgame_centres`), taken in rounds: each round gives every centre in turn, fastest measured first,
+        its untried move the model ranks fastest, so a needle one move from a tie the model ranks low is still
+        asked when another tie's neighbours rank higher."""
+        score = self._scores()
+        left = {i: sorted((j for j in self.grid.neighbours(i) if not self._asked[j]), key=lambda j: float(score[j]))
+                for i in self._endgame_centres()}
+        out: list[int] = []
+        while len(out) < n and any(left.values()):
+            for moves in left.values():
+                while moves and moves[0] in out:
+                    moves.pop(0)
+                if moves and len(out) < n:
+                    out.append(moves.pop(0))
+        return out
+
+    def _endgame_batch(self, n: int) -> list[Config] | None:
+        """While an end-game is planned (:meth:`finals`, ``endgame``): up to ``n`` of :meth:`_endgame_picks`, guided
+        picks after them; None when none is planned or the centres have no untried one-axis move left."""
+        if self._ending <= 0:
+            return None
+        out = self._endgame_picks(min(n, self._ending))
+        if not out:
+            self._ending = 0
+            return None
+        self._ending -= len(out)
+        picks = [self.candidates[i] for i in out]
+        return picks + (self._propose_guided(n - len(picks), picks) if n > len(picks) else [])
+
     def _swap_pick(self, centres: list[int], free: np.ndarray, acq: np.ndarray) -> int | None:
         """A swap step (``swap``): the free swap (:meth:`Grid.swaps`) of any config of ``centres`` with the
         lowest ``acq``; None when they have none untried."""
@@ -462,7 +508,10 @@ class SurrogateSearch(Strategy):
         """While the finals reserve is being spent (:meth:`finals`): the probes' batch, else the polish's; None
         when neither is planned or left."""
         probes = self._probe_batch(n)
-        return probes if probes is not None else self._polish_batch(n)
+        if probes is not None:
+            return probes
+        polish = self._polish_batch(n)
+        return polish if polish is not None else self._endgame_batch(n)
 
     def _propose(self, n: int) -> Sequence[Config]:
         finals = self._finals_batch(n)
