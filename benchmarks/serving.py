@@ -59,6 +59,7 @@ import json
 import math
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -463,13 +464,7 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["resolved_inline"] = int(getattr(r, "inline_resolved", 0))  # by the calls (resolve="inline")
         res["resolver_wakes"] = int(getattr(r, "wakes", 0))
         res["resolver_errors"] = [repr(e) for e in (r.errors if r is not None else [])]
-        # This engine is done: its threads stop, so a later engine of the run (--repeat) shares the host with none.
-        inc.close()
-        if r is not None:
-            r.close()
-        stop = getattr(inc.compiler, "close", None)
-        if stop is not None:
-            stop()
+        stop_threads(inc)  # this engine is done: a later engine of the run (--repeat) shares the host with none
         res["keys"] = {str(key): {"source": ch.source, "config": ch.config.id, "detail": ch.detail,
                                   "stats": dict(ch.stats or {})} for key, ch in k.choices().items()}  # fmt: skip
         res["disagreed"] = sorted({d for v in res["keys"].values() for d in v["stats"].get("disagreed", {})})
@@ -479,6 +474,16 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
                                       if t0w - 0.2 <= t <= t1w]  # fmt: skip
         res["trace"] = [(round(t - t_all, 5), th, ev, det) for t, th, ev, det in trace]
     return res
+
+
+def stop_threads(inc: Any) -> None:
+    """Stop an incremental engine's threads (store writer, resolver, compile thread) once it is measured."""
+    inc.close()
+    if inc._resolver is not None:
+        inc._resolver.close()
+    stop = getattr(inc.compiler, "close", None)
+    if stop is not None:
+        stop()
 
 
 def add_excess(runs: dict[str, Any]) -> None:
@@ -756,6 +761,7 @@ def overhead_us(dev: str, calls: int = 2000) -> dict[str, Any]:
         res["check_us" + sfx] = pct(check_host, 0.5) if check_host else None
         r = inc._resolver
         res["resolver_us_per_handle" + sfx] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
+        stop_threads(inc)  # the other resolution is measured without this one's threads
     res["resolve_default"] = default
     return res
 
@@ -996,8 +1002,7 @@ def report(doc: dict[str, Any]) -> None:
                       f"{r.get('pretuned', {}).get('total_s', float('nan')):.2f} s; incremental minus pretuned "
                       f"{sum(ex.values()):.0f} ms {({p: round(v) for p, v in ex.items()})}; converged "
                       f"{'-' if cv is None else f'{cv:.0%}'}")  # fmt: skip
-            med = sorted(ratios)[(len(ratios) - 1) // 2] if len(ratios) % 2 else sum(sorted(ratios)[len(ratios) // 2 - 1:
-                                                                                          len(ratios) // 2 + 1]) / 2  # fmt: skip
+            med = statistics.median(ratios)
             print(f"  total, median over {len(reps)} repetitions of incremental / untuned: {med:.3f} <= 1.1: "
                   f"{verdict(med <= 1.1)} (each: {[round(x, 3) for x in ratios]})")  # fmt: skip
         if base and trit:

@@ -446,8 +446,7 @@ class SurrogateSearch(Strategy):
             self._polishing = 0
             return None
         self._polishing -= len(out)
-        picks = [self.candidates[i] for i in out]
-        return picks + (self._propose_guided(n - len(picks), picks) if n > len(picks) else [])
+        return self._with_guided(out, n)
 
     def _endgame_centres(self) -> list[int]:
         """The end-game's centres: the configs tied with the best (their measured time inside the best's
@@ -484,8 +483,7 @@ class SurrogateSearch(Strategy):
             self._ending = 0
             return None
         self._ending -= len(out)
-        picks = [self.candidates[i] for i in out]
-        return picks + (self._propose_guided(n - len(picks), picks) if n > len(picks) else [])
+        return self._with_guided(out, n)
 
     def _swap_pick(self, centres: list[int], free: np.ndarray, acq: np.ndarray) -> int | None:
         """A swap step (``swap``): the free swap (:meth:`Grid.swaps`) of any config of ``centres`` with the
@@ -501,8 +499,12 @@ class SurrogateSearch(Strategy):
         picks = self._probe_picks(n)
         if not picks:
             return None
-        probes = [self.candidates[i] for i in picks]
-        return probes + (self._propose_guided(n - len(picks), probes) if n > len(picks) else [])
+        return self._with_guided(picks, n)
+
+    def _with_guided(self, picked: list[int], n: int) -> list[Config]:
+        """The finals' picks (indices into ``candidates``), then guided picks up to ``n`` asks in all."""
+        picks = [self.candidates[i] for i in picked]
+        return picks + (self._propose_guided(n - len(picks), picks) if n > len(picks) else [])
 
     def _finals_batch(self, n: int) -> list[Config] | None:
         """While the finals reserve is being spent (:meth:`finals`): the probes' batch, else the polish's; None

@@ -523,10 +523,7 @@ class Incremental:
                                   f"(copies {copies_ms:.4f}, run {run_ms:.4f}, compare {rest_ms:.4f})"
                                   f"{'; stretched ' + str(bad) if any(bad) else ''}")  # fmt: skip
             if not self.distributed:
-                if self._held_elsewhere(tuned):
-                    self._due[key] = (tuned, st)  # decided after a later batch (see _held_elsewhere)
-                else:
-                    self._decide(tuned, key, st)
+                self._due[key] = (tuned, st)  # decided once the resolver's batch is done (_decide_due)
 
         res.submit(h, got.append)
         res.submit(copies, got.append)

@@ -657,12 +657,9 @@ class Resolver:
     def poll(self) -> int:
         """Resolve everything queued now (only without a thread); the number resolved."""
         n, _ = self._drain()
-        if self.pending:
-            with self._drain_lock:
-                n += self._drain_pending(True)
-                self._after()
-            return n
-        self._after()
+        with self._drain_lock:
+            n += self._drain_pending(True)
+            self._after()
         return n
 
 
