@@ -246,6 +246,65 @@ RESOLVE: str | None = None
 #: ``--cache-stream``: the incremental clock finds the caller's stream by its raw handle
 #: (``CudaClock(cache_stream=True)``; the default clock asks torch for it on every span).
 CACHE_STREAM = False
+#: ``--variant NAME:opt=value,...``: more incremental engines, ``incremental@NAME``, run beside ``incremental``
+#: in the same process and rotated with it in every repetition (an A/B that the host's drift between processes
+#: cannot decide). Each value is an :class:`IncrementalOptions` field, or ``clock=torch|cached|driver`` (the
+#: default clock, ``CudaClock(cache_stream=True)``, ``DriverClock(gate=False)``: spans made with the driver's
+#: calls, the idle spin kept), or ``late=1`` (the clock counts late spans without dropping them).
+VARIANTS: dict[str, dict[str, str]] = {}
+
+
+def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
+    """``NAME:opt=value,...`` -> (NAME, {opt: value}); a bad spec names the expected form."""
+    name, _, rest = spec.partition(":")
+    if not name or not name.replace("_", "").isalnum():
+        raise SystemExit(f"--variant {spec!r}: expected NAME:opt=value,... with a NAME of letters and digits")
+    opts: dict[str, str] = {}
+    for item in filter(None, rest.split(",")):
+        k, eq, v = item.partition("=")
+        if not eq:
+            raise SystemExit(f"--variant {spec!r}: {item!r} is not opt=value")
+        opts[k.strip()] = v.strip()
+    return name, opts
+
+
+def variant_options(overrides: dict[str, str]) -> tuple[dict[str, Any], str, bool]:
+    """A variant's IncrementalOptions overrides (typed as the fields are), its clock kind and late counting."""
+    import dataclasses
+
+    from tritune.tune.serving_state import IncrementalOptions
+
+    types = {f.name: f.type for f in dataclasses.fields(IncrementalOptions)}
+    out: dict[str, Any] = {}
+    clock, late = "torch", False
+    for k, v in overrides.items():
+        if k == "clock":
+            if v not in ("torch", "cached", "driver"):
+                raise SystemExit(f"--variant clock={v!r}: expected torch, cached or driver")
+            clock = v
+        elif k == "late":
+            late = v not in ("0", "false", "")
+        elif k in types:
+            t = str(types[k])
+            out[k] = (v.lower() in ("1", "true")) if "bool" in t else int(v) if "int" in t else float(v) \
+                if "float" in t else v
+        else:
+            raise SystemExit(f"--variant option {k!r}: not an IncrementalOptions field, clock or late")
+    return out, clock, late
+
+
+def make_clock(kind: str, late: bool) -> Any:
+    from tritune.tune.serving_runtime import CudaClock, DriverClock, cuda_clock, driver_event_calls
+
+    detect = DROP_LATE or late
+    if kind == "cached":
+        return CudaClock(spin_idle=SPIN_IDLE, detect_late=detect, driver=driver_event_calls(), cache_stream=True)
+    if kind == "driver":
+        drv = driver_event_calls()
+        if drv is None:
+            raise SystemExit("--variant clock=driver: the CUDA driver library could not be opened")
+        return DriverClock(drv, spin_idle=SPIN_IDLE, detect_late=detect, gate=False)
+    return cuda_clock(spin_idle=SPIN_IDLE, detect_late=detect) if late else None
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -261,17 +320,16 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
         return tritune.autotune(configs=w.configs, key=w.key, store=str(store))(w.jit)
     from tritune.tune.incremental import Incremental
 
-    inc_store = out / f"{w.name}.incremental.sqlite"
+    inc_store = out / f"{w.name}.{engine.replace('@', '-')}.sqlite"
     inc_store.unlink(missing_ok=True)
     from tritune.tune.serving_state import IncrementalOptions
 
-    opts = IncrementalOptions(spin_idle=SPIN_IDLE, drop_late=DROP_LATE, wait_leader=WAIT_LEADER,
-                              **({"resolve": RESOLVE} if RESOLVE else {}))  # fmt: skip
-    clock: Any = HostClock() if dry else None
-    if CACHE_STREAM and not dry:
-        from tritune.tune.serving_runtime import CudaClock, driver_event_calls
-
-        clock = CudaClock(spin_idle=SPIN_IDLE, detect_late=DROP_LATE, driver=driver_event_calls(), cache_stream=True)
+    overrides, kind, late = variant_options(VARIANTS.get(engine.partition("@")[2], {}))
+    if CACHE_STREAM and kind == "torch":
+        kind = "cached"
+    opts = IncrementalOptions(**{"spin_idle": SPIN_IDLE, "drop_late": DROP_LATE, "wait_leader": WAIT_LEADER,
+                                 **({"resolve": RESOLVE} if RESOLVE else {}), **overrides})  # fmt: skip
+    clock: Any = HostClock() if dry else make_clock(kind, late)
     inc = Incremental(opts, outputs=w.outputs, clock=clock)
     inc.start_trace()
     return tritune.autotune(configs=w.configs, key=w.key, store=str(inc_store), incremental=inc)(w.jit)
@@ -354,7 +412,7 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
     seen: set[int] = set()
     pauses = GcPauses()
     gc.callbacks.append(pauses)
-    sampler = StackSampler(SAMPLE_MS, SAMPLE_AFTER_MS) if SAMPLE_MS > 0 and engine == "incremental" else None
+    sampler = StackSampler(SAMPLE_MS, SAMPLE_AFTER_MS) if SAMPLE_MS > 0 and engine.startswith("incremental") else None
     wd_fd = None
     if watchdog_ms > 0:  # a traceback of every thread when a call runs past watchdog_ms (no GIL needed)
         wd_fd = os.open(out / f"watchdog-{w.name}-{engine}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -489,14 +547,16 @@ def stop_threads(inc: Any) -> None:
 def add_excess(runs: dict[str, Any]) -> None:
     """Where the incremental stream's time went: its latency less a reference engine's, call by call, summed by
     the incremental call's phase (``excess_vs_pretuned_ms``, ``excess_vs_untuned_ms``)."""
-    inc_r = runs.get("incremental")
-    for ref in ("pretuned", "untuned"):
-        ref_r = runs.get(ref)
-        if inc_r is not None and ref_r is not None:
-            excess: dict[str, float] = {}
-            for ph, x, y in zip(inc_r["phases"], inc_r["latencies_ms"], ref_r["latencies_ms"]):
-                excess[ph] = excess.get(ph, 0.0) + x - y
-            inc_r[f"excess_vs_{ref}_ms"] = excess
+    for name, inc_r in runs.items():
+        if not name.startswith("incremental"):
+            continue
+        for ref in ("pretuned", "untuned"):
+            ref_r = runs.get(ref)
+            if ref_r is not None:
+                excess: dict[str, float] = {}
+                for ph, x, y in zip(inc_r["phases"], inc_r["latencies_ms"], ref_r["latencies_ms"]):
+                    excess[ph] = excess.get(ph, 0.0) + x - y
+                inc_r[f"excess_vs_{ref}_ms"] = excess
 
 
 def slim_run(r: dict[str, Any]) -> dict[str, Any]:
@@ -804,12 +864,20 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the untuned, incremental and pretuned engines this many times in all, the order rotated "
                          "each time; the total's verdict is the median of the repetitions' ratios")  # fmt: skip
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME:opt=value,...: one more incremental engine, incremental@NAME, with these "
+                         "IncrementalOptions (or clock=torch|cached|driver, late=1), run and rotated beside "
+                         "incremental in the same process (repeatable)")  # fmt: skip
     ap.add_argument("--cache-stream", action="store_true",
                     help="incremental: the clock finds the caller's stream by its raw handle (CudaClock(cache_stream="
                          "True)) instead of torch.cuda.current_stream() per span")  # fmt: skip
     a = ap.parse_args()
     global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS, RESOLVE, CACHE_STREAM
     RESOLVE, CACHE_STREAM = a.resolve, a.cache_stream
+    for spec in a.variant:
+        vname, vopts = parse_variant(spec)
+        variant_options(vopts)  # a bad option fails now, not after the first streams
+        VARIANTS[vname] = vopts
     SAMPLE_MS, SAMPLE_AFTER_MS = a.sample_stacks_ms, a.sample_after_ms
     SPIN_IDLE = not a.no_spin_idle
     DROP_LATE = a.drop_late
@@ -830,10 +898,13 @@ def main() -> None:
     if a.engines:
         want = a.engines.split(",")
         engines = [e for e in order if e in want and (not dry or e in engines)]
+    if VARIANTS and "incremental" in engines:  # each variant right after the default incremental engine
+        at = engines.index("incremental") + 1
+        engines[at:at] = [f"incremental@{v}" for v in VARIANTS]
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
                            "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
                            "wait_leader": WAIT_LEADER, "flat_prune": a.flat_prune, "resolve": RESOLVE,
-                           "cache_stream": CACHE_STREAM, "repeat": a.repeat,
+                           "cache_stream": CACHE_STREAM, "repeat": a.repeat, "variants": VARIANTS,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 
@@ -855,7 +926,7 @@ def main() -> None:
         add_excess(kd["engines"])
         # --repeat: the cheap engines again, on fresh decorators (a fresh incremental store; the pretuned one
         # the tritune engine wrote), the order rotated by one each time (see the module docstring).
-        cheap = [e for e in ("untuned", "incremental", "pretuned") if e in engines]
+        cheap = [e for e in engines if e in ("untuned", "pretuned") or e.startswith("incremental")]
         kd["repeats"] = [{**{e: slim_run(kd["engines"][e]) for e in cheap}, "order": cheap}] if a.repeat > 1 else []
         for rep in range(1, a.repeat if cheap else 1):
             order_r = cheap[rep % len(cheap):] + cheap[: rep % len(cheap)]
@@ -909,10 +980,13 @@ def main() -> None:
                     r["converged_vs_pretuned" + suffix] = (sum(x[0] <= 1.02 for x in pr) / len(pr)) if pr else None
         judge = "retimed_cold_rounds" if kd["primary_judge"] == "cold" else "retimed_rounds"
         for rep in kd["repeats"]:
-            inc_f, pre_f = rep.get("incremental", {}).get("final"), rep.get("pretuned", {}).get("final")
-            if inc_f and pre_f and hot:
-                pr = [paired_ratio(kd[judge][str(b)], inc_f.get(str(b), "?"), pre_f.get(str(b), "?"))[0] for b in hot]
-                rep["incremental"]["converged_vs_pretuned"] = sum(x <= 1.02 for x in pr) / len(pr)
+            pre_f = rep.get("pretuned", {}).get("final")
+            for e in [e for e in rep if e.startswith("incremental")]:
+                inc_f = rep[e].get("final")
+                if inc_f and pre_f and hot:
+                    pr = [paired_ratio(kd[judge][str(b)], inc_f.get(str(b), "?"), pre_f.get(str(b), "?"))[0]
+                          for b in hot]  # fmt: skip
+                    rep[e]["converged_vs_pretuned"] = sum(x <= 1.02 for x in pr) / len(pr)
         doc["kernels"][w.name] = kd
     for name, fn in (("comparison_check", lambda: comparison_check(dev)),
                      ("host_overhead", lambda: overhead_us(dev) if not dry else {"error": "needs a GPU"})):  # fmt: skip
@@ -945,6 +1019,28 @@ def primary_judge(ws: int, l2: int | None) -> str:
     """``cold`` when the stream's working set exceeds L2 (other buckets' calls evict a bucket's data between
     its calls), else ``warm``; ``cold`` where the L2 size is unknown (the CPU dry run)."""
     return "warm" if l2 is not None and ws <= l2 else "cold"
+
+
+def print_variants(kd: dict[str, Any], reps: list[dict[str, Any]]) -> None:
+    """``--variant``: each variant engine against the default incremental engine, repetition by repetition (the
+    same process, the order rotated): its total / untuned, its excess over pretuned and the difference from the
+    default's in the same repetition, convergence."""
+    names = sorted({e for r in reps for e in r if e.startswith("incremental@")})
+    for v in names:
+        rows = [r for r in reps if v in r and "incremental" in r and "untuned" in r]
+        if not rows:
+            continue
+        ratio = [r[v]["total_s"] / r["untuned"]["total_s"] for r in rows]
+        ex = [sum((r[v].get("excess_vs_pretuned_ms") or {}).values()) for r in rows]
+        ex0 = [sum((r["incremental"].get("excess_vs_pretuned_ms") or {}).values()) for r in rows]
+        conv = [r[v].get("converged_vs_pretuned") for r in rows]
+        diff = [a - b for a, b in zip(ex, ex0)]
+        print(f"  variant {v} {VARIANTS.get(v.partition('@')[2], {})}: / untuned {[round(x, 3) for x in ratio]} "
+              f"(median {statistics.median(ratio):.3f}); minus pretuned {[round(x) for x in ex]} ms; minus the "
+              f"default's in the same repetition {[round(x) for x in diff]} ms (median {statistics.median(diff):+.0f}); "
+              f"converged {['-' if c is None else f'{c:.0%}' for c in conv]}; racing calls "
+              f"{[r[v].get('by_phase', {}).get('race', {}).get('n') for r in rows]} (default "
+              f"{[r['incremental'].get('by_phase', {}).get('race', {}).get('n') for r in rows]})")  # fmt: skip
 
 
 def verdict(ok: bool | None) -> str:
@@ -1005,6 +1101,7 @@ def report(doc: dict[str, Any]) -> None:
             med = statistics.median(ratios)
             print(f"  total, median over {len(reps)} repetitions of incremental / untuned: {med:.3f} <= 1.1: "
                   f"{verdict(med <= 1.1)} (each: {[round(x, 3) for x in ratios]})")  # fmt: skip
+        print_variants(kd, reps or [{**eng, "order": list(eng)}])
         if base and trit:
             print(f"  total {inc['total_s']:.2f} s <= 1.1x untuned ({base:.2f} s): {verdict(inc['total_s'] <= 1.1 * base)}; "
                   f"<= 0.2x triton.autotune ({trit:.2f} s): {verdict(inc['total_s'] <= 0.2 * trit)}")  # fmt: skip

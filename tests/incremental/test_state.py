@@ -373,3 +373,26 @@ def test_checks_are_scheduled_against_a_share_of_the_bound():
     st.budget.earn(1.0)
     assert st.budget.tokens_ms == pytest.approx(0.1 * CHECK_SHARE)
     assert st.budget.tokens_ms < 0.1
+
+
+@pytest.mark.parametrize("round_samples, racers, every", [(1, 1, 1), (1, 3, 3), (4, 2, 4), (4, 6, 6), (8, 3, 8)])
+def test_a_decision_falls_due_every_max_round_samples_racers_samples(round_samples, racers, every):
+    cfgs = [Config({"BLOCK": b}) for b in range(1, racers + 1)]
+    st = KeyState(cfgs, cfgs[0], IncrementalOptions(round_samples=round_samples))
+    for c in cfgs[1:]:
+        st.compiled(c)
+        st.checked(c, None)
+    st.apply(st.propose())
+    assert len(st.applied.racing) == racers
+    due = [i for i in range(1, 4 * every + 1) if st.sample(cfgs[i % racers], 1.0 + 0.01 * (i % racers))]
+    assert due == [every, 2 * every, 3 * every, 4 * every]
+
+
+def test_round_samples_below_one_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match="round_samples=0: expected 1"):
+        IncrementalOptions(round_samples=0)
+
+
+def test_the_provisional_config_is_ready_before_any_decision():
+    st = KeyState([A, B], A, IncrementalOptions())
+    assert st.applied.ready == {A} and st.applied.racing == {A}

@@ -102,6 +102,14 @@ class IncrementalOptions:
     RMSNorm stream of 60,000 calls, two runs each) the incremental stream's excess over the pretuned one was
     457 / 686 ms inline against 808 / 1,157 ms with the thread; promoted keys' calls, which the thread's work
     slowed while other keys raced, ran as fast as the pretuned engine's (-53 / -105 ms against +91 / +311).
+    ``round_samples``: the fewest samples of a key between two of its decisions (a decision round is
+    ``max(round_samples, racers)`` samples). A decision (:meth:`KeyState.propose`, every racer's interval, and
+    :meth:`KeyState.apply`) cost ~12 us of this project's CPU against ~3 us for a sample's bookkeeping, and with two
+    to four racers a round of one sample per racer came every two to four samples: 1,948 decisions for 3,180
+    samples in the CPU replay (``benchmarks/race_replay.py --landscape h200 --calls 60000``), most of a racing
+    call's resolution. At 4 (session 15): 979 decisions, the racing calls' host time 66 against 82 ms in all
+    (p50 13.6 against 19.5 us), convergence over 20 seeds 99.2% against 99.0%, racing calls 2,882 against 2,939,
+    the median promotion 6 calls later; at 8, 97.9% and 2,943; at 16, 98.8% and 3,131. 1: a decision every round.
     """
 
     gpu_fraction: float = 0.10
@@ -119,6 +127,7 @@ class IncrementalOptions:
     drop_late: bool = False
     wait_leader: bool = True
     resolve: str = "inline"
+    round_samples: int = 4
 
     @property
     def spend_fraction(self) -> float:
@@ -140,6 +149,8 @@ class IncrementalOptions:
             raise ValueError(f"stall_ms={self.stall_ms}: expected milliseconds > 0")
         if self.lone_every < 1:
             raise ValueError(f"lone_every={self.lone_every}: expected 1 (time every call) or more")
+        if self.round_samples < 1:
+            raise ValueError(f"round_samples={self.round_samples}: expected 1 (a decision every round) or more")
         if self.resolve not in ("thread", "inline"):
             raise ValueError(f"resolve={self.resolve!r}: expected 'thread' or 'inline'")
 
@@ -380,7 +391,7 @@ class KeyState:
         #: keys' checks measured (set by the incremental mode), so a first check rarely leaves a debt.
         self.check_calls = 3.0
         self.obs = Observations(compiled={provisional}, checked={provisional})
-        self.applied = Proposal(frozenset(), frozenset({provisional}), {}, {}, frozenset())
+        self.applied = Proposal(frozenset({provisional}), frozenset({provisional}), {}, {}, frozenset())
         self._to_check = [c for c in self.check_order if c != provisional]  # not racing, not removed
         self.calls = 0
         #: Each config's turn cell ``[count, config]`` (never replaced): the count is the real calls sent to it
@@ -394,6 +405,7 @@ class KeyState:
         self._sets: list[tuple[list[Config], frozenset[Config]] | None] = [None, None]
         self._head_start: dict[Config, int] = {}  # set by apply for a joiner (may be negative): not calls
         self._since = 0  # samples since the last decision
+        self._round = options.round_samples  # the fewest samples between decisions (see observe)
         self._leader: tuple[int, Config, float] | None = None  # waiting_leader's (call it was found at, cfg, ms)
         self.checking: set[Config] = set()  # scratch runs whose comparison has not resolved yet
         #: (the key's call count, what happened) for each compile, load failure and check as it resolved
@@ -455,8 +467,9 @@ class KeyState:
         return prior
 
     def sample(self, cfg: Config, ms: float) -> bool:
-        """Record a timing; True once a round's worth of samples (one per racer) came in since the last
-        True, the moment for a decision (deciding on every sample would cost the resolver ~10x more)."""
+        """Record a timing; True once a round's worth of samples (one per racer, at least
+        ``options.round_samples``) came in since the last True, the moment for a decision (deciding on every
+        sample would cost the resolver ~10x more)."""
         return self.observe(cfg, ms, earn=False)
 
     def observe(self, cfg: Config, ms: float, earn: bool = True) -> bool:
@@ -470,7 +483,7 @@ class KeyState:
                 del xs[0]  # (a key can wait long for its compiles) ages out
             self._since += 1
             n = len(self.applied.racing)
-            due = self._since >= (n if n > 1 else 1)  # max(1, n)
+            due = self._since >= (n if n > self._round else self._round)  # max(round_samples, n)
             if due:
                 self._since = 0
         if earn:
