@@ -521,6 +521,9 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         res["resolver_us_per_handle"] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
         res["resolved_inline"] = int(getattr(r, "inline_resolved", 0))  # by the calls (resolve="inline")
         res["resolver_wakes"] = int(getattr(r, "wakes", 0))
+        dec = list(getattr(inc, "decided", [0, 0.0, 0, 0.0]))  # decisions and promotions, with their seconds
+        res["decisions"], res["decisions_ms"] = int(dec[0]), float(dec[1]) * 1e3
+        res["promotions_ms"] = float(dec[3]) * 1e3
         res["resolver_errors"] = [repr(e) for e in (r.errors if r is not None else [])]
         stop_threads(inc)  # this engine is done: a later engine of the run (--repeat) shares the host with none
         res["keys"] = {str(key): {"source": ch.source, "config": ch.config.id, "detail": ch.detail,
@@ -562,7 +565,8 @@ def add_excess(runs: dict[str, Any]) -> None:
 def slim_run(r: dict[str, Any]) -> dict[str, Any]:
     """What a repetition keeps of an engine's run (``--repeat``): totals, percentiles, phases, finals."""
     keep = ("total_s", "p50_ms", "p99_ms", "worst_ms", "by_phase", "final", "extra_gpu_fraction", "promoted",
-            "excess_vs_pretuned_ms", "excess_vs_untuned_ms")  # fmt: skip
+            "excess_vs_pretuned_ms", "excess_vs_untuned_ms", "decisions", "decisions_ms", "promotions_ms",
+            "late_spans", "timed_spans")  # fmt: skip
     return {k: r[k] for k in keep if k in r}
 
 
@@ -1041,6 +1045,13 @@ def print_variants(kd: dict[str, Any], reps: list[dict[str, Any]]) -> None:
               f"converged {['-' if c is None else f'{c:.0%}' for c in conv]}; racing calls "
               f"{[r[v].get('by_phase', {}).get('race', {}).get('n') for r in rows]} (default "
               f"{[r['incremental'].get('by_phase', {}).get('race', {}).get('n') for r in rows]})")  # fmt: skip
+        for name in (v, "incremental"):
+            race = [(r[name].get("excess_vs_pretuned_ms") or {}).get("race") for r in rows]
+            race = [None if x is None else round(x) for x in race]
+            host = [r[name].get("by_phase", {}).get("race", {}).get("host_p50_ms") for r in rows]
+            print(f"    {name}: racing calls' excess over pretuned {race} ms, their host p50 "
+                  f"{[None if h is None else round(h * 1e3, 1) for h in host]} us, decisions "
+                  f"{[r[name].get('decisions') for r in rows]}")  # fmt: skip
 
 
 def verdict(ok: bool | None) -> str:
@@ -1162,6 +1173,11 @@ def report(doc: dict[str, Any]) -> None:
               f"{inc['still_tuning']} still tuning; resolver {inc['resolver_us_per_handle'] or float('nan'):.1f} us "
               f"per event pair ({inc.get('resolved_inline', 0)} of {inc['timed_spans']} resolved by the calls, "
               f"{inc.get('resolver_wakes', 0)} thread wakes); disagreed: {inc['disagreed'] or 'none'}")  # fmt: skip
+        if inc.get("decisions") is not None:
+            n = inc["decisions"]
+            print(f"  decisions without a promotion: {n}, {inc['decisions_ms']:.1f} ms "
+                  f"({inc['decisions_ms'] * 1e3 / max(n, 1):.1f} us each); promotions {inc['promoted']}, "
+                  f"{inc['promotions_ms']:.1f} ms (the caller's or the resolver's thread)")  # fmt: skip
         if inc.get("stretched_spans") is not None:
             upper = (inc["extra_gpu_ms"] + inc["stretched_ms"]) / max(inc["tuning_gpu_ms"], 1e-9)
             print(f"  spans stretched by another thread (caller > stall_ms inside a span): {inc['stretched_spans']}, "

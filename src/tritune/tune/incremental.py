@@ -171,6 +171,9 @@ class Incremental:
         self.span_wait_s = 0.001
         #: Whether a span's handle is late (``CudaClock.late``: it holds host time); never with other clocks.
         self._late: Callable[[Any], bool] = _never_late
+        #: [decisions, their seconds, promotions, their seconds] on whichever thread decided (for benchmarks:
+        #: how much of a racing call's host time the decisions are)
+        self.decided = [0, 0.0, 0, 0.0]
         self.late_spans = 0  # real calls' and scratch runs' spans found late (no sample)
 
     # -- the decorator's hook ---------------------------------------------------------------------------
@@ -708,15 +711,22 @@ class Incremental:
         return True
 
     def _decide(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState) -> None:
+        t0 = time.perf_counter()
         with self._lock:
             if st.promoted is not None:
                 return
             p = st.propose()
             if p.promoted is None:
                 st.apply(p)
+                d = self.decided
+                d[0] += 1
+                d[1] += time.perf_counter() - t0
                 return
             choice = self._publish(tuned, key, st, p)
         self._after_promotion(tuned, key, st, p, choice)
+        d = self.decided
+        d[2] += 1
+        d[3] += time.perf_counter() - t0
 
     def _agree(self, tuned: Autotuned, key: tuple[Any, ...], st: KeyState) -> None:
         """The agreement step of ``distributed=True``, reached by every rank at the same call of the key."""
