@@ -16,7 +16,10 @@ host time shows it in the spans' median. Rounds of ``--calls`` calls per variant
 interleaved (``--rounds`` times, the order rotated), each ended by a synchronize and a pause for the resolver
 to drain; per variant the median and the best round. The spans' median milliseconds show the clocks time alike.
 
-    PYTHONPATH=src python3 benchmarks/clock_cost.py [--calls 4000] [--rounds 7] [--out DIR]
+``--sync-each``: a synchronize after every call (``benchmarks/serving.py``'s stream: every start finds the
+stream idle and spins; the per-call figure then holds the device's time too); ``--numel``: the timed op's size.
+
+    PYTHONPATH=src python3 benchmarks/clock_cost.py [--calls 4000] [--rounds 7] [--sync-each] [--numel N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ def main() -> int:
     p.add_argument("--calls", type=int, default=4000)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--host-us", type=float, default=0.0)
+    p.add_argument("--sync-each", action="store_true",
+                   help="synchronize after every call, as benchmarks/serving.py's stream does (an idle stream at "
+                   "every start: every span spins)")
+    p.add_argument("--numel", type=int, default=1, help="elements of the timed op (longer kernels: 2**22 ~ 10 us)")
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args()
     hold_s = a.host_us / 1e6
@@ -55,7 +62,8 @@ def main() -> int:
         return 1
     drv = driver_event_calls()
     assert drv is not None, "no CUDA driver library"
-    x = torch.zeros(1, device="cuda")
+    x = torch.zeros(a.numel, device="cuda")
+    sync = torch.cuda.synchronize if a.sync_each else (lambda: None)
     variants: dict[str, Any] = {
         "untimed": None,
         "torch": CudaClock(spin_idle=True, detect_late=True, cache_stream=False),  # session 11's clock
@@ -79,12 +87,14 @@ def main() -> int:
                 for _ in range(a.calls):
                     hold()
                     x.add_(1.0)
+                    sync()
             else:
                 for _ in range(a.calls):
                     t = clock.start(None)
                     hold()
                     x.add_(1.0)
                     res.submit(clock.stop(t), keep)  # type: ignore[union-attr]
+                    sync()
             us[n].append((time.perf_counter() - t0) / a.calls * 1e6)
             torch.cuda.synchronize()
             if res is not None and res._thread is None:
@@ -104,7 +114,7 @@ def main() -> int:
             for n, v in us.items()}  # fmt: skip
     prov = {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "device": torch.cuda.get_device_name(), "calls": a.calls, "rounds": a.rounds,
-            "host_us": a.host_us}  # fmt: skip
+            "host_us": a.host_us, "sync_each": a.sync_each, "numel": a.numel}  # fmt: skip
     print(f"# clock cost per timed call, {prov}")
     for n, row in rows.items():
         print(f"{n:12s} {row}")
