@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+CFG = object()  # the timed op's config stand-in (clocks tell configs by identity)
+
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -90,7 +92,7 @@ def main() -> int:
                     sync()
             else:
                 for _ in range(a.calls):
-                    t = clock.start(None)
+                    t = clock.start(CFG)  # one config throughout (DriverClock gates a config's spans after its first)
                     hold()
                     x.add_(1.0)
                     res.submit(clock.stop(t), keep)  # type: ignore[union-attr]

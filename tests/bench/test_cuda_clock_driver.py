@@ -194,17 +194,35 @@ class GatingDriver(FakeDriver):  # FAKE driver with cuStreamWaitValue32: remembe
         return super().calls_()._replace(wait_value=self.wait_value)
 
 
-def _gated(refuse_wait: bool = False) -> tuple[DriverClock, GatingDriver, list[int]]:
+class FakeWatch:  # FAKE GateWatch: remembers what it was armed for; may refuse, or "time out" at once
+    def __init__(self, refuse: bool = False, fire: bool = False) -> None:
+        self.armed: list[tuple[int, int]] = []
+        self.refuse, self.fire = refuse, fire
+
+    def arm(self, addr: int, seq: int) -> bool:
+        self.armed.append((addr, seq))
+        if self.fire:  # what the device's watch does once its timeout passed: the counter to seq
+            ctypes.c_uint32.from_address(addr).value = seq
+        return not self.refuse
+
+
+def _gated(refuse_wait: bool = False, watch: Any = None) -> tuple[DriverClock, GatingDriver, list[int]]:
     events, new = _events()
 
     sleeps: list[int] = []
     drv = GatingDriver(events, refuse_wait)
-    return DriverClock(drv.calls_(), spin_idle=True, torch_module=_fake_torch(new, sleeps)), drv, sleeps
+    clock = DriverClock(drv.calls_(), spin_idle=True, torch_module=_fake_torch(new, sleeps),
+                        watch=FakeWatch() if watch is None else watch)  # fmt: skip
+    clock._seen.add(id(CFG))  # CFG was timed before: its spans are gated (see the test of a first span)
+    return clock, drv, sleeps
+
+
+CFG = object()  # a config's stand-in (the clock tells configs by identity)
 
 
 def test_a_gated_span_waits_on_the_counter_and_its_stop_releases_it() -> None:
     clock, drv, sleeps = _gated()
-    t = clock.start(None)
+    t = clock.start(CFG)
     assert drv.waits == [(7003, clock._flag_addr, 1, 0)]  # GEQ 1 on the raw stream, before the start event
     assert clock._flag.value == 0  # not released while the launch is being queued
     h = clock.stop(t)
@@ -215,21 +233,21 @@ def test_a_gated_span_waits_on_the_counter_and_its_stop_releases_it() -> None:
 
 def test_a_stop_releases_every_span_started_before_it_and_abandon_releases_its_own() -> None:
     clock, _drv, _ = _gated()
-    t1 = clock.start(None)  # e.g. another thread's span, still queueing its launch
-    t2 = clock.start(None)
+    t1 = clock.start(CFG)  # e.g. another thread's span, still queueing its launch
+    t2 = clock.start(CFG)
     clock.stop(t2)
     assert clock._flag.value == 2  # >= 1 too: t1's wait can never be left waiting
     clock.stop(t1)
     assert clock._flag.value == 2  # never lowered
-    t3 = clock.start(None)
+    t3 = clock.start(CFG)
     clock.abandon(t3)  # its launch raised
     assert clock._flag.value == 3
 
 
 def test_a_refused_wait_falls_back_to_the_spin_for_good() -> None:
     clock, drv, sleeps = _gated(refuse_wait=True)
-    clock.stop(clock.start(None))
-    clock.stop(clock.start(None))
+    clock.stop(clock.start(CFG))
+    clock.stop(clock.start(CFG))
     assert len(drv.waits) == 1 and clock.gates == 0 and len(sleeps) == 2 and clock._flag.value == 0
 
 
@@ -253,11 +271,74 @@ def test_the_stream_object_is_looked_up_once_per_device_and_raw_handle() -> None
                                               _cuda_getCurrentRawStream=lambda d: raw["handle"]))  # fmt: skip
     clock = CudaClock(spin_idle=True, torch_module=fake)
     for _ in range(3):
-        clock.stop(clock.start(None))
+        clock.stop(clock.start(CFG))
     assert len(looked) == 1 and recorded == [looked[0]] * 6
     raw["handle"] = 12  # the caller switched streams (torch.cuda.stream(...))
-    clock.stop(clock.start(None))
+    clock.stop(clock.start(CFG))
     assert len(looked) == 2 and recorded[-2:] == [looked[1]] * 2
     off = CudaClock(spin_idle=True, torch_module=fake, cache_stream=False)
     off.stop(off.start(None))
     assert len(looked) == 3  # torch's look-up per span
+
+
+def test_every_gate_is_watched_and_a_span_the_watch_released_is_late() -> None:
+    watch = FakeWatch()
+    clock, _drv, _ = _gated(watch=watch)
+    h = clock.stop(clock.start(CFG))
+    assert watch.armed == [(clock._flag_addr, 1)] and not clock.late(h) and clock.released_early == 0
+    watch.fire = True  # this span's host work waited past the timeout: the watch opened the gate
+    h = clock.stop(clock.start(CFG))
+    assert clock.late(h) and clock.released_early == 1 and clock.late_spans == 1
+    assert clock._gate_ok  # one such span does not turn the gate off
+
+
+def test_a_watch_that_cannot_be_armed_opens_its_gate_at_once_and_gates_no_more() -> None:
+    clock, drv, sleeps = _gated(watch=FakeWatch(refuse=True))
+    clock.stop(clock.start(CFG))
+    assert clock._flag.value == 1  # never left closed without its watch
+    clock.stop(clock.start(CFG))
+    assert len(drv.waits) == 1 and len(sleeps) == 2 and "could not be launched" in clock.gate_off
+
+
+def test_no_watch_no_gate() -> None:
+    events, new = _events()
+    drv = GatingDriver(events)
+    clock = DriverClock(drv.calls_(), spin_idle=True, torch_module=_fake_torch(new), watch=None)
+    clock.stop(clock.start(CFG))
+    assert drv.waits == [] and clock.gates == 0 and clock.spins == 1
+
+
+def test_many_spans_released_by_the_watch_turn_the_gate_off() -> None:
+    watch = FakeWatch(fire=True)  # something inside every span waits for the device
+    clock, _drv, sleeps = _gated(watch=watch)
+    for _ in range(40):
+        clock.stop(clock.start(CFG))
+    assert not clock._gate_ok and clock.gates == 32 and "32 of 32 gated spans" in clock.gate_off
+    assert len(sleeps) == 8  # the rest spun
+
+
+def test_only_a_config_timed_before_is_gated_the_first_span_and_one_without_a_config_spin() -> None:
+    clock, drv, sleeps = _gated()
+    other = object()
+    clock.stop(clock.start(None))  # a check's copies or comparison: torch's work inside
+    clock.stop(clock.start(other))  # its first span: its binary's first launch may load the module
+    assert drv.waits == [] and len(sleeps) == 2
+    clock.stop(clock.start(other))
+    assert len(drv.waits) == 1 and clock.gates == 1
+
+
+def test_an_automatic_watch_that_cannot_load_leaves_the_spin_with_the_reason() -> None:
+    events, new = _events()
+    drv = GatingDriver(events)
+    clock = DriverClock(drv.calls_(), spin_idle=True, torch_module=_fake_torch(new), watch="auto")
+    clock._seen.add(id(CFG))
+    clock._watch = "auto"
+    import tritune.tune.serving_runtime as rt
+
+    real = rt.GateWatch.load
+    rt.GateWatch.load = classmethod(lambda cls, timeout_us=0.0: None)  # type: ignore[method-assign,assignment]
+    try:
+        clock.stop(clock.start(CFG))
+    finally:
+        rt.GateWatch.load = real  # type: ignore[method-assign]
+    assert drv.waits == [] and clock.spins == 1 and "could not be loaded" in clock.gate_off

@@ -156,3 +156,33 @@ def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the
     threading.Thread(target=lambda: (torch.cuda.synchronize(), done.set()), daemon=True).start()
     assert done.wait(10.0), "the stream still waits on an abandoned span's gate"
     assert torch.equal(x, torch.full_like(x, 2.0))
+
+
+def test_a_gated_span_whose_host_work_waits_for_the_device_is_opened_by_the_watch():
+    """The watch (GateWatch): a synchronize inside a gated span waits for a device that waits for the gate; the
+    watch opens it after its timeout, so the synchronize returns, and the span is late (no sample). Before the
+    watch this hung the stream (sessions 12 and 13)."""
+    why = gpu_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"needs a GPU: {why}")
+    from tritune.tune.serving_runtime import DriverClock, driver_event_calls
+
+    drv = driver_event_calls()
+    assert drv is not None
+    clock = DriverClock(drv, spin_idle=True)
+    cfg = object()
+    x = torch.zeros(1, device="cuda")
+    clock.stop(clock.start(cfg))  # its first span spins (and loads the watch at the next)
+    torch.cuda.synchronize()
+    h = clock.stop(clock.start(cfg))
+    assert clock.gates == 1 and clock.gate_off == "" and not clock.late(h), clock.gate_off
+    t0 = time.perf_counter()
+    t = clock.start(cfg)
+    x.add_(1.0)
+    torch.cuda.synchronize()  # inside the gated span: only the watch can open it
+    waited = time.perf_counter() - t0
+    h = clock.stop(t)
+    assert clock.late(h) and clock.released_early == 1
+    assert 0.0004 < waited < 0.5, waited  # the watch's 0.5 ms, not a hang
+    torch.cuda.synchronize()
+    assert torch.equal(x, torch.ones_like(x))

@@ -183,11 +183,15 @@ class Incremental:
     def resolver(self) -> Resolver:
         if self._resolver is None:
             if self.clock is None:
-                self.clock = cuda_clock(spin_idle=self.options.spin_idle, detect_late=self.options.drop_late)
+                self.clock = cuda_clock(spin_idle=self.options.spin_idle, detect_late=self.options.drop_late,
+                                        gate=self.options.gate)  # fmt: skip
             self._resolver = Resolver(self.clock, thread=self.thread, quiet=self._quiet, after=self._decide_due,
                                       inline=self.options.resolve == "inline")  # fmt: skip
             self._host = self.host_clock or (time.perf_counter if isinstance(self.clock, CudaClock) else _no_time)
-            self._late = getattr(self.clock, "late", _never_late) if self.options.drop_late else _never_late
+            # A gated span the watch opened holds host time: never a sample, drop_late or not.
+            gating = bool(getattr(self.clock, "_gate_ok", False))
+            late_ok = self.options.drop_late or gating
+            self._late = getattr(self.clock, "late", _never_late) if late_ok else _never_late
         return self._resolver
 
     def _quiet(self) -> None:

@@ -132,7 +132,7 @@ def driver_event_calls() -> DriverEvents | None:
     return DriverEvents(record, query, elapsed, stream_query, wait)
 
 
-def cuda_clock(spin_idle: bool = True, detect_late: bool = False) -> CudaClock:
+def cuda_clock(spin_idle: bool = True, detect_late: bool = False, gate: bool = False) -> CudaClock:
     """The incremental mode's clock: :class:`CudaClock` (torch's calls make the spans), whose resolver resolves
     the pairs the device has passed with the driver's calls where they can be made (:meth:`CudaClock.ready_ms`).
     Not ``cache_stream``: a span 9.5 us cheaper (16.1 against 25.5 us over an untimed launch, H200 session 12,
@@ -148,8 +148,16 @@ def cuda_clock(spin_idle: bool = True, detect_late: bool = False) -> CudaClock:
     and its gate hangs the stream whenever anything inside a span synchronizes (see its docstring). Gating only
     the incremental mode's racing calls through a direct launcher (session 12's ``IncrementalOptions.gate``,
     off) hung too: on the H200 (session 13) the second call of a key's first launches never returned and its
-    serving stream timed out; the option was removed."""
-    return CudaClock(spin_idle=spin_idle, detect_late=detect_late, driver=driver_event_calls(), cache_stream=False)
+    serving stream timed out; the option was removed.
+
+    ``gate`` (``IncrementalOptions.gate``, session 15): :class:`DriverClock` with its gate, now watched
+    (:class:`GateWatch`: a gate the host does not open within :data:`GATE_TIMEOUT_US` is opened by the device),
+    on the spans of configs timed before; the other spans spin. Where the driver has no ``cuStreamWaitValue32``
+    or the watch cannot be loaded, the spin throughout."""
+    drv = driver_event_calls()
+    if gate and drv is not None and drv.wait_value is not None:
+        return DriverClock(drv, spin_idle=spin_idle, detect_late=detect_late, gate=True)
+    return CudaClock(spin_idle=spin_idle, detect_late=detect_late, driver=drv, cache_stream=False)
 
 
 class CudaClock:
@@ -178,7 +186,8 @@ class CudaClock:
 
     def __init__(self, spin_idle: bool = True, torch_module: Any = None,
                  host: Callable[[], float] = time.perf_counter, detect_late: bool = False,
-                 driver: DriverEvents | None = None, cache_stream: bool = True, gate: bool = False) -> None:  # fmt: skip
+                 driver: DriverEvents | None = None, cache_stream: bool = True, gate: bool = False,
+                 watch: Any = None) -> None:  # fmt: skip
         if torch_module is None:
             import torch as torch_module
         torch = torch_module
@@ -206,8 +215,14 @@ class CudaClock:
         self.spins = 0
         self.late_spans = 0  # spans found late (see the class docstring)
         self.gates = 0  # spans gated (DriverClock)
+        self.released_early = 0  # gated spans whose gate was open before their stop (the watch's timeout)
+        self.gate_off = ""  # why the gate was turned off for good ("" while it is on or was never on)
         self._seq = 0
-        self._gate_ok = bool(gate and driver is not None and driver.wait_value is not None)
+        #: What releases a gate the host does not release in time (GateWatch; "auto": loaded at the first gate).
+        #: No watch, no gate: a gate nothing else can open hangs the stream when a span's host work waits for
+        #: the device (session 12).
+        self._watch = watch
+        self._gate_ok = bool(gate and driver is not None and driver.wait_value is not None and watch is not None)
         if self._gate_ok:
             import ctypes
 
@@ -216,16 +231,42 @@ class CudaClock:
             self._flag_addr = int(self._flag_t.data_ptr())
             self._flag = ctypes.c_uint32.from_address(self._flag_addr)
 
-    def _open_gate(self, raw: int) -> bool:
-        """Queue a wait for the next counter value on the raw stream ``raw``; False (and no more gates) where the
-        driver refuses it."""
-        seq = (self._seq + 1) & 0xFFFFFFFF
+    def _open_gate(self, raw: int) -> int:
+        """Queue a wait for the next counter value on the raw stream ``raw`` and arm the watch for it; the value
+        (never 0), or 0 (and no more gates) where there is no watch or the driver refuses the wait."""
+        watch = self._watch
+        if watch == "auto":
+            watch = self._watch = GateWatch.load()
+            if watch is None:
+                self._off("the gate's watch could not be loaded (no CUDA driver, context or PTX JIT)")
+                return 0
+        seq = (self._seq + 1) & 0xFFFFFFFF or 1
+        if self._drv.wait_value(raw, self._flag_addr, seq, CU_STREAM_WAIT_VALUE_GEQ) != 0:  # type: ignore[union-attr,misc]
+            self._off("the driver refused cuStreamWaitValue32")
+            return 0
         self._seq = seq
-        if self._drv.wait_value(raw, self._flag_addr, seq, CU_STREAM_WAIT_VALUE_GEQ) == 0:  # type: ignore[union-attr,misc]
-            self.gates += 1
-            return True
+        self.gates += 1
+        if not watch.arm(self._flag_addr, seq):
+            self._release()  # no safety net for this span: open it at once, and gate no more
+            self._off("the gate's watch could not be launched")
+            return 0
+        return seq
+
+    def _off(self, why: str) -> None:
         self._gate_ok = False
-        return False
+        self.gate_off = why
+
+    def _released_early(self, seq: int) -> bool:
+        """Whether the gate of the span given ``seq`` was open before its stop (the watch's timeout, or a stop of
+        a later span of another thread): its start may have passed before its launch was queued, so it may hold
+        host time. Many of them (a quarter of at least 32 gated spans) turn the gate off for good: something
+        inside the spans waits for the device (each then costs the watch's timeout)."""
+        if (self._flag.value - seq) & 0xFFFFFFFF >= 0x80000000:  # the counter is still below seq: closed
+            return False
+        self.released_early += 1
+        if self.released_early >= 8 and self.released_early * 4 >= self.gates >= 32:
+            self._off(f"{self.released_early} of {self.gates} gated spans were released by the watch")
+        return True
 
     def _release(self) -> None:
         """Release every gated span started so far (the counter goes to the latest value given out)."""
@@ -259,7 +300,7 @@ class CudaClock:
         except IndexError:
             e = self._new(enable_timing=True)
         e.record(stream)
-        return (e, stream, False)
+        return (e, stream, None)  # (None: not gated)
 
     def _spin(self, idle: bool) -> None:
         """Before a span's start event: on an ``idle`` stream, the spin (1.5x the recent launches' host time, or
@@ -281,7 +322,7 @@ class CudaClock:
     def abandon(self, token: Any) -> None:
         """Release the span of ``token`` (from :meth:`start`) without stopping it: its work
         raised. Nothing to undo for a span that is not gated."""
-        if token[2]:
+        if token[2] is not None:
             self._release()
 
     def spin_next(self, us: float) -> None:
@@ -294,7 +335,7 @@ class CudaClock:
     def stop(self, token: Any) -> Any:
         a, stream, gated = token
         late = False
-        if self.detect_late and not gated:
+        if self.detect_late:  # (CudaClock's spans are never gated)
             late = bool(a.query())  # first: the launch has just returned (see the class docstring)
             if late:
                 self.late_spans += 1
@@ -303,7 +344,7 @@ class CudaClock:
         except IndexError:
             e = self._new(enable_timing=True)
         e.record(stream)
-        if gated:
+        if gated is not None:
             self._release()
         elif self.spin_idle:
             self._learn()
@@ -369,6 +410,104 @@ class CudaClock:
             pass
 
 
+#: The gate's watch (:class:`GateWatch`): one thread that waits, on a stream of its own, until the counter
+#: reaches ``seq`` (the host released the gate) or ``ns`` nanoseconds of the GPU's global timer have passed,
+#: and in that case writes ``seq`` itself. The counter is page-locked host memory, read and written through the
+#: same address on the device (unified addressing); ``volatile`` makes every read go to it.
+GATE_WATCH_PTX = """
+.version 6.0
+.target sm_70
+.address_size 64
+
+.visible .entry tritune_gate_watch(.param .u64 p_flag, .param .u32 p_seq, .param .u64 p_ns)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<6>;
+
+    ld.param.u64 %rd1, [p_flag];
+    ld.param.u32 %r1, [p_seq];
+    ld.param.u64 %rd2, [p_ns];
+    mov.u64 %rd3, %globaltimer;
+    add.s64 %rd4, %rd3, %rd2;
+LOOP:
+    ld.volatile.global.u32 %r2, [%rd1];
+    sub.s32 %r3, %r2, %r1;
+    setp.ge.s32 %p1, %r3, 0;
+    @%p1 bra DONE;
+    mov.u64 %rd5, %globaltimer;
+    setp.lt.u64 %p2, %rd5, %rd4;
+    @%p2 bra LOOP;
+    st.volatile.global.u32 [%rd1], %r1;
+DONE:
+    ret;
+}
+"""
+
+#: How long a gate may stay closed before its watch opens it, in microseconds: ``IncrementalOptions.stall_ms``'s
+#: default (a span whose launch took the caller longer is no sample anyway).
+GATE_TIMEOUT_US = 500.0
+
+
+class GateWatch:
+    """The safety net of :class:`DriverClock`'s gate: for every gated span, one thread of a tiny kernel
+    (:data:`GATE_WATCH_PTX`) on a non-blocking stream of its own waits until the host released the gate or
+    ``timeout_us`` passed, and then releases it itself. Without it, anything inside a span that waits for the
+    device (a first launch that loads a module, an allocation that frees cached memory, a synchronize) waited
+    for a device that waited for the gate: the stream hung (H200, sessions 12 and 13). With it, such a span
+    costs at most the timeout, and :meth:`CudaClock._released_early` finds it (no sample).
+
+    The kernel exits within a read of the counter (~1-2 us over the bus) of the host's release, so it holds one
+    warp on one SM for about the launch's host time; it runs beside the span's kernel only in that window.
+    Arming it is one ``cuLaunchKernel`` through ``ctypes.PyDLL`` with prebuilt arguments."""
+
+    def __init__(self, lib: Any, fn: int, stream: int, timeout_us: float) -> None:
+        import ctypes
+
+        self._launch = lib.cuLaunchKernel
+        self._fn, self._stream = ctypes.c_void_p(fn), ctypes.c_void_p(stream)
+        self._addr, self._seq, self._ns = ctypes.c_uint64(0), ctypes.c_uint32(0), ctypes.c_uint64(int(timeout_us * 1e3))
+        self._params = (ctypes.c_void_p * 3)(*(ctypes.addressof(v) for v in (self._addr, self._seq, self._ns)))
+        self.timeout_us = timeout_us
+        self.armed = 0
+
+    @classmethod
+    def load(cls, timeout_us: float = GATE_TIMEOUT_US) -> GateWatch | None:
+        """The watch for the calling thread's current CUDA context (its kernel loaded from PTX, its stream made),
+        or None where the driver library, a current context or the PTX compiler is missing."""
+        import ctypes
+
+        try:
+            lib = ctypes.PyDLL("libcuda.so.1")
+        except OSError:
+            return None
+        vp = ctypes.c_void_p
+        ctx, mod, fn, stream = vp(), vp(), vp(), vp()
+        try:
+            if lib.cuCtxGetCurrent(ctypes.byref(ctx)) != 0 or not ctx.value:
+                return None
+            if lib.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(GATE_WATCH_PTX.encode() + b"\0")) != 0:
+                return None
+            if lib.cuModuleGetFunction(ctypes.byref(fn), mod, b"tritune_gate_watch") != 0:
+                return None
+            if lib.cuStreamCreate(ctypes.byref(stream), ctypes.c_uint(1)) != 0:  # CU_STREAM_NON_BLOCKING
+                return None
+        except AttributeError:
+            return None
+        launch = lib.cuLaunchKernel
+        u = ctypes.c_uint
+        launch.argtypes = [vp, u, u, u, u, u, u, u, vp, ctypes.POINTER(vp), vp]
+        launch.restype = ctypes.c_int
+        return cls(lib, int(fn.value or 0), int(stream.value or 0), timeout_us)
+
+    def arm(self, addr: int, seq: int) -> bool:
+        """Watch the gate ``seq`` of the counter at ``addr``; False where the launch failed."""
+        self._addr.value, self._seq.value = addr, seq
+        ok = self._launch(self._fn, 1, 1, 1, 1, 1, 1, 0, self._stream, self._params, None) == 0
+        self.armed += ok
+        return ok
+
+
 #: ``cuStreamWaitValue32``'s flag: wait until ``(int32)(*addr - value) >= 0`` (a comparison that survives the
 #: counter's wrap-around).
 CU_STREAM_WAIT_VALUE_GEQ = 0
@@ -402,12 +541,16 @@ class DriverClock(CudaClock):
 
     def __init__(self, driver: DriverEvents, spin_idle: bool = True, torch_module: Any = None,
                  host: Callable[[], float] = time.perf_counter, detect_late: bool = False,
-                 gate: bool = True) -> None:  # fmt: skip
+                 gate: bool = True, watch: Any = "auto") -> None:  # fmt: skip
         super().__init__(spin_idle=spin_idle, torch_module=torch_module, host=host, detect_late=detect_late,
-                         driver=driver, gate=gate)  # fmt: skip
+                         driver=driver, gate=gate, watch=watch)  # fmt: skip
         c = self._torch._C
         self._raw_stream, self._device = c._cuda_getCurrentRawStream, c._cuda_getDevice
         self.refused = 0  # records the driver refused (made by torch instead)
+        #: Configs (by identity) whose spans started before: only those are gated. A span without a config (a
+        #: check's copies and comparison: torch's work) or a config's first (its binary's first launch, which
+        #: may load the module and wait for the device) spins instead.
+        self._seen: set[int] = set()
 
     def _record(self, e: Any, raw: int) -> None:
         if self._drv.record(e.cuda_event, raw) != 0:  # type: ignore[union-attr]
@@ -426,26 +569,31 @@ class DriverClock(CudaClock):
         drv = self._drv
         assert drv is not None
         raw = self._raw_stream(self._device())
-        if self._gate_ok and self._open_gate(raw):  # else the driver refused the wait: spin from now on
-            e = self._event()
-            self._record(e, raw)
-            return (e, raw, True)
+        if self._gate_ok and cfg is not None:
+            seen = self._seen
+            seq = self._open_gate(raw) if id(cfg) in seen else seen.add(id(cfg))  # (set.add: None, no gate)
+            if seq:  # else no watch or the driver refused the wait: spin from now on
+                e = self._event()
+                self._record(e, raw)
+                return (e, raw, seq)
         if self.spin_idle:
             self._spin(drv.stream_query(raw) == 0)
         e = self._event()
         self._record(e, raw)
-        return (e, raw, False)
+        return (e, raw, None)
 
     def stop(self, token: Any) -> Any:
         a, raw, gated = token
         late = False
-        if self.detect_late and not gated:
+        if gated is not None:
+            late = self._released_early(gated)  # before this stop's own release
+        elif self.detect_late:
             late = self._drv.query(a.cuda_event) == 0  # type: ignore[union-attr]
-            if late:
-                self.late_spans += 1
+        if late:
+            self.late_spans += 1
         e = self._event()
         self._record(e, raw)
-        if gated:
+        if gated is not None:
             self._release()  # every span started so far (see the class docstring)
         elif self.spin_idle:
             self._learn()

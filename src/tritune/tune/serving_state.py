@@ -110,6 +110,11 @@ class IncrementalOptions:
     call's resolution. At 4 (session 15): 979 decisions, the racing calls' host time 66 against 82 ms in all
     (p50 13.6 against 19.5 us), convergence over 20 seeds 99.2% against 99.0%, racing calls 2,882 against 2,939,
     the median promotion 6 calls later; at 8, 97.9% and 2,943; at 16, 98.8% and 3,131. 1: a decision every round.
+    On the H200 (session 15, three processes, nine repetitions each way) no difference beyond the runs' spread.
+    ``gate`` (default off, pending its measurement on the H200): the clock gates a racing call's span instead of
+    spinning before it (:func:`~tritune.tune.serving_runtime.cuda_clock`): the device waits on a host counter,
+    opened once the span's stop event is queued, or by the device itself after 0.5 ms
+    (:class:`~tritune.tune.serving_runtime.GateWatch`); a span opened that way is no sample.
     """
 
     gpu_fraction: float = 0.10
@@ -128,6 +133,7 @@ class IncrementalOptions:
     wait_leader: bool = True
     resolve: str = "inline"
     round_samples: int = 4
+    gate: bool = False
 
     @property
     def spend_fraction(self) -> float:
