@@ -524,6 +524,9 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
         dec = list(getattr(inc, "decided", [0, 0.0, 0, 0.0]))  # decisions and promotions, with their seconds
         res["decisions"], res["decisions_ms"] = int(dec[0]), float(dec[1]) * 1e3
         res["promotions_ms"] = float(dec[3]) * 1e3
+        c = inc.clock
+        res["gates"], res["released_early"] = int(getattr(c, "gates", 0)), int(getattr(c, "released_early", 0))
+        res["gate_off"] = str(getattr(c, "gate_off", ""))
         res["resolver_errors"] = [repr(e) for e in (r.errors if r is not None else [])]
         stop_threads(inc)  # this engine is done: a later engine of the run (--repeat) shares the host with none
         res["keys"] = {str(key): {"source": ch.source, "config": ch.config.id, "detail": ch.detail,
@@ -566,7 +569,7 @@ def slim_run(r: dict[str, Any]) -> dict[str, Any]:
     """What a repetition keeps of an engine's run (``--repeat``): totals, percentiles, phases, finals."""
     keep = ("total_s", "p50_ms", "p99_ms", "worst_ms", "by_phase", "final", "extra_gpu_fraction", "promoted",
             "excess_vs_pretuned_ms", "excess_vs_untuned_ms", "decisions", "decisions_ms", "promotions_ms",
-            "late_spans", "timed_spans")  # fmt: skip
+            "late_spans", "timed_spans", "gates", "released_early", "gate_off")  # fmt: skip
     return {k: r[k] for k in keep if k in r}
 
 
@@ -1051,7 +1054,9 @@ def print_variants(kd: dict[str, Any], reps: list[dict[str, Any]]) -> None:
             host = [r[name].get("by_phase", {}).get("race", {}).get("host_p50_ms") for r in rows]
             print(f"    {name}: racing calls' excess over pretuned {race} ms, their host p50 "
                   f"{[None if h is None else round(h * 1e3, 1) for h in host]} us, decisions "
-                  f"{[r[name].get('decisions') for r in rows]}")  # fmt: skip
+                  f"{[r[name].get('decisions') for r in rows]}, gated spans {[r[name].get('gates') for r in rows]} "
+                  f"(opened by the watch {[r[name].get('released_early') for r in rows]}; gate off: "
+                  f"{[r[name].get('gate_off') for r in rows]})")  # fmt: skip
 
 
 def verdict(ok: bool | None) -> str:
