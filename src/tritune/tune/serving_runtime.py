@@ -574,9 +574,12 @@ class DriverClock(CudaClock):
         assert drv is not None
         raw = self._raw_stream(self._device())
         if self._gate_ok and cfg is not None:
-            seen = self._seen
-            seq = self._open_gate(raw) if id(cfg) in seen else seen.add(id(cfg))  # (set.add: None, no gate)
-            if seq:  # else no watch or the driver refused the wait: spin from now on
+            seen, seq = self._seen, 0
+            if id(cfg) in seen:
+                seq = self._open_gate(raw)
+            else:  # its first span: spun (see _seen)
+                seen.add(id(cfg))
+            if seq:  # else its first span, no watch, or the driver refused the wait: spin from now on
                 e = self._event()
                 self._record(e, raw)
                 return (e, raw, seq)
