@@ -15,6 +15,7 @@ from tritune.tune.serving_runtime import (
     CudaClock,
     DriverClock,
     DriverEvents,
+    GateWatch,
     Resolver,
     driver_event_calls,
 )
@@ -271,10 +272,10 @@ def test_the_stream_object_is_looked_up_once_per_device_and_raw_handle() -> None
                                               _cuda_getCurrentRawStream=lambda d: raw["handle"]))  # fmt: skip
     clock = CudaClock(spin_idle=True, torch_module=fake)
     for _ in range(3):
-        clock.stop(clock.start(CFG))
+        clock.stop(clock.start(None))
     assert len(looked) == 1 and recorded == [looked[0]] * 6
     raw["handle"] = 12  # the caller switched streams (torch.cuda.stream(...))
-    clock.stop(clock.start(CFG))
+    clock.stop(clock.start(None))
     assert len(looked) == 2 and recorded[-2:] == [looked[1]] * 2
     off = CudaClock(spin_idle=True, torch_module=fake, cache_stream=False)
     off.stop(off.start(None))
@@ -327,18 +328,11 @@ def test_only_a_config_timed_before_is_gated_the_first_span_and_one_without_a_co
     assert len(drv.waits) == 1 and clock.gates == 1
 
 
-def test_an_automatic_watch_that_cannot_load_leaves_the_spin_with_the_reason() -> None:
+def test_an_automatic_watch_that_cannot_load_leaves_the_spin_with_the_reason(monkeypatch: Any) -> None:
     events, new = _events()
     drv = GatingDriver(events)
     clock = DriverClock(drv.calls_(), spin_idle=True, torch_module=_fake_torch(new), watch="auto")
     clock._seen.add(id(CFG))
-    clock._watch = "auto"
-    import tritune.tune.serving_runtime as rt
-
-    real = rt.GateWatch.load
-    rt.GateWatch.load = classmethod(lambda cls, timeout_us=0.0: None)  # type: ignore[method-assign,assignment]
-    try:
-        clock.stop(clock.start(CFG))
-    finally:
-        rt.GateWatch.load = real  # type: ignore[method-assign]
+    monkeypatch.setattr(GateWatch, "load", classmethod(lambda cls, timeout_us=0.0: None))  # no driver here
+    clock.stop(clock.start(CFG))
     assert drv.waits == [] and clock.spins == 1 and "could not be loaded" in clock.gate_off

@@ -521,9 +521,9 @@ class DriverClock(CudaClock):
     release of the interpreter's lock inside a span but the launch's. A record the driver refuses is made by
     torch instead (which raises what is wrong).
 
-    ``gate`` (on by default, where the driver has ``cuStreamWaitValue32`` and the watch loads): instead of the idle spin, each span
-    queues a wait on a pinned host counter before its start event and releases it (writes the counter) once its
-    stop event is queued, so the device runs start, launch and stop back to back: no host time inside a span
+    ``gate`` (on by default, where the driver has ``cuStreamWaitValue32`` and the watch loads): instead of the
+    idle spin, each span of a config timed before queues a wait on a pinned host counter before its start event
+    and releases it (writes the counter) once its stop event is queued, so the device runs start, launch and stop back to back: no host time inside a span
     whether the stream was idle or busy, and no spin of guessed length. The spin (``CudaClock``'s) sized itself
     from the recent launches' host time and was applied only to an idle stream: in a loop of launches back to
     back the previous span's spin was still running at the next start, the stream looked busy, no spin was
