@@ -396,3 +396,72 @@ def test_round_samples_below_one_is_refused_with_the_fix():
 def test_the_provisional_config_is_ready_before_any_decision():
     st = KeyState([A, B], A, IncrementalOptions())
     assert st.applied.ready == {A} and st.applied.racing == {A}
+
+
+def _noisy(st: KeyState, cfg: Config, ms: float, n: int, sd: float, seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(n):
+        st.sample(cfg, ms * (1 + rng.gauss(0.0, sd)))
+
+
+def _two(decision: str, **kw: object) -> KeyState:
+    st = KeyState([A, B], A, IncrementalOptions(min_samples=8, decision=decision, **kw))  # type: ignore[arg-type]
+    st.compiled(B)
+    st.checked(B, None)
+    return st
+
+
+def test_the_difference_rule_calls_a_tie_where_each_racers_own_interval_cannot():
+    # Two configs 0.5% apart, 2% noise, 16 samples each: each median's 99% interval is ~+-1.6%, so the two
+    # intervals cannot show the leader within 2% (they would need 32 samples); the difference's can.
+    stops = {}
+    for decision in ("intervals", "difference"):
+        st = _two(decision)
+        _noisy(st, A, 1.0, 16, 0.02, 1)
+        _noisy(st, B, 1.005, 16, 0.02, 2)
+        stops[decision] = st.propose().stop
+    assert stops == {"intervals": "", "difference": "tied"}
+
+
+def test_the_difference_rule_eliminates_a_slower_config_sooner():
+    # 4% slower, 2% noise, 8 samples each: the two medians' own intervals (min to max at n = 8) still overlap,
+    # the difference's interval (~+-3%) does not reach zero.
+    out = {}
+    for decision in ("intervals", "difference"):
+        st = _two(decision)
+        _noisy(st, A, 1.0, 8, 0.02, 1)
+        _noisy(st, B, 1.04, 8, 0.02, 2)
+        p = st.propose()
+        out[decision] = (B in p.eliminated, A in p.eliminated)
+    assert out == {"intervals": (False, False), "difference": (True, False)}
+
+
+def test_the_indifference_rule_drops_a_config_that_cannot_be_rel_tol_faster():
+    st = KeyState([A, B, C], A, IncrementalOptions(min_samples=8, decision="indifference"))
+    for c in (B, C):
+        st.compiled(c)
+        st.checked(c, None)
+    _noisy(st, A, 1.0, 24, 0.01, 1)
+    _noisy(st, B, 1.003, 24, 0.01, 2)  # tied with A: one of the two is dropped (it cannot be 2% faster)
+    _noisy(st, C, 0.99, 8, 0.2, 3)  # too noisy to say: kept
+    p = st.propose()
+    assert len(p.eliminated & {A, B}) == 1 and C not in p.eliminated and p.promoted is None
+    st2 = KeyState([A, B, C], A, IncrementalOptions(min_samples=8, decision="difference"))
+    st2.obs = st.obs  # the same samples: the difference rule alone keeps both
+    assert not st2.propose().eliminated & {A, B}
+
+
+def test_a_window_of_equal_samples_has_the_spread_floor_not_zero():
+    st2 = _two("difference")
+    for _ in range(8):
+        st2.sample(A, 1.0)
+        st2.sample(B, 1.001)
+    p = st2.propose()  # 0.1% apart, each window constant: a tie, not an elimination
+    assert p.stop == "tied" and not p.eliminated
+
+
+def test_an_unknown_decision_rule_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match=r"decision=.median.*intervals, difference, indifference"):
+        IncrementalOptions(decision="median")

@@ -30,7 +30,9 @@ import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from operator import itemgetter
+from statistics import NormalDist
 from typing import Any
 
 from tritune.bench.stats import Measurement, median_ci_ranks, within
@@ -41,6 +43,14 @@ from tritune.config import Config
 #: their events resolve, so the debt they leave at a stream's end is never repaid). The H200's 60,000-call
 #: RMSNorm stream ended at 10.1% of a 10% bound with every key scheduling against the whole bound (session 11).
 CHECK_SHARE = 0.97
+
+#: ``IncrementalOptions.decision``'s values: ``"intervals"``, each racer's own interval of its median (the race's
+#: rule, :mod:`tritune.bench.stats`); ``"difference"``, an interval on the difference of two racers' medians.
+DECISIONS = ("intervals", "difference", "indifference")
+
+#: The smallest relative spread (a sigma, as a share of the median) the difference rule assumes of a racer's
+#: samples: event times come in steps (a window of equal samples has no spread), and no span is that exact.
+SPREAD_FLOOR = 0.01
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,7 @@ class IncrementalOptions:
     resolve: str = "inline"
     round_samples: int = 4
     gate: bool = False
+    decision: str = "intervals"
 
     @property
     def spend_fraction(self) -> float:
@@ -162,6 +173,8 @@ class IncrementalOptions:
             raise ValueError(f"round_samples={self.round_samples}: expected 1 (a decision every round) or more")
         if self.resolve not in ("thread", "inline"):
             raise ValueError(f"resolve={self.resolve!r}: expected 'thread' or 'inline'")
+        if self.decision not in DECISIONS:
+            raise ValueError(f"decision={self.decision!r}: expected one of {', '.join(DECISIONS)}")
 
 
 class GpuBudget:
@@ -297,6 +310,21 @@ def _median_ci(ys: Sequence[float], confidence: float) -> tuple[float, float, fl
     m = math.floor(pos)
     t = pos - m
     return ys[m] * (1.0 - t) + ys[min(m + 1, n - 1)] * t, ys[lo], ys[hi]
+
+
+@lru_cache(maxsize=16)
+def _z(confidence: float) -> float:
+    """The two-sided normal quantile of ``confidence`` (2.576 at 0.99)."""
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
+def _median_se(ys: Sequence[float], median: float) -> float:
+    """The standard error of the median of the sorted samples ``ys``, from their interquartile range (a
+    sigma of ``IQR / 1.349``, at least :data:`SPREAD_FLOOR` of the median; one outlier moves neither) and the
+    median's efficiency of a normal sample (``1.2533 sigma / sqrt(n)``)."""
+    n = len(ys)
+    sigma = max((ys[(3 * (n - 1)) // 4] - ys[(n - 1) // 4]) / 1.349, SPREAD_FLOOR * median)
+    return 1.2533 * sigma / math.sqrt(n)
 
 
 @dataclass(frozen=True)
@@ -662,14 +690,23 @@ class KeyState:
         # bench.stats.within spelled out below: the same comparisons of the same floats.
         stats = [None if w is None else _median_ci(w, conf) for w in windows]
         timed = [m for m in stats if m is not None]
+        diff = opts.decision != "intervals"
+        ses: list[float | None] = []
+        if diff:
+            ses = [None if m is None else _median_se(w, m[0]) for w, m in zip(windows, stats)]  # type: ignore[arg-type]
         if len(timed) >= 2:
-            bound = min(m[2] for m in timed)
-            out = [m is not None and m[1] > bound for m in stats]
+            if diff:
+                out = self._outpaced(stats, ses, opts.decision == "indifference")
+            else:
+                bound = min(m[2] for m in timed)
+                out = [m is not None and m[1] > bound for m in stats]
             if any(out):
                 eliminated.update(c for c, gone in zip(alive, out) if gone)
                 stats = [m for m, gone in zip(stats, out) if not gone]
                 windows = [w for w, gone in zip(windows, out) if not gone]
                 alive = [c for c, gone in zip(alive, out) if not gone]
+                if diff:
+                    ses = [se for se, gone in zip(ses, out) if not gone]
         racing_alive = racing if len(alive) == len(racing_l) else frozenset(alive)
         promoted: Config | None = None
         stop = ""
@@ -685,11 +722,41 @@ class KeyState:
             tol = opts.rel_tol
             if not others:
                 promoted, stop = leader, "decided"
-            elif all(lead_high <= ms[i][1] + tol * ms[i][0] for i in others):  # within(leader, other, rel_tol)
+            elif diff and all(self._tied(ms[best][0], ses[best], ms[i][0], ses[i]) for i in others):  # type: ignore[arg-type]
+                promoted, stop, ties = leader, "tied", tuple(alive[i] for i in others)
+            elif not diff and all(lead_high <= ms[i][1] + tol * ms[i][0] for i in others):  # within(leader, other, rel_tol)
                 promoted, stop, ties = leader, "tied", tuple(alive[i] for i in others)
             elif all(len(w) >= opts.max_samples for w in windows):  # type: ignore[arg-type]  # (none is None)
                 promoted, stop, ties = leader, "budget", tuple(alive[i] for i in others)
         return Proposal(ready, racing_alive, failed, disagreed, frozenset(eliminated), promoted, stop, ties)
+
+    def _tied(self, lead_ms: float, lead_se: float, ms: float, se: float) -> bool:
+        """Whether the leader is, with ``elimination_confidence``, at most ``rel_tol`` slower than a racer of
+        median ``ms``: the upper bound of the difference of their medians is within ``rel_tol`` of it."""
+        o = self.options
+        return lead_ms - ms + _z(o.elimination_confidence) * math.sqrt(lead_se * lead_se + se * se) <= o.rel_tol * ms
+
+    def _outpaced(self, stats: Sequence[tuple[float, float, float] | None], ses: Sequence[float | None],
+                  tied_too: bool) -> list[bool]:  # fmt: skip
+        """The difference rule's eliminations: each timed racer whose median is above the leader's (the smallest)
+        by more than the difference's interval at ``elimination_confidence``; with ``tied_too`` also each one
+        the leader is tied with (:meth:`_tied`: it cannot be ``rel_tol`` faster than the leader)."""
+        lead = -1
+        for i, m in enumerate(stats):
+            if m is not None and (lead < 0 or m[0] < stats[lead][0]):  # type: ignore[index]
+                lead = i
+        lm, ls = stats[lead][0], ses[lead]  # type: ignore[index]
+        assert ls is not None
+        z = _z(self.options.elimination_confidence)
+        out = []
+        for i, m in enumerate(stats):
+            se = ses[i]
+            if m is None or i == lead or se is None:
+                out.append(False)
+                continue
+            slower = m[0] - lm > z * math.sqrt(se * se + ls * ls)
+            out.append(slower or (tied_too and self._tied(lm, ls, m[0], se)))
+        return out
 
     def _frozen(self, slot: int, members: list[Config]) -> frozenset[Config]:
         """``frozenset(members)``, the last round's where ``members`` is the same list of configs (compared by
