@@ -234,6 +234,21 @@ def interleave(fns: Mapping[str, Callable[[], None]], rounds: int) -> dict[str, 
     return {n: statistics.median(v) for n, v in rows.items()}
 
 
+def paired_ratio(ours: Callable[[], None], blas: Callable[[], None], pairs: int = 400) -> dict[str, Any]:
+    """cuBLAS time / ``ours`` pair by pair (``_timing.paired``: adjacent calls, alternating order, each after
+    a flush and a spin): both calls of a pair run at one clock, which the H200's power limit moves by 10% between
+    rounds under a 4096^3 matmul (session 16, ``timer_agreement.py``). The median and its 99% interval."""
+    from _timing import paired
+
+    from tritune.bench import median_ci_ranks
+
+    t_ours, t_blas = paired(ours, blas, pairs)
+    r = sorted(b / o for o, b in zip(t_ours, t_blas))
+    lo, hi, _ = median_ci_ranks(len(r), 0.99)
+    return {"median": statistics.median(r), "ci99": [r[lo], r[hi]], "pairs": pairs,
+            "ours_ms": statistics.median(t_ours), "cublas_ms": statistics.median(t_blas)}  # fmt: skip
+
+
 def launch(key: Mapping[str, int], cfg: tritune.Config, args: Any) -> Callable[[], None]:
     from matmul_vs_cublas import launcher
 
@@ -321,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "wall_ratio": se[0]["wall_s"] / ex[0]["wall_s"],
             "quality": ms["search"] / best_ex,
             "vs_cublas": ms["cublas"] / ms["search"],
+            "vs_cublas_paired": paired_ratio(fns["search"], fns["cublas"]),
             "search_winner": se[0]["winner"].id,
             "exhaustive_winner": ex[0]["winner"].id,
             "search": se[0]["search"],
@@ -352,7 +368,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n== search vs exhaustive (targets: wall <= 0.2, quality <= 1.02, cuBLAS >= 0.98; new key <= 0.25)")
     if k4:
         print(f"4096^3: search wall / exhaustive wall = {k4['wall_ratio']:.3f}; quality {k4['quality']:.3f}; "
-              f"cuBLAS / search winner = {k4['vs_cublas']:.3f}")  # fmt: skip
+              f"cuBLAS / search winner = {k4['vs_cublas']:.3f}; paired, {k4['vs_cublas_paired']['pairs']} pairs: "
+              f"{k4['vs_cublas_paired']['median']:.3f} (99% interval {k4['vs_cublas_paired']['ci99'][0]:.3f}-"
+              f"{k4['vs_cublas_paired']['ci99'][1]:.3f})")  # fmt: skip
     if "three_keys_wall_ratio" in result:
         print(f"3 keys: search wall / exhaustive wall = {result['three_keys_wall_ratio']:.3f}")
     for sfx, _ in pairs:

@@ -12,6 +12,12 @@ two contestants on the same inputs in one process, in rotating order over ``--ro
 * ``do_bench``: ``triton.testing.do_bench(fn, return_mode="median")`` (its own 256 MB flush).
 * ``b2b``: 20 calls back to back between two events, no flush (the warm, pipelined throughput).
 
+Then the **paired** measurement (``--pairs``, default 400): each pair is one call of each contestant, in
+alternating order, each after a 256 MB memset and a 20 us spin, each between its own events, all queued
+back to back; the ratio is taken pair by pair (cuBLAS time / Triton time), so both calls of a pair run at the same
+clock, whatever the GPU's power limit does to the clock between pairs. The median ratio and its 99% interval
+(ranks of the median, :func:`tritune.bench.median_ci_ranks`).
+
 Also the SM clock and power from ``nvidia-smi`` before and after each round (a power-capped GPU lowers its
 clock under a long tensor-core load, more for one kernel than another). Writes ``timer_agreement.json``.
 
@@ -33,10 +39,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import torch  # noqa: E402
 import triton  # noqa: E402
+from _timing import Plain, paired  # noqa: E402
 from matmul_vs_cublas import launcher, parse_config  # noqa: E402
 from search_tune import matmul_search  # noqa: E402
 
-from tritune.bench import EventTimer  # noqa: E402
+from tritune.bench import EventTimer, median_ci_ranks  # noqa: E402
 from tritune.tune.provenance import provenance  # noqa: E402
 
 WINNER_S14 = ("BLOCK_K=64,BLOCK_M=128,BLOCK_N=256,EPILOGUE_SUBTILE=2,GROUP_M=16,WARP_SPECIALIZE=0,num_warps=8,"
@@ -53,37 +60,6 @@ def smi() -> dict[str, float] | None:
         return {"sm_mhz": sm, "power_w": pw, "temp_c": t}
     except Exception:
         return None
-
-
-class Plain:
-    """CUDA events around single calls after a 256 MB memset (``matmul_probe.py``'s ``Timer``), optionally with a
-    GPU spin between the memset and the start event; the median of ``reps`` calls."""
-
-    def __init__(self, pad_us: float = 0.0) -> None:
-        self.buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-        self.pad_cycles = 0
-        if pad_us > 0:
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(1_000_000)
-            s.record()
-            torch.cuda._sleep(1_000_000)
-            e.record()
-            e.synchronize()
-            self.pad_cycles = int(pad_us * 1_000_000 / max(s.elapsed_time(e) * 1e3, 1.0))
-
-    def __call__(self, fn: Any, reps: int = 20) -> float:
-        fn()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        for i in range(reps):
-            self.buf.zero_()
-            if self.pad_cycles:
-                torch.cuda._sleep(self.pad_cycles)
-            starts[i].record()
-            fn()
-            ends[i].record()
-        torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
 def back_to_back(fn: Any, calls: int = 20) -> float:
@@ -103,6 +79,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--config", default=WINNER_S14)
+    ap.add_argument("--pairs", type=int, default=400)
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     key = {"M": a.size, "N": a.size, "K": a.size}
@@ -129,7 +106,7 @@ def main() -> int:
     clocks: list[dict[str, Any]] = []
     for r in range(a.rounds):
         before = smi()
-        for t, c in pairs[r % len(pairs):] + pairs[: r % len(pairs)]:
+        for t, c in pairs[r % len(pairs) :] + pairs[: r % len(pairs)]:
             rows[f"{t}/{c}"].append(float(timers[t](fns[c])))
         clocks.append({"round": r, "before": before, "after": smi()})
         print(f"round {r}: " + "  ".join(f"{k} {v[-1]:.4f}" for k, v in rows.items()), flush=True)
@@ -143,11 +120,26 @@ def main() -> int:
     print(f"{'timer':18s} {'cuBLAS ms':>10s} {'triton ms':>10s} {'cuBLAS/triton':>14s}")
     for t, s in summary.items():
         print(f"{t:18s} {s['cublas_ms']:10.4f} {s['triton_ms']:10.4f} {s['cublas_over_triton']:14.3f}")
-    print("clocks (sm MHz, W) per round:", [(c["after"] or {}).get("sm_mhz") for c in clocks],
-          [(c["after"] or {}).get("power_w") for c in clocks])
+    print(
+        "clocks (sm MHz, W) per round:",
+        [(c["after"] or {}).get("sm_mhz") for c in clocks],
+        [(c["after"] or {}).get("power_w") for c in clocks],
+    )
+    before = smi()
+    t_tri, t_blas = paired(fns["triton"], fns["cublas"], a.pairs)
+    after = smi()
+    ratios = sorted(x / y for x, y in zip(t_blas, t_tri))
+    lo, hi, cover = median_ci_ranks(len(ratios), 0.99)
+    pair = {"pairs": a.pairs, "cublas_over_triton_median": statistics.median(ratios),
+            "ci99": [ratios[lo], ratios[hi]], "coverage": cover, "cublas_ms_median": statistics.median(t_blas),
+            "triton_ms_median": statistics.median(t_tri), "clocks_before": before, "clocks_after": after,
+            "cublas_ms": t_blas, "triton_ms": t_tri}  # fmt: skip
+    print(f"paired, {a.pairs} pairs: cuBLAS / triton median {pair['cublas_over_triton_median']:.3f} (99% interval "
+          f"{ratios[lo]:.3f}-{ratios[hi]:.3f}); medians cuBLAS {pair['cublas_ms_median']:.4f} ms, triton "
+          f"{pair['triton_ms_median']:.4f} ms; clocks {before} -> {after}")  # fmt: skip
     (a.out / "timer_agreement.json").write_text(json.dumps(
         {"provenance": provenance(), "size": a.size, "config": cfg.id, "max_abs_err": err, "rounds": rows,
-         "summary": summary, "clocks": clocks, "command": " ".join(sys.argv)}, indent=1))  # fmt: skip
+         "summary": summary, "clocks": clocks, "paired": pair, "command": " ".join(sys.argv)}, indent=1))  # fmt: skip
     return 0
 
 
