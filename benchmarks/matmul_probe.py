@@ -827,6 +827,23 @@ def gpu_main(a: argparse.Namespace) -> int:
         rounds += 1
         print(f"round {rounds} done at {time.monotonic() - t_start:.0f} s", flush=True)
 
+    # 3b. --paired N: each variant against cuBLAS on its layout in N adjacent pairs (one clock per pair)
+    pairs_out: dict[str, dict[str, Any]] = {}
+    if a.paired:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _timing import paired
+
+        for n in names:
+            if n.startswith("cublas_"):
+                continue
+            blas_fn = fns[f"cublas_{by_id[n]['layout']}"]
+            t_v, t_b = paired(fns[n], blas_fn, a.paired)
+            rs = sorted(b / v for v, b in zip(t_v, t_b))
+            pairs_out[n] = {"median": statistics.median(rs), "p01": rs[len(rs) // 100], "p99": rs[-1 - len(rs) // 100],
+                            "variant_ms": statistics.median(t_v), "cublas_ms": statistics.median(t_b)}  # fmt: skip
+            print(f"paired {a.paired}: cuBLAS / {n} = {pairs_out[n]['median']:.3f} "
+                  f"({pairs_out[n]['variant_ms']:.4f} vs {pairs_out[n]['cublas_ms']:.4f} ms)", flush=True)  # fmt: skip
+
     # 4. correctness once more, after all those launches (Stream-K's counters must have reset each time)
     for n, xi in bufs.items():
         try:
@@ -893,7 +910,7 @@ def gpu_main(a: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         doc = {"provenance": prov, "size": size, "rounds": rounds, "reps": a.reps, "wall_s": wall,
                "budget_s": a.budget_s, "cublas_ms": blas, "cublas_do_bench_ms": blas_db, "rows": rows,
-               "results": results, "tasks": tasks}  # fmt: skip
+               "results": results, "tasks": tasks, "paired": pairs_out}  # fmt: skip
         (out / "matmul_probe.json").write_text(json.dumps(doc, indent=1, default=str))
         print(f"wrote {out / 'matmul_probe.json'}")
     return 0
@@ -985,6 +1002,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="worker processes")
     ap.add_argument("--task-timeout", type=float, default=120.0, help="s per config in a worker (hang guard)")
     ap.add_argument("--only", action="append", help="only config ids containing this (repeatable)")
+    ap.add_argument("--paired", type=int, default=0, metavar="N",
+                    help="then each variant against cuBLAS on its layout in N adjacent pairs (_timing.paired)")  # fmt: skip
     ap.add_argument("--check-cpu", action="store_true", help="interpreter + sm_90 compile checks, no GPU")
     ap.add_argument("--no-compile", action="store_true", help="with --check-cpu: skip the sm_90 compiles")
     ap.add_argument("--worker", choices=["gpu", "compile"], help=argparse.SUPPRESS)
