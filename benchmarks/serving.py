@@ -293,18 +293,20 @@ def variant_options(overrides: dict[str, str]) -> tuple[dict[str, Any], str, boo
     return out, clock, late
 
 
-def make_clock(kind: str, late: bool) -> Any:
+def make_clock(kind: str, late: bool, spin: bool | None = None) -> Any:
+    """The incremental engine's clock of ``kind``; ``spin``: its ``spin_idle`` (default ``--no-spin-idle``'s)."""
     from tritune.tune.serving_runtime import CudaClock, DriverClock, cuda_clock, driver_event_calls
 
     detect = DROP_LATE or late
+    spin = SPIN_IDLE if spin is None else spin
     if kind == "cached":
-        return CudaClock(spin_idle=SPIN_IDLE, detect_late=detect, driver=driver_event_calls(), cache_stream=True)
+        return CudaClock(spin_idle=spin, detect_late=detect, driver=driver_event_calls(), cache_stream=True)
     if kind == "driver":
         drv = driver_event_calls()
         if drv is None:
             raise SystemExit("--variant clock=driver: the CUDA driver library could not be opened")
-        return DriverClock(drv, spin_idle=SPIN_IDLE, detect_late=detect, gate=False)
-    return cuda_clock(spin_idle=SPIN_IDLE, detect_late=detect) if late else None
+        return DriverClock(drv, spin_idle=spin, detect_late=detect, gate=False)
+    return cuda_clock(spin_idle=spin, detect_late=detect) if late else None
 
 
 def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
@@ -329,7 +331,7 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
         kind = "cached"
     opts = IncrementalOptions(**{"spin_idle": SPIN_IDLE, "drop_late": DROP_LATE, "wait_leader": WAIT_LEADER,
                                  **({"resolve": RESOLVE} if RESOLVE else {}), **overrides})  # fmt: skip
-    clock: Any = HostClock() if dry else make_clock(kind, late)
+    clock: Any = HostClock() if dry else make_clock(kind, late, opts.spin_idle)
     inc = Incremental(opts, outputs=w.outputs, clock=clock)
     inc.start_trace()
     return tritune.autotune(configs=w.configs, key=w.key, store=str(inc_store), incremental=inc)(w.jit)
