@@ -66,11 +66,12 @@ def parse_config(text: str) -> tritune.Config:
 def launcher(w: tritune.Workload, cfg: tritune.Config, key: Mapping[str, int], args: Any) -> Any:
     """A no-argument callable launching ``w``'s kernel with ``cfg`` on ``args``, as a tuning session does."""
     grid = w.grid_for(cfg, key)
-    kw = {**w.caller_kwargs(key), **cfg.kwargs, **cfg.launch_options()}
+    h_args, h_kw = w.hooked(cfg, args, w.caller_kwargs(key))  # a workload's pre_hook, as tuning runs it
+    kw = {**h_kw, **cfg.kwargs, **cfg.launch_options()}
     kernel = w.kernel[grid]
 
     def run() -> None:
-        kernel(*args, **kw)
+        kernel(*h_args, **kw)
 
     return run
 

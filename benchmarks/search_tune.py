@@ -1,10 +1,15 @@
-"""Search in the loop on the GPU (issue 16): a 2,000-config Hopper matmul space, default search vs exhaustive.
+"""Search in the loop on the GPU (issue 16): a Hopper matmul space of 1,672 configs, default search vs exhaustive.
 
     PYTHONPATH=src python benchmarks/search_tune.py --out DIR [--quick] [--exhaustive-keys 1|3] [--only transfer]
+        [--descriptors host|device]
 
 The space is ``examples/matmul_tma_wide.py``'s with ``num_ctas=1`` and ``maxnreg`` in {none, 168}: 2,000
 legal configs before the screen (tiles, ``GROUP_M``, epilogue subtiling, warp specialization, warps,
-stages, a register cap). Every engine runs as its own ``tritune tune`` process with an EMPTY Triton cache
+stages, a register cap). ``--descriptors host`` (the default since session 16) tunes it on
+``matmul_tma_host_kernel``, whose A, B and C are host ``TensorDescriptor``s shaped per config by the workload's
+``pre_hook`` (tutorial 09's fastest form: 0.989-0.991 of cuBLAS against 0.975-0.976 for descriptors made on the
+device, H200, session 16); warp specialization fails to compile over host descriptors, so that space is the
+1,672 configs without it. ``--descriptors device``: the 2,000-config space on ``matmul_tma_kernel`` (sessions 5-16). Every engine runs as its own ``tritune tune`` process with an EMPTY Triton cache
 (a fresh ``TRITON_CACHE_DIR``) and its own store:
 
 1. ``exhaustive``: ``--strategy exhaustive`` (tritune's own race over every legal config) at 4096^3 only by
@@ -41,7 +46,8 @@ flushed): at 4096^3 the search winner, the exhaustive run's 3 fastest configs an
 
 * ``search wall / exhaustive wall`` at 4096^3 (each engine's in-process wall for the key; target <= 0.2);
 * ``quality``: search winner time / best of the exhaustive top 3, re-measured (target <= 1.02);
-* ``vs cuBLAS``: cuBLAS time / search winner time at 4096^3 (target >= 0.98);
+* ``vs cuBLAS``: cuBLAS time / search winner time at 4096^3 (target >= 0.98), from the interleaved rounds and
+  pair by pair (:func:`paired_ratio`: both calls of a pair at one clock);
 * ``transfer wall / cold search wall`` at 6144^3 (target <= 0.25) and the transfer winner's quality
   against the cold search's winner (<= 1.02).
 
@@ -94,8 +100,17 @@ def search_args(key: Mapping[str, int], device: str) -> tuple[Any, ...]:
     return (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
 
 
+def search_host_args(key: Mapping[str, int], device: str) -> tuple[Any, ...]:
+    """:func:`search_args`' tensors as host ``TensorDescriptor``s (``matmul_tma_host_kernel``'s arguments): their
+    block shapes are set per config by the workload's ``pre_hook`` (``set_descriptor_blocks``)."""
+    from matmul_tma import as_host_descriptors
+
+    return as_host_descriptors(search_args(key, device))  # type: ignore[no-any-return]
+
+
 SEARCH_GRID = {**wide.WIDE_GRID, "num_ctas": [1], "maxnreg": [None, 168]}
 SEARCH_SPACE = tritune.Space(SEARCH_GRID, constraints=wide.CONSTRAINTS)
+SEARCH_HOST_SPACE = tritune.Space(SEARCH_GRID, constraints=wide.HOST_CONSTRAINTS)
 KEYS = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 4096}, {"M": 4096, "N": 4096, "K": 8192}]
 NEW_KEY = {"M": 6144, "N": 6144, "K": 6144}
 
@@ -114,6 +129,36 @@ matmul_search = tritune.Workload(
 )
 
 
+matmul_search_host = tritune.Workload(
+    name="matmul_search_host",
+    kernel=wide.matmul_tma_host_kernel,
+    configs=SEARCH_HOST_SPACE,
+    args=search_host_args,
+    grid=wide.persistent_grid,
+    outputs=[2],
+    oracle=wide.matmul_tma_host_oracle,
+    pre_hook=wide.set_descriptor_blocks,
+    keys=KEYS,
+    atol=2e-3,
+    rtol=2e-3,
+    flops=lambda key: 2 * key["M"] * key["N"] * key["K"],
+)
+
+#: ``--descriptors``: the kernel's descriptors made on the device (``matmul_search``, sessions 5-16) or passed
+#: from the host (``matmul_search_host``: tutorial 09's fastest form, 1.5% faster on the H200, session 16).
+WORKLOADS = {"device": matmul_search, "host": matmul_search_host}
+
+
+def workload() -> tritune.Workload:
+    """The workload this run tunes (``--descriptors``; the child processes get it by ``SEARCH_WORKLOAD``)."""
+    return WORKLOADS[os.environ.get("SEARCH_WORKLOAD", "host")]
+
+
+def tensor(x: Any) -> Any:
+    """``x``, or a host descriptor's base tensor (for cuBLAS)."""
+    return getattr(x, "base", x)
+
+
 def key_arg(key: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in key.items())
 
@@ -126,12 +171,13 @@ def warm_child(cfg_id: str, cli: Sequence[str]) -> int:
 
     from tritune.cli.main import main as tritune_main
 
-    cfg = next((c for c in SEARCH_SPACE.configs() if c.id == cfg_id), None)
+    w = workload()
+    cfg = next((c for c in w.space.configs() if c.id == cfg_id), None)
     if cfg is None:
         raise SystemExit(f"search_tune.py --child-warm: {cfg_id} is not a config of the benchmark's space")
-    args = search_args(KEYS[0], "cuda")
+    args = w.make_args(KEYS[0], "cuda")
     launch(KEYS[0], cfg, args)()
-    torch.matmul(args[0][:256, :256], args[1][:256, :256])
+    torch.matmul(tensor(args[0])[:256, :256], tensor(args[1])[:256, :256])
     torch.cuda.synchronize()
     return tritune_main(list(cli))
 
@@ -149,7 +195,7 @@ def tune_process(name: str, out: Path, keys: Sequence[Mapping[str, int]], store:
     env.pop("TRITUNE_SEARCH", None)
     prof = [sys.executable, "-m", "cProfile", "-o", str(out / f"{name}.prof")] if profile else [sys.executable]
     head = [__file__, "--child-warm", warm.id] if warm is not None else ["-m", "tritune"]
-    cmd = [*prof, *head, "tune", __file__, "--workload", "matmul_search", "--quiet",
+    cmd = [*prof, *head, "tune", __file__, "--workload", workload().name, "--quiet",
            "--store", str(store), "--json", str(out / f"{name}.json"), *extra]  # fmt: skip
     for k in keys:
         cmd += ["--key", key_arg(k)]
@@ -252,13 +298,16 @@ def paired_ratio(ours: Callable[[], None], blas: Callable[[], None], pairs: int 
 def launch(key: Mapping[str, int], cfg: tritune.Config, args: Any) -> Callable[[], None]:
     from matmul_vs_cublas import launcher
 
-    return launcher(matmul_search, cfg, key, args)  # type: ignore[no-any-return]
+    return launcher(workload(), cfg, key, args)  # type: ignore[no-any-return]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="directory for the JSON results and logs")
     ap.add_argument("--quick", action="store_true", help="8 interleaved rounds instead of 16")
+    ap.add_argument("--descriptors", choices=sorted(WORKLOADS), default="host",
+                    help="host (default): the kernel takes host TensorDescriptors shaped per config by the "
+                    "workload's pre_hook; device: it makes them itself (matmul_search, sessions 5-16)")  # fmt: skip
     ap.add_argument("--exhaustive-keys", type=int, choices=(1, 3), default=1)
     ap.add_argument("--only", choices=("transfer",), help="transfer: the 3-key search, the new key's transfer and "
                     "cold search and their interleaved re-measurement only (no exhaustive race)")  # fmt: skip
@@ -278,6 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["--child-warm"]:
         return warm_child(argv[1], argv[2:])
     a = ap.parse_args(argv)
+    os.environ["SEARCH_WORKLOAD"] = a.descriptors  # this process and every tune process it starts
     import torch
 
     from tritune.tune.provenance import provenance
@@ -285,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stores = Path(tempfile.mkdtemp(prefix="search-stores-"))
-    print(f"space: {len(SEARCH_SPACE.configs())} legal configs before the screen", flush=True)
+    print(f"space: {len(workload().space.configs())} legal configs before the screen ({workload().name})",
+          flush=True)  # fmt: skip
     t0 = time.perf_counter()
     runs: dict[str, Any] = {}
     if a.only != "transfer":
@@ -322,13 +373,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds = 8 if a.quick else 16
     main_pair = pairs[0][0] if pairs else ""
     ex, se = (runs[n]["keys"] if n in runs else [] for n in ("exhaustive", "search"))
-    result: dict[str, Any] = {"space": len(SEARCH_SPACE.configs()), "rounds": rounds}
+    result: dict[str, Any] = {"space": len(workload().space.configs()), "workload": workload().name, "rounds": rounds}
     if ex and se and ex[0]["winner"] and se[0]["winner"]:
         key = KEYS[0]
-        args = matmul_search.make_args(key, "cuda")
+        args = workload().make_args(key, "cuda")
         fns = {f"exhaustive#{i + 1}": launch(key, c, args) for i, c in enumerate(ex[0]["top"])}
         fns["search"] = launch(key, se[0]["winner"], args)
-        fns["cublas"] = lambda: torch.matmul(args[0], args[1], out=args[2])
+        fns["cublas"] = lambda: torch.matmul(tensor(args[0]), tensor(args[1]), out=tensor(args[2]))
         ms = interleave(fns, rounds)
         best_ex = min(v for n, v in ms.items() if n.startswith("exhaustive#"))
         result["key_4096"] = {
@@ -346,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pair_rows = {sfx: (runs[f"transfer{sfx}"]["keys"], runs[f"cold_new{sfx}"]["keys"]) for sfx, _ in pairs}
     pair_rows = {sfx: (t, c) for sfx, (t, c) in pair_rows.items() if t and c and t[0]["winner"] and c[0]["winner"]}
     if pair_rows:  # every winner of the new key, re-measured interleaved in one set of rounds
-        args = matmul_search.make_args(NEW_KEY, "cuda")
+        args = workload().make_args(NEW_KEY, "cuda")
         fns = {}
         for sfx, (t, c) in pair_rows.items():
             fns[f"transfer{sfx}"] = launch(NEW_KEY, t[0]["winner"], args)

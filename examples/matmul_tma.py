@@ -58,32 +58,10 @@ def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def matmul_tma_kernel(
-    a_ptr,
-    b_ptr,
-    c_ptr,
-    M,
-    N,
-    K,
-    stride_am,
-    stride_bk,
-    stride_cm,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-    EPILOGUE_SUBTILE: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr,
-):
-    a_desc = tl.make_tensor_descriptor(
-        a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K]
-    )
-    b_desc = tl.make_tensor_descriptor(
-        b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N]
-    )
-    c_desc = tl.make_tensor_descriptor(
-        c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SUBTILE]
-    )
+def _persistent_tiles(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+                      WARP_SPECIALIZE: tl.constexpr):  # fmt: skip
+    # The tile loop of both kernels below: whatever made the descriptors, the loads and stores are the same.
     start_pid = tl.program_id(0)
     programs = tl.num_programs(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -118,6 +96,58 @@ def matmul_tma_kernel(
             c_desc.store([offs_cm, offs_cn], acc.to(tl.float16))
 
 
+@triton.jit
+def matmul_tma_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bk,
+    stride_cm,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    a_desc = tl.make_tensor_descriptor(
+        a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K]
+    )
+    b_desc = tl.make_tensor_descriptor(
+        b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N]
+    )
+    c_desc = tl.make_tensor_descriptor(
+        c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SUBTILE]
+    )
+    _persistent_tiles(a_desc, b_desc, c_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE,
+                      WARP_SPECIALIZE)  # fmt: skip
+
+
+@triton.jit
+def matmul_tma_host_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
+):
+    """The same tiles through host ``TensorDescriptor``s (kernel parameters, as tutorial 09's fastest form):
+    no descriptor is made per program. Their block shapes follow the config: :func:`set_descriptor_blocks`."""
+    _persistent_tiles(a_desc, b_desc, c_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE,
+                      WARP_SPECIALIZE)  # fmt: skip
+
+
 def _scratch(size, alignment, stream):
     return torch.empty(size, device="cuda", dtype=torch.int8)
 
@@ -133,6 +163,33 @@ def matmul_tma_args(key, device):
     b = (torch.randn(k, n, generator=gen) / k**0.25).to(device=device, dtype=torch.float16)
     c = torch.empty(m, n, device=device, dtype=torch.float16)
     return (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
+
+
+def as_host_descriptors(args):
+    """``matmul_tma_args``-shaped arguments as ``matmul_tma_host_kernel``'s: host ``TensorDescriptor``s of A, B
+    and C, then M, N, K. Their block shapes are placeholders until :func:`set_descriptor_blocks` (the workloads'
+    ``pre_hook``) sets them per config."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    a, b, c, m, n, k = args[:6]
+    return (*(TensorDescriptor.from_tensor(t, [16, 16]) for t in (a, b, c)), m, n, k)
+
+
+def matmul_tma_host_args(key, device):
+    return as_host_descriptors(matmul_tma_args(key, device))
+
+
+def set_descriptor_blocks(nargs):
+    """The ``pre_hook`` of the host-descriptor workloads (tutorial 09's ``matmul_tma_set_block_size_hook``):
+    each descriptor's block is the tile the config loads or stores."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bm, bk]
+    nargs["b_desc"].block_shape = [bk, bn]
+    nargs["c_desc"].block_shape = [bm, bn // nargs["EPILOGUE_SUBTILE"]]
+
+
+def matmul_tma_host_oracle(args):
+    return [torch.matmul(args[0].base.float(), args[1].base.float())]
 
 
 @functools.cache

@@ -9,6 +9,11 @@ combination statically and says which rule and why::
 
     tritune screen examples/matmul_tma_wide.py --workload matmul_tma_wide --target sm90
     tritune tune examples/matmul_tma_wide.py --workload matmul_tma_wide --strategy surrogate --budget 10%
+
+``matmul_tma_wide_host`` is the same space on ``matmul_tma_host_kernel``: host ``TensorDescriptor``s, their
+block shapes set per config by the workload's ``pre_hook`` (``set_descriptor_blocks``), as tutorial 09's
+fastest form passes them. On the H200 (session 16, ``benchmarks/matmul_probe.py --paired``) that form ran at
+0.989-0.991 of cuBLAS at 4096^3 against 0.975-0.976 for descriptors made on the device.
 """
 
 from matmul_tma import (
@@ -16,9 +21,13 @@ from matmul_tma import (
     SM90_SMEM,
     SMALL_KEY,
     matmul_tma_args,
+    matmul_tma_host_args,
+    matmul_tma_host_kernel,
+    matmul_tma_host_oracle,
     matmul_tma_kernel,
     matmul_tma_oracle,
     persistent_grid,
+    set_descriptor_blocks,
     small_persistent_grid,
 )
 
@@ -100,16 +109,30 @@ CONSTRAINTS = [
 
 MATMUL_TMA_WIDE_SPACE = tritune.Space(WIDE_GRID, constraints=CONSTRAINTS)
 
+#: Host descriptors with warp specialization fail in Triton's NVGPUWarpSpecialization pass (triton 3.6 on the
+#: H200, session 15; 3.9 compiling for sm_90 here): a rule, so no worker compiles them.
+HOST_CONSTRAINTS = [
+    *CONSTRAINTS,
+    tritune.Constraint(
+        "host_descriptors_without_warp_specialization",
+        lambda c: not c["WARP_SPECIALIZE"],
+        "Triton's Hopper warp specialization fails to compile a loop over host TensorDescriptors "
+        "(NVGPUWarpSpecialization pass); use WARP_SPECIALIZE=0, or the device-descriptor kernel",
+    ),
+]
+MATMUL_TMA_WIDE_HOST_SPACE = tritune.Space(WIDE_GRID, constraints=HOST_CONSTRAINTS)
 
-def _workload(name, keys, grid):
+
+def _workload(name, keys, grid, host=False):
     return tritune.Workload(
         name=name,
-        kernel=matmul_tma_kernel,
-        configs=MATMUL_TMA_WIDE_SPACE,
-        args=matmul_tma_args,
+        kernel=matmul_tma_host_kernel if host else matmul_tma_kernel,
+        configs=MATMUL_TMA_WIDE_HOST_SPACE if host else MATMUL_TMA_WIDE_SPACE,
+        args=matmul_tma_host_args if host else matmul_tma_args,
         grid=grid,
         outputs=[2],
-        oracle=matmul_tma_oracle,
+        oracle=matmul_tma_host_oracle if host else matmul_tma_oracle,
+        pre_hook=set_descriptor_blocks if host else None,
         keys=keys,
         atol=2e-3,
         rtol=2e-3,
@@ -119,9 +142,8 @@ def _workload(name, keys, grid):
 
 
 # Three keys, for the "3 keys, then a new one" search measurements of issue 16.
-matmul_tma_wide = _workload(
-    "matmul_tma_wide",
-    [GPU_KEY, {"M": 8192, "N": 8192, "K": 4096}, {"M": 4096, "N": 4096, "K": 8192}],
-    persistent_grid,
-)
+WIDE_KEYS = [GPU_KEY, {"M": 8192, "N": 8192, "K": 4096}, {"M": 4096, "N": 4096, "K": 8192}]
+matmul_tma_wide = _workload("matmul_tma_wide", WIDE_KEYS, persistent_grid)
 matmul_tma_wide_small = _workload("matmul_tma_wide_small", [SMALL_KEY], small_persistent_grid)
+matmul_tma_wide_host = _workload("matmul_tma_wide_host", WIDE_KEYS, persistent_grid, host=True)
+matmul_tma_wide_host_small = _workload("matmul_tma_wide_host_small", [SMALL_KEY], small_persistent_grid, host=True)

@@ -8,6 +8,7 @@ Meta-parameter names are kept sorted, so two configs that are equal have the sam
 
 from __future__ import annotations
 
+import copy
 import json
 import operator
 from collections.abc import Iterator, Mapping, Sequence
@@ -352,3 +353,38 @@ def columns(configs: Sequence[Config]) -> dict[str, list[Any]] | None:
     if any(r is not None for r in regs):
         out["maxnreg"] = regs
     return out
+
+
+def detached(value: Any) -> Any:
+    """A copy a config's ``pre_hook`` may change without touching the caller's argument: objects such as a host
+    ``TensorDescriptor`` are copied (their list attributes too); tensors, numbers and strings are passed as is."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)) or hasattr(value, "data_ptr"):
+        return value
+    if not hasattr(value, "__dict__"):
+        return value
+    try:
+        dup = copy.copy(value)
+        for name, attr in vars(dup).items():
+            if isinstance(attr, list):
+                setattr(dup, name, list(attr))
+    except Exception:  # an object that refuses to be copied: the hook would change the caller's own
+        return value
+    return dup
+
+
+def hooked_arguments(arg_names: Sequence[str], cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
+                     pre_hook: Any = None) -> tuple[tuple[Any, ...], dict[str, Any]]:  # fmt: skip
+    """The arguments as the JIT will see them for ``cfg``: after its ``pre_hook``, which may set what the
+    compile depends on (a host ``TensorDescriptor``'s block shape). The hook runs on copies of the non-tensor
+    arguments, so the caller's descriptors are left as they were; Triton runs the same hook before every
+    benchmark launch of ``cfg``, so one more run is what any hook must already allow. ``pre_hook``: the hook for
+    a config without one of its own (a Workload's)."""
+    hook = cfg.pre_hook if cfg.pre_hook is not None else pre_hook
+    if hook is None:
+        return tuple(args), dict(kwargs)
+    full = {n: detached(v) for n, v in zip(arg_names, args)}
+    full.update({n: detached(v) for n, v in kwargs.items()})
+    full.update(cfg.kwargs)
+    full.update(cfg.launch_options())
+    hook(full)
+    return tuple(full[n] for n in arg_names[: len(args)]), {n: full[n] for n in kwargs}

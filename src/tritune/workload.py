@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritune.config import Config, as_config
+from tritune.config import Config, as_config, hooked_arguments
 from tritune.errors import TrituneError, WorkloadError, WorkloadLoadError
 from tritune.kernel import KernelInfo
 from tritune.space import Space
@@ -29,6 +29,12 @@ class Workload:
     in ``args`` the kernel writes; ``oracle(args)`` returns the expected outputs in that order,
     computed from the inputs as ``args`` made them, before any kernel ran.
     ``bytes(key)``/``flops(key)`` feed achieved-bandwidth and roofline figures.
+    ``pre_hook(nargs)``: called before each compile and launch of a config with one dict, the kernel's
+    arguments by name plus the config's meta-parameters and launch options, as ``triton.Config(pre_hook=...)``
+    is: it may set what the compile depends on, such as a host ``TensorDescriptor``'s ``block_shape`` (Triton's
+    tutorial 09). It runs on copies of the non-tensor arguments (:func:`tritune.config.hooked_arguments`), so
+    each config keeps its own descriptors and the arguments ``args`` made stay as they were. An output may be
+    such a descriptor: its ``base`` tensor is what is checked against the oracle.
     """
 
     name: str
@@ -45,6 +51,7 @@ class Workload:
     flops: Callable[[Key], float] | None = None
     kwargs: Mapping[str, Any] | Callable[[Key], Mapping[str, Any]] | None = None
     description: str = ""
+    pre_hook: Callable[[dict[str, Any]], Any] | None = None
 
     def __post_init__(self) -> None:
         where = f"workload {self.name!r}"
@@ -57,6 +64,9 @@ class Workload:
         for fname in ("args", "grid"):
             if not callable(getattr(self, fname)):
                 raise WorkloadError(f"{where}: {fname} must be a callable")
+        if self.pre_hook is not None and not callable(self.pre_hook):
+            raise WorkloadError(f"{where}: pre_hook must be a callable of one dict (the arguments by name and the "
+                                "config's values), as triton.Config's")  # fmt: skip
         if self.oracle is not None and not callable(self.oracle):
             raise WorkloadError(f"{where}: oracle must be a callable of args returning the expected outputs")
         self.outputs = tuple(self.outputs)
@@ -135,6 +145,26 @@ class Workload:
             )
         return expected
 
+    def hooked(self, config: Config, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The arguments as ``config``'s launch sees them: after its own ``pre_hook`` or this workload's, on
+        copies of the non-tensor arguments (:func:`~tritune.config.hooked_arguments`); as given without a hook.
+        A hook that raises becomes a one-line :class:`WorkloadError` naming the workload and the config."""
+        if self.pre_hook is None and config.pre_hook is None:
+            return list(args), dict(kwargs)
+        try:
+            a, kw = hooked_arguments(self.info.arg_names, config, args, kwargs, self.pre_hook)
+        except TrituneError:
+            raise
+        except Exception as e:
+            raise WorkloadError(f"workload {self.name!r}: the pre_hook raised {describe_exception(e)} for "
+                                f"{config.id}; it must accept every config of the space") from e  # fmt: skip
+        return list(a), kw
+
+    def output_tensors(self, args: Sequence[Any]) -> list[Any]:
+        """The tensors the kernel writes: ``args[i]`` for each output, or its ``base`` where it is a tensor
+        descriptor (a host ``TensorDescriptor``)."""
+        return [output_tensor(args[i]) for i in self.outputs]
+
     def grid_for(self, config: Config, key: Key) -> tuple[int, ...]:
         what = f"grid(meta of {config.id}, {_key_text(key)})"
         g = self.call_user(what, self.grid, config.as_dict(), key)
@@ -157,6 +187,15 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({self.name!r}, kernel={self.info.name}, {len(self.candidates())} candidates, keys={self.keys})"
+
+
+def output_tensor(value: Any) -> Any:
+    """``value``, or its ``base`` tensor where it is a tensor descriptor (has ``base`` and ``block_shape``)."""
+    if not hasattr(value, "data_ptr") and hasattr(value, "block_shape"):
+        base = getattr(value, "base", None)
+        if hasattr(base, "data_ptr"):
+            return base
+    return value
 
 
 def _short(value: Any) -> str:

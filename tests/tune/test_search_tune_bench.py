@@ -18,6 +18,10 @@ def test_the_benchmark_space_is_large_legal_and_inside_the_wide_one() -> None:
     (wide,) = load_workloads(BENCH.parents[1] / "examples" / "matmul_tma_wide.py", "matmul_tma_wide")
     assert set(legal) <= set(wide.space.configs())
     assert len(w.keys) == 3
+    (host,) = load_workloads(BENCH, "matmul_search_host")  # the same space less warp specialization
+    h_legal = [c for c in host.candidates() if check_static(c, host.info, {}, host.space) is None]
+    assert set(h_legal) == {c for c in legal if c["WARP_SPECIALIZE"] == 0} and len(h_legal) >= 1500
+    assert host.pre_hook is not None and host.keys == w.keys
 
 
 def test_the_warm_process_runs_tritune_tune_after_the_warm_up(monkeypatch, tmp_path) -> None:

@@ -227,10 +227,11 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
     if first:
         kernel = as_jit(w.kernel)
         grid = w.grid_for(cfg, key)
-        kw = {**w.caller_kwargs(key), **cfg.kwargs, **cfg.launch_options()}
+        h_args, h_kw = w.hooked(cfg, args, w.caller_kwargs(key))
+        kw = {**h_kw, **cfg.kwargs, **cfg.launch_options()}
 
         def launch() -> None:
-            kernel[grid](*args, **kw)
+            kernel[grid](*h_args, **kw)
 
         _CACHE[fkey] = launch
     tkey = ("timer", bool(opts.get("flush_l2", True)), bool(opts.get("graph", False)))

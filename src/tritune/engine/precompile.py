@@ -18,7 +18,6 @@ waited on to exit.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import multiprocessing as mp
 import os
@@ -28,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tritune.config import Config
+from tritune.config import Config, hooked_arguments
 from tritune.screen.triton_key import install_triton_key_memo
 from tritune.workers import Done, Forked, Spawned, WorkerService
 
@@ -206,42 +205,10 @@ class Compiling:
             self._on_close = None
 
 
-def _detached(value: Any) -> Any:
-    """A copy a config's ``pre_hook`` may change without touching the caller's argument: objects such as a host
-    ``TensorDescriptor`` are copied (their list attributes too); tensors, numbers and strings are passed as is."""
-    if value is None or isinstance(value, (bool, int, float, str, bytes)) or hasattr(value, "data_ptr"):
-        return value
-    if not hasattr(value, "__dict__"):
-        return value
-    try:
-        dup = copy.copy(value)
-        for name, attr in vars(dup).items():
-            if isinstance(attr, list):
-                setattr(dup, name, list(attr))
-    except Exception:  # an object that refuses to be copied: the hook would change the caller's own
-        return value
-    return dup
-
-
-def hooked_arguments(arg_names: Sequence[str], cfg: Config, args: Sequence[Any],
-                     kwargs: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:  # fmt: skip
-    """The arguments as the JIT will see them for ``cfg``: after its ``pre_hook``, which may set what the
-    compile depends on (a host ``TensorDescriptor``'s block shape). The hook runs on copies of the non-tensor
-    arguments, so the caller's descriptors are left as they were; Triton runs the same hook before every
-    benchmark launch of ``cfg``, so one more run is what any hook must already allow."""
-    if cfg.pre_hook is None:
-        return tuple(args), dict(kwargs)
-    full = {n: _detached(v) for n, v in zip(arg_names, args)}
-    full.update({n: _detached(v) for n, v in kwargs.items()})
-    full.update(cfg.kwargs)
-    full.update(cfg.launch_options())
-    cfg.pre_hook(full)
-    return tuple(full[n] for n in arg_names[: len(args)]), {n: full[n] for n in kwargs}
-
-
 def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
                      target: Any, jobs: int | None = None, timeout: float | None = None,
-                     kwargs_for: Callable[[Config], Mapping[str, Any]] | None = None) -> Compiling:  # fmt: skip
+                     kwargs_for: Callable[[Config], Mapping[str, Any]] | None = None,
+                     pre_hook: Callable[[dict[str, Any]], Any] | None = None) -> Compiling:  # fmt: skip
     """Start compiling every config's binary into Triton's cache in worker processes; returns at once.
 
     Configs already in the cache, and (where no worker can take it) everything, are left to the JIT's
@@ -250,7 +217,8 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
     ``pre_hook`` is specialized for the arguments as its hook leaves them (:func:`hooked_arguments`).
     ``kwargs_for(cfg)``: the keyword arguments of ``cfg``'s launch where they differ per config (the values
     of ``@triton.heuristics`` stacked under the decorator, computed here in the parent); a config whose
-    ``kwargs_for`` raises is left to the JIT, which raises it as Triton does.
+    ``kwargs_for`` raises is left to the JIT, which raises it as Triton does. ``pre_hook``: the hook of a config
+    that has none of its own (a Workload's, :attr:`tritune.Workload.pre_hook`).
     """
     from tritune.errors import KernelSpecError
     from tritune.screen.specialize import specialize
@@ -262,7 +230,8 @@ def start_precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], k
     names = list(as_jit_names(jit))
     for cfg in configs:
         try:
-            cargs, ckwargs = hooked_arguments(names, cfg, args, kwargs if kwargs_for is None else kwargs_for(cfg))
+            cargs, ckwargs = hooked_arguments(names, cfg, args, kwargs if kwargs_for is None else kwargs_for(cfg),
+                                              pre_hook)  # fmt: skip
             spec = specialize(jit, cargs, cfg, target, ckwargs)
         except KernelSpecError as e:
             failed[cfg] = str(e)
@@ -319,12 +288,14 @@ class Precompiler:
     timeout: float | None = None
     #: Per-config keyword arguments (stacked ``@triton.heuristics``): see :func:`start_precompile`.
     kwargs_for: Callable[[Config], Mapping[str, Any]] | None = None
+    #: The hook of configs without one of their own (a Workload's): see :func:`start_precompile`.
+    pre_hook: Callable[[dict[str, Any]], Any] | None = None
 
     def __call__(self, configs: Sequence[Config]) -> Compiling:
-        if self.kwargs_for is None:
+        if self.kwargs_for is None and self.pre_hook is None:
             return start_precompile(self.jit, configs, self.args, self.kwargs, self.target, self.jobs, self.timeout)
         return start_precompile(self.jit, configs, self.args, self.kwargs, self.target, self.jobs, self.timeout,
-                                kwargs_for=self.kwargs_for)  # fmt: skip
+                                kwargs_for=self.kwargs_for, pre_hook=self.pre_hook)  # fmt: skip
 
 
 def precompile(jit: Any, configs: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any], target: Any,

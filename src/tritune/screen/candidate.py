@@ -247,6 +247,7 @@ def screen_candidate(
             threads=config.num_warps * target.warp_size,
             stage="static",
         )
+    h_args, h_kw = workload.hooked(config, args, caller_kwargs)
     with quiet_triton():
-        spec = specialize(workload.kernel, args, config, target.gpu_target(), caller_kwargs)
+        spec = specialize(workload.kernel, h_args, config, target.gpu_target(), h_kw)
     return screen_spec(spec, config, target, gate)

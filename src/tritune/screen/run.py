@@ -152,8 +152,9 @@ def _screen_workload(
             if rej is not None:
                 static[ki, ci] = _static_result(config, rej.rule, rej.reason, tgt)
                 continue
+            h_args, h_kw = w.hooked(config, args, caller)
             with quiet_triton():
-                spec = specialize(w.kernel, args, config, gpu_target, caller)
+                spec = specialize(w.kernel, h_args, config, gpu_target, h_kw)
                 h = spec.cache_hash()
             slot_hash[ki, ci] = h
             unique.setdefault(h, (ki, config, spec))

@@ -142,7 +142,7 @@ def tune_key(
     oracle_fn = workload.oracle if options.verify else None
     verifying = oracle_fn is not None
     # The comparison's device code loads beside the setup, not in the first candidate's check (warm_compare).
-    outs = [args[i] for i in workload.outputs]
+    outs = workload.output_tensors(args)
     warming = None if not verifying or device == "cpu" else aside(
         lambda: warm_compare(outs, atol=workload.atol, rtol=workload.rtol), name="tritune-compare-warm")
     oracle = None if oracle_fn is None else aside(
@@ -176,7 +176,7 @@ def tune_key(
         facts: dict[str, Any] = {}
         t0 = time.perf_counter()
         if device != "cpu":
-            got = load_binary(jit, kname, cfg, args, kw, grid)
+            got = load_binary(jit, kname, cfg, *workload.hooked(cfg, args, kw), grid)
             prepared["load_s"] += time.perf_counter() - t0
             if isinstance(got, Failure):
                 return got
@@ -194,18 +194,20 @@ def tune_key(
 
     def make_fn(cfg: Config) -> Callable[[], object]:
         grid = workload.grid_for(cfg, key)
-        opts = {**kw, **cfg.kwargs, **cfg.launch_options()}
+        cargs, ckw = workload.hooked(cfg, args, kw)  # once per config: its own descriptors, if it has a hook
+        opts = {**ckw, **cfg.kwargs, **cfg.launch_options()}
         launcher = jit[grid]
 
         def call() -> None:
-            launcher(*args, **opts)
+            launcher(*cargs, **opts)
 
         return call
 
     gpu_target = _gpu_target(target)
     compiler = None
     if gpu_target is not None:
-        compiler = Precompiler(compile_jit, args, kw, gpu_target, options.jobs or None, options.compile_timeout)
+        compiler = Precompiler(compile_jit, args, kw, gpu_target, options.jobs or None, options.compile_timeout,
+                               pre_hook=workload.pre_hook)  # fmt: skip
     benches: list[IsolatedBench] = []
     path = locate(workload) if device != "cpu" else None
 

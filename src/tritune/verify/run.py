@@ -23,7 +23,7 @@ from tritune.screen.specialize import cuda_target, frontend_rejection
 from tritune.space import check_static
 from tritune.verify.agreement import AgreementGroups, label
 from tritune.verify.compare import compare, digest, poison, still_poisoned
-from tritune.workload import Workload
+from tritune.workload import Workload, output_tensor
 
 NO_TIMING = "no timing: verify checks correctness only and never times a candidate"
 
@@ -105,7 +105,7 @@ def verify_key(
             workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, aliased, target=target
         )
         if res.status in (Status.CORRECT, Status.COMPARED):
-            outs = [args[i] for i in workload.outputs]
+            outs = workload.output_tensors(args)
             if agreement is not None:
                 agreement.add(cfg.id, outs)
             digests.setdefault(digest(outs), []).append(cfg.id)
@@ -162,7 +162,8 @@ def check_candidate(
         if rej is not None:
             return _unrun(cfg, Status.ILLEGAL, rej.reason)
         try:
-            why = frontend_rejection(workload.kernel, args, cfg, target, caller_kw)
+            h_args, h_kw = workload.hooked(cfg, args, caller_kw)
+            why = frontend_rejection(workload.kernel, h_args, cfg, target, h_kw)
         except KernelSpecError as e:
             return _unrun(cfg, Status.ERROR, str(e))
         if why is not None:
@@ -174,15 +175,16 @@ def check_candidate(
             a.copy_(p)
     for i in workload.outputs:
         if i not in aliased:
-            poison(args[i])
+            poison(output_tensor(args[i]))
     step("check_restore_s")
     try:
         grid = workload.grid_for(cfg, key)
+        run_args, run_kw = workload.hooked(cfg, args, caller_kw)
     except WorkloadError as e:
         return _unrun(cfg, Status.ERROR, str(e))
     try:
         with _quiet_numpy():
-            runner[grid](*args, **caller_kw, **cfg.kwargs, **cfg.launch_options())
+            runner[grid](*run_args, **run_kw, **cfg.kwargs, **cfg.launch_options())
         if not on_cpu:
             torch.cuda.synchronize()
     except Exception as e:
@@ -195,7 +197,7 @@ def check_candidate(
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
         return _unrun(cfg, Status.ERROR, f"{kname} raised {type(e).__name__} while running {cfg.id}{where}: {msg}")
     step("check_run_s")
-    outs = [args[i] for i in workload.outputs]
+    outs = workload.output_tensors(args)
     if expected is None:
         return _check_written(kname, cfg, workload.outputs, outs)
     worst = 0.0
@@ -239,6 +241,7 @@ def _aliased_outputs(args: Sequence[Any], outputs: Sequence[int]) -> frozenset[i
     import torch
 
     out: set[int] = set()
+    args = [output_tensor(a) for a in args]  # a tensor descriptor's base
     for i in outputs:
         o = args[i]
         for j, a in enumerate(args):
