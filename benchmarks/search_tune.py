@@ -114,35 +114,26 @@ SEARCH_HOST_SPACE = tritune.Space(SEARCH_GRID, constraints=wide.HOST_CONSTRAINTS
 KEYS = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 4096}, {"M": 4096, "N": 4096, "K": 8192}]
 NEW_KEY = {"M": 6144, "N": 6144, "K": 6144}
 
-matmul_search = tritune.Workload(
-    name="matmul_search",
-    kernel=wide.matmul_tma_kernel,
-    configs=SEARCH_SPACE,
-    args=search_args,
-    grid=wide.persistent_grid,
-    outputs=[2],
-    oracle=wide.matmul_tma_oracle,
-    keys=KEYS,
-    atol=2e-3,
-    rtol=2e-3,
-    flops=lambda key: 2 * key["M"] * key["N"] * key["K"],
-)
+def _search_workload(host: bool) -> tritune.Workload:
+    """The benchmark's space on the kernel with host descriptors (shaped by the ``pre_hook``) or device ones."""
+    return tritune.Workload(
+        name="matmul_search_host" if host else "matmul_search",
+        kernel=wide.matmul_tma_host_kernel if host else wide.matmul_tma_kernel,
+        configs=SEARCH_HOST_SPACE if host else SEARCH_SPACE,
+        args=search_host_args if host else search_args,
+        grid=wide.persistent_grid,
+        outputs=[2],
+        oracle=wide.matmul_tma_host_oracle if host else wide.matmul_tma_oracle,
+        pre_hook=wide.set_descriptor_blocks if host else None,
+        keys=KEYS,
+        atol=2e-3,
+        rtol=2e-3,
+        flops=lambda key: 2 * key["M"] * key["N"] * key["K"],
+    )
 
 
-matmul_search_host = tritune.Workload(
-    name="matmul_search_host",
-    kernel=wide.matmul_tma_host_kernel,
-    configs=SEARCH_HOST_SPACE,
-    args=search_host_args,
-    grid=wide.persistent_grid,
-    outputs=[2],
-    oracle=wide.matmul_tma_host_oracle,
-    pre_hook=wide.set_descriptor_blocks,
-    keys=KEYS,
-    atol=2e-3,
-    rtol=2e-3,
-    flops=lambda key: 2 * key["M"] * key["N"] * key["K"],
-)
+matmul_search = _search_workload(host=False)
+matmul_search_host = _search_workload(host=True)
 
 #: ``--descriptors``: the kernel's descriptors made on the device (``matmul_search``, sessions 5-16) or passed
 #: from the host (``matmul_search_host``: tutorial 09's fastest form, 1.5% faster on the H200, session 16).
