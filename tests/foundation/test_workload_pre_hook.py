@@ -108,3 +108,43 @@ def test_an_output_descriptor_is_checked_through_its_base_tensor() -> None:
     args = w.make_args(w.keys[0], "cpu")
     assert w.output_tensors(args) == [args[2].base]
     assert output_tensor(args[0].base) is args[0].base and output_tensor(7) == 7
+
+
+def test_a_descriptor_input_the_kernel_clobbers_is_restored_before_each_config() -> None:
+    """A kernel that writes ``2x`` to its output and ``x + 1`` back into its input, both through host descriptors:
+    each config must start from the inputs as ``args`` made them (the input descriptor's base restored), or the
+    second config would write ``2 (x + 1)``."""
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    @triton.jit
+    def double_and_clobber(x_desc, y_desc, BM: tl.constexpr, BN: tl.constexpr):
+        pm, pn = tl.program_id(0), tl.program_id(1)
+        v = x_desc.load([pm * BM, pn * BN])
+        y_desc.store([pm * BM, pn * BN], v * 2)
+        x_desc.store([pm * BM, pn * BN], v + 1)
+
+    def set_blocks(nargs: dict) -> None:
+        for name in ("x_desc", "y_desc"):
+            nargs[name].block_shape = [nargs["BM"], nargs["BN"]]
+
+    def make(key: dict, device: str) -> tuple:
+        x = torch.randn(64, 64, device=device)
+        return tuple(TensorDescriptor.from_tensor(t, [16, 16]) for t in (x, torch.empty_like(x)))
+
+    w = Workload(
+        name="double_and_clobber",
+        kernel=double_and_clobber,
+        configs=[Config({"BM": 16, "BN": 32}), Config({"BM": 32, "BN": 16})],
+        args=make,
+        grid=lambda meta, key: (64 // meta["BM"], 64 // meta["BN"]),
+        outputs=[1],
+        oracle=lambda args: [args[0].base * 2],
+        pre_hook=set_blocks,
+        keys=[{"n": 64}],
+    )
+    r = verify_key(w, w.keys[0], device="cpu", target=None)
+    assert [c.status.value for c in r.candidates] == ["correct", "correct"]
+    assert r.extra["bitwise_identical"] is True

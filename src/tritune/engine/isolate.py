@@ -167,15 +167,13 @@ _CACHE: dict[Any, Any] = {}
 
 def _check(w: Any, key: dict[str, Any], akey: tuple[Any, ...], args: list[Any], cfg: Config) -> Failure | None:
     """Worker side: ``cfg``'s outputs against the oracle (verify's own check); the Failure, or None if correct."""
-    import torch
-
     from tritune.kernel import as_jit
-    from tritune.verify.run import check_candidate
+    from tritune.verify.run import check_candidate, clone_arg
 
     okey = (*akey, "oracle")
     if okey not in _CACHE:
-        pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-        expected = list(w.oracle([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine]))
+        pristine = [clone_arg(a) for a in args]
+        expected = list(w.oracle([clone_arg(a) for a in pristine]))
         _CACHE[okey] = (pristine, expected)
     pristine, expected = _CACHE[okey]
     got = check_candidate(w, key, cfg, args, pristine, w.caller_kwargs(key), expected, as_jit(w.kernel), False)

@@ -56,7 +56,7 @@ from tritune.store import CandidateRecord, dtypes_of, make_key
 from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
 from tritune.verify.compare import warm_compare
-from tritune.verify.run import check_candidate
+from tritune.verify.run import check_candidate, clone_arg
 from tritune.workers import freeze_more, objects_frozen, service
 from tritune.workload import Workload
 
@@ -134,7 +134,7 @@ def tune_key(
     t = time.perf_counter()
     torch.manual_seed(0)
     args = workload.make_args(key, device)  # on this thread: it may set per-thread state (triton.set_allocator)
-    pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    pristine = [clone_arg(a) for a in args]
     setup["args_s"] = _lap(t)
     screened = screening.result()
     verdict, legal, every = screened.verdict, list(screened.legal), screened.candidates
@@ -146,7 +146,7 @@ def tune_key(
     warming = None if not verifying or device == "cpu" else aside(
         lambda: warm_compare(outs, atol=workload.atol, rtol=workload.rtol), name="tritune-compare-warm")
     oracle = None if oracle_fn is None else aside(
-        lambda: list(oracle_fn([a.clone() if isinstance(a, torch.Tensor) else a for a in pristine])), inline=inline)
+        lambda: list(oracle_fn([clone_arg(a) for a in pristine])), inline=inline)
     expected: list[Any] | None = None
 
     def oracle_ready() -> None:

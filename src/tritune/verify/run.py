@@ -69,10 +69,22 @@ def _quiet_numpy() -> Iterator[None]:
         yield
 
 
-def _clone(a: Any) -> Any:
+def clone_arg(a: Any) -> Any:
+    """A copy of one kernel argument whose tensor ``check_candidate`` can restore from: a tensor's clone; a tensor
+    descriptor's copy around a clone of its ``base``; anything else as it is."""
+    import copy
+
     import torch
 
-    return a.clone() if isinstance(a, torch.Tensor) else a
+    if isinstance(a, torch.Tensor):
+        return a.clone()
+    base = output_tensor(a)
+    if base is not a:
+        dup = copy.copy(a)
+        dup.base = base.clone()
+        return dup
+    return a
+
 
 
 def verify_key(
@@ -91,9 +103,9 @@ def verify_key(
     on_cpu = device == "cpu"
     torch.manual_seed(seed)
     args = workload.make_args(key, device)
-    pristine = [_clone(a) for a in args]
+    pristine = [clone_arg(a) for a in args]
     caller_kw = workload.caller_kwargs(key)
-    expected = workload.expected_outputs([_clone(a) for a in pristine])
+    expected = workload.expected_outputs([clone_arg(a) for a in pristine])
     runner = as_interpreted(workload.kernel) if on_cpu else as_jit(workload.kernel)
     aliased = _aliased_outputs(args, workload.outputs)
     results: list[CandidateResult] = []
@@ -171,8 +183,9 @@ def check_candidate(
     if aliased is None:
         aliased = _aliased_outputs(args, workload.outputs)
     for a, p in zip(args, pristine):
-        if isinstance(a, torch.Tensor):
-            a.copy_(p)
+        t = output_tensor(a)  # a tensor, or a descriptor's base
+        if isinstance(t, torch.Tensor):
+            t.copy_(output_tensor(p))
     for i in workload.outputs:
         if i not in aliased:
             poison(output_tensor(args[i]))
