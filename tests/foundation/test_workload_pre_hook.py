@@ -148,3 +148,19 @@ def test_a_descriptor_input_the_kernel_clobbers_is_restored_before_each_config()
     r = verify_key(w, w.keys[0], device="cpu", target=None)
     assert [c.status.value for c in r.candidates] == ["correct", "correct"]
     assert r.extra["bitwise_identical"] is True
+
+
+def test_tritune_screen_compiles_each_config_with_its_own_descriptor_blocks() -> None:
+    """``tritune screen``'s plan (one compile per distinct specialization, in workers): the two epilogue splits
+    stage different C tiles, so their binaries' shared memory differs by the half tile."""
+    from tritune.screen.run import _screen_workload
+    from tritune.screen.targets import get_target
+
+    w = wide.matmul_tma_wide_host
+    cfgs = _pick(w, 1, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, EPILOGUE_SUBTILE=1, GROUP_M=8, num_warps=8, num_stages=3)
+    cfgs += _pick(w, 1, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, EPILOGUE_SUBTILE=2, GROUP_M=8, num_warps=8, num_stages=3)
+    (res,) = _screen_workload(w, EXAMPLES / "matmul_tma_wide.py", get_target("sm90"), 1, 120,
+                              [{"M": 4096, "N": 4096, "K": 4096}], None, only=cfgs)  # fmt: skip
+    shared = [c.extra.get("shared") for c in res.candidates]
+    assert [c.status.value for c in res.candidates] == ["fits", "fits"]
+    assert shared[0] - shared[1] == 2 * 128 * 256 // 2  # fp16 C: the whole tile staged against half of it
