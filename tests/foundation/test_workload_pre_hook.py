@@ -164,3 +164,20 @@ def test_tritune_screen_compiles_each_config_with_its_own_descriptor_blocks() ->
     shared = [c.extra.get("shared") for c in res.candidates]
     assert [c.status.value for c in res.candidates] == ["fits", "fits"]
     assert shared[0] - shared[1] == 2 * 128 * 256 // 2  # fp16 C: the whole tile staged against half of it
+
+
+def test_a_hook_that_refuses_one_config_costs_that_config_only() -> None:
+    w = wide.matmul_tma_wide_host_small
+    cfgs = _pick(w, 2, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, EPILOGUE_SUBTILE=1)
+    refused = cfgs[1]
+
+    def picky(nargs: dict) -> None:
+        if all(nargs.get(k) == v for k, v in {**refused.kwargs, **refused.launch_options()}.items()):
+            raise ValueError("no descriptor for this one")
+        wide.set_descriptor_blocks(nargs)
+
+    picky_w = Workload(name="picky_hook", kernel=w.kernel, configs=w.space, args=w.args, grid=w.grid, outputs=[2],
+                       oracle=w.oracle, pre_hook=picky, keys=w.keys, atol=w.atol, rtol=w.rtol)  # fmt: skip
+    r = verify_key(picky_w, picky_w.keys[0], device="cpu", configs=cfgs, target=None)
+    assert [c.status.value for c in r.candidates] == ["correct", "error"]
+    assert "picky_hook" in r.candidates[1].reason and "no descriptor for this one" in r.candidates[1].reason

@@ -44,6 +44,7 @@ from tritune.engine.precompile import Precompiler, default_jobs
 from tritune.engine.race import RaceOptions, RaceResult
 from tritune.engine.searched import search_and_race
 from tritune.engine.sticky import cuda_context_error
+from tritune.errors import WorkloadError
 from tritune.kernel import as_interpreted, as_jit
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
@@ -176,7 +177,11 @@ def tune_key(
         facts: dict[str, Any] = {}
         t0 = time.perf_counter()
         if device != "cpu":
-            got = load_binary(jit, kname, cfg, *workload.hooked(cfg, args, kw), grid)
+            try:
+                h_args, h_kw = workload.hooked(cfg, args, kw)
+            except WorkloadError as e:  # the workload's pre_hook refused this config: it cannot be launched
+                return Failure(Status.LAUNCH_FAILED, str(e))
+            got = load_binary(jit, kname, cfg, h_args, h_kw, grid)
             prepared["load_s"] += time.perf_counter() - t0
             if isinstance(got, Failure):
                 return got
