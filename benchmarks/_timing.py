@@ -98,3 +98,14 @@ def paired(a: Any, b: Any, pairs: int, pad_us: float = 20.0) -> tuple[list[float
             tb.append(y)
         done += n
     return ta, tb
+
+
+def paired_ratio(a: Any, b: Any, pairs: int) -> tuple[float, list[float], float, list[float], list[float]]:
+    """``b``'s time / ``a``'s, pair by pair (:func:`paired`): the median ratio, its 99% interval (ranks of the
+    median) and that interval's coverage, and both contestants' times."""
+    from tritune.bench import median_ci_ranks
+
+    t_a, t_b = paired(a, b, pairs)
+    r = sorted(y / x for x, y in zip(t_a, t_b))
+    lo, hi, cover = median_ci_ranks(len(r), 0.99)
+    return statistics.median(r), [r[lo], r[hi]], cover, t_a, t_b

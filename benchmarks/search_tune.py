@@ -80,6 +80,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import matmul_tma_wide as wide  # noqa: E402
 
 import tritune  # noqa: E402
+from tritune.workload import output_tensor  # noqa: E402
 
 
 def search_args(key: Mapping[str, int], device: str) -> tuple[Any, ...]:
@@ -111,7 +112,7 @@ def search_host_args(key: Mapping[str, int], device: str) -> tuple[Any, ...]:
 SEARCH_GRID = {**wide.WIDE_GRID, "num_ctas": [1], "maxnreg": [None, 168]}
 SEARCH_SPACE = tritune.Space(SEARCH_GRID, constraints=wide.CONSTRAINTS)
 SEARCH_HOST_SPACE = tritune.Space(SEARCH_GRID, constraints=wide.HOST_CONSTRAINTS)
-KEYS = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 4096}, {"M": 4096, "N": 4096, "K": 8192}]
+KEYS = wide.WIDE_KEYS  # 4096^3, 8192x8192x4096, 4096x4096x8192
 NEW_KEY = {"M": 6144, "N": 6144, "K": 6144}
 
 def _search_workload(host: bool) -> tritune.Workload:
@@ -145,11 +146,6 @@ def workload() -> tritune.Workload:
     return WORKLOADS[os.environ.get("SEARCH_WORKLOAD", "host")]
 
 
-def tensor(x: Any) -> Any:
-    """``x``, or a host descriptor's base tensor (for cuBLAS)."""
-    return getattr(x, "base", x)
-
-
 def key_arg(key: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in key.items())
 
@@ -168,7 +164,7 @@ def warm_child(cfg_id: str, cli: Sequence[str]) -> int:
         raise SystemExit(f"search_tune.py --child-warm: {cfg_id} is not a config of the benchmark's space")
     args = w.make_args(KEYS[0], "cuda")
     launch(KEYS[0], cfg, args)()
-    torch.matmul(tensor(args[0])[:256, :256], tensor(args[1])[:256, :256])
+    torch.matmul(output_tensor(args[0])[:256, :256], output_tensor(args[1])[:256, :256])
     torch.cuda.synchronize()
     return tritune_main(list(cli))
 
@@ -275,14 +271,10 @@ def paired_ratio(ours: Callable[[], None], blas: Callable[[], None], pairs: int 
     """cuBLAS time / ``ours`` pair by pair (``_timing.paired``: adjacent calls, alternating order, each after
     a flush and a spin): both calls of a pair run at one clock, which the H200's power limit moves by 10% between
     rounds under a 4096^3 matmul (session 16, ``timer_agreement.py``). The median and its 99% interval."""
-    from _timing import paired
+    from _timing import paired_ratio as ratio
 
-    from tritune.bench import median_ci_ranks
-
-    t_ours, t_blas = paired(ours, blas, pairs)
-    r = sorted(b / o for o, b in zip(t_ours, t_blas))
-    lo, hi, _ = median_ci_ranks(len(r), 0.99)
-    return {"median": statistics.median(r), "ci99": [r[lo], r[hi]], "pairs": pairs,
+    median, ci99, _, t_ours, t_blas = ratio(ours, blas, pairs)
+    return {"median": median, "ci99": ci99, "pairs": pairs,
             "ours_ms": statistics.median(t_ours), "cublas_ms": statistics.median(t_blas)}  # fmt: skip
 
 
@@ -370,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = workload().make_args(key, "cuda")
         fns = {f"exhaustive#{i + 1}": launch(key, c, args) for i, c in enumerate(ex[0]["top"])}
         fns["search"] = launch(key, se[0]["winner"], args)
-        fns["cublas"] = lambda: torch.matmul(tensor(args[0]), tensor(args[1]), out=tensor(args[2]))
+        fns["cublas"] = lambda: torch.matmul(output_tensor(args[0]), output_tensor(args[1]), out=output_tensor(args[2]))
         ms = interleave(fns, rounds)
         best_ex = min(v for n, v in ms.items() if n.startswith("exhaustive#"))
         result["key_4096"] = {

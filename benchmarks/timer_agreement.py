@@ -39,11 +39,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import torch  # noqa: E402
 import triton  # noqa: E402
-from _timing import Plain, paired  # noqa: E402
+from _timing import Plain, paired_ratio  # noqa: E402
 from matmul_vs_cublas import launcher, parse_config  # noqa: E402
 from search_tune import matmul_search  # noqa: E402
 
-from tritune.bench import EventTimer, median_ci_ranks  # noqa: E402
+from tritune.bench import EventTimer  # noqa: E402
 from tritune.tune.provenance import provenance  # noqa: E402
 
 WINNER_S14 = ("BLOCK_K=64,BLOCK_M=128,BLOCK_N=256,EPILOGUE_SUBTILE=2,GROUP_M=16,WARP_SPECIALIZE=0,num_warps=8,"
@@ -126,16 +126,14 @@ def main() -> int:
         [(c["after"] or {}).get("power_w") for c in clocks],
     )
     before = smi()
-    t_tri, t_blas = paired(fns["triton"], fns["cublas"], a.pairs)
+    median, ci99, cover, t_tri, t_blas = paired_ratio(fns["triton"], fns["cublas"], a.pairs)
     after = smi()
-    ratios = sorted(x / y for x, y in zip(t_blas, t_tri))
-    lo, hi, cover = median_ci_ranks(len(ratios), 0.99)
-    pair = {"pairs": a.pairs, "cublas_over_triton_median": statistics.median(ratios),
-            "ci99": [ratios[lo], ratios[hi]], "coverage": cover, "cublas_ms_median": statistics.median(t_blas),
+    pair = {"pairs": a.pairs, "cublas_over_triton_median": median,
+            "ci99": ci99, "coverage": cover, "cublas_ms_median": statistics.median(t_blas),
             "triton_ms_median": statistics.median(t_tri), "clocks_before": before, "clocks_after": after,
             "cublas_ms": t_blas, "triton_ms": t_tri}  # fmt: skip
     print(f"paired, {a.pairs} pairs: cuBLAS / triton median {pair['cublas_over_triton_median']:.3f} (99% interval "
-          f"{ratios[lo]:.3f}-{ratios[hi]:.3f}); medians cuBLAS {pair['cublas_ms_median']:.4f} ms, triton "
+          f"{ci99[0]:.3f}-{ci99[1]:.3f}); medians cuBLAS {pair['cublas_ms_median']:.4f} ms, triton "
           f"{pair['triton_ms_median']:.4f} ms; clocks {before} -> {after}")  # fmt: skip
     (a.out / "timer_agreement.json").write_text(json.dumps(
         {"provenance": provenance(), "size": a.size, "config": cfg.id, "max_abs_err": err, "rounds": rows,

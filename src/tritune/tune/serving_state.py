@@ -45,7 +45,8 @@ from tritune.config import Config
 CHECK_SHARE = 0.97
 
 #: ``IncrementalOptions.decision``'s values: ``"intervals"``, each racer's own interval of its median (the race's
-#: rule, :mod:`tritune.bench.stats`); ``"difference"``, an interval on the difference of two racers' medians.
+#: rule, :mod:`tritune.bench.stats`); ``"difference"``, an interval on the difference of two racers' medians;
+#: ``"indifference"``, that and a racer dropped once it cannot be ``rel_tol`` faster than the leader.
 DECISIONS = ("intervals", "difference", "indifference")
 
 #: The smallest relative spread (a sigma, as a share of the median) the difference rule assumes of a racer's
@@ -732,9 +733,8 @@ class KeyState:
             tol = opts.rel_tol
             if not others:
                 promoted, stop = leader, "decided"
-            elif diff and all(self._tied(ms[best][0], ses[best], ms[i][0], ses[i]) for i in others):  # type: ignore[arg-type]
-                promoted, stop, ties = leader, "tied", tuple(alive[i] for i in others)
-            elif not diff and all(lead_high <= ms[i][1] + tol * ms[i][0] for i in others):  # within(leader, other, rel_tol)
+            elif all(self._tied(ms[best][0], ses[best], ms[i][0], ses[i]) if diff  # type: ignore[arg-type]
+                     else lead_high <= ms[i][1] + tol * ms[i][0] for i in others):  # within(leader, other, rel_tol)
                 promoted, stop, ties = leader, "tied", tuple(alive[i] for i in others)
             elif all(len(w) >= opts.max_samples for w in windows):  # type: ignore[arg-type]  # (none is None)
                 promoted, stop, ties = leader, "budget", tuple(alive[i] for i in others)

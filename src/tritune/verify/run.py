@@ -86,7 +86,6 @@ def clone_arg(a: Any) -> Any:
     return a
 
 
-
 def verify_key(
     workload: Workload,
     key: Mapping[str, Any],
