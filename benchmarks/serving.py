@@ -46,7 +46,9 @@ rotated by one each time; the total's verdict is then the median of the repetiti
 ratios, each repetition's convergence scored by the same judges. On the H200 the host's speed drifts by tens of
 percent between processes and within one (session 14: the untuned engine's cached calls' host p50 0.0141-0.0230
 ms between six runs of one code, the pretuned engine's 0.0073-0.0113 ms), so one engine run after another is
-a noisy ratio; rotating the order spreads the drift over all three.
+a noisy ratio; rotating the order spreads the drift over all three. ``--interleave N`` runs the cheap engines
+of each repetition together instead (:func:`run_interleaved`): chunks of N calls in turn, so every engine meets the
+same host; an incremental engine is charged its background threads' CPU time during the others' chunks.
 Writes DIR/serving.json (raw, with provenance) and prints every target of issue 18 with its verdict.
 """
 
@@ -243,14 +245,17 @@ SAMPLE_AFTER_MS = 2.0
 WAIT_LEADER = True
 #: ``--resolve``: IncrementalOptions(resolve=...), who resolves the event pairs (the A/B of session 14).
 RESOLVE: str | None = None
+#: ``--profile``: the default incremental engine's calls run under cProfile (the caller's thread; the profiler's
+#: own cost inflates every call, so its totals mean nothing; only the attribution), PROFILE-KERNEL-incremental.txt.
+PROFILE = False
 #: ``--cache-stream``: the incremental clock finds the caller's stream by its raw handle
 #: (``CudaClock(cache_stream=True)``; the default clock asks torch for it on every span).
 CACHE_STREAM = False
 #: ``--variant NAME:opt=value,...``: more incremental engines, ``incremental@NAME``, run beside ``incremental``
 #: in the same process and rotated with it in every repetition (an A/B that the host's drift between processes
-#: cannot decide). Each value is an :class:`IncrementalOptions` field, or ``clock=torch|cached|driver`` (the
-#: default clock, ``CudaClock(cache_stream=True)``, ``DriverClock(gate=False)``: spans made with the driver's
-#: calls, the idle spin kept), or ``late=1`` (the clock counts late spans without dropping them).
+#: cannot decide). Each value is an :class:`IncrementalOptions` field, or ``clock=torch|cached|uncached|driver`` (the
+#: default clock, ``CudaClock(cache_stream=True)`` (the default's since session 17), ``CudaClock(cache_stream=False)``
+#: (the default's before), ``DriverClock(gate=False)``: spans made with the driver's calls, the idle spin kept), or ``late=1`` (the clock counts late spans without dropping them).
 VARIANTS: dict[str, dict[str, str]] = {}
 
 
@@ -279,8 +284,8 @@ def variant_options(overrides: dict[str, str]) -> tuple[dict[str, Any], str, boo
     clock, late = "torch", False
     for k, v in overrides.items():
         if k == "clock":
-            if v not in ("torch", "cached", "driver"):
-                raise SystemExit(f"--variant clock={v!r}: expected torch, cached or driver")
+            if v not in ("torch", "cached", "uncached", "driver"):
+                raise SystemExit(f"--variant clock={v!r}: expected torch, cached, uncached or driver")
             clock = v
         elif k == "late":
             late = v not in ("0", "false", "")
@@ -299,8 +304,8 @@ def make_clock(kind: str, late: bool, spin: bool | None = None) -> Any:
 
     detect = DROP_LATE or late
     spin = SPIN_IDLE if spin is None else spin
-    if kind == "cached":
-        return CudaClock(spin_idle=spin, detect_late=detect, driver=driver_event_calls(), cache_stream=True)
+    if kind in ("cached", "uncached"):  # (cached: the default clock since session 17; uncached: the earlier one)
+        return CudaClock(spin_idle=spin, detect_late=detect, driver=driver_event_calls(), cache_stream=kind == "cached")
     if kind == "driver":
         drv = driver_event_calls()
         if drv is None:
@@ -405,60 +410,136 @@ class GcPauses:
             self.pauses.append((self._t, now - self._t, int(info.get("generation", -1))))
 
 
-def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream: list[int], out: Path,
-               dry: bool, watchdog_ms: float) -> dict[str, Any]:  # fmt: skip
-    sync = (lambda: None) if dry else torch.cuda.synchronize
-    k = decorate(engine, w, out, dry)
-    inc = getattr(k, "_incremental", None)
-    lat, host, gcs, phases, starts = [], [], [], [], []
-    seen: set[int] = set()
-    pauses = GcPauses()
-    gc.callbacks.append(pauses)
-    sampler = StackSampler(SAMPLE_MS, SAMPLE_AFTER_MS) if SAMPLE_MS > 0 and engine.startswith("incremental") else None
-    wd_fd = None
-    if watchdog_ms > 0:  # a traceback of every thread when a call runs past watchdog_ms (no GIL needed)
-        wd_fd = os.open(out / f"watchdog-{w.name}-{engine}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    # As a server does once it is warm (vLLM, SGLang and Ray Serve freeze the heap after start-up: gen-2
-    # collections walk every live object, 100-400 ms on a serving process's heap): the objects alive now
-    # (torch, Triton, the earlier engines' state, this engine's decorated kernel and tensors) leave the
-    # collector's scans, so a collection during the stream walks only what the stream itself allocated. Session
-    # 10's 6,000-call run had one 134 ms gen-2 pause inside an incremental RMSNorm call (its worst call), with
-    # the earlier engines' heaps still tracked.
-    gc.collect()
-    gc.freeze()
-    t_all = time.perf_counter()
-    try:
-        for i, b in enumerate(stream):
-            if inc is not None:
-                inc.last_phase = None
-            if wd_fd is not None:
-                os.write(wd_fd, f"== call {i} bucket {b}\n".encode())
-                faulthandler.dump_traceback_later(watchdog_ms / 1e3, file=wd_fd)
-            g0 = pauses.total_s
-            t0 = time.perf_counter()
-            if sampler is not None:
-                sampler.call = (i, t0)
-            w.launch(k, tensors[b])
-            t1 = time.perf_counter()
-            sync()
-            t2 = time.perf_counter()
-            if sampler is not None:
-                sampler.call = None
-            if wd_fd is not None:
-                faulthandler.cancel_dump_traceback_later()
-            starts.append(t0)
-            lat.append((t2 - t0) * 1e3)
-            host.append((t1 - t0) * 1e3)
-            gcs.append((pauses.total_s - g0) * 1e3)
-            if inc is not None:
-                phases.append(inc.last_phase or "fast")
-            else:
-                phases.append("first" if b not in seen else "cached")
-            seen.add(b)
-    finally:
-        gc.callbacks.remove(pauses)
-        if wd_fd is not None:
-            os.close(wd_fd)
+def engine_threads(inc: Any) -> list[Any]:
+    """An incremental engine's own threads in this process (compile, resolver, store writer, helpers)."""
+    got = [getattr(inc.compiler, "_thread", None), getattr(inc._resolver, "_thread", None), inc._writer,
+           *inc._helpers]  # fmt: skip
+    return [t for t in got if t is not None and t.ident is not None]
+
+
+def threads_cpu_s(threads: list[Any]) -> dict[int, float]:
+    """CPU seconds each of ``threads`` has used so far, by ident (Linux: the thread's CPU clock); an ended thread
+    is left out."""
+    got: dict[int, float] = {}
+    for t in threads:
+        try:
+            got[t.ident] = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+        except (OSError, AttributeError, OverflowError):  # ended (its clock is gone), or no such clock here
+            pass
+    return got
+
+
+def cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds the threads used between two :func:`threads_cpu_s` snapshots (a new thread: all of its time)."""
+    return sum(max(0.0, t - before.get(i, 0.0)) for i, t in after.items())
+
+
+class StreamRun:
+    """One engine's run of the stream, call by call, in one piece (:func:`run_engine`) or in chunks interleaved
+    with other engines' (:func:`run_interleaved`). ``elapsed_s`` sums the chunks' wall time; ``charged_s`` is the
+    CPU time this engine's own background threads used while *other* engines' chunks ran, added to its total
+    (its work, wherever it ran; the other engine's chunk is not credited for it, so the charge can only count
+    against this engine)."""
+
+    def __init__(self, engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream: list[int], out: Path,
+                 dry: bool, watchdog_ms: float) -> None:  # fmt: skip
+        self.engine, self.w, self.tensors, self.stream, self.out = engine, w, tensors, stream, out
+        self.sync = (lambda: None) if dry else torch.cuda.synchronize
+        self.k = k = decorate(engine, w, out, dry)
+        self.inc = getattr(k, "_incremental", None)
+        self.lat: list[float] = []
+        self.host: list[float] = []
+        self.gcs: list[float] = []
+        self.phases: list[str] = []
+        self.starts: list[float] = []
+        self.seen: set[int] = set()
+        self.pauses = GcPauses()
+        self.sampler = (StackSampler(SAMPLE_MS, SAMPLE_AFTER_MS) if SAMPLE_MS > 0 and engine.startswith("incremental")
+                        else None)  # fmt: skip
+        self.wd_fd = None
+        if watchdog_ms > 0:  # a traceback of every thread when a call runs past watchdog_ms (no GIL needed)
+            self.wd_fd = os.open(out / f"watchdog-{w.name}-{engine}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        self.watchdog_ms = watchdog_ms
+        self.elapsed_s = 0.0
+        self.charged_s = 0.0
+        self.t_all: float | None = None
+        #: ``--profile``: the engine's calls under cProfile (the caller's thread only), written by :meth:`finish`.
+        self.profile = None
+        if PROFILE and engine == "incremental":
+            import cProfile
+
+            self.profile = cProfile.Profile()
+
+    def background_cpu(self) -> dict[int, float]:
+        return threads_cpu_s(engine_threads(self.inc)) if self.inc is not None else {}
+
+    def run(self, lo: int, hi: int) -> None:
+        """Calls ``lo`` to ``hi`` (exclusive) of the stream."""
+        k, w, tensors, inc, pauses, sampler, wd_fd = (self.k, self.w, self.tensors, self.inc, self.pauses,
+                                                       self.sampler, self.wd_fd)  # fmt: skip
+        lat, host, gcs, phases, starts, seen, sync = (self.lat, self.host, self.gcs, self.phases, self.starts,
+                                                      self.seen, self.sync)  # fmt: skip
+        stream = self.stream
+        gc.callbacks.append(pauses)
+        t_run = time.perf_counter()
+        if self.t_all is None:
+            self.t_all = t_run
+        if self.profile is not None:
+            self.profile.enable()
+        try:
+            for i in range(lo, hi):
+                b = stream[i]
+                if inc is not None:
+                    inc.last_phase = None
+                if wd_fd is not None:
+                    os.write(wd_fd, f"== call {i} bucket {b}\n".encode())
+                    faulthandler.dump_traceback_later(self.watchdog_ms / 1e3, file=wd_fd)
+                g0 = pauses.total_s
+                t0 = time.perf_counter()
+                if sampler is not None:
+                    sampler.call = (i, t0)
+                w.launch(k, tensors[b])
+                t1 = time.perf_counter()
+                sync()
+                t2 = time.perf_counter()
+                if sampler is not None:
+                    sampler.call = None
+                if wd_fd is not None:
+                    faulthandler.cancel_dump_traceback_later()
+                starts.append(t0)
+                lat.append((t2 - t0) * 1e3)
+                host.append((t1 - t0) * 1e3)
+                gcs.append((pauses.total_s - g0) * 1e3)
+                if inc is not None:
+                    phases.append(inc.last_phase or "fast")
+                else:
+                    phases.append("first" if b not in seen else "cached")
+                seen.add(b)
+        finally:
+            if self.profile is not None:
+                self.profile.disable()
+            self.elapsed_s += time.perf_counter() - t_run
+            gc.callbacks.remove(pauses)
+
+    def finish(self) -> dict[str, Any]:
+        """The run's result (after its last chunk): totals, percentiles, phases, and the incremental engine's state."""
+        engine, w, tensors, stream, out, k, inc = (self.engine, self.w, self.tensors, self.stream, self.out, self.k,
+                                                   self.inc)  # fmt: skip
+        lat, host, gcs, phases, starts, pauses, sampler = (self.lat, self.host, self.gcs, self.phases, self.starts,
+                                                           self.pauses, self.sampler)  # fmt: skip
+        t_all = self.t_all if self.t_all is not None else time.perf_counter()
+        if self.profile is not None:  # where the caller's time went: the slowest functions, own and cumulative
+            import io
+            import pstats
+
+            buf = io.StringIO()
+            st = pstats.Stats(self.profile, stream=buf)
+            st.sort_stats("tottime").print_stats(45)
+            st.sort_stats("cumulative").print_stats("tritune", 60)
+            st.print_callees(r"_checked_call|\(_timed\)|drain_ready|serving_runtime.py:\d+\(start\)|incremental.py:\d+\(_run\)")
+            (out / f"profile-{w.name}-{engine}.txt").write_text(buf.getvalue())
+        if self.wd_fd is not None:
+            os.close(self.wd_fd)
         if sampler is not None:  # every sample with its call's phase, for the slow calls' attribution
             got = sampler.close()
             for smp in got:
@@ -475,71 +556,111 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
             print(f"{w.name} {engine}: {len(got)} stack samples in calls past {SAMPLE_AFTER_MS} ms; busy frames:")
             for k2, n in sorted(busy.items(), key=lambda kv: -kv[1])[:15]:
                 print(f"   {n:5d}  {k2}")
-    total = time.perf_counter() - t_all
-    worst = max(range(len(lat)), key=lat.__getitem__)
-    res: dict[str, Any] = {
-        "total_s": total, "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99), "worst_ms": lat[worst],
-        "worst": {"call": worst, "bucket": stream[worst], "phase": phases[worst], "host_ms": host[worst],
-                  "device_wait_ms": lat[worst] - host[worst], "gc_ms": gcs[worst],
-                  "calls_of_bucket_before": stream[:worst].count(stream[worst])},
-        "latencies_ms": [round(x, 4) for x in lat], "host_ms": [round(x, 4) for x in host],
-        "gc_ms": [round(x, 3) for x in gcs], "phases": phases,
-        "gc_pauses_over_5ms": [(round(s - t_all, 4), round(d * 1e3, 2), g) for s, d, g in pauses.pauses if d > 0.005],
-    }  # fmt: skip
-    by_phase: dict[str, list[float]] = {}
-    host_by: dict[str, list[float]] = {}
-    for p, x, h in zip(phases, lat, host):
-        by_phase.setdefault(p, []).append(x)
-        host_by.setdefault(p, []).append(h)
-    # the host part (until the launch returned) and the mean, by phase: where a phase's time goes
-    res["by_phase"] = {p: {"n": len(xs), "p50_ms": pct(xs, 0.5), "p99_ms": pct(xs, 0.99), "max_ms": max(xs),
-                           "sum_ms": sum(xs), "mean_ms": sum(xs) / len(xs), "host_p50_ms": pct(host_by[p], 0.5),
-                           "host_mean_ms": sum(host_by[p]) / len(xs)} for p, xs in by_phase.items()}  # fmt: skip
-    res["final"] = {str(b): final_config(engine, k, w, tensors[b]) for b in sorted(set(stream))}
-    if inc is not None:
-        res["diagnose"] = diagnose(k, inc, w, tensors, stream)  # as the stream left it, before the drain
-        time.sleep(0.5)  # let the resolver drain
-        res["promoted_after_drain"] = sorted(b for b, d in res["diagnose"].items()
-                                             if final_config(engine, k, w, tensors[int(b)])[:7] != "tuning:")  # fmt: skip
-        res["extra_gpu_fraction"] = inc.budget.extra_fraction
-        parts = list(inc.check_parts)  # every key's checks, promoted keys' too: where a check's time goes
-        res["check_parts_median_ms"] = [pct([p[i] for p in parts], 0.5) for i in range(3)] if parts else None
-        res["checks_timed"] = len(parts)
-        firsts = list(getattr(inc, "first_parts", []))  # each key's first call on the caller's thread, ms by part
-        res["first_parts_median_ms"] = ({n: round(pct([f.get(n, 0.0) for f in firsts], 0.5), 4) for n in firsts[0]}
-                                        if firsts else None)  # fmt: skip
-        res["first_parts"] = firsts
-        res["driver_fallbacks"] = int(getattr(inc.clock, "driver_fallbacks", 0))
-        res["extra_gpu_ms"] = inc.budget.spent_ms
-        res["tuning_gpu_ms"] = inc.budget.earned_from_ms
-        res["promoted"] = len(inc.promoted)
-        res["stretched_spans"], res["stretched_ms"] = int(inc.stretched[0]), float(inc.stretched[1])
-        res["late_spans"] = int(inc.late_spans)  # spans holding host time (CudaClock.late): no sample
-        res["timed_spans"] = int(getattr(inc._resolver, "resolved", 0))
-        inc.flush()  # the promotions' store writes (the H200 run's incremental store had no tables)
-        res["store_errors"] = [repr(e) for e in inc.store_errors]
-        res["still_tuning"] = len(inc.states)
-        r = inc._resolver
-        res["resolver_us_per_handle"] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
-        res["resolved_inline"] = int(getattr(r, "inline_resolved", 0))  # by the calls (resolve="inline")
-        res["resolver_wakes"] = int(getattr(r, "wakes", 0))
-        dec = list(getattr(inc, "decided", [0, 0.0, 0, 0.0]))  # decisions and promotions, with their seconds
-        res["decisions"], res["decisions_ms"] = int(dec[0]), float(dec[1]) * 1e3
-        res["promotions_ms"] = float(dec[3]) * 1e3
-        c = inc.clock
-        res["gates"], res["released_early"] = int(getattr(c, "gates", 0)), int(getattr(c, "released_early", 0))
-        res["gate_off"] = str(getattr(c, "gate_off", ""))
-        res["resolver_errors"] = [repr(e) for e in (r.errors if r is not None else [])]
-        stop_threads(inc)  # this engine is done: a later engine of the run (--repeat) shares the host with none
-        res["keys"] = {str(key): {"source": ch.source, "config": ch.config.id, "detail": ch.detail,
-                                  "stats": dict(ch.stats or {})} for key, ch in k.choices().items()}  # fmt: skip
-        res["disagreed"] = sorted({d for v in res["keys"].values() for d in v["stats"].get("disagreed", {})})
-        trace = inc.trace or []
-        t0w, t1w = starts[worst], starts[worst] + lat[worst] / 1e3
-        res["worst"]["background"] = [(round((t - t0w) * 1e3, 2), th, ev, det) for t, th, ev, det in trace
-                                      if t0w - 0.2 <= t <= t1w]  # fmt: skip
-        res["trace"] = [(round(t - t_all, 5), th, ev, det) for t, th, ev, det in trace]
-    return res
+        total = self.elapsed_s + self.charged_s
+        worst = max(range(len(lat)), key=lat.__getitem__)
+        res: dict[str, Any] = {
+            "total_s": total, "elapsed_s": self.elapsed_s, "charged_s": self.charged_s, "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99), "worst_ms": lat[worst],
+            "worst": {"call": worst, "bucket": stream[worst], "phase": phases[worst], "host_ms": host[worst],
+                      "device_wait_ms": lat[worst] - host[worst], "gc_ms": gcs[worst],
+                      "calls_of_bucket_before": stream[:worst].count(stream[worst])},
+            "latencies_ms": [round(x, 4) for x in lat], "host_ms": [round(x, 4) for x in host],
+            "gc_ms": [round(x, 3) for x in gcs], "phases": phases,
+            "gc_pauses_over_5ms": [(round(s - t_all, 4), round(d * 1e3, 2), g) for s, d, g in pauses.pauses if d > 0.005],
+        }  # fmt: skip
+        by_phase: dict[str, list[float]] = {}
+        host_by: dict[str, list[float]] = {}
+        for p, x, h in zip(phases, lat, host):
+            by_phase.setdefault(p, []).append(x)
+            host_by.setdefault(p, []).append(h)
+        # the host part (until the launch returned) and the mean, by phase: where a phase's time goes
+        res["by_phase"] = {p: {"n": len(xs), "p50_ms": pct(xs, 0.5), "p99_ms": pct(xs, 0.99), "max_ms": max(xs),
+                               "sum_ms": sum(xs), "mean_ms": sum(xs) / len(xs), "host_p50_ms": pct(host_by[p], 0.5),
+                               "host_mean_ms": sum(host_by[p]) / len(xs)} for p, xs in by_phase.items()}  # fmt: skip
+        res["final"] = {str(b): final_config(engine, k, w, tensors[b]) for b in sorted(set(stream))}
+        if inc is not None:
+            res["diagnose"] = diagnose(k, inc, w, tensors, stream)  # as the stream left it, before the drain
+            time.sleep(0.5)  # let the resolver drain
+            res["promoted_after_drain"] = sorted(b for b, d in res["diagnose"].items()
+                                                 if final_config(engine, k, w, tensors[int(b)])[:7] != "tuning:")  # fmt: skip
+            res["extra_gpu_fraction"] = inc.budget.extra_fraction
+            parts = list(inc.check_parts)  # every key's checks, promoted keys' too: where a check's time goes
+            res["check_parts_median_ms"] = [pct([p[i] for p in parts], 0.5) for i in range(3)] if parts else None
+            res["checks_timed"] = len(parts)
+            firsts = list(getattr(inc, "first_parts", []))  # each key's first call on the caller's thread, ms by part
+            res["first_parts_median_ms"] = ({n: round(pct([f.get(n, 0.0) for f in firsts], 0.5), 4) for n in firsts[0]}
+                                            if firsts else None)  # fmt: skip
+            res["first_parts"] = firsts
+            res["driver_fallbacks"] = int(getattr(inc.clock, "driver_fallbacks", 0))
+            res["extra_gpu_ms"] = inc.budget.spent_ms
+            res["tuning_gpu_ms"] = inc.budget.earned_from_ms
+            res["promoted"] = len(inc.promoted)
+            res["stretched_spans"], res["stretched_ms"] = int(inc.stretched[0]), float(inc.stretched[1])
+            res["late_spans"] = int(inc.late_spans)  # spans holding host time (CudaClock.late): no sample
+            res["timed_spans"] = int(getattr(inc._resolver, "resolved", 0))
+            inc.flush()  # the promotions' store writes (the H200 run's incremental store had no tables)
+            res["store_errors"] = [repr(e) for e in inc.store_errors]
+            res["still_tuning"] = len(inc.states)
+            r = inc._resolver
+            res["resolver_us_per_handle"] = (r.busy_s / r.resolved * 1e6) if r is not None and r.resolved else None
+            res["resolved_inline"] = int(getattr(r, "inline_resolved", 0))  # by the calls (resolve="inline")
+            res["resolver_wakes"] = int(getattr(r, "wakes", 0))
+            dec = list(getattr(inc, "decided", [0, 0.0, 0, 0.0]))  # decisions and promotions, with their seconds
+            res["decisions"], res["decisions_ms"] = int(dec[0]), float(dec[1]) * 1e3
+            res["promotions_ms"] = float(dec[3]) * 1e3
+            c = inc.clock
+            res["gates"], res["released_early"] = int(getattr(c, "gates", 0)), int(getattr(c, "released_early", 0))
+            res["gate_off"] = str(getattr(c, "gate_off", ""))
+            res["resolver_errors"] = [repr(e) for e in (r.errors if r is not None else [])]
+            stop_threads(inc)  # this engine is done: a later engine of the run (--repeat) shares the host with none
+            res["keys"] = {str(key): {"source": ch.source, "config": ch.config.id, "detail": ch.detail,
+                                      "stats": dict(ch.stats or {})} for key, ch in k.choices().items()}  # fmt: skip
+            res["disagreed"] = sorted({d for v in res["keys"].values() for d in v["stats"].get("disagreed", {})})
+            trace = inc.trace or []
+            t0w, t1w = starts[worst], starts[worst] + lat[worst] / 1e3
+            res["worst"]["background"] = [(round((t - t0w) * 1e3, 2), th, ev, det) for t, th, ev, det in trace
+                                          if t0w - 0.2 <= t <= t1w]  # fmt: skip
+            res["trace"] = [(round(t - t_all, 5), th, ev, det) for t, th, ev, det in trace]
+        return res
+
+
+def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream: list[int], out: Path,
+               dry: bool, watchdog_ms: float) -> dict[str, Any]:  # fmt: skip
+    """One engine's whole stream, alone."""
+    r = StreamRun(engine, w, tensors, stream, out, dry, watchdog_ms)
+    # As a server does once it is warm (vLLM, SGLang and Ray Serve freeze the heap after start-up: gen-2
+    # collections walk every live object, 100-400 ms on a serving process's heap): the objects alive now
+    # (torch, Triton, the earlier engines' state, this engine's decorated kernel and tensors) leave the
+    # collector's scans, so a collection during the stream walks only what the stream itself allocated. Session
+    # 10's 6,000-call run had one 134 ms gen-2 pause inside an incremental RMSNorm call (its worst call), with
+    # the earlier engines' heaps still tracked.
+    gc.collect()
+    gc.freeze()
+    r.run(0, len(stream))
+    return r.finish()
+
+
+def run_interleaved(engines: list[str], w: Workload, tensors: list[tuple[Any, ...]], stream: list[int], out: Path,
+                    dry: bool, chunk: int, seed: int) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Every engine's whole stream, in chunks of ``chunk`` calls taken in turn, the order rotated by one each
+    chunk (``--interleave``): each engine's total is the sum of its chunks, so a drift of the host's speed on a
+    scale longer than a round of chunks (the H200's host: the untuned engine's total moved 1.5-2.4 s between
+    repetitions of one process, session 16) falls on every engine alike instead of on whichever ran then. An
+    incremental engine's background threads may run during another engine's chunk: their CPU time then is
+    added to the incremental engine's total (:class:`StreamRun`)."""
+    torch.manual_seed(seed)
+    runs = {e: StreamRun(e, w, tensors, stream, out, dry, 0.0) for e in engines}
+    gc.collect()
+    gc.freeze()
+    n = len(stream)
+    for j, lo in enumerate(range(0, n, chunk)):
+        order = engines[j % len(engines):] + engines[: j % len(engines)]
+        for e in order:
+            others = [r for name, r in runs.items() if name != e and r.inc is not None]
+            before = [r.background_cpu() for r in others]
+            runs[e].run(lo, min(n, lo + chunk))
+            for r, b in zip(others, before):
+                r.charged_s += cpu_between(b, r.background_cpu())
+    return {e: runs[e].finish() for e in engines}
 
 
 def stop_threads(inc: Any) -> None:
@@ -569,7 +690,7 @@ def add_excess(runs: dict[str, Any]) -> None:
 
 def slim_run(r: dict[str, Any]) -> dict[str, Any]:
     """What a repetition keeps of an engine's run (``--repeat``): totals, percentiles, phases, finals."""
-    keep = ("total_s", "p50_ms", "p99_ms", "worst_ms", "by_phase", "final", "extra_gpu_fraction", "promoted",
+    keep = ("total_s", "elapsed_s", "charged_s", "p50_ms", "p99_ms", "worst_ms", "by_phase", "final", "extra_gpu_fraction", "promoted",
             "excess_vs_pretuned_ms", "excess_vs_untuned_ms", "decisions", "decisions_ms", "promotions_ms",
             "late_spans", "timed_spans", "gates", "released_early", "gate_off")  # fmt: skip
     return {k: r[k] for k in keep if k in r}
@@ -875,14 +996,20 @@ def main() -> None:
                          "each time; the total's verdict is the median of the repetitions' ratios")  # fmt: skip
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:opt=value,...: one more incremental engine, incremental@NAME, with these "
-                         "IncrementalOptions (or clock=torch|cached|driver, late=1), run and rotated beside "
+                         "IncrementalOptions (or clock=torch|cached|uncached|driver, late=1), run and rotated beside "
                          "incremental in the same process (repeatable)")  # fmt: skip
+    ap.add_argument("--profile", action="store_true",
+                    help="the default incremental engine's calls under cProfile, written to DIR/profile-KERNEL-incremental.txt "
+                         "(its totals are then the profiler's; run it apart from a measurement)")
+    ap.add_argument("--interleave", type=int, default=0, metavar="N",
+                    help="run the cheap engines (untuned, incremental and its variants, pretuned) interleaved, in "
+                         "chunks of N calls taken in turn (run_interleaved), in the first pass and every repetition")
     ap.add_argument("--cache-stream", action="store_true",
                     help="incremental: the clock finds the caller's stream by its raw handle (CudaClock(cache_stream="
                          "True)) instead of torch.cuda.current_stream() per span")  # fmt: skip
     a = ap.parse_args()
-    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS, RESOLVE, CACHE_STREAM
-    RESOLVE, CACHE_STREAM = a.resolve, a.cache_stream
+    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS, RESOLVE, CACHE_STREAM, PROFILE
+    RESOLVE, CACHE_STREAM, PROFILE = a.resolve, a.cache_stream, a.profile
     for spec in a.variant:
         vname, vopts = parse_variant(spec)
         variant_options(vopts)  # a bad option fails now, not after the first streams
@@ -926,25 +1053,42 @@ def main() -> None:
         tensors = [w.make(s) for s in w.sizes]
         kd: dict[str, Any] = {"sizes": w.sizes, "stream": stream, "configs": [str(c) for c in w.configs],
                               "engines": {}}  # fmt: skip
+        cheap = [e for e in engines if e in ("untuned", "pretuned") or e.startswith("incremental")]
+        mixed = cheap if a.interleave and len(cheap) > 1 else []
         for e in engines:
+            if e in mixed:
+                continue
             torch.manual_seed(a.seed)
             kd["engines"][e] = run_engine(e, w, tensors, stream, out, dry, a.watchdog_ms)
             r = kd["engines"][e]
             print(f"{w.name:8s} {e:12s} total {r['total_s']:.2f} s  worst {r['worst_ms']:.1f} ms "
                   f"(call {r['worst']['call']}, {r['worst']['phase']})", flush=True)  # fmt: skip
+        if mixed:  # after the others: the tritune engine has written the pretuned store
+            kd["engines"].update(run_interleaved(mixed, w, tensors, stream, out, dry, a.interleave, a.seed))
+            kd["engines"] = {e: kd["engines"][e] for e in engines}
+            for e in mixed:
+                r = kd["engines"][e]
+                print(f"{w.name:8s} {e:12s} total {r['total_s']:.2f} s  worst {r['worst_ms']:.1f} ms "
+                      f"(call {r['worst']['call']}, {r['worst']['phase']}; interleaved in chunks of {a.interleave}, "
+                      f"background charged {r['charged_s'] * 1e3:.1f} ms)", flush=True)  # fmt: skip
+        kd["interleave"] = a.interleave if mixed else 0
         add_excess(kd["engines"])
         # --repeat: the cheap engines again, on fresh decorators (a fresh incremental store; the pretuned one
-        # the tritune engine wrote), the order rotated by one each time (see the module docstring).
-        cheap = [e for e in engines if e in ("untuned", "pretuned") or e.startswith("incremental")]
+        # the tritune engine wrote), the order rotated by one each time (see the module docstring); with
+        # --interleave, all of them in one interleaved run, its chunks' order rotated by one more.
         kd["repeats"] = [{**{e: slim_run(kd["engines"][e]) for e in cheap}, "order": cheap}] if a.repeat > 1 else []
         for rep in range(1, a.repeat if cheap else 1):
             order_r = cheap[rep % len(cheap):] + cheap[: rep % len(cheap)]
             full: dict[str, Any] = {}
+            if mixed:
+                full = run_interleaved(order_r, w, tensors, stream, out, dry, a.interleave, a.seed)
             for e in order_r:
-                torch.manual_seed(a.seed)
-                full[e] = run_engine(e, w, tensors, stream, out, dry, 0.0)
+                if not mixed:
+                    torch.manual_seed(a.seed)
+                    full[e] = run_engine(e, w, tensors, stream, out, dry, 0.0)
                 print(f"{w.name:8s} {e:12s} total {full[e]['total_s']:.2f} s  worst {full[e]['worst_ms']:.1f} ms "
-                      f"(repetition {rep + 1}, order {','.join(order_r)})", flush=True)  # fmt: skip
+                      f"(repetition {rep + 1}, order {','.join(order_r)}"
+                      f"{', interleaved' if mixed else ''})", flush=True)  # fmt: skip
             add_excess(full)
             got: dict[str, Any] = {e: slim_run(r) for e, r in full.items()}
             got["order"] = order_r
@@ -1117,7 +1261,8 @@ def report(doc: dict[str, Any]) -> None:
                       f"{sum(ex.values()):.0f} ms {({p: round(v) for p, v in ex.items()})}; converged "
                       f"{'-' if cv is None else f'{cv:.0%}'}")  # fmt: skip
             med = statistics.median(ratios)
-            print(f"  total, median over {len(reps)} repetitions of incremental / untuned: {med:.3f} <= 1.1: "
+            how = f", each interleaved in chunks of {kd['interleave']} calls" if kd.get("interleave") else ""
+            print(f"  total, median over {len(reps)} repetitions{how} of incremental / untuned: {med:.3f} <= 1.1: "
                   f"{verdict(med <= 1.1)} (each: {[round(x, 3) for x in ratios]})")  # fmt: skip
         print_variants(kd, reps or [{**eng, "order": list(eng)}])
         if base and trit:
