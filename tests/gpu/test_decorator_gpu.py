@@ -175,11 +175,14 @@ def test_same_results_as_triton_autotune(which):
 @pytest.mark.gpu
 def test_the_comparison_warms_once_per_dtype_and_compares_as_before():
     need_gpu()
+    from tritune.verify import compare as cmp
     from tritune.verify.compare import compare, warm_compare
 
+    cmp._WARMED.clear()  # as in a fresh process
     outs = [torch.zeros(8, dtype=torch.float16, device="cuda"), torch.ones(9, dtype=torch.float16, device="cuda"),
             torch.zeros(4, dtype=torch.int32, device="cuda"), torch.zeros(2)]  # fmt: skip
     assert warm_compare(outs, atol=1e-2, rtol=1e-2) == 2  # fp16 and int32 on the GPU; the CPU tensor skipped
+    assert warm_compare(outs[:1], atol=1e-2, rtol=1e-2) == 0  # once per process
     exp = torch.ones(1 << 20, dtype=torch.float16, device="cuda")
     got = exp.clone()
     got[7] = 2.0

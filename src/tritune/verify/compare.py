@@ -111,20 +111,28 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
     return Comparison(False, max_err, unwritten, mismatched, first_bad, "; ".join(parts_txt))
 
 
+#: (dtype, device) pairs whose comparison :func:`warm_compare` has run in this process (its kernels are loaded).
+_WARMED: set[tuple[Any, Any]] = set()
+
+
 def warm_compare(outputs: Sequence[Any], *, atol: float, rtol: float) -> int:
     """Run :func:`compare` once on small tensors of each CUDA output's dtype and device, on a side stream, and
     wait: PyTorch loads a kernel's device code at its first launch (CUDA's lazy loading), and the comparison
     launches about twenty kernels of its own. Run aside beside a key's setup (``tune_key``), that load leaves
     the first candidate's check: on the H200 a new key's 8 opening checks of a 6144^3 matmul spent 0.21 s in
-    the comparison, about 0.16 s of it once per process, against ~5 ms a comparison after (session 13). The
-    number of dtypes warmed (outputs on the CPU, and dtypes seen already, are skipped)."""
+    the comparison, about 0.16 s of it once per process, against ~5 ms a comparison after (session 13). Once
+    per process and (dtype, device): a later key's warm-up beside its setup still took 0.12-0.17 s of the
+    helper thread, and its key's first check waited 0.03-0.08 s for it (the H200, sessions 16-17, a warm
+    process's new 6144^3 key). The number of dtypes warmed now (outputs on the CPU, and dtypes warmed before in
+    this process, are skipped)."""
     import torch
 
-    seen: set[tuple[Any, Any]] = set()
+    warmed = 0
     for t in outputs:
-        if not isinstance(t, torch.Tensor) or t.device.type != "cuda" or (t.dtype, t.device) in seen:
+        if not isinstance(t, torch.Tensor) or t.device.type != "cuda" or (t.dtype, t.device) in _WARMED:
             continue
-        seen.add((t.dtype, t.device))
+        _WARMED.add((t.dtype, t.device))
+        warmed += 1
         try:  # each dtype alone: one that the comparison cannot take (it says so at the check) stops no other
             side = torch.cuda.Stream(device=t.device)
             with torch.cuda.stream(side):
@@ -133,7 +141,7 @@ def warm_compare(outputs: Sequence[Any], *, atol: float, rtol: float) -> int:
             side.synchronize()
         except Exception:  # a warm-up only
             continue
-    return len(seen)
+    return warmed
 
 
 def _chunk(flat_o: Any, flat_e: Any, start: int, floating: bool, atol: float,
