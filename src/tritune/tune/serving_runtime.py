@@ -134,11 +134,18 @@ def driver_event_calls() -> DriverEvents | None:
 
 def cuda_clock(spin_idle: bool = True, detect_late: bool = False, gate: bool = False) -> CudaClock:
     """The incremental mode's clock: :class:`CudaClock` (torch's calls make the spans), whose resolver resolves
-    the pairs the device has passed with the driver's calls where they can be made (:meth:`CudaClock.ready_ms`).
-    Not ``cache_stream``: a span 9.5 us cheaper (16.1 against 25.5 us over an untimed launch, H200 session 12,
-    call 6), but back to back the shorter span let the previous span's spin run into the next start, which then
-    found the stream busy and queued no spin: 75% of its spans were late (median 11.0 us, host time inside)
-    against 35% (median 3.3 us) without it.
+    the pairs the device has passed with the driver's calls where they can be made (:meth:`CudaClock.ready_ms`),
+    and which finds the caller's stream by its raw handle (``cache_stream``, :meth:`CudaClock._stream`): a span
+    9.5 us cheaper (16.1 against 25.5 us over an untimed launch, H200 session 12, call 6). It was left off in
+    session 12 because back to back, in ``clock_cost.py``'s loop of spans with no work between them, the shorter
+    span let the previous span's spin run into the next start, which then found the stream busy and queued no
+    spin: 75% of its spans were late (median 11.0 us, host time inside) against 35% (median 3.3 us) without it.
+    On the serving stream it is the better clock: session 17 (the H200, the RMSNorm stream of 60,000 calls, two
+    processes, three repetitions each, every engine interleaved in chunks of 500 calls, ``benchmarks/serving.py
+    --interleave 500 --variant cached:clock=cached``) it cut the incremental stream's total by 63-280 ms in all six
+    repetitions (median 204 ms, 7-9% of the stream), its racing calls by 7-10%, and converged 92-100% of the hot
+    buckets against the torch lookup's 83-96%. Late spans are samples all the same (``drop_late`` is off), and
+    lateness depends on the work before a span, never on the config timed.
 
     Measured on the H200 (``benchmarks/clock_cost.py``, session 12, 4,000 back-to-back spans x 7 rounds, the
     resolver thread running): torch's calls throughout cost 44.6 us of the caller's thread per span over an
@@ -157,7 +164,7 @@ def cuda_clock(spin_idle: bool = True, detect_late: bool = False, gate: bool = F
     drv = driver_event_calls()
     if gate and drv is not None and drv.wait_value is not None:
         return DriverClock(drv, spin_idle=spin_idle, detect_late=detect_late, gate=True)
-    return CudaClock(spin_idle=spin_idle, detect_late=detect_late, driver=drv, cache_stream=False)
+    return CudaClock(spin_idle=spin_idle, detect_late=detect_late, driver=drv, cache_stream=True)
 
 
 class CudaClock:
