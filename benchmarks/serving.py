@@ -586,6 +586,14 @@ class StreamRun:
             parts = list(inc.check_parts)  # every key's checks, promoted keys' too: where a check's time goes
             res["check_parts_median_ms"] = [pct([p[i] for p in parts], 0.5) for i in range(3)] if parts else None
             res["checks_timed"] = len(parts)
+            from tritune.tune.incremental import CHECK_STEPS
+
+            res["host_split_us"] = {str(ph): {"n": int(v[0]), "call_us": round(v[1] / v[0] * 1e6, 2),
+                                              "resolve_us": round(v[2] / v[0] * 1e6, 2)}
+                                    for ph, v in dict(getattr(inc, "host_split", {})).items() if v[0]}  # fmt: skip
+            hosts = list(getattr(inc, "check_host", []))  # each check call's host time by step (the caller's thread)
+            res["check_host_median_ms"] = ({n: round(pct([h[i] for h in hosts], 0.5), 4) for i, n in
+                                            enumerate(CHECK_STEPS)} if hosts else None)  # fmt: skip
             firsts = list(getattr(inc, "first_parts", []))  # each key's first call on the caller's thread, ms by part
             res["first_parts_median_ms"] = ({n: round(pct([f.get(n, 0.0) for f in firsts], 0.5), 4) for n in firsts[0]}
                                             if firsts else None)  # fmt: skip
@@ -1320,6 +1328,13 @@ def report(doc: dict[str, Any]) -> None:
             print(f"  a check's event time, median of {inc['checks_timed']} (ms): copies {cp[0]:.4f}, scratch run "
                   f"{cp[1]:.4f}, comparison {cp[2]:.4f}; the kernel's untuned call p50 "
                   f"{eng.get('untuned', {}).get('p50_ms', float('nan')):.4f} (host and device)")  # fmt: skip
+        ch = inc.get("check_host_median_ms")
+        if ch:
+            print(f"  a check call's host time by step, median (ms): {ch}")
+        hs = inc.get("host_split_us")
+        if hs:
+            print(f"  the incremental path's host time per call by phase (us: the call, then resolving the pairs the "
+                  f"device passed, with their decisions): {hs}")  # fmt: skip
         print(f"  extra GPU while tuning {inc['extra_gpu_fraction']:.1%} of {inc['tuning_gpu_ms']:.1f} ms "
               f"(bound 10%): {verdict(inc['extra_gpu_fraction'] <= 0.10)}; promoted {inc['promoted']} keys, "
               f"{inc['still_tuning']} still tuning; resolver {inc['resolver_us_per_handle'] or float('nan'):.1f} us "

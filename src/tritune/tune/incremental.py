@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from threading import get_ident
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from tritune.config import Config
@@ -84,6 +85,11 @@ __all__ = ["MISS", "CallClock", "CompileService", "CudaClock", "Incremental", "R
 #: How long a key's checks wait for the fused comparison of an output dtype before torch's stands in (its
 #: preparation compiles one small kernel in the engine's workers: well under a second from a warm cache).
 COMPARE_PREP_S = 20.0
+
+#: The steps of :attr:`Incremental.check_host` (a check call's host time): the scratch buffers, the copies' span,
+#: the real call (the provisional config, timed), the candidate's launcher, the comparison's plan, the scratch
+#: run's span, the comparison's span, the resolver's bookkeeping, and the whole call.
+CHECK_STEPS = ("scratch", "copies", "real", "launcher", "plan", "run", "compare", "submit", "total")
 
 
 class Incremental:
@@ -148,6 +154,12 @@ class Incremental:
         #: Every key's checks, promoted keys' too (a key's state goes at its promotion): (copies, scratch run,
         #: comparison) ms of each check whose spans no other thread stretched.
         self.check_parts: list[tuple[float, float, float]] = []
+        #: Each check call's host time on the caller's thread, ms by step (:data:`CHECK_STEPS`), for benchmarks:
+        #: on the H200 a check call held the caller 0.5-0.9 ms against ~0.05 ms for a racing call (session 17).
+        self.check_host: list[tuple[float, ...]] = []
+        #: By the call's phase (``last_phase``): [calls, seconds in the call itself, seconds resolving the event
+        #: pairs the device passed (with ``resolve="inline"``: their bookkeeping and the decisions they made due)].
+        self.host_split: dict[str | None, list[float]] = {}
         #: Each key's first call on the caller's thread, ms by part (:meth:`_first_call`): ``screen`` (the legal
         #: configs), ``lookup`` (the store and pretuned table), ``state`` (the provisional, pruning, the key's
         #: state), ``compiles`` (queueing the background compiles), ``launch`` (the provisional's launch, its
@@ -208,10 +220,18 @@ class Incremental:
         """Launch one call of a key that has no final choice yet; ``MISS`` where the normal path must take it.
         ``ck``: the call's call key where the caller computed it already (``tuned._call_key(args)``). With
         ``resolve="inline"``, then the event pairs the device has passed (:meth:`Resolver.drain_ready`)."""
+        t0 = perf_counter()
         out = self._run(tuned, key, args, kwargs, grid, ck)
         res = self._resolver
+        t1 = perf_counter()
         if res is not None and res.pending:  # (always empty with resolve="thread")
             res.drain_ready()
+        split = self.host_split.get(self.last_phase)
+        if split is None:
+            split = self.host_split[self.last_phase] = [0, 0.0, 0.0]
+        split[0] += 1
+        split[1] += t1 - t0
+        split[2] += perf_counter() - t1
         return out
 
     def _run(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
@@ -447,11 +467,13 @@ class Incremental:
         between its marks as well; on the H200 spans around Triton's binding of the comparison and torch's
         allocations charged a check 0.5-1 ms, 20-50 calls' worth of a 20 us kernel."""
         assert self.clock is not None
+        c0 = time.perf_counter()
         names = self._output_names(tuned, args, kwargs)
         named = tuned._named(args, kwargs)
         est_ms = st.check_estimate_ms() or 0.0  # what _afford spent
         st.checking.add(cand)
         scratch = {n: _empty_like(named[n]) for n in names}
+        c1 = time.perf_counter()
         tid = threading.get_ident()
         host = self._host
         stall_s = self.options.stall_ms / 1e3
@@ -470,10 +492,13 @@ class Incremental:
             self._in_span.discard(tid)
         if h1 - h0 <= stall_s:  # a stretched span (another thread held the interpreter) says nothing of the copies
             self._copies_us = 0.8 * self._copies_us + 0.2 * (h1 - h0) * 1e6
+        c2 = time.perf_counter()
         out = self._timed(tuned, key, st, st.provisional, args, kwargs, grid, res, ck)
+        c3 = time.perf_counter()
         s_args = [scratch.get(n, a) for n, a in zip(tuned.arg_names, args)]
         s_kwargs = {k: scratch.get(k, v) for k, v in kwargs.items()}
         fast = self._fast_launcher(tuned, cand, s_args, s_kwargs, key)
+        c4 = time.perf_counter()
         try:
             launch, verdict = plan_comparison({n: named[n] for n in names}, scratch, self.atol, self.rtol,
                                               self._fused)  # fmt: skip
@@ -484,6 +509,7 @@ class Incremental:
         self._in_span.add(tid)
         try:
             h2 = host()
+            p2 = time.perf_counter()
             t = self.clock.start(cand)
             try:  # the scratch run goes through the same launcher as a real call: its time is a fair sample
                 fast(s_args, grid) if fast is not None else tuned._launch(cand, s_args, s_kwargs, grid, False)
@@ -494,10 +520,12 @@ class Incremental:
                 return out
             h = self.clock.stop(t)
             h3 = host()
+            p3 = time.perf_counter()
             t_rest = self.clock.start(None)
             launch()
             rest = self.clock.stop(t_rest)
             h4 = host()
+            p4 = time.perf_counter()
         finally:
             self._in_span.discard(tid)
         # Which spans another thread stretched (see IncrementalOptions.stall_ms): copies, run, comparison.
@@ -535,6 +563,10 @@ class Incremental:
         res.submit(h, got.append)
         res.submit(copies, got.append)
         res.submit(rest, then)
+        c5 = time.perf_counter()
+        self.check_host.append(tuple(round((b - a) * 1e3, 4) for a, b in
+                                     ((c0, c1), (c1, c2), (c2, c3), (c3, c4), (c4, p2), (p2, p3), (p3, p4), (p4, c5),
+                                      (c0, c5))))  # fmt: skip
         return out
 
     def _learn_check_calls(self, st: KeyState, actual_ms: float) -> None:
