@@ -245,11 +245,14 @@ SAMPLE_AFTER_MS = 2.0
 WAIT_LEADER = True
 #: ``--resolve``: IncrementalOptions(resolve=...), who resolves the event pairs (the A/B of session 14).
 RESOLVE: str | None = None
+#: ``--watchdog-ms`` below this is refused (faulthandler's watchdog crashed the process at 3 ms, session 13).
+WATCHDOG_MIN_MS = 20.0
 #: ``--profile``: the default incremental engine's calls run under cProfile (the caller's thread; the profiler's
 #: own cost inflates every call, so its totals mean nothing; only the attribution), PROFILE-KERNEL-incremental.txt.
 PROFILE = False
 #: ``--cache-stream``: the incremental clock finds the caller's stream by its raw handle
-#: (``CudaClock(cache_stream=True)``; the default clock asks torch for it on every span).
+#: (``CudaClock(cache_stream=True)``: the default clock's lookup since session 17, so the flag changes nothing now;
+#: ``--variant NAME:clock=uncached`` is the lookup before, ``torch.cuda.current_stream()`` on every span).
 CACHE_STREAM = False
 #: ``--variant NAME:opt=value,...``: more incremental engines, ``incremental@NAME``, run beside ``incremental``
 #: in the same process and rotated with it in every repetition (an A/B that the host's drift between processes
@@ -979,7 +982,8 @@ def main() -> None:
     ap.add_argument("--engines", default=None, help="comma-separated subset, in the default order")
     ap.add_argument("--kernels", default="matmul,rmsnorm")
     ap.add_argument("--watchdog-ms", type=float, default=0.0,
-                    help="dump every thread's traceback into --out when a call runs past this (attribution)")
+                    help="dump every thread's traceback into --out when a call runs past this (attribution; "
+                         f">= {WATCHDOG_MIN_MS:g} ms)")
     ap.add_argument("--retime-rounds", type=int, default=None)
     ap.add_argument("--no-spin-idle", action="store_true",
                     help="incremental: IncrementalOptions(spin_idle=False), spans on an idle device start at once "
@@ -1014,8 +1018,13 @@ def main() -> None:
                          "chunks of N calls taken in turn (run_interleaved), in the first pass and every repetition")
     ap.add_argument("--cache-stream", action="store_true",
                     help="incremental: the clock finds the caller's stream by its raw handle (CudaClock(cache_stream="
-                         "True)) instead of torch.cuda.current_stream() per span")  # fmt: skip
+                         "True)), as the default clock does since session 17 (clock=uncached: the lookup before)")  # fmt: skip
     a = ap.parse_args()
+    if 0 < a.watchdog_ms < WATCHDOG_MIN_MS:
+        ap.error(f"--watchdog-ms {a.watchdog_ms:g}: at least {WATCHDOG_MIN_MS:g} ms (faulthandler's timer, re-armed "
+                 f"every call, crashed the H200 run at 3 ms, session 13); use --sample-stacks-ms for shorter calls")
+    if a.interleave < 0:
+        ap.error(f"--interleave {a.interleave}: a chunk of calls is at least 1 (0: the engines one after another)")
     global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS, RESOLVE, CACHE_STREAM, PROFILE
     RESOLVE, CACHE_STREAM, PROFILE = a.resolve, a.cache_stream, a.profile
     for spec in a.variant:
