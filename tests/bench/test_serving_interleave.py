@@ -1,0 +1,98 @@
+"""benchmarks/serving.py --interleave: chunks taken in turn, the order rotated, and an incremental engine charged
+the CPU time its own threads used during the other engines' chunks (the CPU clocks of real threads)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "serving.py"
+
+
+@pytest.fixture(scope="module")
+def serving():
+    spec = importlib.util.spec_from_file_location("serving_under_test", BENCH)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["serving_under_test"] = mod
+    spec.loader.exec_module(mod)
+    yield mod
+    sys.modules.pop("serving_under_test", None)
+
+
+def _busy(cpu_s: float, started: threading.Event, go: threading.Event, done: threading.Event,
+          leave: threading.Event) -> None:  # fmt: skip
+    started.set()
+    go.wait()
+    t0 = time.thread_time()
+    while time.thread_time() - t0 < cpu_s:  # this thread's own CPU time, however loaded the machine
+        pass
+    done.set()
+    leave.wait()  # alive (its clock readable) until the test has read it
+
+
+def test_a_threads_cpu_time_is_read_from_its_clock_and_an_ended_thread_is_left_out(serving) -> None:
+    started, go, done, leave = (threading.Event() for _ in range(4))
+    t = threading.Thread(target=_busy, args=(0.05, started, go, done, leave))
+    t.start()
+    started.wait()
+    before = serving.threads_cpu_s([t])
+    assert set(before) == {t.ident}
+    go.set()
+    assert done.wait(30.0)
+    used = serving.cpu_between(before, serving.threads_cpu_s([t]))
+    leave.set()
+    t.join()
+    assert 0.05 <= used < 5.0  # the 50 ms it spun (and little else: it waited on events the rest of the time)
+    assert serving.threads_cpu_s([t]) == {}  # ended: its clock is gone
+
+
+def test_cpu_between_counts_a_new_thread_whole_and_never_goes_negative(serving) -> None:
+    assert serving.cpu_between({1: 2.0, 2: 5.0}, {1: 2.5, 3: 0.25}) == pytest.approx(0.75)  # 2 ended, 3 is new
+    assert serving.cpu_between({1: 2.0}, {1: 1.0}) == 0.0  # an ident reused by a younger thread: not negative
+
+
+class FakeRun:
+    """FAKE StreamRun: records which engine ran which calls; an incremental one has background threads whose CPU
+    time the test sets (no kernels, no GPU)."""
+
+    log: ClassVar[list[tuple[str, int, int]]] = []
+    clocks: ClassVar[dict[str, float]] = {}
+
+    def __init__(self, engine, w, tensors, stream, out, dry, watchdog_ms) -> None:
+        self.engine = engine
+        self.inc = object() if engine.startswith("incremental") else None
+        self.charged_s = 0.0
+        FakeRun.clocks.setdefault(engine, 0.0)
+
+    def background_cpu(self) -> dict[int, float]:
+        return {1: FakeRun.clocks[self.engine]} if self.inc is not None else {}
+
+    def run(self, lo: int, hi: int) -> None:
+        FakeRun.log.append((self.engine, lo, hi))
+        if self.engine == "untuned":  # while the untuned engine runs, the incremental one's thread uses 2 ms
+            FakeRun.clocks["incremental"] += 0.002
+
+    def finish(self) -> dict[str, float]:
+        return {"charged_s": self.charged_s}
+
+
+def test_engines_take_chunks_in_turn_rotated_and_the_background_is_charged_to_its_owner(serving, monkeypatch) -> None:
+    FakeRun.log, FakeRun.clocks = [], {}
+    monkeypatch.setattr(serving, "StreamRun", FakeRun)
+    monkeypatch.setattr(serving.torch, "manual_seed", lambda s: None)
+    got = serving.run_interleaved(["untuned", "incremental", "pretuned"], None, [], [0] * 7, Path("."), True, 3, 0)
+    assert FakeRun.log == [
+        ("untuned", 0, 3), ("incremental", 0, 3), ("pretuned", 0, 3),
+        ("incremental", 3, 6), ("pretuned", 3, 6), ("untuned", 3, 6),
+        ("pretuned", 6, 7), ("untuned", 6, 7), ("incremental", 6, 7),
+    ]  # fmt: skip
+    # three untuned chunks ran while the incremental engine was not running: 3 x 2 ms charged to it, none to others
+    assert got["incremental"]["charged_s"] == pytest.approx(0.006)
+    assert got["untuned"]["charged_s"] == 0.0 and got["pretuned"]["charged_s"] == 0.0
