@@ -282,6 +282,26 @@ def test_the_stream_object_is_looked_up_once_per_device_and_raw_handle() -> None
     assert len(looked) == 3  # torch's look-up per span
 
 
+def test_the_incremental_modes_clock_finds_the_stream_by_its_raw_handle(monkeypatch) -> None:
+    """cuda_clock() (the default clock since session 17): the raw-handle look-up above, where torch has its calls
+    (a CUDA build; on this CPU build they are FAKE, set for the test)."""
+    import torch
+
+    from tritune.tune import serving_runtime
+
+    def raw(d: int) -> int:
+        return 7000
+
+    def dev() -> int:
+        return 0
+
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", raw, raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", dev, raising=False)
+    monkeypatch.setattr(serving_runtime, "driver_event_calls", lambda: None)
+    clock = serving_runtime.cuda_clock(spin_idle=True)
+    assert clock._raw is raw and clock._dev is dev
+
+
 def test_every_gate_is_watched_and_a_span_the_watch_released_is_late() -> None:
     watch = FakeWatch()
     clock, _drv, _ = _gated(watch=watch)
