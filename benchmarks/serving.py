@@ -442,7 +442,7 @@ class StreamRun:
     with other engines' (:func:`run_interleaved`). ``elapsed_s`` sums the chunks' wall time; ``charged_s`` is the
     CPU time this engine's own background threads used while *other* engines' chunks ran, added to its total
     (its work, wherever it ran; the other engine's chunk is not credited for it, so the charge can only count
-    against this engine)."""
+    against this engine; that work may also have slowed the other engine's chunk, by at most the charge)."""
 
     def __init__(self, engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream: list[int], out: Path,
                  dry: bool, watchdog_ms: float) -> None:  # fmt: skip
