@@ -256,9 +256,10 @@ PROFILE = False
 CACHE_STREAM = False
 #: ``--variant NAME:opt=value,...``: more incremental engines, ``incremental@NAME``, run beside ``incremental``
 #: in the same process and rotated with it in every repetition (an A/B that the host's drift between processes
-#: cannot decide). Each value is an :class:`IncrementalOptions` field, or ``clock=torch|cached|uncached|driver`` (the
-#: default clock, ``CudaClock(cache_stream=True)`` (the default's since session 17), ``CudaClock(cache_stream=False)``
-#: (the default's before), ``DriverClock(gate=False)``: spans made with the driver's calls, the idle spin kept), or ``late=1`` (the clock counts late spans without dropping them).
+#: cannot decide). Each value is an :class:`IncrementalOptions` field, or ``clock=torch|cached|uncached|driver``
+#: (the default clock; ``CudaClock(cache_stream=True)``, the default's look-up since session 17;
+#: ``CudaClock(cache_stream=False)``, the default's before; ``DriverClock(gate=False)``: spans made with the
+#: driver's calls, the idle spin kept), or ``late=1`` (the clock counts late spans without dropping them).
 VARIANTS: dict[str, dict[str, str]] = {}
 
 
@@ -422,9 +423,11 @@ def engine_threads(inc: Any) -> list[Any]:
 
 def threads_cpu_s(threads: list[Any]) -> dict[int, float]:
     """CPU seconds each of ``threads`` has used so far, by ident (Linux: the thread's CPU clock); an ended thread
-    is left out."""
+    is left out (asked first: a joined thread's id may still give a clock, or another thread's)."""
     got: dict[int, float] = {}
     for t in threads:
+        if not t.is_alive():
+            continue
         try:
             got[t.ident] = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
         except (OSError, AttributeError, OverflowError):  # ended (its clock is gone), or no such clock here

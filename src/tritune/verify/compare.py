@@ -121,10 +121,10 @@ def warm_compare(outputs: Sequence[Any], *, atol: float, rtol: float) -> int:
     launches about twenty kernels of its own. Run aside beside a key's setup (``tune_key``), that load leaves
     the first candidate's check: on the H200 a new key's 8 opening checks of a 6144^3 matmul spent 0.21 s in
     the comparison, about 0.16 s of it once per process, against ~5 ms a comparison after (session 13). Once
-    per process and (dtype, device): a later key's warm-up beside its setup still took 0.12-0.17 s of the
-    helper thread, and its key's first check waited 0.03-0.08 s for it (the H200, sessions 16-17, a warm
-    process's new 6144^3 key). The number of dtypes warmed now (outputs on the CPU, and dtypes warmed before in
-    this process, are skipped)."""
+    per process and (dtype, device): the loads are done then, and a later key's warm-up only repeated them (on
+    the H200, in one ``tritune tune`` of three keys, 0.020-0.025 s of the helper thread for each later key,
+    session 16). The number of dtypes warmed now (outputs on the CPU, and dtypes warmed before in this process,
+    are skipped)."""
     import torch
 
     warmed = 0
