@@ -28,6 +28,12 @@ working sets are far larger than its 50 MB L2 (24 GEMM weights of 32 MB each; th
 so the cold judge is primary for both. (Session 6's first run of this code called warm primary on a wrong
 premise, that the GEMM's weight is shared and stays in L2: each bucket has its own.) Both verdicts are printed,
 and where the two disagree on a bucket's best, a config may be "slower" only under the other judge.
+Since session 18 a third judge is primary: the ``stream`` judge (:func:`stream_judge`) replays the stream's first
+calls (``--stream-judge-calls``, 30,000) once per set of picks, each bucket on a config some engine ended on, every
+call timed by events, so each pick runs in the cache state the stream really leaves it (the warm and cold judges
+bracket that state; the L2 rule above picks one bracket for every bucket, and a hot bucket of 128 KB is in
+neither). It times only the engines' picks, so it scores against the pretuned pick, not against all configs; the
+L2 rule's judge still gives that stricter score, and its "vs pretuned" verdict is printed beside the primary one.
 Each engine's final config is scored two ways under a judge: against the pretuned ideal's pick, round by
 round (:func:`paired_ratio`: the issue's "<= 1.02x of the pretuned best"), and, stricter, against the smallest
 of all configs' medians (:func:`ratio_interval`), a minimum over noisy medians that the pretuned ideal itself
@@ -802,6 +808,77 @@ def retime(w: Workload, t: tuple[Any, ...], dry: bool, rounds: int, policy: str 
     return {n: pct(xs, 0.5) for n, xs in got.items()}
 
 
+def stream_picks(kd: dict[str, Any], hot: list[int]) -> dict[int, list[str]]:
+    """Every config some engine ended on for each hot bucket, in the first pass or any repetition (promoted
+    configs only: ``tuning:...`` and ``?`` are not configs), sorted: what :func:`stream_judge` times."""
+    finals = [r.get("final", {}) for r in kd["engines"].values()]
+    finals += [r.get("final", {}) for rep in kd.get("repeats", []) for e, r in rep.items() if e != "order"]
+    return {b: sorted({c for f in finals if (c := f.get(str(b), "?")) != "?" and not c.startswith("tuning:")})
+            for b in hot}
+
+
+def stream_judge(w: Workload, tensors: list[tuple[Any, ...]], stream: list[int], picks: dict[int, list[str]],
+                 dry: bool, calls: int, chunk: int = 500) -> dict[str, dict[str, list[float]]]:
+    """The stream judge: the picked configs timed on the stream itself, in the cache state it leaves them.
+
+    The first ``calls`` calls of ``stream`` are replayed in chunks of ``chunk``. Each chunk runs once for every
+    assignment ``j`` (the order rotated per chunk), which sends bucket ``b`` to ``picks[b][j % len(picks[b])]``
+    and every other bucket likewise. Every call is timed by CUDA events around its own launch (on the CPU dry
+    run, the host clock). So each config runs after the calls the stream really puts before it, between a
+    bucket's calls the other buckets' traffic, partly evicting its data. Neither judge of :func:`retime`
+    measures that: the warm judge keeps a bucket's data in L2, the cold judge flushes it. The L2 rule
+    (:func:`primary_judge`) picks one of them by the whole working set, and a 128 KB bucket taking 14% of the
+    calls is neither (session 17: bucket 0, 16 x 4096 rows, rated 1.09-1.13x by the cold judge and 1.03x by the
+    warm one, for the config the race on the real calls picked). Returns ``{bucket: {config: [one value per
+    chunk the bucket appears in: the median of that config's calls in the chunk, ms]}}``: paired by chunk,
+    which is what :func:`paired_ratio` reads."""
+    from tritune.tune.triton_surface import from_triton
+
+    by_id = {from_triton(c).id: Plain(w.jit, c) for c in w.configs}
+    n_assign = max((len(v) for v in picks.values()), default=0)
+    if n_assign == 0:
+        return {}
+    runs = [{b: by_id[v[j % len(v)]] for b, v in picks.items() if v} for j in range(n_assign)]
+    plain0 = Plain(w.jit, w.configs[0])
+    for b, cs in picks.items():  # loaded and warm: the replay times launches, not the first load
+        for c in cs:
+            w.launch(by_id[c], tensors[b])
+    seq = stream[: max(0, calls)]
+    got: dict[str, dict[str, list[float]]] = {str(b): {c: [] for c in v} for b, v in picks.items() if v}
+    events = [] if dry else [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                             for _ in range(chunk)]  # fmt: skip
+    if not dry:
+        torch.cuda.synchronize()
+    for ci, lo in enumerate(range(0, len(seq), chunk)):
+        part = seq[lo: lo + chunk]
+        per: dict[tuple[int, str], list[float]] = {}
+        for j in [(ci + r) % n_assign for r in range(n_assign)]:
+            assign = runs[j]
+            host: list[float] = []
+            for i, b in enumerate(part):
+                k = assign.get(b, plain0)
+                if dry:
+                    t0 = time.perf_counter()
+                    w.launch(k, tensors[b])
+                    host.append((time.perf_counter() - t0) * 1e3)
+                else:
+                    events[i][0].record()
+                    w.launch(k, tensors[b])
+                    events[i][1].record()
+            if not dry:
+                torch.cuda.synchronize()
+            for i, b in enumerate(part):
+                if b in assign:
+                    ms = host[i] if dry else events[i][0].elapsed_time(events[i][1])
+                    v = picks[b]
+                    per.setdefault((b, v[j % len(v)]), []).append(ms)
+        for (b, c), xs in per.items():
+            got[str(b)][c].append(pct(xs, 0.5))
+    # A bucket absent from a chunk has no value there for any of its configs; a config of a bucket present in
+    # a chunk has one (every assignment runs the whole chunk), so the lists of one bucket stay paired.
+    return got
+
+
 def ratio_interval(rounds: dict[str, list[float]], cfg: str, boot: int = 2000, seed: int = 0) -> tuple[float, float]:
     """A 95% interval of the judge's ratio "``cfg``'s median / the best config's median" on one bucket: the
     rounds are resampled together (a round times every config back to back, so its values are paired), and
@@ -1019,6 +1096,9 @@ def main() -> None:
     ap.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="run the cheap engines (untuned, incremental and its variants, pretuned) interleaved, in "
                          "chunks of N calls taken in turn (run_interleaved), in the first pass and every repetition")
+    ap.add_argument("--stream-judge-calls", type=int, default=30000, metavar="N",
+                    help="the stream judge (stream_judge) replays the first N calls with every engine's picks; 0: "
+                         "off (the L2 rule's judge is then primary)")  # fmt: skip
     ap.add_argument("--cache-stream", action="store_true",
                     help="incremental: the clock finds the caller's stream by its raw handle (CudaClock(cache_stream="
                          "True)), as the default clock does since session 17 (clock=uncached: the lookup before)")  # fmt: skip
@@ -1118,7 +1198,7 @@ def main() -> None:
         kd["hot_buckets"], kd["hot_min_calls"] = hot, hot_min
         kd["calls_per_bucket"] = {str(b): stream.count(b) for b in range(len(w.sizes))}
         kd["working_set_bytes"], kd["l2_bytes"] = working_set(tensors), l2_bytes(dev)
-        kd["primary_judge"] = primary_judge(kd["working_set_bytes"], kd["l2_bytes"])
+        kd["l2_rule_judge"] = primary_judge(kd["working_set_bytes"], kd["l2_bytes"])
         kd["retimed_cold_rounds"] = {str(b): {} for b in hot}
         kd["retimed_cold_ms"] = {str(b): retime(w, tensors[b], dry, rounds, "cold", kd["retimed_cold_rounds"][str(b)])
                                  for b in hot}  # fmt: skip
@@ -1129,6 +1209,17 @@ def main() -> None:
         except Exception as e:  # the streams' results must not be lost; said loudly in the report
             kd["warm_judge_error"] = f"{type(e).__name__}: {e}"
             kd["retimed_ms"], kd["retimed_rounds"] = kd["retimed_cold_ms"], kd["retimed_cold_rounds"]
+        kd["stream_judge_calls"] = min(len(stream), a.stream_judge_calls)
+        kd["stream_picks"] = {str(b): v for b, v in stream_picks(kd, hot).items()}
+        if kd["stream_judge_calls"] > 0 and hot:
+            try:
+                kd["stream_rounds"] = stream_judge(w, tensors, stream, stream_picks(kd, hot), dry,
+                                                   kd["stream_judge_calls"])  # fmt: skip
+            except Exception as e:  # the streams' results must not be lost; said loudly in the report
+                kd["stream_judge_error"] = f"{type(e).__name__}: {e}"
+        # The stream judge when it ran (it times the calls as the stream runs them: stream_judge), else the L2
+        # rule's; both verdicts are printed either way.
+        kd["primary_judge"] = "stream" if kd.get("stream_rounds") else kd["l2_rule_judge"]
         kd["output_spread"] = {str(b): output_spread(w, tensors[b]) for b in hot}
         if not dry:
             kd["compile_one_config_ms"] = compile_one_ms(w, tensors[hot[0] if hot else 0])
@@ -1151,15 +1242,24 @@ def main() -> None:
                     r["vs_pretuned" + suffix] = [x[0] for x in pr]
                     r["vs_pretuned_ci" + suffix] = [(x[1], x[2]) for x in pr]
                     r["converged_vs_pretuned" + suffix] = (sum(x[0] <= 1.02 for x in pr) / len(pr)) if pr else None
-        judge = "retimed_cold_rounds" if kd["primary_judge"] == "cold" else "retimed_rounds"
+            pre = kd["engines"].get("pretuned", {}).get("final", {})
+            if kd.get("stream_rounds") and pre:  # the stream judge times only the picks: no "vs best" there
+                pr = [paired_ratio(kd["stream_rounds"].get(str(b), {}), r["final"].get(str(b), "?"),
+                                   pre.get(str(b), "?")) for b in hot]  # fmt: skip
+                r["vs_pretuned_stream"] = [x[0] for x in pr]
+                r["vs_pretuned_ci_stream"] = [(x[1], x[2]) for x in pr]
+                r["converged_vs_pretuned_stream"] = (sum(x[0] <= 1.02 for x in pr) / len(pr)) if pr else None
+        judges = {"cold": kd["retimed_cold_rounds"], "warm": kd["retimed_rounds"], "stream": kd.get("stream_rounds")}
         for rep in kd["repeats"]:
             pre_f = rep.get("pretuned", {}).get("final")
             for e in [e for e in rep if e.startswith("incremental")]:
                 inc_f = rep[e].get("final")
                 if inc_f and pre_f and hot:
-                    pr = [paired_ratio(kd[judge][str(b)], inc_f.get(str(b), "?"), pre_f.get(str(b), "?"))[0]
-                          for b in hot]  # fmt: skip
-                    rep[e]["converged_vs_pretuned"] = sum(x <= 1.02 for x in pr) / len(pr)
+                    for name, field in ((kd["primary_judge"], "converged_vs_pretuned"),
+                                        (kd["l2_rule_judge"], "converged_vs_pretuned_rule")):  # fmt: skip
+                        pr = [paired_ratio(judges[name].get(str(b), {}), inc_f.get(str(b), "?"),
+                                           pre_f.get(str(b), "?"))[0] for b in hot]  # fmt: skip
+                        rep[e][field] = sum(x <= 1.02 for x in pr) / len(pr)
         doc["kernels"][w.name] = kd
     for name, fn in (("comparison_check", lambda: comparison_check(dev)),
                      ("host_overhead", lambda: overhead_us(dev) if not dry else {"error": "needs a GPU"})):  # fmt: skip
@@ -1274,12 +1374,14 @@ def report(doc: dict[str, Any]) -> None:
             ratios = [r["incremental"]["total_s"] / r["untuned"]["total_s"] for r in reps]
             for i, r in enumerate(reps):
                 cv = r["incremental"].get("converged_vs_pretuned")
+                cr = r["incremental"].get("converged_vs_pretuned_rule")
                 ex = r["incremental"].get("excess_vs_pretuned_ms") or {}
                 print(f"  repetition {i + 1} ({','.join(r['order'])}): untuned {r['untuned']['total_s']:.2f} s, "
                       f"incremental {r['incremental']['total_s']:.2f} s ({ratios[i]:.3f}x untuned), pretuned "
                       f"{r.get('pretuned', {}).get('total_s', float('nan')):.2f} s; incremental minus pretuned "
                       f"{sum(ex.values()):.0f} ms {({p: round(v) for p, v in ex.items()})}; converged "
-                      f"{'-' if cv is None else f'{cv:.0%}'}")  # fmt: skip
+                      f"{'-' if cv is None else f'{cv:.0%}'} ({kd.get('primary_judge')} judge; "
+                      f"{kd.get('l2_rule_judge')}: {'-' if cr is None else f'{cr:.0%}'})")  # fmt: skip
             med = statistics.median(ratios)
             how = f", each interleaved in chunks of {kd['interleave']} calls" if kd.get("interleave") else ""
             print(f"  total, median over {len(reps)} repetitions{how} of incremental / untuned: {med:.3f} <= 1.1: "
@@ -1290,29 +1392,41 @@ def report(doc: dict[str, Any]) -> None:
                   f"<= 0.2x triton.autotune ({trit:.2f} s): {verdict(inc['total_s'] <= 0.2 * trit)}")  # fmt: skip
         warm_conv, cold = inc.get("converged_fraction"), inc.get("converged_fraction_cold")
         primary = kd.get("primary_judge", "warm")
+        rule = kd.get("l2_rule_judge", primary)
         ws, l2 = kd.get("working_set_bytes"), kd.get("l2_bytes")
-        print(f"  primary judge: {primary} (the stream's working set {(ws or 0) / 2**20:.0f} MB, L2 "
-              f"{'?' if not l2 else f'{l2 / 2**20:.0f} MB'})")  # fmt: skip
-        sfx = "_cold" if primary == "cold" else ""
+        print(f"  primary judge: {primary} (the L2 rule's: {rule}, the stream's working set {(ws or 0) / 2**20:.0f} "
+              f"MB, L2 {'?' if not l2 else f'{l2 / 2**20:.0f} MB'}; the stream judge replays "
+              f"{kd.get('stream_judge_calls', 0)} calls with the picks {kd.get('stream_picks', {})})")  # fmt: skip
+        if "stream_judge_error" in kd:
+            print(f"  STREAM JUDGE FAILED ({kd['stream_judge_error']}): the L2 rule's judge is primary")
+        sfx = {"cold": "_cold", "warm": "", "stream": "_stream"}
+        how = {"stream": "the stream judge's chunks (the stream replayed with the picks)",
+               "cold": "the cold judge's interleaved rounds", "warm": "the warm judge's interleaved rounds"}
+        for jn in dict.fromkeys((primary, rule)):
+            pconv = inc.get("converged_vs_pretuned" + sfx[jn])
+            if pconv is None:
+                continue
+            print(f"  hot buckets converged to <= 1.02x the pretuned best ({'the issue' if jn == primary else 'also'}"
+                  f"'s measure: promoted, and the median over {how[jn]} of its time / the pretuned ideal's pick's "
+                  f"in the same round <= 1.02): {pconv:.0%} >= 90%: "
+                  f"{verdict(pconv >= 0.9) if jn == primary else '(not the primary judge)'} (vs pretuned: "
+                  f"{[round(x, 3) for x in inc.get('vs_pretuned' + sfx[jn], [])]}; 95% intervals "
+                  f"{[(round(lo, 3), round(hi, 3)) for lo, hi in inc.get('vs_pretuned_ci' + sfx[jn], [])]})")  # fmt: skip
+        primary, sfx = rule, sfx[rule]  # below: against all configs, which only the retiming judges time
         pconv = inc.get("converged_vs_pretuned" + sfx)
         if pconv is not None:
             pre_self = eng.get("pretuned", {}).get("converged_fraction" + sfx)
-            print(f"  hot buckets converged to <= 1.02x the pretuned best (the issue's measure: promoted, and the "
-                  f"median over the {primary} judge's interleaved rounds of its time / the pretuned ideal's pick's "
-                  f"in the same round <= 1.02): {pconv:.0%} >= 90%: {verdict(pconv >= 0.9)} (vs pretuned: "
-                  f"{[round(x, 3) for x in inc.get('vs_pretuned' + sfx, [])]}; 95% intervals "
-                  f"{[(round(lo, 3), round(hi, 3)) for lo, hi in inc.get('vs_pretuned_ci' + sfx, [])]})")  # fmt: skip
             print(f"  stricter, against the best of ALL configs re-timed (the smallest of {len(kd['configs'])} noisy "
                   f"medians; the pretuned ideal itself scores {'-' if pre_self is None else f'{pre_self:.0%}'} here):")  # fmt: skip
         conv = inc.get("converged_fraction" + sfx)
-        print(f"  hot buckets converged (promoted, <= 1.02x the best re-timed {primary}, interleaved; the primary "
+        print(f"  hot buckets converged (promoted, <= 1.02x the best re-timed {primary}, interleaved; the L2 rule's "
               f"judge): {'-' if conv is None else f'{conv:.0%}'} >= 90%: {verdict(None if conv is None else conv >= 0.9)} "
               f"(vs best: {[round(x, 3) for x in inc.get('vs_best' + sfx, [])]}; final: "
               f"{[inc['final'][str(b)] for b in kd['hot_buckets']]})")  # fmt: skip
         ci = inc.get("vs_best_ci" + sfx, [])
         if ci:
             fine = sum(lo <= 1.02 for lo, _ in ci)  # an unpromoted bucket's interval is (inf, inf): never counted
-            print(f"  the primary judge's 95% interval of each ratio (rounds resampled, best re-chosen): "
+            print(f"  the L2 rule's judge's 95% interval of each ratio (rounds resampled, best re-chosen): "
                   f"{[(round(lo, 3), round(hi, 3)) for lo, hi in ci]}; promoted and within the judge's resolution "
                   f"of <= 1.02x: {fine} of {len(ci)} (the target above is the strict count)")  # fmt: skip
         print(f"  the warm judge (EventTimer warm, no flush): {'-' if warm_conv is None else f'{warm_conv:.0%}'} "

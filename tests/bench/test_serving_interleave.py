@@ -96,3 +96,52 @@ def test_engines_take_chunks_in_turn_rotated_and_the_background_is_charged_to_it
     # three untuned chunks ran while the incremental engine was not running: 3 x 2 ms charged to it, none to others
     assert got["incremental"]["charged_s"] == pytest.approx(0.006)
     assert got["untuned"]["charged_s"] == 0.0 and got["pretuned"]["charged_s"] == 0.0
+
+
+class _FakeWorkload:
+    """FAKE (logic only): a workload whose launch logs (bucket, BLOCK) and spins BLOCK x 20 us, no kernel."""
+
+    def __init__(self) -> None:
+        import triton
+
+        self.jit = None
+        self.configs = [triton.Config({"BLOCK": 16}, num_warps=1), triton.Config({"BLOCK": 64}, num_warps=1)]
+        self.log: list[tuple[int, int]] = []
+
+    def launch(self, k, t) -> None:
+        self.log.append((t[0], k.cfg.kwargs["BLOCK"]))
+        end = time.perf_counter() + k.cfg.kwargs["BLOCK"] * 20e-6
+        while time.perf_counter() < end:
+            pass
+
+
+def test_the_stream_judge_replays_the_stream_once_per_pick_and_pairs_each_buckets_values_by_chunk(serving) -> None:
+    w = _FakeWorkload()
+    from tritune.tune.triton_surface import from_triton
+
+    small, big = (from_triton(c).id for c in w.configs)
+    stream = [0, 1, 0, 2, 1, 0, 0, 2, 1, 0, 0, 0]  # chunks of 4: bucket 2 is absent from the last one
+    tensors = [(0,), (1,), (2,)]
+    picks = {0: [small, big], 1: [big], 2: [small, big]}
+    got = serving.stream_judge(w, tensors, stream, picks, True, calls=len(stream), chunk=4)
+    assert set(got) == {"0", "1", "2"}
+    assert {c: len(v) for c, v in got["0"].items()} == {small: 3, big: 3}  # in all 3 chunks, one value each
+    assert {c: len(v) for c, v in got["2"].items()} == {small: 2, big: 2}  # absent from one chunk: none there
+    assert {c: len(v) for c, v in got["1"].items()} == {big: 3}  # its one pick, in every assignment
+    replay = w.log[sum(len(v) for v in picks.values()):]  # after the warm-up launch of every pick
+    assert len(replay) == 2 * len(stream)  # each chunk once per assignment (2: the most picks of a bucket)
+    assert [b for b, _ in replay[:8]] == stream[:4] * 2  # a chunk, then the same chunk again
+    assert {blk for b, blk in replay if b == 1} == {64}  # a bucket with one pick always runs it
+    first = [blk for b, blk in replay[:4] if b == 0]
+    second = [blk for b, blk in replay[4:8] if b == 0]
+    assert len(set(first)) == 1 and len(set(second)) == 1 and first[0] != second[0]  # one config per pass
+    # The spin makes BLOCK=64 4x slower: the pairs read it, chunk by chunk.
+    ratio = serving.paired_ratio(got["0"], big, small)[0]
+    assert ratio > 2.0
+
+
+def test_stream_picks_take_every_engines_and_repetitions_promoted_configs_only(serving) -> None:
+    kd = {"engines": {"pretuned": {"final": {"0": "A", "1": "B"}}, "incremental": {"final": {"0": "tuning:A",
+                                                                                               "1": "C"}}},
+          "repeats": [{"incremental": {"final": {"0": "D", "1": "?"}}, "order": ["incremental"]}]}
+    assert serving.stream_picks(kd, [0, 1]) == {0: ["A", "D"], 1: ["B", "C"]}
