@@ -1,6 +1,7 @@
 """The transfer's opening batch, replayed (issue 16): how big must it be to keep a new key's quality?
 
     PYTHONPATH=src python3 benchmarks/transfer_opening.py [--families 2] [--seeds 3] [--noise 0.01] [--out DIR]
+        [--rules per_key] [--cached-next old,cached]
 
 ALL TIMES ARE SYNTHETIC: the fitted families of ``benchmarks/landscapes/fitted.py`` (4 related keys, sizes 1, 2,
 4, 8, per recorded landscape, their structure sampled from the recorded H200 landscapes), replayed with
@@ -14,6 +15,9 @@ winner. The new key's pick is judged on its TRUE (recorded, noise-free) time ove
 Rules of the opening batch's size (``make_driver(opening=...)``), each used for all 4 keys of a run:
 ``per_key`` 2 x tuned keys + 2 (tuning's rule, :func:`tritune.tune.searching.first_batch_size`), ``distinct``
 2 x distinct winners + 2 (proposed in issue 16, rejected on these numbers), and fixed sizes. Printed per rule: the new key's quality (median, p90, worst, share > 1.02) and configs measured.
+``--cached-next old,cached`` runs each rule with the transfer's ``cached_next`` off and on (session 18), and
+``uncached`` counts the new key's configs that no tuned key measured: compiles, on a machine whose Triton cache
+holds the tuned keys' binaries (``compiles``: the share of runs with a batch that holds one).
 """
 
 from __future__ import annotations
@@ -63,22 +67,34 @@ class _Told:
         self.median_ms, (self.ci_low_ms, self.ci_high_ms) = t, ci
 
 
-def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: float, seed: int) -> dict[str, Any]:
-    """One key as ``tritune tune`` searches it by default (cold without ``near``, transfer with), then the final race."""
+def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: float, seed: int,
+             cached_next: bool | None = None) -> dict[str, Any]:  # fmt: skip
+    """One key as ``tritune tune`` searches it by default (cold without ``near``, transfer with), then the final race.
+
+    ``cached_next``: the transfer's option of that name (None: its default)."""
     _, illegal = replay_space(land)
     bad = set(illegal)
     legal = [c for c in land.configs if c not in bad]
-    plan = searching.SearchPlan(DEFAULT, None, "replay: the default search")  # these spaces are < 512: forced
+    spec = DEFAULT if not near or cached_next is None else f"{DEFAULT}:cached_next={str(cached_next).lower()}"
+    plan = searching.SearchPlan(spec, None, "replay: the default search")  # these spaces are < 512: forced
     opening = rule(near) if near else None
     driver, _ = searching.make_driver(plan, legal, width=WIDTH, key_values=dict(land.key), near=near, seed=seed,
                                          where=land.kernel, opening=opening)  # fmt: skip
     ev = ReplayEvaluator(land, noise=noise, seed=seed)
     first = None
+    # What the neighbours measured: on the machine that tuned them, Triton's cache holds these binaries; any
+    # other config this key measures is a compile (``uncached``), and a batch holding one waits for it.
+    recorded = {c for nb in near for c, t in nb.times.items() if t is not None}
+    uncached = compile_batches = batches = 0
     while not driver.done:
         batch = driver.next_batch()
         if not batch:
             break
         first = len(batch) if first is None else first
+        batches += 1
+        new = sum(c not in recorded for c in batch)
+        uncached += new
+        compile_batches += new > 0
         for c in batch:
             status, t, ci = ev(c)
             driver.record(c, status if status is not Status.MEASURED or t is None else
@@ -91,22 +107,30 @@ def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: floa
     times = {o.config: (o.time_ms if o.ok else None) for o in driver.history}
     return {"quality": point.time_ms / land.best.time_ms, "measured": len(driver.history), "first": first,
             "stopped": driver.why_stopped, "results": KeyResults(dict(land.key), times, pick),
-            "distinct": distinct_winners(near)}  # fmt: skip
+            "distinct": distinct_winners(near), "uncached": uncached, "compile_batches": compile_batches,
+            "batches": batches}  # fmt: skip
 
 
-def run(fams: list[list[Landscape]], seeds: int, noise: float) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in RULES}
+#: ``--cached-next``: the transfer's ``cached_next`` per variant (``old``: the continuation before session 18).
+CACHED = {"default": None, "old": False, "cached": True}
+
+
+def run(fams: list[list[Landscape]], seeds: int, noise: float, rules: Sequence[str] = tuple(RULES),
+        variants: Sequence[str] = ("default",)) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+    """Rows per ``rule`` (``rule/variant`` for a variant other than ``default``), each used for all 4 keys of a run."""
+    names = [(r, v, r if v == "default" else f"{r}/{v}") for r in rules for v in variants]
+    out: dict[str, list[dict[str, Any]]] = {label: [] for _, _, label in names}
     for f, fam in enumerate(fams):
         for new in range(len(fam)):
             order = [fam[j] for j in range(len(fam)) if j != new] + [fam[new]]
             for seed in range(seeds):
-                for name, rule in RULES.items():
+                for name, variant, label in names:
                     near: list[KeyResults] = []
                     r: dict[str, Any] = {}
                     for land in order:
-                        r = tune_key(land, near, rule, noise=noise, seed=seed)
+                        r = tune_key(land, near, RULES[name], noise=noise, seed=seed, cached_next=CACHED[variant])
                         near.append(r["results"])
-                    out[name].append({"family": f, "kernel": order[-1].kernel, "new_key": dict(order[-1].key),
+                    out[label].append({"family": f, "kernel": order[-1].kernel, "new_key": dict(order[-1].key),
                                       "seed": seed, **{k: v for k, v in r.items() if k != "results"}})  # fmt: skip
     return out
 
@@ -118,6 +142,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "measured_mean": statistics.mean(r["measured"] for r in rows),
             "first_mean": statistics.mean(r["first"] for r in rows),
             "confirmed": sum(r["stopped"] == "confirmed" for r in rows) / len(rows),
+            "uncached_mean": statistics.mean(r["uncached"] for r in rows),
+            "compile_batches_mean": statistics.mean(r["compile_batches"] for r in rows),
+            "any_compile": sum(r["compile_batches"] > 0 for r in rows) / len(rows),
+            "after_second": sum(r["batches"] == 2 for r in rows) / len(rows),
             "distinct_winners_mean": statistics.mean(r["distinct"] for r in rows)}  # fmt: skip
 
 
@@ -127,21 +155,30 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--noise", type=float, default=0.01, help="relative spread of one look (SYNTHETIC)")
     ap.add_argument("--only", default=None, help="recorded landscape names containing this (e.g. matmul)")
+    ap.add_argument("--rules", default=",".join(RULES), help=f"opening-size rules, of {', '.join(RULES)}")
+    ap.add_argument("--cached-next", default="default",
+                    help=f"the transfer's cached_next, variants of {', '.join(CACHED)} (comma-separated)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     fams = families(4, a.families, ROOT / "benchmarks" / "landscapes")
     if a.only:
         fams = [f for f in fams if a.only in f[0].kernel]
-    out = run(fams, a.seeds, a.noise)
+    rules, variants = a.rules.split(","), a.cached_next.split(",")
+    if bad := [r for r in rules if r not in RULES] + [v for v in variants if v not in CACHED]:
+        ap.error(f"unknown rule or variant: {', '.join(bad)}")
+    out = run(fams, a.seeds, a.noise, rules, variants)
     print(f"SYNTHETIC replay: {len(fams)} fitted families x 4 new keys x {a.seeds} seeds, noise {a.noise}, "
           f"width {WIDTH}; 3 keys tuned then the 4th by transfer; new key's quality = true time / true best")  # fmt: skip
     summary = {name: summarize(rows) for name, rows in out.items()}
-    print(f"{'rule':9} {'runs':>4} {'first':>5} {'measured':>8} {'confirmed':>9} {'distinct':>8} {'q med':>6} "
-          f"{'q p90':>6} {'q worst':>7} {'>1.02':>6}")  # fmt: skip
+    print(f"{'rule':14} {'runs':>4} {'first':>5} {'measured':>8} {'uncached':>8} {'compiles':>8} {'confirmed':>9} "
+          f"{'2nd':>5} {'distinct':>8} {'q med':>6} {'q p90':>6} {'q worst':>7} {'>1.02':>6}")  # fmt: skip
     for name, s in summary.items():
-        print(f"{name:9} {s['runs']:4d} {s['first_mean']:5.2f} {s['measured_mean']:8.2f} {s['confirmed']:9.2f} "
+        print(f"{name:14} {s['runs']:4d} {s['first_mean']:5.2f} {s['measured_mean']:8.2f} {s['uncached_mean']:8.2f} "
+              f"{s['any_compile']:8.2f} {s['confirmed']:9.2f} {s['after_second']:5.2f} "
               f"{s['distinct_winners_mean']:8.2f} {s['quality_median']:6.3f} {s['quality_p90']:6.3f} "
               f"{s['quality_worst']:7.3f} {s['over_1.02']:6.2f}")  # fmt: skip
+    print("uncached: configs measured that no tuned key measured (compiles); compiles: share of runs with a batch "
+          "holding one; 2nd: share of runs that stopped after their second batch")  # fmt: skip
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "transfer_opening.json").write_text(json.dumps({"summary": summary, "rows": out}) + "\n")

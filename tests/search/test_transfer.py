@@ -11,9 +11,9 @@ from tritune.config import Config
 from tritune.errors import SearchError
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
-from tritune.search import KeyResults, TransferSearch, get
+from tritune.search import Budget, KeyResults, SearchDriver, TransferSearch, get
 from tritune.search.simulate_transfer import key_results, simulate_transfer
-from tritune.search.transfer import key_distance
+from tritune.search.transfer import cheap_variants, key_distance
 from tritune.space import Space, pow2
 
 SPACE = Space(
@@ -195,3 +195,63 @@ def test_confirmed_is_false_for_other_strategies_and_first_must_be_positive() ->
     near, _ = _three_neighbours()
     with pytest.raises(SearchError, match="first=0"):
         TransferSearch(WIDE, key={"M": 6144}, neighbours=near, first=0)
+
+
+def _unconfirmed_driver(near: list[KeyResults], cached_next: bool, evaluations: int = 16) -> SearchDriver:
+    """FAKE: the 3 tuned keys' transfer to M=6144 (opening 8), with the opening told so that it confirms nothing."""
+    s = TransferSearch(WIDE, key={"M": 6144}, neighbours=near, warm=16, first=8, cached_next=cached_next)
+    nearest_first = [nb.winner() for nb in sorted(near, key=lambda nb: key_distance({"M": 6144}, nb.key))]
+    d = SearchDriver(s, Budget(evaluations=evaluations), width=16, warm=nearest_first, first=8, confirm=True)
+    first = d.next_batch()
+    assert len(first) == 8
+    for c in first:  # SYNTHETIC: a config no neighbour won with is 10% faster, outside every interval
+        d.record(c, _ci(0.9 if c == first[6] else 1.0))
+    assert not d.done
+    return d
+
+
+def test_after_an_unconfirmed_opening_the_next_batch_is_the_configs_the_neighbours_measured_by_the_prior() -> None:
+    near, _ = _three_neighbours()
+    recorded = {c for nb in near for c, t in nb.times.items() if t is not None}
+    d = _unconfirmed_driver(near, cached_next=True)
+    s = d.strategy
+    assert isinstance(s, TransferSearch)
+    second = d.next_batch()
+    assert len(second) == 8 and set(second) <= recorded  # cached binaries only: loads, no compile
+    # the fastest of the unasked recorded configs by the prior, in its order
+    prior = s._prior
+    unasked = sorted((c for c in recorded if c not in set(s.opening)), key=lambda c: (prior[s.index[c]], s.index[c]))
+    assert second == unasked[:8]
+    # The rule before (cached_next=False) sends the winners' variants the neighbours never measured: compiles.
+    old = _unconfirmed_driver(near, cached_next=False).next_batch()
+    assert len(old) == 8 and not set(old) <= recorded
+
+
+def test_the_cached_batch_is_as_large_as_the_opening_then_the_variants_follow() -> None:
+    near, winners = _three_neighbours()
+    recorded = {c for nb in near for c, t in nb.times.items() if t is not None}
+    d = _unconfirmed_driver(near, cached_next=True, evaluations=32)
+    s = d.strategy
+    assert isinstance(s, TransferSearch)
+    second = d.next_batch()
+    assert len(second) == 16  # the pool's width: 8 recorded configs (the opening's size), then the warm start's rest
+    assert set(second[:8]) <= recorded
+    rest = [c for c in s.warm_start if c not in set(s.opening) and c not in set(second[:8])]
+    assert second[8:8 + len(rest)] == rest[:8]  # the continuation as before: the winners' variants first
+    variants = {s.candidates[j] for w in winners for j in cheap_variants(s.grid, s.index[w])} - recorded
+    assert variants & set(second[8:])  # variants no neighbour measured come after the cached ones, not before
+    assert not variants & set(second[:8])
+
+
+def test_cached_next_waits_for_the_opening_and_must_be_a_bool() -> None:
+    near, _ = _three_neighbours()
+    assert TransferSearch(WIDE, key={"M": 6144}, neighbours=near, first=8).cached_next is False  # off by default
+    s = TransferSearch(WIDE, key={"M": 6144}, neighbours=near, warm=16, first=8, cached_next=True)
+    assert s.cached_picks(8) == []  # the opening not asked yet: nothing
+    s.ask(4)
+    assert s.cached_picks(8) == []  # half of it asked: still nothing
+    no_opening = TransferSearch(WIDE, key={"M": 6144}, neighbours=near, warm=16, cached_next=True)
+    no_opening.ask(8)
+    assert no_opening.cached_picks(8) == []  # no opening batch (first=None): the warm start as before
+    with pytest.raises(SearchError, match="cached_next"):
+        TransferSearch(WIDE, key={"M": 6144}, neighbours=near, first=8, cached_next=1)  # type: ignore[arg-type]

@@ -20,6 +20,23 @@ uses the tuned keys twice:
    neighbour's winner first, or tied with the first (inside its interval: ties are ties),
    :meth:`TransferSearch.confirmed` says so and the driver stops (``stopped: confirmed``); otherwise the
    search goes on with the variants and the model's picks.
+
+   **After an unconfirmed opening, cached configs first?** (``cached_next=True``, off by default.) The next
+   ask then takes, before anything else, the unasked configs some neighbour measured (binaries in the tuning
+   machine's Triton cache), fastest by the prior first, at most as many as the opening held; then the warm
+   start's rest (the variants) and the model's picks as without it. On the H200 (session 17, 6144^3 after 3
+   keys, 1,672 configs) 2 of 6 openings did not confirm, and the second batch's compiles (0.67 s) took the
+   transfer from 0.66-0.81 s to 1.47-1.57 s. Replayed (session 18, ``transfer_opening.py --cached-next
+   old,cached``, SYNTHETIC fitted families, 440 runs per noise level,
+   ``benchmarks/results/2026-12-04-cpu/transfer_cached_s18``): runs with a compile after the opening went from
+   14/10/9% (0/1/2% noise) to none, configs measured the same (11.1/10.5/10.2), but quality was worse: p90
+   1.086/1.088/1.088 -> 1.093/1.095/1.093, and 14/12/15 runs worse against 1/1/3 better, nearly all on the
+   large host-descriptor matmul family, the one like the H200's: there the nearest winner's unmeasured cheap
+   variants beat the opening's best even when that winner was up to 18%
+   behind it, and the neighbours' other recorded configs were 5-50% slower (that family alone, 100 runs: median
+   1.054/1.054/1.065 -> 1.071/1.072/1.079, p90 1.143/1.143/1.174 -> 1.169/1.155/1.174). So the rule stays off
+   until a GPU run says otherwise. Ranking the cached configs by the model (prior plus the opening's
+   departures, :data:`CACHED_RANK`) instead of the prior was no better.
 3. **Their landscape as the model's prior.** Each tuned key's times, relative to its own best, are
    averaged (weighted by ``1 / (1 + distance)`` in log2 key space) into a prior log time per candidate;
    the surrogate then models only this key's departure from that prior (see
@@ -57,6 +74,10 @@ VARIANT_SLOWER = math.log(1.10)
 #: 30 fitted families x 4 keys x 5 seeds, SYNTHETIC): at 1% noise no change; at 0.2% noise 56% of transfers
 #: confirmed against 52%, 11.5 configs measured against 11.8, quality the same (median 1.000, p90 1.069).
 CONFIRM_TOL = 0.01
+#: How ``cached_next`` ranks the recorded configs after the opening: ``"prior"``, or ``"model"`` (the surrogate's
+#: score: the prior scaled to this key plus the departures the opening measured); the same on the replay (module
+#: docstring, 2.).
+CACHED_RANK = "prior"
 #: Axis names (upper-cased) that set the tile; the other axes are the cheap ones varied around a winner.
 TILE_AXES = ("BLOCK", "BM", "BN", "BK", "TILE")
 
@@ -109,6 +130,18 @@ def key_distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     return d
 
 
+def recorded_mask(neighbours: Sequence[KeyResults], index: Mapping[Config, int], n: int) -> np.ndarray:
+    """Which of the ``n`` candidates (positions ``index``) some neighbour measured: on the machine that tuned
+    them, the configs whose binaries Triton's cache holds (a failure, told as ``None``, counts as not measured)."""
+    out = np.zeros(n, dtype=bool)
+    for nb in neighbours:
+        for c, t in nb.times.items():
+            i = index.get(as_config(c))
+            if i is not None and t is not None:
+                out[i] = True
+    return out
+
+
 def first_batch(candidates: Sequence[Config], prior: np.ndarray, measured: np.ndarray, winners: Sequence[Config],
                 size: int) -> list[Config]:  # fmt: skip
     """The transfer's first batch (module docstring, 2.): ``winners``, then the configs some neighbour measured
@@ -156,12 +189,7 @@ def prior_and_warm(
         raise SearchError("no tuned key measured any candidate of this space; nothing to transfer")
     unknown = median(total[weight > 0] / weight[weight > 0])
     prior = np.where(weight > 0, total / np.maximum(weight, 1e-12), unknown)
-    measured = np.zeros(len(candidates), dtype=bool)
-    for nb in ranked:
-        for c, t in nb.times.items():
-            i = index.get(as_config(c))
-            if i is not None and t is not None:
-                measured[i] = True
+    measured = recorded_mask(neighbours, index, len(candidates))
     first: list[Config] = []
     for nb in ranked:
         won = nb.winner()
@@ -202,7 +230,9 @@ class TransferSearch(SurrogateSearch):
     ``key``: this key's values; ``neighbours``: the tuned keys' results; ``warm``: how many configs to
     measure before the model leads (default ``max(4, 2 x neighbours)``); ``first``: the size of the first
     batch of recorded configs, after which :meth:`confirmed` may end the search (module docstring, 2.;
-    None: no such batch, the warm start opens with the winners' variants). Other options are the surrogate's.
+    None: no such batch, the warm start opens with the winners' variants); ``cached_next``: once the opening is
+    asked, the configs the neighbours measured come next, before any they never did (:meth:`cached_picks`;
+    off by default: module docstring, 2.). Other options are the surrogate's.
     """
 
     name = "transfer"
@@ -217,6 +247,7 @@ class TransferSearch(SurrogateSearch):
         neighbours: Sequence[KeyResults] = (),
         warm: int | None = None,
         first: int | None = None,
+        cached_next: bool = False,
         **options: Any,
     ) -> None:
         n_warm = max(4, 2 * len(neighbours)) if warm is None else int(warm)
@@ -234,6 +265,13 @@ class TransferSearch(SurrogateSearch):
         #: The neighbours' winners (the transferred leaders) and the first batch :meth:`confirmed` waits for.
         self.leaders = frozenset(w for nb in neighbours if (w := nb.winner()) is not None and w in self.index)
         self.opening = tuple(start[:first]) if first is not None else ()  # what the driver sends first
+        if not isinstance(cached_next, bool):
+            raise SearchError(f"transfer: cached_next={cached_next!r} must be True or False")
+        #: After the opening: the recorded configs, fastest by the prior, before any compile (module docstring, 2.).
+        self.cached_next = cached_next
+        #: Which candidates some neighbour measured (their binaries cached where the neighbours were tuned).
+        self.recorded = recorded_mask(list(neighbours), self.index, len(self.candidates))
+        self._cached_taken = 0
 
     def confirmed(self) -> bool:
         """Whether the first batch confirmed the transfer (module docstring, 2.): every config of it told, and a
@@ -251,11 +289,32 @@ class TransferSearch(SurrogateSearch):
         return any(o.ok and o.time_ms is not None and o.time_ms <= limit and o.config in self.leaders
                    for o in self.history)  # fmt: skip
 
+    def cached_picks(self, n: int) -> list[Config]:
+        """With ``cached_next``, once the opening is asked: up to ``n`` unasked configs some neighbour measured,
+        fastest by the prior first, at most as many in all as the opening holds (module docstring, 2.); [] before
+        the opening is asked, without ``cached_next``, or once those are asked. What it returns counts as taken."""
+        if not self.cached_next or not self.opening or any(not self.is_asked(self.index[c]) for c in self.opening):
+            return []
+        room = min(n, len(self.opening) - self._cached_taken)
+        if room <= 0:
+            return []
+        prior = self._prior if CACHED_RANK == "prior" or len(self._measured) < 3 else self._scores()
+        assert prior is not None  # set in __init__
+        out: list[Config] = []
+        for i in np.argsort(prior, kind="stable"):
+            if len(out) >= room:
+                break
+            if self.recorded[i] and not self.is_asked(int(i)):
+                out.append(self.candidates[int(i)])
+        self._cached_taken += len(out)
+        return out
+
     def _propose(self, n: int) -> Sequence[Config]:
         finals = self._finals_batch(n)  # the finalists' probes and polish (:meth:`SurrogateSearch.finals`)
         if finals is not None:
             return finals
-        out = [c for c in self.warm_start if not self.is_asked(self.index[c])][:n]
+        out = self.cached_picks(n)
+        out += [c for c in self.warm_start if not self.is_asked(self.index[c]) and c not in out][: n - len(out)]
         if len(out) < n:
             if len(self._measured) >= 3:
                 out.extend(self._propose_guided(n - len(out), exclude=out))
