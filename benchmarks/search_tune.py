@@ -306,6 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the new key's transfer and cold search each in a fresh process (as `tritune tune` "
                     "runs), in a warm one (the kernel already launched, cuBLAS used: a process serving the "
                     "kernel meets a new key), or both pairs (module docstring)")  # fmt: skip
+    ap.add_argument("--transfer-variant", metavar="SPEC",
+                    help="also run, in every pair after its transfer and from the same store copy and cache, a "
+                    "transfer with `tritune tune --strategy SPEC` (surrogate:cached_next=true): an A/B against the "
+                    "default transfer, its wall over the same cold search's")  # fmt: skip
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--child-warm"]:
         return warm_child(argv[1], argv[2:])
@@ -349,6 +353,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                  args=a.args, warm=warm)  # fmt: skip
         runs[f"cold_new{suffix}"] = tune_process(f"cold_new{suffix}", out, [NEW_KEY], stores / f"cold{suffix}.db",
                                                  cache_from=cache, args=a.args, warm=warm)  # fmt: skip
+        if a.transfer_variant:  # the A/B: the same 3 tuned keys, the same cache snapshot, the variant's strategy
+            copy_store(stores / "search.db", stores / f"variant{suffix}.db")
+            runs[f"variant{suffix}"] = tune_process(f"variant{suffix}", out, [NEW_KEY], stores / f"variant{suffix}.db",
+                                                    "--strategy", a.transfer_variant, cache_from=cache,
+                                                    args=a.args, warm=warm)  # fmt: skip
     if os.environ.get("SEARCH_PROFILE") and pairs and pairs[0][0] in ("", "_warm"):  # once more under cProfile
         copy_store(stores / "search.db", stores / "transfer_prof.db")  # (its wall is the profiler's; not a result)
         tune_process("transfer_prof", out, [NEW_KEY], stores / "transfer_prof.db", cache_from=snapshot,
@@ -382,10 +391,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if pair_rows:  # every winner of the new key, re-measured interleaved in one set of rounds
         args = workload().make_args(NEW_KEY, "cuda")
         fns = {}
+        variants = {sfx: runs[f"variant{sfx}"]["keys"] for sfx in pair_rows
+                    if runs.get(f"variant{sfx}", {}).get("keys") and runs[f"variant{sfx}"]["keys"][0]["winner"]}
         for sfx, (t, c) in pair_rows.items():
             fns[f"transfer{sfx}"] = launch(NEW_KEY, t[0]["winner"], args)
             fns[f"cold{sfx}"] = launch(NEW_KEY, c[0]["winner"], args)
+            if sfx in variants:
+                fns[f"variant{sfx}"] = launch(NEW_KEY, variants[sfx][0]["winner"], args)
         ms = interleave(fns, rounds)
+        for sfx, v in variants.items():
+            c = pair_rows[sfx][1]
+            result[f"variant{sfx}"] = {
+                "strategy": a.transfer_variant, "wall_ratio": v[0]["wall_s"] / c[0]["wall_s"],
+                "wall_s": v[0]["wall_s"], "cold_wall_s": c[0]["wall_s"],
+                "quality": ms[f"variant{sfx}"] / min(ms[f"variant{sfx}"], ms[f"cold{sfx}"]),
+                "vs_transfer": ms[f"variant{sfx}"] / ms[f"transfer{sfx}"], "search": v[0]["search"],
+                "phases": v[0]["phases"], "times": v[0]["times"]}  # fmt: skip
         for sfx, (t, c) in pair_rows.items():
             result[f"new_key{sfx}"] = {
                 "cache": ("an empty cache" if "_empty" in sfx else "a copy of the 3-key search's cache snapshot")
@@ -418,6 +439,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"search's winner {r['quality']:.3f} (transfer stopped: {(r['transfer'] or {}).get('stopped')}, "
               f"{(r['transfer'] or {}).get('evaluated')} configs; opening batch {xf.get('first')} for "
               f"{len(xf.get('keys') or [])} tuned keys, {len(set(xf.get('warm') or []))} distinct winners)")  # fmt: skip
+        v = result.get(f"variant{sfx}")
+        if v is not None:
+            print(f"   variant {v['strategy']}: wall / the same cold search's = {v['wall_ratio']:.3f} "
+                  f"({v['wall_s']} s); quality vs the cold winner {v['quality']:.3f}, its time / the default "
+                  f"transfer winner's {v['vs_transfer']:.3f} (stopped: {(v['search'] or {}).get('stopped')}, "
+                  f"{(v['search'] or {}).get('evaluated')} configs; batches "
+                  f"{[(b['configs'], b['s'], b['compiled_s']) for b in v['phases']['batches']]})")  # fmt: skip
         for who in ("transfer", "cold"):
             ph = r[f"{who}_phases"]
             print(f"   {who}: setup {json.dumps(ph.get('setup'))}, batches "
@@ -436,6 +464,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"new key {kind or 'snapshot'}: {len(rows)} repeats, transfer/cold "
                   f"{[round(x, 3) for x in ratios]} (median {statistics.median(ratios):.3f}, <= 0.25 in "
                   f"{sum(x <= 0.25 for x in ratios)}); qualities {[round(r['quality'], 3) for r in rows]}")  # fmt: skip
+        vrows = [result[f"variant{sfx}"] for sfx, _ in pairs
+                 if sfx.split("_r")[0] == kind and f"variant{sfx}" in result]  # fmt: skip
+        if vrows:
+            vr = sorted(r["wall_ratio"] for r in vrows)
+            result[f"variant{kind}_repeats"] = {"wall_ratios": vr, "median": statistics.median(vr),
+                                                "qualities": [r["quality"] for r in vrows]}  # fmt: skip
+            print(f"new key {kind or 'snapshot'}, variant {a.transfer_variant}: {len(vrows)} runs, variant/cold "
+                  f"{[round(x, 3) for x in vr]} (median {statistics.median(vr):.3f}, <= 0.25 in "
+                  f"{sum(x <= 0.25 for x in vr)}); qualities {[round(r['quality'], 3) for r in vrows]}")  # fmt: skip
     print(f"total {total:.0f} s")
     doc = {"provenance": provenance(command=" ".join(sys.argv)), "total_s": round(total, 1), "result": result,
            "runs": {n: {**r, "keys": [{**k, "winner": k["winner"].id if k["winner"] else None,
