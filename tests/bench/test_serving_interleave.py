@@ -145,3 +145,64 @@ def test_stream_picks_take_every_engines_and_repetitions_promoted_configs_only(s
                                                                                                "1": "C"}}},
           "repeats": [{"incremental": {"final": {"0": "D", "1": "?"}}, "order": ["incremental"]}]}
     assert serving.stream_picks(kd, [0, 1]) == {0: ["A", "D"], 1: ["B", "C"]}
+
+
+class _FakeHeld:
+    """FAKE (logic only): HeldSpans' device calls scripted: ``ahead`` answers in turn (then True), a span is the
+    attempt number, and every hold and launch is logged."""
+
+    def __init__(self, serving, ahead, **kw) -> None:
+        outer = self
+
+        class Fake(serving.HeldSpans):
+            def _hold(self, ms):
+                outer.log.append(("hold", ms))
+
+            def _ahead(self):
+                outer.attempt += 1
+                return outer.ahead.pop(0) if outer.ahead else True
+
+            def _record(self, i, which):
+                pass
+
+            def _sync(self):
+                outer.log.append(("sync",))
+
+            def _elapsed(self, i):
+                return float(outer.attempt)
+
+        self.log, self.ahead, self.attempt = [], list(ahead), 0
+        self.spans = Fake(**kw)
+
+
+def test_held_spans_rerun_a_sub_batch_whose_hold_ended_before_it_was_queued_with_the_hold_doubled(serving) -> None:
+    fake = _FakeHeld(serving, [False, False, True], sub=3, hold_ms=1.0)
+    ran = []
+    fns = [lambda i=i: ran.append(i) for i in range(5)]  # sub-batches [0, 1, 2] and [3, 4]
+    ms = fake.spans.run(fns)
+    assert ran == [0, 1, 2] * 3 + [3, 4]  # the first sub-batch queued 3 times, until the hold outlasted it
+    assert [x for x in fake.log if x[0] == "hold"] == [("hold", 1.0), ("hold", 2.0), ("hold", 4.0), ("hold", 4.0)]
+    assert ms == [3.0, 3.0, 3.0, 4.0, 4.0]  # the spans of the run that was ahead, not of the runs before it
+    assert fake.spans.stats() == {"sub": 3, "hold_ms": 4.0, "sub_batches": 2, "redone": 2, "behind": 0}
+
+
+def test_held_spans_keep_and_count_a_sub_batch_never_ahead_and_cap_the_hold(serving) -> None:
+    fake = _FakeHeld(serving, [False] * 10, sub=2, hold_ms=1.0, tries=3, max_hold_ms=3.0)
+    ms = fake.spans.run([lambda: None] * 2)
+    assert [x[1] for x in fake.log if x[0] == "hold"] == [1.0, 2.0, 3.0]  # doubled, capped at 3
+    assert ms == [3.0, 3.0] and fake.spans.behind == 1 and fake.spans.redone == 2
+
+
+def test_the_stream_judge_times_device_calls_through_its_spans(serving) -> None:
+    """With a spans object (here the FAKE), the judge's values are its spans, not the host clock's."""
+    w = _FakeWorkload()
+    from tritune.tune.triton_surface import from_triton
+
+    small, big = (from_triton(c).id for c in w.configs)
+    fake = _FakeHeld(serving, [], sub=4)
+    stats = {}
+    got = serving.stream_judge(w, [(0,), (1,)], [0, 1, 0, 1], {0: [small, big], 1: [big]}, True, calls=4,
+                               chunk=4, spans=fake.spans, stats=stats)  # fmt: skip
+    # passes 1 and 2 (the FAKE span is the pass's number); bucket 1's one pick runs in both: their median
+    assert got == {"0": {small: [1.0], big: [2.0]}, "1": {big: [serving.pct([1.0, 2.0], 0.5)]}}
+    assert stats["sub_batches"] == 2 and stats["redone"] == 0

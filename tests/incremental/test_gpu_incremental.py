@@ -143,25 +143,35 @@ def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the
     x.add_(1.0)  # the kernel's first launch loads its module (lazily): not inside a gated span (the H200, session 17)
     torch.cuda.synchronize()
     gated.stop(gated.start(cfg))  # a config's first span spins; its later ones are gated
-    spans = {}
-    for name, clock in (("gated", gated), ("plain", plain)):
+
+    def span(clock):
         torch.cuda.synchronize()
         t = clock.start(cfg)
         end = time.perf_counter() + 0.0002
         while time.perf_counter() < end:  # host work inside the span
             pass
         x.add_(1.0)
-        h = clock.stop(t)
-        spans[name] = clock.elapsed_ms(h)
-    assert gated.gates == 1 and gated.released_early == 0, gated.gate_off
-    assert spans["plain"] > 0.15  # the idle stream passed the start event at once: the host work is inside
-    assert spans["gated"] < 0.1  # start, launch and stop ran back to back once released
+        return clock.elapsed_ms(clock.stop(t))
+
+    # A gated span whose host side (0.2 ms of work, a launch) is preempted past the watch's 0.5 ms is opened by
+    # the watch and is no sample (the H200, session 19: once in one run). Up to 3 tries, one of which must be
+    # released by the host; a gate that never holds, or that the watch always opens, still fails.
+    tries = 0
+    while True:
+        tries += 1
+        gated_ms = span(gated)
+        if gated.released_early < tries or tries == 3:
+            break
+    assert gated.gates == tries and gated.released_early < tries, (gated.released_early, gated.gate_off)
+    plain_ms = span(plain)
+    assert plain_ms > 0.15  # the idle stream passed the start event at once: the host work is inside
+    assert gated_ms < 0.1  # start, launch and stop ran back to back once released
     t = gated.start(cfg)
     gated.abandon(t)
     done = threading.Event()
     threading.Thread(target=lambda: (torch.cuda.synchronize(), done.set()), daemon=True).start()
     assert done.wait(10.0), "the stream still waits on an abandoned span's gate"
-    assert torch.equal(x, torch.full_like(x, 3.0))  # the warm-up's add and the two spans'
+    assert torch.equal(x, torch.full_like(x, 2.0 + tries))  # the warm-up's add and the spans'
 
 
 def test_a_gated_span_whose_host_work_waits_for_the_device_is_opened_by_the_watch():
