@@ -135,3 +135,31 @@ def test_the_final_race_re_times_the_best_together_so_drift_between_batches_does
     else:  # without it the batches' race keeps the config it only ever saw cool
         assert result.winner == slow_cool and "final_race" not in stats
     assert "ask_s" in stats and stats["ask_s"] >= 0
+
+
+def test_after_the_final_race_only_its_configs_tie_with_its_winner() -> None:
+    """The final race re-times the finalists on a hotter GPU (SYNTHETIC: +5%); a config the batches timed
+    cool only, not a finalist, must not tie with the final race's read of the winner (the H200, session 19:
+    one such config, the tie rule's pick for its fewer registers, was 1.06x the winner)."""
+    from tritune.bench.ties import race_tie_report
+
+    fast, near = tritune.Config({"B": 0, "C": 0}), tritune.Config({"B": 0, "C": 1})
+    cool_only = tritune.Config({"B": 1, "C": 0})  # 1.035 cool: out of the final field (3% of 1.00)
+    times = {fast: 1.00, near: 1.02, cool_only: 1.035}
+    timer = DriftTimer(times)
+    driver = SearchDriver(get("random", Space.from_configs(list(times)), seed=0), 3, width=3,
+                          warm=list(times))  # type: ignore[arg-type]  # fmt: skip
+    stats: dict = {}
+    result = search_and_race(driver, prepare=lambda c: None, measure=timer.measure, options=OPTS, stats=stats,
+                             on_batch=lambda b, _: setattr(timer, "hot", True), final=4)  # fmt: skip
+    assert result is not None and set(stats["final_race"]["configs"]) == {fast.id, near.id}
+    assert set(result.decided_by) == {fast, near} and result.winner == fast
+    # the final race read fast at 1.05 (hot): cool_only's 1.035 from the batch is below it
+    assert result.outcome(cool_only).measurement.median_ms < result.winner_measurement.median_ms  # type: ignore[union-attr]
+    tie = race_tie_report(result)
+    assert tie is not None and cool_only not in tie.tied and tie.picked == fast
+    # the same outcomes as if one race had measured them all: cool_only would tie, and be eligible
+    from dataclasses import replace
+
+    assert cool_only in race_tie_report(replace(result, decided_by=())).tied  # type: ignore[union-attr]
+    assert "decided_by" in result.to_json()

@@ -233,8 +233,14 @@ def race_tie_report(result: Any, measure: MeasurePolicy | str = DEFAULT_POLICY) 
     # The race's ties (survivors it could not separate), and every config whose median is within the
     # resolution of the winner's even if the race dropped it: an interval a few samples wide separates
     # two configs within one run, but repeats of a short kernel differ by more than that (issue 19).
-    tied = [c for c in result.ties if c in meas]
-    tied += [c for c, m in meas.items() if c != result.winner and c not in tied and m.median_ms <= best * (1 + res)]
+    # After a final race (``decided_by``), only its configs were measured with the winner: a config the
+    # batches timed under other conditions (a cooler GPU, another rank's) is not comparable with the final
+    # race's medians, and let in it could be picked on stale numbers (the H200, session 19: a 4-warp config
+    # timed 4% slow in the first batch tied with the final race's slow read of the winner, and the rule's
+    # fewest registers picked it, 1.06x the cold search's winner).
+    pool = meas if not getattr(result, "decided_by", ()) else {c: meas[c] for c in result.decided_by if c in meas}
+    tied = [c for c in result.ties if c in pool]
+    tied += [c for c, m in pool.items() if c != result.winner and c not in tied and m.median_ms <= best * (1 + res)]
     facts = {o.config: o.facts for o in result.outcomes if o.facts}
     return tie_report(meas, fastest=result.winner, tied=tied, resolution=res, measure=measure, facts=facts)
 

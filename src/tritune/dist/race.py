@@ -283,6 +283,8 @@ def finish_race(
         measured_on=tuple(sorted(measured_on.items())),
         finalists=tuple(finalists),
         retimed=retimed,
+        decided_by=tuple(c for c in finalists if c in again) if retimed is not None and retimed.winner is not None
+        else (),
         label=label,
         rank_wall_s=tuple(sh.wall_s for sh in shares),
     )

@@ -125,6 +125,10 @@ class RaceResult:
     full_measurements: int
     device_s: float
     options: RaceOptions = field(default_factory=RaceOptions)
+    #: When a later race over some of the outcomes decided (the final race of a search, the distributed
+    #: race's re-timed finalists): its configs, the only ones whose measurements were taken with the
+    #: winner's and can be compared with it (ties among them only). Empty: one race measured every outcome.
+    decided_by: tuple[Config, ...] = ()
 
     def outcome(self, config: Any) -> CandidateOutcome:
         c = as_config(config)
@@ -148,6 +152,7 @@ class RaceResult:
             "device_s": self.device_s,
             "options": self.options.to_json(),
             "candidates": [o.to_json() for o in self.outcomes],
+            **({"decided_by": [c.to_json() for c in self.decided_by]} if self.decided_by else {}),
         }
 
 

@@ -212,4 +212,4 @@ def final_race(result: RaceResult, measure: ConfigMeasure, options: RaceOptions,
     outcomes = tuple(replace(new[o.config], facts=o.facts) if o.config in new else o for o in result.outcomes)
     return replace(result, winner=fresh.winner, ties=fresh.ties, outcomes=outcomes, stop=fresh.stop,
                    measurements=result.measurements + fresh.measurements,
-                   device_s=result.device_s + fresh.device_s), picked  # fmt: skip
+                   device_s=result.device_s + fresh.device_s, decided_by=tuple(picked)), picked  # fmt: skip
