@@ -455,24 +455,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{json.dumps(ph.get('after_parts'))}, outside "
                   f"batches {ph['outside_batches_s']} s, asks {ph['ask_s']} s")  # fmt: skip
     for kind in sorted({sfx.split("_r")[0] for sfx, _ in pairs}):  # the repeats of each kind of pair together
-        rows = [result[f"new_key{sfx}"] for sfx, _ in pairs
-                if sfx.split("_r")[0] == kind and f"new_key{sfx}" in result]  # fmt: skip
-        if len(rows) > 1:
+        for row, label, least in (("new_key", "transfer", 2), ("variant", f"variant {a.transfer_variant}", 1)):
+            rows = [result[f"{row}{sfx}"] for sfx, _ in pairs
+                    if sfx.split("_r")[0] == kind and f"{row}{sfx}" in result]  # fmt: skip
+            if len(rows) < least:
+                continue
             ratios = sorted(r["wall_ratio"] for r in rows)
-            result[f"new_key{kind}_repeats"] = {"wall_ratios": ratios, "median": statistics.median(ratios),
-                                                "qualities": [r["quality"] for r in rows]}  # fmt: skip
-            print(f"new key {kind or 'snapshot'}: {len(rows)} repeats, transfer/cold "
+            result[f"{row}{kind}_repeats"] = {"wall_ratios": ratios, "median": statistics.median(ratios),
+                                              "qualities": [r["quality"] for r in rows]}  # fmt: skip
+            print(f"new key {kind or 'snapshot'}, {label}: {len(rows)} runs, / cold "
                   f"{[round(x, 3) for x in ratios]} (median {statistics.median(ratios):.3f}, <= 0.25 in "
                   f"{sum(x <= 0.25 for x in ratios)}); qualities {[round(r['quality'], 3) for r in rows]}")  # fmt: skip
-        vrows = [result[f"variant{sfx}"] for sfx, _ in pairs
-                 if sfx.split("_r")[0] == kind and f"variant{sfx}" in result]  # fmt: skip
-        if vrows:
-            vr = sorted(r["wall_ratio"] for r in vrows)
-            result[f"variant{kind}_repeats"] = {"wall_ratios": vr, "median": statistics.median(vr),
-                                                "qualities": [r["quality"] for r in vrows]}  # fmt: skip
-            print(f"new key {kind or 'snapshot'}, variant {a.transfer_variant}: {len(vrows)} runs, variant/cold "
-                  f"{[round(x, 3) for x in vr]} (median {statistics.median(vr):.3f}, <= 0.25 in "
-                  f"{sum(x <= 0.25 for x in vr)}); qualities {[round(r['quality'], 3) for r in vrows]}")  # fmt: skip
     print(f"total {total:.0f} s")
     doc = {"provenance": provenance(command=" ".join(sys.argv)), "total_s": round(total, 1), "result": result,
            "runs": {n: {**r, "keys": [{**k, "winner": k["winner"].id if k["winner"] else None,
