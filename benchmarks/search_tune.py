@@ -117,20 +117,9 @@ NEW_KEY = {"M": 6144, "N": 6144, "K": 6144}
 
 def _search_workload(host: bool) -> tritune.Workload:
     """The benchmark's space on the kernel with host descriptors (shaped by the ``pre_hook``) or device ones."""
-    return tritune.Workload(
-        name="matmul_search_host" if host else "matmul_search",
-        kernel=wide.matmul_tma_host_kernel if host else wide.matmul_tma_kernel,
-        configs=SEARCH_HOST_SPACE if host else SEARCH_SPACE,
-        args=search_host_args if host else search_args,
-        grid=wide.persistent_grid,
-        outputs=[2],
-        oracle=wide.matmul_tma_host_oracle if host else wide.matmul_tma_oracle,
-        pre_hook=wide.set_descriptor_blocks if host else None,
-        keys=KEYS,
-        atol=2e-3,
-        rtol=2e-3,
-        flops=lambda key: 2 * key["M"] * key["N"] * key["K"],
-    )
+    return wide.make_workload("matmul_search_host" if host else "matmul_search", KEYS, wide.persistent_grid,
+                              host=host, configs=SEARCH_HOST_SPACE if host else SEARCH_SPACE,
+                              args=search_host_args if host else search_args)  # fmt: skip
 
 
 matmul_search = _search_workload(host=False)

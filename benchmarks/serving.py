@@ -256,10 +256,6 @@ WATCHDOG_MIN_MS = 20.0
 #: ``--profile``: the default incremental engine's calls run under cProfile (the caller's thread; the profiler's
 #: own cost inflates every call, so its totals mean nothing; only the attribution), PROFILE-KERNEL-incremental.txt.
 PROFILE = False
-#: ``--cache-stream``: the incremental clock finds the caller's stream by its raw handle
-#: (``CudaClock(cache_stream=True)``: the default clock's lookup since session 17, so the flag changes nothing now;
-#: ``--variant NAME:clock=uncached`` is the lookup before, ``torch.cuda.current_stream()`` on every span).
-CACHE_STREAM = False
 #: ``--variant NAME:opt=value,...``: more incremental engines, ``incremental@NAME``, run beside ``incremental``
 #: in the same process and rotated with it in every repetition (an A/B that the host's drift between processes
 #: cannot decide). Each value is an :class:`IncrementalOptions` field, or ``clock=torch|cached|uncached|driver``
@@ -342,8 +338,6 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
     from tritune.tune.serving_state import IncrementalOptions
 
     overrides, kind, late = variant_options(VARIANTS.get(engine.partition("@")[2], {}))
-    if CACHE_STREAM and kind == "torch":
-        kind = "cached"
     opts = IncrementalOptions(**{"spin_idle": SPIN_IDLE, "drop_late": DROP_LATE, "wait_leader": WAIT_LEADER,
                                  **({"resolve": RESOLVE} if RESOLVE else {}), **overrides})  # fmt: skip
     clock: Any = HostClock() if dry else make_clock(kind, late, opts.spin_idle)
@@ -1180,17 +1174,14 @@ def main() -> None:
     ap.add_argument("--stream-judge-calls", type=int, default=30000, metavar="N",
                     help="the stream judge (stream_judge) replays the first N calls with every engine's picks; 0: "
                          "off (the L2 rule's judge is then primary)")  # fmt: skip
-    ap.add_argument("--cache-stream", action="store_true",
-                    help="incremental: the clock finds the caller's stream by its raw handle (CudaClock(cache_stream="
-                         "True)), as the default clock does since session 17 (clock=uncached: the lookup before)")  # fmt: skip
     a = ap.parse_args()
     if 0 < a.watchdog_ms < WATCHDOG_MIN_MS:
         ap.error(f"--watchdog-ms {a.watchdog_ms:g}: at least {WATCHDOG_MIN_MS:g} ms (faulthandler's timer, re-armed "
                  f"every call, crashed the H200 run at 3 ms, session 13); use --sample-stacks-ms for shorter calls")
     if a.interleave < 0:
         ap.error(f"--interleave {a.interleave}: a chunk of calls is at least 1 (0: the engines one after another)")
-    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS, RESOLVE, CACHE_STREAM, PROFILE
-    RESOLVE, CACHE_STREAM, PROFILE = a.resolve, a.cache_stream, a.profile
+    global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS, RESOLVE, PROFILE
+    RESOLVE, PROFILE = a.resolve, a.profile
     for spec in a.variant:
         vname, vopts = parse_variant(spec)
         variant_options(vopts)  # a bad option fails now, not after the first streams
@@ -1221,7 +1212,7 @@ def main() -> None:
     doc: dict[str, Any] = {"calls": calls, "buckets": n_b, "seed": a.seed, "dry_run": dry, "quick": a.quick,
                            "shapes": "tiny" if a.tiny else "serving", "spin_idle": SPIN_IDLE, "drop_late": DROP_LATE,
                            "wait_leader": WAIT_LEADER, "flat_prune": a.flat_prune, "resolve": RESOLVE,
-                           "cache_stream": CACHE_STREAM, "repeat": a.repeat, "variants": VARIANTS,
+                           "repeat": a.repeat, "variants": VARIANTS,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
     from tritune.tune.provenance import provenance
 

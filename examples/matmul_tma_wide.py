@@ -123,12 +123,14 @@ HOST_CONSTRAINTS = [
 MATMUL_TMA_WIDE_HOST_SPACE = tritune.Space(WIDE_GRID, constraints=HOST_CONSTRAINTS)
 
 
-def _workload(name, keys, grid, host=False):
+def make_workload(name, keys, grid, host=False, configs=None, args=None):
+    """The wide space's workload on the kernel with host descriptors (shaped by the ``pre_hook``) or device ones;
+    ``configs`` and ``args`` replace the space and the arguments (``benchmarks/search_tune.py``'s)."""
     return tritune.Workload(
         name=name,
         kernel=matmul_tma_host_kernel if host else matmul_tma_kernel,
-        configs=MATMUL_TMA_WIDE_HOST_SPACE if host else MATMUL_TMA_WIDE_SPACE,
-        args=matmul_tma_host_args if host else matmul_tma_args,
+        configs=configs if configs is not None else MATMUL_TMA_WIDE_HOST_SPACE if host else MATMUL_TMA_WIDE_SPACE,
+        args=args if args is not None else matmul_tma_host_args if host else matmul_tma_args,
         grid=grid,
         outputs=[2],
         oracle=matmul_tma_host_oracle if host else matmul_tma_oracle,
@@ -143,7 +145,7 @@ def _workload(name, keys, grid, host=False):
 
 # Three keys, for the "3 keys, then a new one" search measurements of issue 16.
 WIDE_KEYS = [GPU_KEY, {"M": 8192, "N": 8192, "K": 4096}, {"M": 4096, "N": 4096, "K": 8192}]
-matmul_tma_wide = _workload("matmul_tma_wide", WIDE_KEYS, persistent_grid)
-matmul_tma_wide_small = _workload("matmul_tma_wide_small", [SMALL_KEY], small_persistent_grid)
-matmul_tma_wide_host = _workload("matmul_tma_wide_host", WIDE_KEYS, persistent_grid, host=True)
-matmul_tma_wide_host_small = _workload("matmul_tma_wide_host_small", [SMALL_KEY], small_persistent_grid, host=True)
+matmul_tma_wide = make_workload("matmul_tma_wide", WIDE_KEYS, persistent_grid)
+matmul_tma_wide_small = make_workload("matmul_tma_wide_small", [SMALL_KEY], small_persistent_grid)
+matmul_tma_wide_host = make_workload("matmul_tma_wide_host", WIDE_KEYS, persistent_grid, host=True)
+matmul_tma_wide_host_small = make_workload("matmul_tma_wide_host_small", [SMALL_KEY], small_persistent_grid, host=True)
