@@ -874,6 +874,9 @@ class HeldSpans:
             b.record()
             b.synchronize()
             self._cycles_per_ms = 2_000_000 / max(a.elapsed_time(b), 1e-3)
+            if not 1e5 <= self._cycles_per_ms <= 1e8:  # a GPU clock of 0.1-100 GHz: else every hold is wrong
+                raise RuntimeError(f"HeldSpans: torch.cuda._sleep ran {self._cycles_per_ms:.3g} cycles per ms of "
+                                   "event time; the hold cannot be sized")  # fmt: skip
             self._gate = torch.cuda.Event()
             self._events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                             for _ in range(self.sub)]  # fmt: skip
@@ -895,7 +898,8 @@ class HeldSpans:
 
 def stream_judge(w: Workload, tensors: list[tuple[Any, ...]], stream: list[int], picks: dict[int, list[str]],
                  dry: bool, calls: int, chunk: int = 500, spans: HeldSpans | None = None,
-                 stats: dict[str, Any] | None = None) -> dict[str, dict[str, list[float]]]:
+                 stats: dict[str, Any] | None = None,
+                 deadline_s: float | None = None) -> dict[str, dict[str, list[float]]]:
     """The stream judge: the picked configs timed on the stream itself, in the cache state it leaves them.
 
     The first ``calls`` calls of ``stream`` are replayed in chunks of ``chunk``. Each chunk runs once for every
@@ -909,7 +913,9 @@ def stream_judge(w: Workload, tensors: list[tuple[Any, ...]], stream: list[int],
     the calls is neither (session 17: bucket 0, 16 x 4096 rows, rated 1.09-1.13x by the cold judge and 1.03x by
     the warm one, for the config the race on the real calls picked). Returns ``{bucket: {config: [one value
     per chunk the bucket appears in: the median of that config's calls in the chunk, ms]}}``: paired by chunk,
-    which is what :func:`paired_ratio` reads."""
+    which is what :func:`paired_ratio` reads. ``deadline_s``: no chunk starts after that many seconds (the
+    chunks done stay paired; ``stats["chunks"]`` and ``stats["cut_at_s"]`` say where it stopped), so a judge that
+    runs slower than planned leaves the run's other results intact."""
     from tritune.tune.triton_surface import from_triton
 
     by_id = {from_triton(c).id: Plain(w.jit, c) for c in w.configs}
@@ -927,7 +933,13 @@ def stream_judge(w: Workload, tensors: list[tuple[Any, ...]], stream: list[int],
         spans = HeldSpans()
     if not dry:
         torch.cuda.synchronize()
+    t_start, done = time.perf_counter(), 0
     for ci, lo in enumerate(range(0, len(seq), chunk)):
+        if ci and deadline_s is not None and time.perf_counter() - t_start > deadline_s:  # the first always runs
+            if stats is not None:
+                stats["cut_at_s"] = round(time.perf_counter() - t_start, 1)
+            break
+        done += 1
         part = seq[lo: lo + chunk]
         per: dict[tuple[int, str], list[float]] = {}
         for j in [(ci + r) % n_assign for r in range(n_assign)]:
@@ -947,8 +959,10 @@ def stream_judge(w: Workload, tensors: list[tuple[Any, ...]], stream: list[int],
                     per.setdefault((b, v[j % len(v)]), []).append(ms[i])
         for (b, c), xs in per.items():
             got[str(b)][c].append(pct(xs, 0.5))
-    if stats is not None and spans is not None:
-        stats.update(spans.stats())
+    if stats is not None:
+        stats["chunks"] = done
+        if spans is not None:
+            stats.update(spans.stats())
     # A bucket absent from a chunk has no value there for any of its configs; a config of a bucket present in
     # a chunk has one (every assignment runs the whole chunk), so the lists of one bucket stay paired.
     return got
@@ -1171,6 +1185,8 @@ def main() -> None:
     ap.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="run the cheap engines (untuned, incremental and its variants, pretuned) interleaved, in "
                          "chunks of N calls taken in turn (run_interleaved), in the first pass and every repetition")
+    ap.add_argument("--stream-judge-s", type=float, default=90.0, metavar="S",
+                    help="the stream judge starts no chunk after S seconds (default 90): its chunks so far are kept")
     ap.add_argument("--stream-judge-calls", type=int, default=30000, metavar="N",
                     help="the stream judge (stream_judge) replays the first N calls with every engine's picks; 0: "
                          "off (the L2 rule's judge is then primary)")  # fmt: skip
@@ -1287,7 +1303,8 @@ def main() -> None:
             try:
                 kd["stream_judge_spans"] = {}
                 kd["stream_rounds"] = stream_judge(w, tensors, stream, stream_picks(kd, hot), dry,
-                                                   kd["stream_judge_calls"], stats=kd["stream_judge_spans"])  # fmt: skip
+                                                   kd["stream_judge_calls"], stats=kd["stream_judge_spans"],
+                                                   deadline_s=a.stream_judge_s)  # fmt: skip
             except Exception as e:  # the streams' results must not be lost; said loudly in the report
                 kd["stream_judge_error"] = f"{type(e).__name__}: {e}"
         # The stream judge when it ran (it times the calls as the stream runs them: stream_judge), else the L2

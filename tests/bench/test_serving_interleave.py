@@ -206,3 +206,20 @@ def test_the_stream_judge_times_device_calls_through_its_spans(serving) -> None:
     # passes 1 and 2 (the FAKE span is the pass's number); bucket 1's one pick runs in both: their median
     assert got == {"0": {small: [1.0], big: [2.0]}, "1": {big: [serving.pct([1.0, 2.0], 0.5)]}}
     assert stats["sub_batches"] == 2 and stats["redone"] == 0
+
+
+def test_the_stream_judge_starts_no_chunk_past_its_deadline_and_keeps_the_chunks_it_timed_paired(serving) -> None:
+    w = _FakeWorkload()
+    from tritune.tune.triton_surface import from_triton
+
+    small, big = (from_triton(c).id for c in w.configs)
+    stream = [0, 1] * 6  # 3 chunks of 4
+    stats: dict = {}
+    got = serving.stream_judge(w, [(0,), (1,)], stream, {0: [small, big], 1: [big]}, True, calls=len(stream),
+                               chunk=4, stats=stats, deadline_s=0.0)  # fmt: skip
+    assert stats["chunks"] == 1 and "cut_at_s" in stats  # the first chunk runs; none starts after the deadline
+    assert {c: len(v) for c, v in got["0"].items()} == {small: 1, big: 1}  # still paired: one value each
+    full: dict = {}
+    serving.stream_judge(w, [(0,), (1,)], stream, {0: [small, big], 1: [big]}, True, calls=len(stream), chunk=4,
+                         stats=full)  # fmt: skip
+    assert full["chunks"] == 3 and "cut_at_s" not in full
