@@ -868,6 +868,10 @@ class HeldSpans:
     def _hold(self, ms: float) -> None:
         if not self._cycles_per_ms:  # calibrated once: the sleep's cycles per ms of event time
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            # Warm first: the sleep kernel's first launch in a process loads its module while the device waits
+            # behind event a, and that load counted as sleep (session 22, H100: 7.03e4 cycles per ms, a hold
+            # ~28x too long; EventTimer._cycles_per_us warms likewise).
+            torch.cuda._sleep(1000)
             torch.cuda.synchronize()
             a.record()
             torch.cuda._sleep(2_000_000)
