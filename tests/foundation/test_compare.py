@@ -83,3 +83,7 @@ def test_warming_the_comparison_skips_what_is_not_on_a_gpu() -> None:
     from tritune.verify.compare import warm_compare
 
     assert warm_compare([torch.zeros(3), torch.zeros(2, dtype=torch.int32), None], atol=0, rtol=0) == 0
+    from tritune.verify.compare import compare_warmed, warm_compare_dtypes
+
+    assert warm_compare_dtypes([(torch.float32, "cpu"), (torch.float16, torch.device("cpu"))]) == 0
+    assert not compare_warmed(torch.device("cpu"))  # nothing was warmed, so a tune_key would warm float32 early

@@ -182,6 +182,10 @@ def test_the_comparison_warms_once_per_dtype_and_compares_as_before():
     cmp = importlib.import_module("tritune.verify.compare")  # (tritune.verify.compare is also the function's name)
 
     cmp._WARMED.clear()  # as in a fresh process
+    dev = torch.device("cuda", torch.cuda.current_device())
+    assert not cmp.compare_warmed(dev)
+    assert cmp.warm_compare_dtypes([(torch.float32, "cuda")]) == 1 and cmp.compare_warmed(dev)  # tune_key's early one
+    assert cmp.warm_compare_dtypes([(torch.float32, dev)]) == 0  # "cuda" is the current device's
     outs = [torch.zeros(8, dtype=torch.float16, device="cuda"), torch.ones(9, dtype=torch.float16, device="cuda"),
             torch.zeros(4, dtype=torch.int32, device="cuda"), torch.zeros(2)]  # fmt: skip
     assert warm_compare(outs, atol=1e-2, rtol=1e-2) == 2  # fp16 and int32 on the GPU; the CPU tensor skipped

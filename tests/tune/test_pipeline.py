@@ -115,6 +115,46 @@ def test_nothing_runnable_times_nothing_and_never_builds_the_timer() -> None:
     assert all(o.status is Status.ILLEGAL and o.reason == "no" for o in res.outcomes)
 
 
+def test_lazy_measure_started_ahead_builds_on_a_helper_thread_and_the_first_call_waits() -> None:
+    """LazyMeasure.start: make() runs on a helper thread beside the caller (a GPU timer's flush buffer and
+    clocks' warm-up); the first call joins it and uses what it built, its seconds and wait are kept."""
+    import threading
+    import time
+
+    land = synthetic_landscape(8, seed=1)
+    where: list[str] = []
+
+    def make():  # type: ignore[no-untyped-def]
+        where.append(threading.current_thread().name)
+        time.sleep(0.05)
+        return ReplayTimer(land).measure_config
+
+    lazy = LazyMeasure(make)
+    lazy.start()
+    lazy.start()  # once only
+    got = lazy(land.configs[0], 0.001)
+    assert where == ["tritune-timer"]
+    assert got.median_ms == pytest.approx(land.lookup(land.configs[0]).time_ms, rel=0.05)
+    assert lazy.seconds >= 0.04 and lazy.waited_s > 0.0
+    lazy(land.configs[1], 0.001)
+    assert where == ["tritune-timer"]  # built once
+    in_place = LazyMeasure(make)
+    in_place(land.configs[0], 0.001)
+    assert where[-1] == threading.current_thread().name and in_place.seconds == 0.0
+
+
+def test_lazy_measure_started_ahead_raises_its_error_at_the_first_call() -> None:
+    """A timer that cannot be built (no GPU here) fails the first timing, as when built in place, not the start."""
+
+    def make():  # type: ignore[no-untyped-def]
+        raise RuntimeError("tritune cannot time kernels here")
+
+    lazy = LazyMeasure(make)
+    lazy.start()
+    with pytest.raises(RuntimeError, match="cannot time"):
+        lazy(synthetic_landscape(4, seed=0).configs[0], 0.001)
+
+
 @pytest.mark.slow
 def test_session_records_a_failed_compile_with_its_reason(monkeypatch, tmp_path) -> None:
     """tune_key through the FAKE workers: the failed compile is in the result and in the store."""

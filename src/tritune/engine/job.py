@@ -76,7 +76,9 @@ def timer_measure(timer: Any, make_fn: Callable[[Config], Callable[[], object]],
     built (nor the GPU warmed) for a job whose candidates all fail before timing.
 
     A replay timer (tests: it has ``measure_config``) replays its timings and launches nothing; a GPU timer
-    warms the device once, so each candidate needs only a short warm-up, and times ``make_fn(config)()``.
+    warms the device once, so each candidate needs only a short warm-up, and times ``make_fn(config)()``. Built
+    ahead (:meth:`LazyMeasure.start`), the first timing warms again if the GPU idled over :data:`WARM_FOR_S`
+    since (a search's first batch compiling from an empty cache).
     """
 
     def make() -> ConfigMeasure:
@@ -86,8 +88,12 @@ def timer_measure(timer: Any, make_fn: Callable[[Config], Callable[[], object]],
             return replay  # type: ignore[no-any-return]
         warm_if_idle(t)
         timed = TimerMeasure(t, make_fn, rel_tol=rel_tol, warmup_s=0.002)
+        first = [True]
 
         def measure(config: Config, budget_s: float) -> Any:
+            if first[0]:  # built ahead (LazyMeasure.start) over a second before the first timing: warm again
+                first[0] = False
+                warm_if_idle(t)
             try:
                 return timed(config, budget_s)
             finally:

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from tritune.bench.timer import ConfigMeasure, Failure
 from tritune.config import Config
+from tritune.engine.aside import aside
 from tritune.engine.race import CandidateOutcome, RaceOptions, RaceResult, race, sweep
 from tritune.outcome import Status
 
@@ -88,15 +89,35 @@ def load_binary(jit: Any, name: str, cfg: Config, args: Sequence[Any], kwargs: M
 
 class LazyMeasure:
     """A ConfigMeasure built by ``make()`` at its first call: no timer is set up (nor the GPU warmed)
-    for a tuning in which every candidate fails before timing."""
+    for a tuning in which every candidate fails before timing.
+
+    :meth:`start` builds it ahead instead, on a helper thread (:func:`~tritune.engine.aside.aside`) beside the
+    caller's setup, and the first call waits for it. A GPU timer's setup is device work with the interpreter's
+    lock mostly released: its L2 flush buffer (a first allocation of ~0.1 GB, ~0.04 s in a fresh process) and
+    the clocks' 50 ms warm-up (``warm_if_idle``); built at the first timing, both sat between a key's first
+    checks and its first timings (session 23). ``seconds``/``waited_s``: the helper's seconds and how long the
+    first call waited for them (0 when built in place)."""
 
     def __init__(self, make: Callable[[], ConfigMeasure]) -> None:
         self._make = make
         self._measure: ConfigMeasure | None = None
+        self._ahead: Any = None
+        self.seconds = 0.0
+        self.waited_s = 0.0
+
+    def start(self) -> None:
+        """Begin building the measure on a helper thread now (once; nothing if it is built already)."""
+        if self._measure is None and self._ahead is None:
+            self._ahead = aside(self._make, name="tritune-timer")
 
     def __call__(self, config: Config, budget_s: float) -> Any:
         if self._measure is None:
-            self._measure = self._make()
+            if self._ahead is not None:
+                ahead, self._ahead = self._ahead, None
+                self._measure = ahead.result()  # its exception (no GPU timer here) is raised here, as in place
+                self.seconds, self.waited_s = ahead.seconds, ahead.waited_s
+            else:
+                self._measure = self._make()
         return self._measure(config, budget_s)
 
 

@@ -56,7 +56,7 @@ from tritune.space import check_static_all
 from tritune.store import CandidateRecord, dtypes_of, make_key
 from tritune.tune import searching
 from tritune.tune.provenance import measure_ceilings, provenance
-from tritune.verify.compare import warm_compare
+from tritune.verify.compare import compare_warmed, warm_compare, warm_compare_dtypes
 from tritune.verify.run import check_candidate, clone_arg
 from tritune.workers import freeze_more, objects_frozen, service
 from tritune.workload import Workload
@@ -117,9 +117,11 @@ def tune_key(
     ``phases`` in the result's extra has ``setup`` (seconds of the arguments, the oracle, the static screen
     and, searched, the search's start: store reads, neighbours, the strategy) and ``after_s`` (the results
     and the store's write): what a key costs outside its batches and races. On a GPU the arguments are made
-    beside the static screen and the oracle runs beside the search's start (:mod:`tritune.engine.aside`):
-    ``screen_s``/``oracle_s`` are their own seconds on the helper thread, ``screen_wait_s``/``oracle_wait_s``
-    what this thread waited for them.
+    beside the static screen and the comparison's float64 warm-up, and the oracle, the outputs' comparison
+    warm-up and the timer's setup (its flush buffer, the clocks' warm-up) run beside the search's start and the
+    first batch's compiles (:mod:`tritune.engine.aside`); the first check joins the oracle and the warm-ups, the
+    first timing the timer: ``screen_s``/``oracle_s``/``compare_warm0_s``/``compare_warm_s``/``timer_s`` are
+    their own seconds on the helper thread, the ``*_wait_s`` what this thread waited for them.
     """
     import torch
 
@@ -132,6 +134,14 @@ def tune_key(
     inline = device == "cpu" and _INLINE_ON_CPU  # on a GPU the screen, then the oracle, run aside (aside.py)
     kw = workload.caller_kwargs(key)
     screening = aside(lambda: screen_static(workload, kw, screens), inline=inline)  # beside the arguments
+    oracle_fn = workload.oracle if options.verify else None
+    verifying = oracle_fn is not None
+    # The comparison's float64 kernels load beside the arguments when this process has compared nothing on the
+    # device yet (warm_compare_dtypes); the outputs' own warm-up below then has only their casts left.
+    early_warm = None
+    if verifying and device != "cpu" and not compare_warmed(torch.device("cuda", torch.cuda.current_device())):
+        early_warm = aside(lambda: warm_compare_dtypes([(torch.float32, "cuda")], atol=workload.atol,
+                                                       rtol=workload.rtol), name="tritune-compare-warm0")  # fmt: skip
     t = time.perf_counter()
     torch.manual_seed(0)
     args = workload.make_args(key, device)  # on this thread: it may set per-thread state (triton.set_allocator)
@@ -140,8 +150,6 @@ def tune_key(
     screened = screening.result()
     verdict, legal, every = screened.verdict, list(screened.legal), screened.candidates
     setup["screen_s"], setup["screen_wait_s"] = round(screening.seconds, 4), round(screening.waited_s, 4)
-    oracle_fn = workload.oracle if options.verify else None
-    verifying = oracle_fn is not None
     # The comparison's device code loads beside the setup, not in the first candidate's check (warm_compare).
     outs = workload.output_tensors(args)
     warming = None if not verifying or device == "cpu" else aside(
@@ -151,19 +159,36 @@ def tune_key(
     expected: list[Any] | None = None
 
     def oracle_ready() -> None:
-        """The oracle's outputs, before the first candidate is checked (it ran beside the search's start), and
-        the comparison's warm-up."""
+        """The oracle's outputs and the comparison's warm-ups, joined by the first check (``prepare``): they ran
+        beside the setup, the search's start and the first batch's compiles."""
         nonlocal expected
         if oracle is not None and expected is None:
             expected = oracle.result()
             setup["oracle_s"], setup["oracle_wait_s"] = round(oracle.seconds, 4), round(oracle.waited_s, 4)
         if warming is not None and "compare_warm_s" not in setup:
-            try:
-                warming.result()
-            except Exception:  # a warm-up only: the checks compare (and report) as before
-                pass
-            setup["compare_warm_s"], setup["compare_warm_wait_s"] = (round(warming.seconds, 4),
-                                                                     round(warming.waited_s, 4))  # fmt: skip
+            for name, w in (("compare_warm0", early_warm), ("compare_warm", warming)):
+                if w is None:
+                    continue
+                try:
+                    w.result()
+                except Exception:  # a warm-up only: the checks compare (and report) as before
+                    pass
+                setup[f"{name}_s"], setup[f"{name}_wait_s"] = round(w.seconds, 4), round(w.waited_s, 4)
+
+    def make_fn(cfg: Config) -> Callable[[], object]:
+        grid = workload.grid_for(cfg, key)
+        cargs, ckw = workload.hooked(cfg, args, kw)  # once per config: its own descriptors, if it has a hook
+        opts = {**ckw, **cfg.kwargs, **cfg.launch_options()}
+        launcher = jit[grid]
+
+        def call() -> None:
+            launcher(*cargs, **opts)
+
+        return call
+
+    measuring = timer_measure(timer, make_fn, options.race.rel_tol, lambda: _timer(options))
+    if device != "cpu" and legal:
+        measuring.start()  # the timer's flush buffer and the clocks' warm-up, beside the rest of the setup
 
     setup["imports_wait_s"] = round(joined(), 4)  # before anything compiles or loads here
     setup["refrozen"] = freeze_more()  # the imports and the arguments: out of the collector's full walks
@@ -186,6 +211,8 @@ def tune_key(
             if isinstance(got, Failure):
                 return got
             facts = got
+        if verifying and expected is None:
+            oracle_ready()  # the first check: the oracle and the comparison's warm-up ran beside the setup
         if expected is not None:
             t0 = time.perf_counter()
             checked = check_candidate(workload, key, cfg, args, pristine, kw, expected, jit, device == "cpu",
@@ -196,17 +223,6 @@ def tune_key(
             if checked.status is not Status.CORRECT:
                 return Failure(checked.status, checked.reason or f"{kname} {cfg.id}: incorrect")
         return facts
-
-    def make_fn(cfg: Config) -> Callable[[], object]:
-        grid = workload.grid_for(cfg, key)
-        cargs, ckw = workload.hooked(cfg, args, kw)  # once per config: its own descriptors, if it has a hook
-        opts = {**ckw, **cfg.kwargs, **cfg.launch_options()}
-        launcher = jit[grid]
-
-        def call() -> None:
-            launcher(*cargs, **opts)
-
-        return call
 
     gpu_target = _gpu_target(target)
     compiler = None
@@ -224,7 +240,7 @@ def tune_key(
                                        graph=options.graph, rel_tol=options.race.rel_tol)  # fmt: skip
 
     job = TuningJob(f"{workload.name} {dict(key)}", tuple(legal), prepare,
-                    timer_measure(timer, make_fn, options.race.rel_tol, lambda: _timer(options)),
+                    measuring,
                     options.race, compiler, Farm(group) if group is not None else None,
                     "sweep" if options.exhaustive else "race", options.retime_finalists,
                     recover=recover if path is not None else None,
@@ -240,11 +256,9 @@ def tune_key(
         progress.stage(f"tuning {workload.name} {dict(key)}", len(legal))
     try:
         if plan is None:
-            oracle_ready()
             result = job.run()
         else:
-            result, search_summary = _search(workload, key, args, plan, legal, job, store, options, group,
-                                             ready=oracle_ready)  # fmt: skip
+            result, search_summary = _search(workload, key, args, plan, legal, job, store, options, group)
     finally:
         for bench in benches:
             bench.close()
@@ -309,6 +323,8 @@ def tune_key(
     stats["after_s"] = _lap(t_after)
     stats["after_parts"] = {k: round(v, 4) for k, v in after.items()}  # where after_s goes
     stats["after_parts"]["threads"] = threads_after  # alive at its start (helpers that may hold the interpreter)
+    if measuring.seconds:  # built ahead (LazyMeasure.start): its seconds and the first timing's wait for them
+        setup["timer_s"], setup["timer_wait_s"] = round(measuring.seconds, 4), round(measuring.waited_s, 4)
     stats["gc_s"] = gc_key.stop()  # the collector's pauses during the whole key
     stats["prepare"] = {k: round(v, 4) for k, v in prepared.items()}
     return wr, result
@@ -405,12 +421,11 @@ def screen_static(workload: Workload, kw: Mapping[str, Any], cache: dict[Any, Sc
 
 
 def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], plan: searching.SearchPlan,
-            legal: list[Config], job: TuningJob, store: Any, options: TuneOptions, group: Any = None,
-            ready: Callable[[], None] = lambda: None) -> tuple[RaceResult | None, dict[str, Any]]:  # fmt: skip
+            legal: list[Config], job: TuningJob, store: Any, options: TuneOptions,
+            group: Any = None) -> tuple[RaceResult | None, dict[str, Any]]:  # fmt: skip
     """Search ``legal`` with ``job``'s parts: the store's records of the key resume it, the workload's other
     tuned keys seed it, its stored winner and ties race again with the first batch. Farmed (``group``), the
-    ranks share one search (:mod:`tritune.dist.search`) from rank 0's store. ``ready()`` is called once the
-    search has started, before its first batch (the oracle's outputs, :func:`tune_key`)."""
+    ranks share one search (:mod:`tritune.dist.search`) from rank 0's store."""
     shared = None
     if group is not None:
         shared = SharedSearch.create(group, f"{job.label} (search: {plan.strategy}, budget "
@@ -423,7 +438,6 @@ def _search(workload: Workload, key: Mapping[str, Any], args: Sequence[Any], pla
                                           where=workload.name, width=options.jobs or default_jobs(),
                                           shared=shared)  # fmt: skip
     job.stats["setup"]["search_start_s"] = _lap(t)
-    ready()
     result = (search_and_race if shared is None else shared.search_and_race)(
         driver, prepare=job.prepare, measure=job.measure, options=job.race, compiler=job.compiler,
         finalists=searching.stored_finalists(store, tkey, legal), stats=job.stats, recover=job.recover,

@@ -127,21 +127,44 @@ def warm_compare(outputs: Sequence[Any], *, atol: float, rtol: float) -> int:
     are skipped)."""
     import torch
 
+    pairs = [(t.dtype, t.device) for t in outputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"]
+    return warm_compare_dtypes(pairs, atol=atol, rtol=rtol)
+
+
+def warm_compare_dtypes(pairs: Sequence[tuple[Any, Any]], *, atol: float = 0.0, rtol: float = 0.0) -> int:
+    """:func:`warm_compare` by ``(dtype, device)`` pairs, before any output exists: a floating dtype's comparison
+    runs in float64 (:func:`_chunk`), so warming one floating dtype loads all of its kernels but the cast from
+    the output's dtype. ``tune_key`` warms float32 this way at its start, beside the arguments, when this
+    process has compared nothing on the device yet: the outputs' own warm-up, which must wait for the arguments,
+    then has only their casts left (on the H200 the comparison's warm-up took 0.11-0.14 s of a fresh process
+    from the arguments' end, and the first check waited 0.04-0.06 s of it, session 23). The number warmed now."""
+    import torch
+
     warmed = 0
-    for t in outputs:
-        if not isinstance(t, torch.Tensor) or t.device.type != "cuda" or (t.dtype, t.device) in _WARMED:
+    for dtype, dev in pairs:
+        dev = torch.device(dev)
+        if dev.type != "cuda":
             continue
-        _WARMED.add((t.dtype, t.device))
+        if dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
+        if (dtype, dev) in _WARMED:
+            continue
+        _WARMED.add((dtype, dev))
         warmed += 1
         try:  # each dtype alone: one that the comparison cannot take (it says so at the check) stops no other
-            side = torch.cuda.Stream(device=t.device)
+            side = torch.cuda.Stream(device=dev)
             with torch.cuda.stream(side):
-                a = torch.zeros(4096, dtype=t.dtype, device=t.device)
+                a = torch.zeros(4096, dtype=dtype, device=dev)
                 compare(a, a.clone(), atol=atol, rtol=rtol, name="warm-up")
             side.synchronize()
         except Exception:  # a warm-up only
             continue
     return warmed
+
+
+def compare_warmed(device: Any) -> bool:
+    """Whether this process has warmed a comparison on ``device`` (a ``torch.device``) already."""
+    return any(d == device for _, d in _WARMED)
 
 
 def _chunk(flat_o: Any, flat_e: Any, start: int, floating: bool, atol: float,
