@@ -524,6 +524,33 @@ def test_the_screen_and_oracle_run_aside_and_the_arguments_on_the_callers_thread
     assert not any(c.status is Status.INCORRECT for c in w.candidates)
 
 
+def test_an_oracle_that_raises_aside_still_fails_the_key_with_its_error(monkeypatch, tmp_path):
+    # The first check joins the oracle (session 23: the first batch's compiles no longer wait for it); an oracle
+    # that raises on its helper thread still ends the key with its own error, not as a failure of each candidate.
+    import dataclasses
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    import session_workers as sw
+
+    from tritune.tune import session
+    from tritune.tune.session import TuneOptions, tune
+
+    monkeypatch.setattr(session, "_INLINE_ON_CPU", False)
+    monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
+    base = sw.gelu()
+
+    def oracle(inputs):  # type: ignore[no-untyped-def]
+        raise ValueError("the oracle broke on these inputs")
+
+    wl = dataclasses.replace(base, oracle=oracle)
+    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
+    with pytest.raises(ValueError, match="the oracle broke on these inputs"):
+        tune([wl], keys=[{"n": 4096}], options=opts, store=open_store(str(tmp_path / "s.db")),
+             timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
+
+
 def test_the_collectors_pauses_are_summed_and_the_callback_never_lingers():
     import gc
 
