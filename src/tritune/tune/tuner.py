@@ -252,7 +252,10 @@ class Tuner:
         if self.timer is None and tuned.do_bench is not None:
             measure: ConfigMeasure = _UserBench(tuned.do_bench, make_fn)
         else:
-            measure = timer_measure(self.timer, make_fn, self.race.rel_tol, lambda: EventTimer.for_policy(policy))
+            lazy = timer_measure(self.timer, make_fn, self.race.rel_tol, lambda: EventTimer.for_policy(policy))
+            if gpu and (todo or p is not None):
+                lazy.start()  # the timer's flush buffer and the clocks' warm-up beside the compiles (as tune_key)
+            measure = lazy
         compiler = None
         if gpu and self.precompile:  # in workers, slowest first (stacked heuristics' values computed here)
             jit, kwargs_for = tuned.compile_plan(args, kwargs)
