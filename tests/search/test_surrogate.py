@@ -495,3 +495,59 @@ def test_endgame_asks_a_move_of_every_tie_in_turn() -> None:
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_endgame_variant_passes_the_contract(check: Any) -> None:
     check(functools.partial(SurrogateSearch, endgame=1.0))
+
+
+def test_grid_tile_per_warp_is_the_output_tile_over_the_warps() -> None:
+    """Grid.tile_per_warp: log2(BLOCK_M x BLOCK_N / num_warps) scaled to [0, 1]; the reduction axis (BLOCK_K) does not
+    count; None for a 1-D tile (gelu-like), without a varying num_warps, or with a non-numeric tile value."""
+    from tritune.search.grid import Grid, is_reduction_axis
+
+    assert is_reduction_axis("BLOCK_K") and is_reduction_axis("bk") and is_reduction_axis("TILE_K")
+    assert not any(is_reduction_axis(n) for n in ("BLOCK_M", "BN", "GROUP_K", "num_stages", "BLOCK_SIZE"))
+    space = Space({"BLOCK_M": pow2(32, 256), "BLOCK_N": pow2(32, 128), "BLOCK_K": [32, 64], "num_warps": [4, 8]})
+    cands = list(space)
+    grid = Grid(cands)
+    col = grid.tile_per_warp()
+    assert col is not None and col.shape == (len(cands),)
+    raw = np.array([math.log2(c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] / c.num_warps) for c in cands])
+    np.testing.assert_allclose(col, (raw - raw.min()) / (raw.max() - raw.min()))
+    # BLOCK_K moves leave it; one warp doubling equals one tile halving
+    by = {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps): v for c, v in zip(cands, col)}
+    assert by[(128, 64, 32, 4)] == by[(128, 64, 64, 4)] > by[(64, 64, 32, 4)]
+    assert by[(128, 64, 32, 8)] == pytest.approx(by[(64, 64, 32, 4)])
+    assert by[(256, 128, 32, 4)] == 1.0 and by[(32, 32, 64, 8)] == 0.0
+    assert Grid(list(Space({"BLOCK": pow2(64, 1024), "num_warps": [2, 4, 8]}))).tile_per_warp() is None
+    assert Grid(list(Space({"BM": pow2(32, 256), "BN": pow2(32, 256), "num_warps": [4]}))).tile_per_warp() is None
+    assert Grid(list(Space({"BM": [64, 128], "BN": [64, 128], "num_warps": [4, 8], "BLOCK_X": ["a", "b"]}))).tile_per_warp() is None
+
+
+def test_surrogate_models_the_tile_per_warp_on_2d_tiles() -> None:
+    """tile_per_warp (on by default since session 24): the Gaussian process gets the output tile per warp as one more
+    input where the grid has a 2-D tile and varying warps (register spills follow it); the 1-D grid, the option off
+    and the transfer (evaluated without it) keep the grid's own coordinates."""
+    from tritune.search.transfer import KeyResults, TransferSearch
+
+    s = SurrogateSearch(_space(), seed=0)
+    assert s.tile_per_warp and s._gp is not None and s._gp.dims == s.grid.dims + 1
+    off = SurrogateSearch(_space(), seed=0, tile_per_warp=False)
+    assert not off.tile_per_warp and off._gp is not None and off._gp.dims == off.grid.dims
+    flat = SurrogateSearch(Space({"BLOCK": pow2(64, 1024), "num_warps": [2, 4, 8]}), seed=0)
+    assert not flat.tile_per_warp and flat._gp is not None and flat._gp.dims == flat.grid.dims
+    c = next(iter(_space()))
+    t = TransferSearch(_space(), key={"M": 2}, neighbours=[KeyResults({"M": 1}, {c: 1.0})], seed=0)
+    assert not t.tile_per_warp
+    # the extra input changes the model's ranking (same measurements, same seed)
+    for search in (s, off):
+        for values in ({"BM": 256, "BN": 64}, {"BM": 128, "BN": 32}, {"BM": 64, "BN": 64}, {"BM": 256, "BN": 256}):
+            for warps in (2, 8):
+                cfg = search.candidates[_at(search, **values, num_warps=warps)]
+                search.mark_asked(cfg)
+                search.tell(cfg, Status.MEASURED, _two_basins_ms(cfg))
+    assert not np.allclose(s._scores(), off._scores())
+    with pytest.raises(SearchError, match="tile_per_warp"):
+        SurrogateSearch(_space(), tile_per_warp=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_without_tile_per_warp_passes_the_contract(check: Any) -> None:
+    check(functools.partial(SurrogateSearch, tile_per_warp=False))

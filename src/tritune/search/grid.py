@@ -13,6 +13,22 @@ import numpy as np
 
 from tritune.config import LAUNCH_OPTIONS, Config, columns
 
+#: Axis names (upper-cased) that set the tile: ``BLOCK_M``, ``BM``, ``TILE_N``, ``BLOCK_SIZE`` (:func:`is_tile_axis`).
+TILE_AXES = ("BLOCK", "BM", "BN", "BK", "TILE")
+
+
+def is_tile_axis(name: str) -> bool:
+    """Whether axis ``name`` sets the tile: ``BLOCK_M``, ``BM``, ``TILE_N``, ..."""
+    up = name.upper()
+    return any(up == t or up.startswith(t + "_") or (t == "BLOCK" and up.startswith(t)) for t in TILE_AXES)
+
+
+def is_reduction_axis(name: str) -> bool:
+    """Whether tile axis ``name`` is a reduction (K) axis: ``BLOCK_K``, ``BK``, ``TILE_K``: its values set how much
+    of the reduction a step loads, not the output tile a thread group accumulates."""
+    up = name.upper()
+    return is_tile_axis(name) and (up == "BK" or up.endswith("_K"))
+
 
 def _order_key(v: Any) -> tuple[int, Any]:
     if isinstance(v, bool) or v is None:
@@ -102,6 +118,27 @@ class Grid:
             if j is not None and j not in out:
                 out.append(j)
         return out
+
+    def tile_per_warp(self) -> np.ndarray | None:
+        """Each candidate's log2 output tile per warp, scaled to [0, 1]: the product of the non-reduction tile axes
+        (:func:`is_tile_axis`, not :func:`is_reduction_axis`) over ``num_warps``. A 2-D tile's accumulator takes
+        BLOCK_M x BLOCK_N / (32 x num_warps) registers per thread, so register spills, a matmul's 5-10x cliff,
+        follow this one diagonal of the grid rather than any axis. None unless the grid has two or more such tile
+        axes of positive numbers and ``num_warps`` varies."""
+        if "num_warps" not in self.names:
+            return None
+        axes = [d for d, name in enumerate(self.names) if is_tile_axis(name) and not is_reduction_axis(name)]
+        if len(axes) < 2:
+            return None
+        col = np.zeros(len(self.coords))
+        for d in [*axes, self.names.index("num_warps")]:
+            vals = self.values[self.names[d]]
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in vals):
+                return None
+            logs = np.log2(np.asarray(vals, dtype=float))
+            col += (-1.0 if self.names[d] == "num_warps" else 1.0) * logs[self.coords[:, d]]
+        span = float(col.max() - col.min())
+        return (col - col.min()) / span if span > 0 else None
 
     def features(self) -> np.ndarray:
         """Model features per candidate: scaled position, its square, one-hot values and pairwise products."""

@@ -3,7 +3,8 @@
 The default model is the posterior mean of a Gaussian process over grid positions (each parameter's
 position in its sorted value list, so a power-of-2 parameter sits on a log2 scale). Its kernel adds two
 parts: a Matérn-5/2 kernel with one length scale per parameter, which learns local effects (a tile shape
-that is faster than its neighbours whatever the stages, separate basins), and a linear kernel over the
+that is faster than its neighbours whatever the stages, separate basins), and on a 2-D tile one more for the
+output tile per warp (``tile_per_warp``: register spills follow it), and a linear kernel over the
 ridge features (each parameter's position, its square, its one-hot value, pairwise products), which is a
 Bayesian ridge regression of the multiplicative trends GPU landscapes follow (tile size × warps ×
 stages). The length scales, the noise and the weight of the linear part maximize the marginal likelihood
@@ -167,7 +168,15 @@ class SurrogateSearch(Strategy):
     met 29 of 30 recorded rows and 27 of 38 held out (``swap_reach=0``: 27 and 25), none lost and no new row
     worse than random, but matmul 4096 at 2% still misses (p90 1.052) and matmul 8192x1024x4096's p90 at 1-2%
     rises from 1.007-1.017 to 1.038-1.042, still met; session 12, benchmarks/results/2026-12-02-cpu/p90_s12: the
-    default by session 10's rule, more rows met and none lost).
+    default by session 10's rule, more rows met and none lost); ``tile_per_warp``: give the Gaussian process one more
+    input, the output tile per warp (:meth:`Grid.tile_per_warp`: log2 of BLOCK_M x BLOCK_N / num_warps, the
+    accumulator's registers per thread), where the grid has a 2-D tile and varying warps: a matmul's register-spill
+    cliff (BLOCK_M=128, BLOCK_N=256 fast with 8 warps, 5-8x slower with 4, like BLOCK_M=BLOCK_N=256 with 8) runs
+    along that diagonal, which an axis-aligned length scale cannot follow (True by default since session 24: with
+    it the recorded matmul 4096's p90 at 2% over seeds 0-19 went from 1.052 to 1.005 and a held-out fitted matmul's
+    at 0-1% from 1.396 to 1.040; over 400 fresh seeds its runs more than 2% off went 38/42/53 -> 38/35/46 at
+    0/1/2%, and on two H100 recordings of the same kernel 41/19/30 -> 30/15/30 and 46/15/16 -> 36/11/24; grids
+    without a 2-D tile, gelu and layer norm, are unchanged; docs/strategies.md, "Session 24").
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
@@ -206,6 +215,7 @@ class SurrogateSearch(Strategy):
         polish: float = 0.0,
         swap_reach: int = 1,
         endgame: float = 0.0,
+        tile_per_warp: bool = True,
     ) -> None:
         super().__init__(space, seed=seed, illegal=illegal)
         if model not in MODELS:
@@ -271,7 +281,13 @@ class SurrogateSearch(Strategy):
         self._sd = np.zeros(len(self.candidates))
         scale = np.array([max(1, s - 1) for s in self.grid.sizes], dtype=float)
         self._unit = self.grid.coords / scale if self.grid.dims else np.zeros((n, 0))
-        self._gp = GaussianProcess(self._unit, self._x) if model == "gp" else None
+        if not isinstance(tile_per_warp, bool):
+            raise SearchError(f"surrogate tile_per_warp={tile_per_warp!r} must be True or False")
+        per_warp = self.grid.tile_per_warp() if tile_per_warp else None
+        #: The Gaussian process's inputs: the unit grid, plus the output tile per warp where a 2-D tile has one.
+        self.tile_per_warp = per_warp is not None
+        gp_unit = self._unit if per_warp is None else np.hstack([self._unit, per_warp[:, None]])
+        self._gp = GaussianProcess(gp_unit, self._x) if model == "gp" else None
         self._measured: dict[int, float] = {}
         self._failed: set[int] = set()
         self._guided = 0

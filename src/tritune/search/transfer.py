@@ -58,7 +58,7 @@ import numpy as np
 from tritune.config import Config, as_config
 from tritune.errors import SearchError
 from tritune.search.base import median, quantile
-from tritune.search.grid import Grid
+from tritune.search.grid import Grid, is_tile_axis
 from tritune.search.surrogate import SurrogateSearch
 from tritune.space import Space
 
@@ -78,8 +78,6 @@ CONFIRM_TOL = 0.01
 #: score: the prior scaled to this key plus the departures the opening measured); the same on the replay (module
 #: docstring, 2.).
 CACHED_RANK = "prior"
-#: Axis names (upper-cased) that set the tile; the other axes are the cheap ones varied around a winner.
-TILE_AXES = ("BLOCK", "BM", "BN", "BK", "TILE")
 
 
 @dataclass(frozen=True)
@@ -97,12 +95,6 @@ class KeyResults:
             return as_config(self.best)
         ok = [(t, c.id, c) for c, t in self.times.items() if t is not None]
         return min(ok)[2] if ok else None
-
-
-def is_tile_axis(name: str) -> bool:
-    """Whether axis ``name`` sets the tile (module docstring): ``BLOCK_M``, ``BM``, ``TILE_N``, ..."""
-    up = name.upper()
-    return any(up == t or up.startswith(t + "_") or (t == "BLOCK" and up.startswith(t)) for t in TILE_AXES)
 
 
 def cheap_variants(grid: Grid, i: int) -> list[int]:
@@ -255,6 +247,9 @@ class TransferSearch(SurrogateSearch):
         # The surrogate's swap step (its default since session 11) was evaluated on cold searches only; the
         # transfer's evaluation (search_eval.py --transfer) predates it, so it stays off here unless asked.
         options.setdefault("swap", 0)
+        # Likewise the tile-per-warp coordinate (session 24): the transfer's model is the prior plus this key's
+        # departures from it, evaluated without that coordinate.
+        options.setdefault("tile_per_warp", False)
         super().__init__(space, seed=seed, illegal=illegal, **options)
         if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 1):
             raise SearchError(f"transfer: first={first!r} must be a positive number of configs")
