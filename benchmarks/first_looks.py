@@ -1,6 +1,7 @@
 """Do a race's first looks read slow? Per-look times of a transfer's opening configs, after an idle gap (issue 16).
 
-    PYTHONPATH=src python3 benchmarks/first_looks.py [--gaps 0,0.3,1.5] [--rounds 6] [--out FILE]
+    PYTHONPATH=src python3 benchmarks/first_looks.py [--gaps 0,0.3,1.5] [--rounds 6] [--warm flush|kernel]
+        [--warm-s 0.05] [--out FILE]
 
 On the GPU, in this process: the search benchmark's Hopper matmul (``search_tune.py``'s host-descriptor kernel) at
 6144^3, the 8 configs of a transfer's opening there (the tuned keys' two winners first, as the opening orders them;
@@ -8,7 +9,9 @@ On the GPU, in this process: the search benchmark's Hopper matmul (``search_tune
 tuning's does (``warm_if_idle``: 50 ms of flushes), the GPU idles for G seconds (a key's loads and checks sit there),
 and ``--rounds`` rounds time every config once each, in order, with the race's budgets (5 ms a look, 2 ms of
 warm-up at a config's first look, 1 ms later), as the race's first rounds do. Printed per look: its median over the
-config's median of the last half of the rounds. On the H100s of session 25 some openings read both tuned winners,
+config's median of the last half of the rounds. ``--warm kernel --warm-s S`` warms with the first config's own
+launches for S seconds instead (after the gap, right before the looks); the JSON has each look's time since the
+looks began. On the H100s of session 25 some openings read both tuned winners,
 timed first, 12-16% slow, while other openings of the same keys confirmed them within 1%; this shows whether the
 first looks after a gap are to blame.
 """
@@ -54,6 +57,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gaps", default="0,0.3,1.5", help="idle seconds between the warm-up and the first look")
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--warm", choices=("flush", "kernel"), default="flush")
+    ap.add_argument("--warm-s", type=float, default=0.05)
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
 
@@ -92,21 +97,35 @@ def main() -> int:
         from tritune.engine import job
 
         job._last_busy[0] = float("-inf")
-        warm_if_idle(timer)  # what the tuner's timer does when it is built (ahead, beside the setup)
-        time.sleep(gap)
+        if a.warm == "flush":
+            warm_if_idle(timer, a.warm_s)  # what the tuner's timer does when it is built (ahead, beside the setup)
+            time.sleep(gap)
+        else:
+            time.sleep(gap)
+            fn = make_fn(configs[0])
+            end = time.perf_counter() + a.warm_s
+            while time.perf_counter() < end:
+                for _ in range(10):
+                    fn()
+                torch.cuda.synchronize()
         measure = TimerMeasure(timer, make_fn, rel_tol=0.01, warmup_s=0.002)
         looks: list[list[float]] = [[] for _ in configs]
+        at: list[list[float]] = [[] for _ in configs]
+        start = time.perf_counter()
         for _ in range(a.rounds):
             for i, c in enumerate(configs):
                 m = measure(c, 0.005)
                 looks[i].append(m.median_ms)  # type: ignore[union-attr]
+                at[i].append(round(time.perf_counter() - start, 4))
         half = a.rounds // 2
         ref = [statistics.median(x[half:]) for x in looks]
         rel = [[round(t / r, 3) for t in x] for x, r in zip(looks, ref)]
-        print(f"gap {gap} s: each look / the config's median of rounds {half + 1}-{a.rounds}")
+        print(f"gap {gap} s, warm {a.warm} {a.warm_s} s: each look / the config's median of rounds "
+              f"{half + 1}-{a.rounds}; the looks took {time.perf_counter() - start:.3f} s")
         for i, c in enumerate(OPENING):
             print(f"  {ref[i]:.4f} ms  {rel[i]}  {c}")
-        out["runs"].append({"gap_s": gap, "looks_ms": looks, "relative": rel})
+        out["runs"].append({"gap_s": gap, "warm": a.warm, "warm_s": a.warm_s, "looks_ms": looks, "relative": rel,
+                            "at_s": at})  # fmt: skip
     if a.out is not None:
         a.out.write_text(json.dumps(out, indent=1) + "\n")
     return 0

@@ -232,12 +232,16 @@ def phase_summary(w: Mapping[str, Any]) -> dict[str, Any]:
     batches = ph.get("batches") or []
     race = w.get("race") or {}
     final = ph.get("final_race") or {}
-    inside = sum(float(b.get("s") or 0) for b in batches) + float(final.get("s") or 0)  # asks: some in both
+    check = ph.get("check_race") or {}
+    inside = (sum(float(b.get("s") or 0) for b in batches) + float(final.get("s") or 0)
+              + float(check.get("s") or 0))  # asks: some in both  # fmt: skip
     wall = w.get("wall_s")
     return {"setup": ph.get("setup"), "after_s": ph.get("after_s"), "after_parts": ph.get("after_parts"),
-            "batches": [{k: b.get(k) for k in ("configs", "s", "compiled_s", "prepare_s", "raced_s")} for b in batches],
+            "batches": [{k: b.get(k) for k in ("configs", "s", "compiled_s", "prepare_s", "raced_s", "leader")}
+                        for b in batches],
             "prepare": ph.get("prepare"),
             "first_race": ph.get("first_race"), "ask_s": ph.get("ask_s"), "final_race": final or None,
+            "check_race": check or None,
             "race_device_s": race.get("device_s"), "race_stop": race.get("stop"),
             "outside_batches_s": round(float(wall) - inside, 3) if wall is not None else None}  # fmt: skip
 
@@ -440,6 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"   {who}: setup {json.dumps(ph.get('setup'))}, batches "
                   f"{[(b['configs'], b['s'], b['compiled_s'], b.get('prepare_s')) for b in ph['batches']]} (configs, "
                   f"s, compiled_s, prepare_s), prepare {json.dumps(ph.get('prepare'))}, "
+                  f"check race {json.dumps(ph.get('check_race'))}, "
                   f"final race {(ph.get('final_race') or {}).get('s')} s, after {ph.get('after_s')} s "
                   f"{json.dumps(ph.get('after_parts'))}, outside "
                   f"batches {ph['outside_batches_s']} s, asks {ph['ask_s']} s")  # fmt: skip

@@ -1,7 +1,7 @@
 """The transfer's opening batch, replayed (issue 16): how big must it be to keep a new key's quality?
 
     PYTHONPATH=src python3 benchmarks/transfer_opening.py [--families 2] [--seeds 3] [--noise 0.01] [--out DIR]
-        [--rules per_key] [--cached-next old,cached]
+        [--rules per_key] [--variants nocheck,default]
 
 ALL TIMES ARE SYNTHETIC: the fitted families of ``benchmarks/landscapes/fitted.py`` (4 related keys, sizes 1, 2,
 4, 8, per recorded landscape, their structure sampled from the recorded H200 landscapes), replayed with
@@ -15,7 +15,10 @@ winner. The new key's pick is judged on its TRUE (recorded, noise-free) time ove
 Rules of the opening batch's size (``make_driver(opening=...)``), each used for all 4 keys of a run:
 ``per_key`` 2 x tuned keys + 2 (tuning's rule, :func:`tritune.tune.searching.first_batch_size`), ``distinct``
 2 x distinct winners + 2 (proposed in issue 16, rejected on these numbers), and fixed sizes. Printed per rule: the new key's quality (median, p90, worst, share > 1.02) and configs measured.
-``--cached-next old,cached`` runs each rule with the transfer's ``cached_next`` off and on (session 18), and
+``--variants nocheck,default,nofinal1`` runs each rule as tuning ran before session 25, with the tuner's check race
+after an unconfirmed opening (:meth:`tritune.search.SearchDriver.check_field`, tuning's default), and with it and no
+final race after a transfer confirmed by its opening batch (rejected); ``--variants old,cached`` with the transfer's
+``cached_next`` off and on (session 18), and
 ``uncached`` counts the new key's configs that no tuned key measured: compiles, on a machine whose Triton cache
 holds the tuned keys' binaries (``compiles``: the share of runs with a batch that holds one).
 """
@@ -35,7 +38,8 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "landscapes"))
 
 from fitted import families  # type: ignore[import-not-found]  # noqa: E402
 
-from tritune.engine.searched import replay_final_race  # noqa: E402
+from tritune.config import Config  # noqa: E402
+from tritune.engine.searched import replay_check_race, replay_final_race  # noqa: E402
 from tritune.landscape import Landscape  # noqa: E402
 from tritune.outcome import Status  # noqa: E402
 from tritune.search import KeyResults  # noqa: E402
@@ -68,10 +72,13 @@ class _Told:
 
 
 def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: float, seed: int,
-             cached_next: bool | None = None) -> dict[str, Any]:  # fmt: skip
+             cached_next: bool | None = None, check: bool = True, final_after_one: str = "on") -> dict[str, Any]:  # fmt: skip
     """One key as ``tritune tune`` searches it by default (cold without ``near``, transfer with), then the final race.
 
-    ``cached_next``: the transfer's option of that name (None: its default)."""
+    ``cached_next``: the transfer's option of that name (None: its default). ``check``: the tuner's check race
+    after an unconfirmed opening (:func:`tritune.engine.searched.replay_check_race`; off: tuning before it).
+    ``final_after_one``: ``"off"`` runs no final race after a search of one batch (a transfer confirmed by its
+    opening): the opening's race picks alone (replayed in session 25 and rejected)."""
     _, illegal = replay_space(land)
     bad = set(illegal)
     legal = [c for c in land.configs if c not in bad]
@@ -86,6 +93,7 @@ def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: floa
     # other config this key measures is a compile (``uncached``), and a batch holding one waits for it.
     recorded = {c for nb in near for c, t in nb.times.items() if t is not None}
     uncached = compile_batches = batches = 0
+    checked: Config | None = None
     while not driver.done:
         batch = driver.next_batch()
         if not batch:
@@ -99,8 +107,19 @@ def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: floa
             status, t, ci = ev(c)
             driver.record(c, status if status is not Status.MEASURED or t is None else
                           ((status, t) if ci is None else _Told(t, ci)))  # fmt: skip
+        if check:
+            checked = replay_check_race(land, driver, noise=noise, seed=seed)
     seen = [(o.config, o.time_ms) for o in driver.history if o.ok and o.time_ms is not None]
-    pick, _ = replay_final_race(land, seen, noise=noise, seed=seed)
+    final: list[Config] = []
+    if checked is not None:
+        pick = checked
+    elif batches == 1 and final_after_one == "off":  # the rejected variant: the opening's race picks alone
+        pick = min(seen, key=lambda t: t[1])[0]
+    else:
+        pick, final = replay_final_race(land, seen, noise=noise, seed=seed)
+    # Configs raced, a proxy for the device time (each race gives a config about the same budget): the batches'
+    # configs, the check race's field and the final race's.
+    raced = len(driver.history) + len(driver.checked or ()) + len(final)
     assert pick is not None and land.best.time_ms
     point = land.lookup(pick)
     assert point is not None and point.time_ms is not None
@@ -108,11 +127,17 @@ def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: floa
     return {"quality": point.time_ms / land.best.time_ms, "measured": len(driver.history), "first": first,
             "stopped": driver.why_stopped, "results": KeyResults(dict(land.key), times, pick),
             "distinct": distinct_winners(near), "uncached": uncached, "compile_batches": compile_batches,
-            "batches": batches}  # fmt: skip
+            "batches": batches, "checked": driver.checked is not None, "raced": raced}  # fmt: skip
 
 
-#: ``--cached-next``: the transfer's ``cached_next`` per variant (``old``: the continuation before session 18).
-CACHED = {"default": None, "old": False, "cached": True}
+#: ``--variants``: the transfer's ``cached_next`` and the tuner's check race per variant (``old``: the continuation
+#: before session 18; ``nocheck``: tuning before session 25, no check race after an unconfirmed opening;
+#: ``nofinal1``: the check race, and no final race after a search of one batch, rejected in session 25).
+VARIANTS: dict[str, tuple[bool | None, bool, str]] = {
+    "default": (None, True, "on"), "old": (False, False, "on"), "cached": (True, False, "on"),
+    "nocheck": (None, False, "on"),  # tuning before session 25: no check race
+    "nofinal1": (None, True, "off"),  # the check race, and no final race after a search of one batch (rejected)
+}
 
 
 def run(fams: list[list[Landscape]], seeds: int, noise: float, rules: Sequence[str] = tuple(RULES),
@@ -128,7 +153,9 @@ def run(fams: list[list[Landscape]], seeds: int, noise: float, rules: Sequence[s
                     near: list[KeyResults] = []
                     r: dict[str, Any] = {}
                     for land in order:
-                        r = tune_key(land, near, RULES[name], noise=noise, seed=seed, cached_next=CACHED[variant])
+                        cached_next, check, final_after_one = VARIANTS[variant]
+                        r = tune_key(land, near, RULES[name], noise=noise, seed=seed, cached_next=cached_next,
+                                     check=check, final_after_one=final_after_one)  # fmt: skip
                         near.append(r["results"])
                     out[label].append({"family": f, "kernel": order[-1].kernel, "new_key": dict(order[-1].key),
                                       "seed": seed, **{k: v for k, v in r.items() if k != "results"}})  # fmt: skip
@@ -142,6 +169,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "measured_mean": statistics.mean(r["measured"] for r in rows),
             "first_mean": statistics.mean(r["first"] for r in rows),
             "confirmed": sum(r["stopped"] == "confirmed" for r in rows) / len(rows),
+            "checked": sum(r["checked"] for r in rows) / len(rows),
+            "raced_mean": statistics.mean(r["raced"] for r in rows),
             "uncached_mean": statistics.mean(r["uncached"] for r in rows),
             "compile_batches_mean": statistics.mean(r["compile_batches"] for r in rows),
             "any_compile": sum(r["compile_batches"] > 0 for r in rows) / len(rows),
@@ -156,29 +185,32 @@ def main() -> int:
     ap.add_argument("--noise", type=float, default=0.01, help="relative spread of one look (SYNTHETIC)")
     ap.add_argument("--only", default=None, help="recorded landscape names containing this (e.g. matmul)")
     ap.add_argument("--rules", default=",".join(RULES), help=f"opening-size rules, of {', '.join(RULES)}")
-    ap.add_argument("--cached-next", default="default",
-                    help=f"the transfer's cached_next, variants of {', '.join(CACHED)} (comma-separated)")
+    ap.add_argument("--variants", "--cached-next", dest="variants", default="default",
+                    help=f"variants of {', '.join(VARIANTS)} (comma-separated; see VARIANTS)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     fams = families(4, a.families, ROOT / "benchmarks" / "landscapes")
     if a.only:
         fams = [f for f in fams if a.only in f[0].kernel]
-    rules, variants = a.rules.split(","), a.cached_next.split(",")
-    if bad := [r for r in rules if r not in RULES] + [v for v in variants if v not in CACHED]:
+    rules, variants = a.rules.split(","), a.variants.split(",")
+    if bad := [r for r in rules if r not in RULES] + [v for v in variants if v not in VARIANTS]:
         ap.error(f"unknown rule or variant: {', '.join(bad)}")
     out = run(fams, a.seeds, a.noise, rules, variants)
     print(f"SYNTHETIC replay: {len(fams)} fitted families x 4 new keys x {a.seeds} seeds, noise {a.noise}, "
           f"width {WIDTH}; 3 keys tuned then the 4th by transfer; new key's quality = true time / true best")  # fmt: skip
     summary = {name: summarize(rows) for name, rows in out.items()}
-    print(f"{'rule':14} {'runs':>4} {'first':>5} {'measured':>8} {'uncached':>8} {'compiles':>8} {'confirmed':>9} "
-          f"{'2nd':>5} {'distinct':>8} {'q med':>6} {'q p90':>6} {'q worst':>7} {'>1.02':>6}")  # fmt: skip
+    print(f"{'rule':16} {'runs':>4} {'first':>5} {'measured':>8} {'raced':>6} {'uncached':>8} {'compiles':>8} "
+          f"{'checked':>7} {'confirmed':>9} {'2nd':>5} {'distinct':>8} {'q med':>6} {'q p90':>6} {'q worst':>7} "
+          f"{'>1.02':>6}")  # fmt: skip
     for name, s in summary.items():
-        print(f"{name:14} {s['runs']:4d} {s['first_mean']:5.2f} {s['measured_mean']:8.2f} {s['uncached_mean']:8.2f} "
-              f"{s['any_compile']:8.2f} {s['confirmed']:9.2f} {s['after_second']:5.2f} "
+        print(f"{name:16} {s['runs']:4d} {s['first_mean']:5.2f} {s['measured_mean']:8.2f} {s['raced_mean']:6.2f} "
+              f"{s['uncached_mean']:8.2f} {s['any_compile']:8.2f} {s['checked']:7.2f} {s['confirmed']:9.2f} "
+              f"{s['after_second']:5.2f} "
               f"{s['distinct_winners_mean']:8.2f} {s['quality_median']:6.3f} {s['quality_p90']:6.3f} "
               f"{s['quality_worst']:7.3f} {s['over_1.02']:6.2f}")  # fmt: skip
-    print("uncached: configs measured that no tuned key measured (compiles); compiles: share of runs with a batch "
-          "holding one; 2nd: share of runs that stopped after their second batch")  # fmt: skip
+    print("raced: configs raced (batches, check race, final race: a proxy of device time); uncached: configs "
+          "measured that no tuned key measured (compiles); compiles: share of runs with a batch holding one; "
+          "checked: share of runs with a check race; 2nd: share of runs that stopped after their second batch")  # fmt: skip
     if a.out is not None:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "transfer_opening.json").write_text(json.dumps({"summary": summary, "rows": out}) + "\n")

@@ -138,8 +138,8 @@ def test_the_final_race_re_times_the_best_together_so_drift_between_batches_does
 
 
 def test_after_the_final_race_only_its_configs_tie_with_its_winner() -> None:
-    """The final race re-times the finalists on a hotter GPU (SYNTHETIC: +5%); a config the batches timed
-    cool only, not a finalist, must not tie with the final race's read of the winner (the H200, session 19:
+    """The final race re-times the finalists on a hotter GPU (SYNTHETIC: +5%, from the end of the second batch);
+    a config the batches timed cool only, not a finalist, must not tie with the final race's read of the winner (the H200, session 19:
     one such config, the tie rule's pick for its fewer registers, was 1.06x the winner)."""
     from tritune.bench.ties import race_tie_report
 
@@ -147,11 +147,11 @@ def test_after_the_final_race_only_its_configs_tie_with_its_winner() -> None:
     cool_only = tritune.Config({"B": 1, "C": 0})  # 1.035 cool: out of the final field (3% of 1.00)
     times = {fast: 1.00, near: 1.02, cool_only: 1.035}
     timer = DriftTimer(times)
-    driver = SearchDriver(get("random", Space.from_configs(list(times)), seed=0), 3, width=3,
-                          warm=list(times))  # type: ignore[arg-type]  # fmt: skip
+    driver = SearchDriver(get("random", Space.from_configs(list(times)), seed=0), 3, width=2,
+                          warm=[fast, cool_only, near])  # type: ignore[arg-type]  # fmt: skip
     stats: dict = {}
     result = search_and_race(driver, prepare=lambda c: None, measure=timer.measure, options=OPTS, stats=stats,
-                             on_batch=lambda b, _: setattr(timer, "hot", True), final=4)  # fmt: skip
+                             on_batch=lambda b, _: setattr(timer, "hot", near in b), final=4)  # fmt: skip
     assert result is not None and set(stats["final_race"]["configs"]) == {fast.id, near.id}
     assert set(result.decided_by) == {fast, near} and result.winner == fast
     # the final race read fast at 1.05 (hot): cool_only's 1.035 from the batch is below it
@@ -163,3 +163,61 @@ def test_after_the_final_race_only_its_configs_tie_with_its_winner() -> None:
 
     assert cool_only in race_tie_report(replace(result, decided_by=())).tied  # type: ignore[union-attr]
     assert "decided_by" in result.to_json()
+
+
+class LookTimer:
+    """FAKE timer, deterministic samples (0.1% jitter): ``first_look`` scales configs' times until ``later`` is set
+    (a first race on a GPU in another state: clocks, heat)."""
+
+    def __init__(self, times: dict[tritune.Config, float], first_look: dict[tritune.Config, float]) -> None:
+        self.times, self.first_look, self.later = times, first_look, False
+
+    def measure(self, config: tritune.Config, budget_s: float):  # type: ignore[no-untyped-def]
+        from tritune.bench.stats import Measurement
+
+        t = self.times[config] * (1.0 if self.later else self.first_look.get(config, 1.0))
+        samples = [t * (1 + 0.001 * ((k % 3) - 1)) for k in range(8)]
+        return Measurement.from_samples(samples, elapsed_s=budget_s, extra={"timer": "FAKE looks"})
+
+
+def _transfer_driver() -> tuple[SearchDriver, tritune.Config, tritune.Config, dict[tritune.Config, float]]:
+    """FAKE transfer: one tuned key whose winner ``leader`` ties at the new key with ``other`` (both 1.00,
+    SYNTHETIC), every other config slower; an opening of 4, a budget of 8."""
+    from tritune.search import KeyResults, TransferSearch
+
+    space = Space({"BLOCK_M": [32, 64, 128, 256], "num_stages": [2, 3, 4, 5]})
+    configs = space.configs()
+    leader, other = configs[5], configs[6]
+    times = {c: 1.0 if c in (leader, other) else 1.2 + 0.01 * i for i, c in enumerate(configs)}
+    tuned = KeyResults({"M": 4096}, {c: t * (0.9 if c == leader else 1.0) for c, t in times.items()}, best=leader)
+    s = TransferSearch(space, key={"M": 6144}, neighbours=[tuned], first=4)
+    assert other in s.opening and leader in s.opening
+    driver = SearchDriver(s, 8, width=4, warm=[leader], first=4, confirm=True)
+    return driver, leader, other, times
+
+
+@pytest.mark.parametrize("noise_only", [True, False])
+def test_an_unconfirmed_opening_is_raced_again_and_a_confirming_second_look_ends_the_search(noise_only: bool) -> None:
+    driver, leader, other, times = _transfer_driver()
+    # SYNTHETIC: the first race reads the transferred winner 1.5% slow, outside the race's 1% resolution.
+    # noise_only: it is that look's noise (later looks tie it with ``other``); else it is really 1.5% slower.
+    if not noise_only:
+        times = {**times, leader: 1.015}
+    timer = LookTimer(times, {leader: 1.015 if noise_only else 1.0})
+    stats: dict = {}
+    result = search_and_race(driver, prepare=lambda c: None, measure=timer.measure, options=OPTS, stats=stats,
+                             on_batch=lambda b, _: setattr(timer, "later", True))  # fmt: skip
+    assert result is not None
+    check = stats["check_race"]
+    assert set(check["configs"]) == {leader.id, other.id}  # the best and the winner within 3% of it
+    assert len(stats["batches"]) == (1 if noise_only else 2)
+    if noise_only:
+        # the second look pools with the first (1.5% and 0%): 0.75% behind, a tie: the transfer is confirmed,
+        # the check race was of the final field, and no final race follows
+        assert check["confirmed"] and driver.why_stopped == "confirmed" and driver.spent == 4
+        assert "final_race" not in stats and set(result.decided_by) == {leader, other}
+        assert result.winner in (leader, other)
+    else:  # behind again: the search goes on, spends its budget, and the final race decides as before
+        assert not check["confirmed"] and driver.why_stopped == "budget" and driver.spent == 8
+        assert "final_race" in stats and result.winner == other
+

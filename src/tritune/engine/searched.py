@@ -30,6 +30,17 @@ The race of the batches compares samples taken seconds apart: a config eliminate
 rounds keeps the samples of a cool GPU while the survivors go on heating it (on the H200 at 6144^3 the
 race's pick of a transfer was 5% slower, re-measured interleaved, than a config it had dropped with a
 smaller median). The cost is a race of a few configs, about 0.1 s of device time.
+
+**The check race.** A transfer's opening (a ``confirm`` driver's first batch) that puts a neighbour's winner
+more than 1% behind its best does not confirm it, and the search would go on with a batch of compiles. On the
+H100s of session 24 that happened to 8 of 24 transfers at 6144^3, where ~10 configs lie within 2% and one look of
+a 0.2 s race moves them by about that much (the GPU's clocks settle under load: :data:`CHECK_WINNERS_WITHIN`). So
+the best, the winners within 15% of it and the other configs within 3% (at most :data:`FINAL_LIMIT`, the winners
+first: :meth:`~tritune.search.SearchDriver.check_field`) race once more from fresh samples right then, and the
+strategy decides again on that race alone (:meth:`~tritune.search.SearchDriver.recheck`: the first race's times,
+taken as the GPU's clocks settled, are not pooled in). When that confirms,
+the check race was the search's final race and the search stops; otherwise it goes on as before and the final
+race runs at the end.
 """
 
 from __future__ import annotations
@@ -54,6 +65,13 @@ from tritune.search import SearchDriver
 FINAL_WITHIN = 0.03
 #: ... at most this many (the race's winner always among them).
 FINAL_LIMIT = 4
+#: The check race (module docstring) takes a transfer's tuned winners read up to this much (15%) behind the opening's
+#: best. On an H100 at 6144^3 (``benchmarks/first_looks.py``, session 25) every config's looks read up to 13% faster
+#: in the first ~250 ms of load after the GPU idled than later (its clocks settle under the power limit), and by
+#: 3-8% more or less from one round of looks to the next, all configs together: a config the race drops in its
+#: first rounds keeps one moment's reading. Three openings of session 24-25 read both or all three tuned winners
+#: 6-16% behind while the other openings of the same tuned keys confirmed them within 1%.
+CHECK_WINNERS_WITHIN = 0.15
 
 
 def search_and_race(
@@ -90,6 +108,7 @@ def search_and_race(
     batches: list[dict[str, Any]] = []
     compiled = 0.0
     ahead: tuple[list[Config], Any] | None = None  # the next batch, its compiles already started
+    decided = False
 
     asked = 0.0
 
@@ -136,10 +155,21 @@ def search_and_race(
                             else result.winner.id})  # fmt: skip
             if on_batch is not None:
                 on_batch(todo, result)
+            decided = False  # whether the last race was of the final field (the check race)
+            if final > 1 and (field := driver.check_field(final, FINAL_WITHIN, CHECK_WINNERS_WITHIN)):
+                t0 = time.perf_counter()
+                first, result = result, rerace(result, measure, options, field)
+                if result is not first:  # else every config of the field failed this time: the first look stands
+                    decided = driver.recheck({c: o.measurement for c in field if (o := result.outcome(c)).status
+                                              is Status.MEASURED and o.measurement is not None})  # fmt: skip
+                if stats is not None:
+                    stats["check_race"] = {"configs": [c.id for c in field], "winner": None if result.winner is None
+                                           else result.winner.id, "confirmed": decided,
+                                           "s": round(time.perf_counter() - t0, 3)}  # fmt: skip
     finally:
         if ahead is not None and ahead[1] is not None:
             ahead[1].close()
-    if result is not None and final > 1:
+    if result is not None and final > 1 and not decided:
         t0 = time.perf_counter()
         result, picked = final_race(result, measure, options, limit=final)
         if stats is not None and picked:
@@ -191,6 +221,23 @@ def replay_final_race(landscape: Landscape, observed: Sequence[tuple[Config, flo
     return (lead if fresh.winner is None else fresh.winner), picked
 
 
+def replay_check_race(landscape: Landscape, driver: SearchDriver, *, noise: float, seed: int = 0,
+                      options: RaceOptions | None = None, limit: int = FINAL_LIMIT,
+                      within: float = FINAL_WITHIN) -> Config | None:  # fmt: skip
+    """The tuner's check race (:meth:`~tritune.search.SearchDriver.check_field`), replayed on a recorded landscape
+    as :func:`replay_final_race` replays the final race: call it after each batch is recorded. When it raced and
+    the driver then stopped ``confirmed``, returns the race's winner, the tuner's pick (no final race follows);
+    else None (nothing to check, or the search goes on and its final race picks)."""
+    field = driver.check_field(limit, within, CHECK_WINNERS_WITHIN)
+    if not field:
+        return None
+    timer = ReplayTimer(landscape, noise=noise, look_noise=noise, seed=seed + 7919)
+    fresh = race(field, timer.measure_config, options or RaceOptions())
+    confirmed = driver.recheck({o.config: o.measurement for o in fresh.outcomes
+                                if o.status is Status.MEASURED and o.measurement is not None})  # fmt: skip
+    return fresh.winner if fresh.winner is not None and confirmed else None
+
+
 def final_race(result: RaceResult, measure: ConfigMeasure, options: RaceOptions, *, limit: int = FINAL_LIMIT,
                within: float = FINAL_WITHIN) -> tuple[RaceResult, list[Config]]:  # fmt: skip
     """Race the search's best configs again from fresh samples (module docstring: the final race).
@@ -203,13 +250,20 @@ def final_race(result: RaceResult, measure: ConfigMeasure, options: RaceOptions,
     if result.winner is None:
         return result, []
     picked = final_field(medians, result.winner, limit=limit, within=within)
-    if not picked:
-        return result, []
+    return rerace(result, measure, options, picked), picked
+
+
+def rerace(result: RaceResult, measure: ConfigMeasure, options: RaceOptions, picked: Sequence[Config]) -> RaceResult:
+    """Race ``picked`` (configs of ``result``) again from fresh samples; the result with their outcomes replaced
+    by the fresh race's (their binary facts kept) and its winner and ties (``result`` itself when fewer than two
+    are picked, or when every one of them fails this time)."""
+    if len(picked) < 2:
+        return result
     fresh = race(picked, measure, options)
     if fresh.winner is None:  # every finalist failed this time: keep the batches' answer
-        return result, picked
+        return result
     new = {o.config: o for o in fresh.outcomes}
     outcomes = tuple(replace(new[o.config], facts=o.facts) if o.config in new else o for o in result.outcomes)
     return replace(result, winner=fresh.winner, ties=fresh.ties, outcomes=outcomes, stop=fresh.stop,
                    measurements=result.measurements + fresh.measurements,
-                   device_s=result.device_s + fresh.device_s, decided_by=tuple(picked)), picked  # fmt: skip
+                   device_s=result.device_s + fresh.device_s, decided_by=tuple(picked))  # fmt: skip

@@ -297,4 +297,7 @@ def search_sentence(w: WorkloadResult) -> str | None:
         text += f", {s['resumed']} more from the store"
     if s.get("transfer"):
         text += f", started from {len(s['transfer'].get('keys', []))} tuned keys' winners"
-    return text + f"; stopped: {s.get('stopped')}"
+    text += f"; stopped: {s.get('stopped')}"
+    if s.get("checked"):
+        text += f" (after racing the opening's best and {len(s['checked']) - 1} more again)"
+    return text

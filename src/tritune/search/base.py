@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -396,6 +396,17 @@ class Strategy(ABC):
         """Whether what was measured confirms the search's starting point, so that it may stop before its
         budget (the transfer's first batch, :meth:`tritune.search.TransferSearch.confirmed`); False here."""
         return False
+
+    def confirmed_by(self, looks: Mapping[Config, tuple[float, tuple[float, float] | None]]) -> bool:
+        """Whether one race of a few configs (``looks``: config -> (time_ms, interval or None), all timed together)
+        confirms the search's starting point: the tuner's check race (:meth:`SearchDriver.check_field`). False here."""
+        return False
+
+    def confirming(self) -> frozenset[Config]:
+        """The configs whose tie with the best would make :meth:`confirmed` true (the transfer's leaders): the
+        tuning driver races them again with the best when a first look did not confirm them
+        (:meth:`~tritune.search.SearchDriver.check_field`). None here."""
+        return frozenset()
 
     def _finished(self) -> bool:
         """Override to stop before the space is exhausted (the base stops only when it is)."""

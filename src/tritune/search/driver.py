@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,6 +253,8 @@ class SearchDriver:
         self._out: set[Config] = set()
         self.history: list[Observation] = []
         self._stopped: str | None = None
+        #: The check race's field once :meth:`check_field` gave one (the configs raced again), else None.
+        self.checked: tuple[Config, ...] | None = None
 
     @property
     def elapsed_s(self) -> float:
@@ -334,6 +336,59 @@ class SearchDriver:
         self.history.append(obs)
         return obs
 
+    def check_field(self, limit: int, within: float, confirming_within: float | None = None) -> list[Config]:
+        """The check race's field, once: after a ``confirm`` driver's first batch is back and did not confirm.
+
+        A first look that puts a config the strategy would confirm (:meth:`Strategy.confirming`, the transfer's
+        leaders) a little behind the best may be one look's noise: a short race's samples are taken within a
+        fraction of a second, and look-to-look drift (clocks, heat) is often larger than the gaps of a plateau of
+        near-tied configs. The tuner races the field again from fresh samples and tells the times back
+        (:meth:`recheck`), and the strategy decides on that race alone (:meth:`Strategy.confirmed_by`). The field:
+        the best measured, then the confirming configs within ``confirming_within`` of it (default ``within``),
+        then the others within ``within``,
+        fastest first, at most ``limit`` (at least 2), of the configs this driver's batches measured (stored
+        results are not in the race). [] (and nothing asked) when there is nothing to check: not a
+        ``confirm`` driver, not right after its first batch, already checked or stopped, or no confirming config
+        within ``confirming_within``."""
+        if (not self.confirm or self.batches != 1 or self._out or self.checked is not None or self.done
+                or limit < 2):  # fmt: skip
+            return []
+        seen = sorted((o for o in self.history if o.ok and o.time_ms is not None),
+                      key=lambda o: o.time_ms)  # type: ignore[arg-type, return-value]  # fmt: skip
+        if not seen:
+            return []
+        best = seen[0]
+        wide = within if confirming_within is None else max(within, confirming_within)
+        leaders = self.strategy.confirming()
+        ahead = [o for o in seen[1:] if o.config in leaders and o.time_ms <= best.time_ms * (1 + wide)]  # type: ignore[operator]
+        if not ahead:
+            return []
+        rest = [o for o in seen[1:] if o.config not in leaders and o.time_ms <= best.time_ms * (1 + within)]  # type: ignore[operator]
+        picked = [best, *(ahead + rest)[: limit - 1]]
+        field = [o.config for o in sorted(picked, key=lambda o: o.time_ms)]  # type: ignore[arg-type, return-value]
+        self.checked = tuple(field)
+        return field
+
+    def recheck(self, outcomes: Mapping[Config, Any]) -> bool:
+        """The check race's outcomes (:meth:`check_field`), config -> outcome: whether they confirm the strategy's
+        start (:meth:`Strategy.confirmed_by`), and then the search stops ``"confirmed"``. Only that race's own times
+        decide, all taken together: a config's time in the first race may come from another moment of a GPU whose
+        clocks were settling (``benchmarks/first_looks.py``), and pooling it would carry that over. Not evaluations;
+        failures there are left out."""
+        if self.checked is None:
+            raise SearchError("SearchDriver.recheck: no check race was asked (check_field)")
+        looks: dict[Config, tuple[float, tuple[float, float] | None]] = {}
+        for config, outcome in outcomes.items():
+            config = as_config(config)
+            if config not in self.checked:
+                raise SearchError(f"SearchDriver.recheck({config.id}): not in the check race's field")
+            obs, ci = _outcome(config, outcome)
+            if obs.ok and obs.time_ms is not None:
+                looks[config] = (obs.time_ms, ci)
+        if looks and self._stopped is None and self.strategy.confirmed_by(looks):
+            self._stopped = "confirmed"
+        return self._stopped == "confirmed"
+
     @property
     def best(self) -> Observation | None:
         """The strategy's pick among everything it knows, stored results included."""
@@ -353,6 +408,7 @@ class SearchDriver:
             "measured": sum(o.ok for o in self.history),
             "failed": sum(not o.ok for o in self.history),
             "stopped": self.why_stopped,
+            "checked": None if self.checked is None else [c.id for c in self.checked],
             "finals": None if self.finals is None else dict(self.finals),
             "best": None if best is None else best.config.id,
             "best_ms": None if best is None else best.time_ms,

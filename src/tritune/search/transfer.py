@@ -18,8 +18,12 @@ uses the tuned keys twice:
    prior), at most ``first`` of them: on a machine that tuned the neighbours, their binaries are in
    Triton's cache, so the batch costs loads and a race, not compiles. When the race of that batch puts a
    neighbour's winner first, or tied with the first (inside its interval: ties are ties),
-   :meth:`TransferSearch.confirmed` says so and the driver stops (``stopped: confirmed``); otherwise the
-   search goes on with the variants and the model's picks.
+   :meth:`TransferSearch.confirmed` says so and the driver stops (``stopped: confirmed``). When a winner is
+   behind by more, up to 15%, the tuner races the best and the winners again from fresh samples (the check race,
+   :meth:`~tritune.search.SearchDriver.check_field`, :data:`tritune.engine.searched.CHECK_WINNERS_WITHIN`: one
+   look moves near-tied configs by 1-3%, and a GPU whose clocks settle under load by up to 13%), and that race
+   alone decides again (:meth:`confirmed_by`; :meth:`confirming` names the winners); otherwise the search goes
+   on with the variants and the model's picks.
 
    **After an unconfirmed opening, cached configs first?** (``cached_next=True``, off by default.) The next
    ask then takes, before anything else, the unasked configs some neighbour measured (binaries in the tuning
@@ -283,6 +287,21 @@ class TransferSearch(SurrogateSearch):
         limit = best.time_ms * (1 + CONFIRM_TOL)
         return any(o.ok and o.time_ms is not None and o.time_ms <= limit and o.config in self.leaders
                    for o in self.history)  # fmt: skip
+
+    def confirmed_by(self, looks: Mapping[Config, tuple[float, tuple[float, float] | None]]) -> bool:
+        """Whether the check race (its configs' times, all taken together) puts a neighbour's winner first or tied
+        with its first: inside the first's interval or within :data:`CONFIRM_TOL` of its time (as :meth:`confirmed`)."""
+        ok = {c: v for c, v in looks.items() if v[0] is not None and v[0] > 0}
+        if not ok:
+            return False
+        best = min(ok, key=lambda c: (ok[c][0], self.index.get(c, -1)))
+        t, ci = ok[best]
+        limit = max(t * (1 + max(CONFIRM_TOL, 0.0)), ci[1] if ci is not None else t)
+        return any(c in self.leaders and v[0] <= limit for c, v in ok.items())
+
+    def confirming(self) -> frozenset[Config]:
+        """The neighbours' winners: a tie of one of them with the best confirms the transfer (:meth:`confirmed`)."""
+        return self.leaders
 
     def cached_picks(self, n: int) -> list[Config]:
         """With ``cached_next``, once the opening is asked: up to ``n`` unasked configs some neighbour measured,

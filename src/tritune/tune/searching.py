@@ -289,6 +289,8 @@ def summary(driver: SearchDriver, info: Mapping[str, Any], winner: Config | None
         out["batch"] = s["batch"]
     if s.get("finals") is not None:  # the strategy's finalist probes: counted in evaluated/measured above
         out["finals"] = dict(s["finals"])
+    if s.get("checked"):  # the check race after an unconfirmed opening (SearchDriver.check_field): its field
+        out["checked"] = list(s["checked"])
     out.pop("nothing_left", None)
     return out
 
