@@ -127,6 +127,7 @@ def test_cli_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         (None, ["--strategy", "surrogate:nope=1"], "--strategy 'surrogate:nope=1'"),
         (None, ["--strategy", "surrogate:probe=3"], "probe=3 must be a share"),
         (None, ["--budget", "0"], "must be a fraction"),
+        (None, ["--budget", "150%"], "--budget 1.5 must be a fraction"),
         (None, ["--seeds", "0"], "at least 1"),
     ],
 )
@@ -140,6 +141,19 @@ def test_cli_usage_errors_exit_2(
         path.write_text(content)
     assert main(["simulate", str(path), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_budget_is_a_share_given_either_way(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "land.json"
+    fake_landscape().write(path)
+    outs = []
+    for budget in ("25%", "0.25"):
+        assert main(["simulate", str(path), "--budget", budget, "--seeds", "2"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and "budget 0.25 = " in outs[0]
+    with pytest.raises(SystemExit) as e:  # argparse's usage error
+        main(["simulate", str(path), "--budget", "lots"])
+    assert e.value.code == 2 and "give 0.25 or 25%" in capsys.readouterr().err
 
 
 def test_cli_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

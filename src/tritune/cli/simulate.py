@@ -14,6 +14,14 @@ from tritune.search.driver import ROUNDS
 DEFAULT_WIDTH = 16
 
 
+def _fraction(text: str) -> float:
+    """``--budget``: a share of the legal configs, ``0.25`` or ``25%``."""
+    try:
+        return float(text[:-1]) / 100 if text.strip().endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share of the legal configs; give 0.25 or 25%") from None
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "simulate",
@@ -28,9 +36,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("landscape", help="a landscape JSON file (tritune tune --record FILE writes one)")
     p.add_argument("--strategy", default=None, help="registered strategy name, with options as name:key=value,... (surrogate:probe=1; "
                    "default: tritune's default)")
-    p.add_argument(
-        "--budget", type=float, default=0.25, help="fraction of the legal configs to evaluate (default 0.25)"
-    )
+    p.add_argument("--budget", type=_fraction, default=0.25,
+                   help="share of the legal configs to evaluate, as 0.25 or 25%% (default 0.25)")
     p.add_argument("--seeds", type=int, default=20, help="number of seeded runs, seeds 0..N-1 (default 20)")
     p.add_argument("--noise", type=float, default=0.0, help="relative multiplicative noise on replayed times")
     p.add_argument("--model", choices=("tuner", "reserve"), default="tuner",
@@ -76,9 +83,7 @@ def run(args: argparse.Namespace) -> int:
         except TypeError as e:  # an option the strategy does not take
             raise SearchError(f"--strategy {name!r}: {e}") from None
     if not 0 < args.budget <= 1:
-        return fail_usage(
-            f"--budget {args.budget} must be a fraction in (0, 1], e.g. 0.25 for 25% of legal configs"
-        )
+        return fail_usage(f"--budget {args.budget:g} must be a fraction in (0, 1], e.g. 0.25 or 25% of the legal configs")
     if args.seeds < 1:
         return fail_usage(f"--seeds {args.seeds} must be at least 1")
     if args.width < 1:
