@@ -192,3 +192,52 @@ def test_continuation_with_nothing_late_and_all_late() -> None:
     empty = race([], replay.measure_config, OPTS)
     fresh = race(land.configs, ReplayTimer(land, noise=0.02, seed=1).measure_config, OPTS, prior=empty)
     assert fresh.winner == land.best.config and len(fresh.outcomes) == 20
+
+
+class CoolingTimer:
+    """FAKE GPU that reads every config 10% fast in the race's first round (cool, at top clocks) and true after:
+    deterministic samples, +-2% around the time, so only the drift moves the race."""
+
+    def __init__(self, times: dict[Config, float]) -> None:
+        self.times, self.calls = times, 0
+
+    def measure(self, config: Config, budget_s: float) -> Measurement:
+        cool = self.calls < len(self.times)  # round 0: one look per config
+        self.calls += 1
+        t = self.times[config] * (0.9 if cool else 1.0)
+        return Measurement.from_samples([t * (1 + 0.02 * ((k % 3) - 1)) for k in range(8)], elapsed_s=budget_s)
+
+
+@pytest.mark.parametrize("drift", [True, False])
+def test_a_config_dropped_early_is_rescaled_by_the_drift_the_survivors_saw(drift: bool) -> None:
+    fast, near, slow = Config({"B": 0}), Config({"B": 1}), Config({"B": 2})
+    times = {fast: 1.00, near: 1.0005, slow: 1.06}  # SYNTHETIC: slow is 6% behind, dropped after round 0
+    # No confirmation looks: as in a race that stops on its budget, the dropped config is not looked at again (with
+    # them, one whose stale reading ends up ahead of the leader's gets looks of its own: "Near ties").
+    opts = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003, confirm_looks=1, drift=drift)
+    res = race(list(times), CoolingTimer(times).measure, opts)
+    assert res.outcome(slow).eliminated_round == 0 and res.outcome(slow).timings == 1 and res.winner in (fast, near)
+    got = res.outcome(slow).measurement
+    assert got is not None
+    won = res.winner_measurement
+    assert won is not None
+    assert len(res.outcome(fast).measurement.samples) > 8  # type: ignore[union-attr]  # the survivors went on
+    if drift:  # read cool (0.954) in round 0 while the survivors went on to read true: rescaled by their 1/0.9
+        assert got.median_ms == pytest.approx(1.06, rel=0.005) and got.median_ms > won.median_ms
+        assert got.extra["drift_factor"] == pytest.approx(1 / 0.9, rel=0.005)
+    else:  # the cool reading stays, and the dropped config looks 5% faster than the winner
+        assert got.median_ms == pytest.approx(0.954, rel=0.005) and got.median_ms < won.median_ms
+        assert "drift_factor" not in got.extra
+
+
+def test_no_drift_no_change_and_scaled_measurements() -> None:
+    land = synthetic_landscape(20, seed=3, near=(0.02, 0.05))
+    plain = race(land.configs, ReplayTimer(land, noise=0.0, seed=1).measure_config, OPTS)
+    assert any(o.eliminated_round is not None for o in plain.outcomes)
+    assert all("drift_factor" not in o.measurement.extra for o in plain.outcomes if o.measurement is not None)
+    m = Measurement.from_samples([1.0, 2.0, 3.0])
+    s = m.scaled(2.0, why="test")
+    assert s.samples == (2.0, 4.0, 6.0) and s.median_ms == 4.0 and s.ci_high_ms == 2 * m.ci_high_ms
+    assert s.extra == {"why": "test"} and s.n == 3
+    with pytest.raises(ValueError, match="positive"):
+        m.scaled(0.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Literal, Protocol
@@ -182,6 +182,18 @@ class Measurement:
         if not self.samples:
             raise ValueError("this Measurement was read without its samples; its interval is fixed")
         return median_ci(self.samples, confidence)
+
+    def scaled(self, factor: float, **extra: Any) -> Measurement:
+        """This measurement with every time multiplied by ``factor`` (> 0), ``extra`` added to its ``extra``: a
+        correction, e.g. for the GPU's drift since the samples were taken (:mod:`tritune.engine.race`)."""
+        if not (math.isfinite(factor) and factor > 0):
+            raise ValueError(f"a scale factor must be a positive number, got {factor!r}")
+        k = float(factor)
+        return replace(
+            self, samples=tuple(x * k for x in self.samples), median_ms=self.median_ms * k, mean_ms=self.mean_ms * k,
+            min_ms=self.min_ms * k, q1_ms=self.q1_ms * k, q3_ms=self.q3_ms * k, ci_low_ms=self.ci_low_ms * k,
+            ci_high_ms=self.ci_high_ms * k, extra={**self.extra, **extra},
+        )  # fmt: skip
 
     def merged(self, other: Measurement, *, stop: Stop | None = None, min_samples: int = 1) -> Measurement:
         """One Measurement from both sample sets (same unit: ms per call), elapsed times added."""

@@ -25,6 +25,19 @@ can be off by more (clocks, a slow phase of the device: on the H200 a 6 us softm
 one look and was dropped from first place), and that only shows between looks. The cost is a few looks
 of the few configs near the top.
 
+**Drift.** A heavy kernel drifts the GPU it runs on: on an H100 at its power limit, a 0.65 ms matmul's looks read
+7-13% faster in the first ~250 ms of load than later, and all configs move together by 3-8% from one round to the
+next (``benchmarks/first_looks.py``, session 25). Round-robin keeps the survivors comparable with each other, but a
+config dropped in an early round keeps that moment's reading (on that H100, four transfers' openings put a
+config other than the neighbours' winner first by its median, and each check race, all timed together, put the
+winner first: ``benchmarks/results/2026-12-06-gpu-s25``). So at the end of the race each dropped config's time is
+rescaled by the drift the survivors saw since (``drift``, on by default): the median over the survivors of their
+final median over their own looks in the rounds the dropped config was timed in (``extra["drift_factor"]``; 1.0,
+and nothing changed, when no survivor was timed later). Replayed on 20 runs of recorded H100 looks
+(``benchmarks/look_drift.py``: half the configs dropped after their first look, the others seen for 5-8 rounds),
+it cut the error of the dropped configs' times against the others' from 2.7-3.2% to 1.7-1.8% (RMS over config
+pairs) and the regret of the fastest-looking config from 0.8-0.9% to 0.2-0.4%.
+
 The winner is the survivor with the smallest median; ``ties`` are the other survivors, the configs the
 race could not tell apart from it (within ``rel_tol`` when ``tied``). The race knows no GPU: it calls a
 :class:`~tritune.bench.timer.ConfigMeasure`, a replay timer on CPU or a GPU timer in a session.
@@ -34,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any, Literal
 
 from tritune.bench.stats import Measurement, median_ci, within
@@ -61,6 +75,8 @@ class RaceOptions:
     #: Looks (separate measure calls) every config within ``rel_tol`` of the leader gets before the race
     #: stops; 1 turns the check off. See "Near ties" in the module docstring.
     confirm_looks: int = 3
+    #: Rescale a dropped config's time by the GPU's drift since its looks, as the survivors saw it. See "Drift".
+    drift: bool = True
 
     def __post_init__(self) -> None:
         if min(self.brief_budget_s, self.round_budget_s, self.candidate_budget_s, self.rel_tol) <= 0:
@@ -170,6 +186,9 @@ class _Race:
         self.timings: dict[Config, int] = dict.fromkeys(candidates, 0)
         self.spent: dict[Config, float] = dict.fromkeys(candidates, 0.0)
         self.calls = 0
+        #: The round each look belongs to (0: the brief first looks), and each config's looks: (round, median ms).
+        self.round = 0
+        self.looks: dict[Config, list[tuple[int, float]]] = {}
         self.prior = prior
         self.carried_s = 0.0
         if prior is not None:  # the survivors of an earlier race go on with the samples they have
@@ -197,6 +216,7 @@ class _Race:
             raise TypeError(f"measure({c.id}) returned {type(r).__name__}; expected Measurement or Failure")
         self.spent[c] += r.elapsed_s
         self.meas[c] = r if c not in self.meas else self.meas[c].merged(r)
+        self.looks.setdefault(c, []).append((self.round, r.median_ms))
 
     @property
     def device_s(self) -> float:
@@ -269,6 +289,7 @@ class _Race:
             if rounds >= self.opts.max_rounds or self.out_of_budget() or not active:
                 return "budget", rounds
             rounds += 1
+            self.round = rounds
             for c in active:
                 self.time(c, self.opts.round_budget_s)
 
@@ -297,9 +318,27 @@ class _Race:
         while c in self.meas and not self.full(c) and not self.out_of_budget():
             self.time(c, self.opts.round_budget_s)
 
+    def drift(self, c: Config, alive: list[Config]) -> float:
+        """The GPU's drift since a dropped config's looks (module docstring, "Drift"): over the survivors that were
+        also timed later, the median of (their median) / (the median of their looks in the rounds ``c`` was timed
+        in); 1.0 when no survivor tells."""
+        mine = {r for r, _ in self.looks.get(c, ())}
+        ratios = []
+        for s in alive:
+            looks = self.looks.get(s, ())
+            same = [m for r, m in looks if r in mine]
+            if same and len(same) < len(looks):
+                ratios.append(self.meas[s].median_ms / median(same))
+        return median(ratios) if ratios else 1.0
+
     def result(self, stop: RaceStop, rounds: int) -> RaceResult:
         alive = self.survivors()
         winner = self.leader(alive) if alive else None
+        if self.opts.drift:
+            for c in self.eliminated:
+                k = self.drift(c, alive)
+                if c in self.meas and k != 1.0:
+                    self.meas[c] = self.meas[c].scaled(k, drift_factor=round(k, 6))
         if winner is None:
             stop = "none_measured"
         outcomes = []
