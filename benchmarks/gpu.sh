@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu.sh PART [PART ...]      on the device machine, from the repository root
 #
-# Parts: tests dispatch hostcost tkeymemo gelu short libs libtests tutorials serving servinglong servinglongnl servinglongflat servinglate servingnospin servingtiny servingwd search searchxfer distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
+# Parts: tests dispatch hostcost tkeymemo gelu short libs libtests tutorials serving servinglong servinglongnl servinglongflat servinglate servingnospin servingtiny servingwd search searchxfer looks distsearch (2 GPUs). COMMIT=<sha> names the commit in run.log (the
 # device machine's copy of the tree carries no up-to-date git HEAD). Each part writes under $RES/PART/ and appends
 # to $RES/run.log, which starts with the machine's facts and each part's command line. Before every part and
 # at the end everything is packed into $OUT/results.tgz (the device tool returns at most 8 files), and run.log
@@ -109,6 +109,10 @@ for part in "$@"; do
     searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer --new-key-cache "${SEARCHXFER_CACHE:-both}" \
                   --new-key-process "${SEARCHXFER_PROCESS:-both}" --repeat "${SEARCHXFER_REPEAT:-1}"
                 grep -A40 "^== search vs exhaustive" "$RES"/searchxfer/python3_*.log | tee -a "$LOG" ;;
+    # Do a heavy kernel's looks drift together (session 25)? 8 configs of the matmul at 6144^3 in rounds, after the
+    # tuner's warm-up and an idle gap; then the estimators replayed on those looks (benchmarks/look_drift.py).
+    looks) step looks 120 python3 benchmarks/first_looks.py --gaps 0,1.0 --rounds 40 --out "$RES/looks/first_looks.json"
+           python3 benchmarks/look_drift.py "$RES/looks/first_looks.json" --rounds 2,3,5,8 | tee -a "$LOG" ;;
     # The new key's host-side fixed costs (screen, search start, store write) on this host's CPU, nothing launched.
     xfersetup) step xfersetup 120 python3 benchmarks/transfer_setup.py --out "$RES/xfersetup"
                cat "$RES"/xfersetup/python3_*.log | tee -a "$LOG" ;;
