@@ -221,3 +221,36 @@ def test_an_unconfirmed_opening_is_raced_again_and_a_confirming_second_look_ends
         assert not check["confirmed"] and driver.why_stopped == "budget" and driver.spent == 8
         assert "final_race" in stats and result.winner == other
 
+
+
+class CoolStartTimer:
+    """FAKE GPU that reads every config 10% fast during the race's first round (its first ``cool`` looks) and true
+    after; deterministic samples +-2%."""
+
+    def __init__(self, times: dict[tritune.Config, float], cool: int) -> None:
+        self.times, self.cool, self.calls = times, cool, 0
+
+    def measure(self, config: tritune.Config, budget_s: float):  # type: ignore[no-untyped-def]
+        from tritune.bench.stats import Measurement
+
+        t = self.times[config] * (0.9 if self.calls < self.cool else 1.0)
+        self.calls += 1
+        return Measurement.from_samples([t * (1 + 0.02 * ((k % 3) - 1)) for k in range(8)], elapsed_s=budget_s)
+
+
+@pytest.mark.parametrize("drift", [True, False])
+def test_a_transfer_is_not_held_up_by_a_config_its_opening_dropped_on_a_cooler_gpu(drift: bool) -> None:
+    driver, leader, other, times = _transfer_driver()
+    # SYNTHETIC: ``other`` is really 6% slower than the tuned winner; timed first in a cool round 0 it reads 0.954,
+    # ahead of the winner's later readings of 1.00. Round 0 puts it 6% behind the winner, and the race drops it.
+    times = {**times, other: 1.06}
+    timer = CoolStartTimer(times, cool=4)  # the opening's 4 configs, one brief look each
+    stats: dict = {}
+    opts = RaceOptions(brief_budget_s=0.001, round_budget_s=0.002, confirm_looks=1, drift=drift)
+    result = search_and_race(driver, prepare=lambda c: None, measure=timer.measure, options=opts, stats=stats)
+    assert result is not None and result.winner == leader
+    if drift:  # its time is rescaled by the drift the winner saw: 1.06, behind the winner: confirmed at once
+        assert driver.why_stopped == "confirmed" and "check_race" not in stats
+        assert result.outcome(other).measurement.extra["drift_factor"] > 1.05  # type: ignore[union-attr]
+    else:  # its stale 0.954 stays the best median, so the opening does not confirm and a check race is needed
+        assert "check_race" in stats and stats["check_race"]["confirmed"]

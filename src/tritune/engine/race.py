@@ -32,8 +32,9 @@ config dropped in an early round keeps that moment's reading (on that H100, four
 config other than the neighbours' winner first by its median, and each check race, all timed together, put the
 winner first: ``benchmarks/results/2026-12-06-gpu-s25``). So at the end of the race each dropped config's time is
 rescaled by the drift the survivors saw since (``drift``, on by default): the median over the survivors of their
-final median over their own looks in the rounds the dropped config was timed in (``extra["drift_factor"]``; 1.0,
-and nothing changed, when no survivor was timed later). Replayed on 20 runs of recorded H100 looks
+final median over their own looks in the passes the dropped config was timed in (a round, a pass of confirmation
+looks or the winner's polish; ``extra["drift_factor"]``; 1.0, and nothing changed, when no survivor was timed
+later). Replayed on 20 runs of recorded H100 looks
 (``benchmarks/look_drift.py``: half the configs dropped after their first look, the others seen for 5-8 rounds),
 it cut the error of the dropped configs' times against the others' from 2.7-3.2% to 1.7-1.8% (RMS over config
 pairs) and the regret of the fastest-looking config from 0.8-0.9% to 0.2-0.4%.
@@ -186,7 +187,8 @@ class _Race:
         self.timings: dict[Config, int] = dict.fromkeys(candidates, 0)
         self.spent: dict[Config, float] = dict.fromkeys(candidates, 0.0)
         self.calls = 0
-        #: The round each look belongs to (0: the brief first looks), and each config's looks: (round, median ms).
+        #: The pass each look belongs to (0: the brief first looks; then each round, each pass of confirmation
+        #: looks and the winner's polish, in the order they ran), and each config's looks: (pass, median ms).
         self.round = 0
         self.looks: dict[Config, list[tuple[int, float]]] = {}
         self.prior = prior
@@ -289,7 +291,7 @@ class _Race:
             if rounds >= self.opts.max_rounds or self.out_of_budget() or not active:
                 return "budget", rounds
             rounds += 1
-            self.round = rounds
+            self.round += 1
             for c in active:
                 self.time(c, self.opts.round_budget_s)
 
@@ -307,6 +309,7 @@ class _Race:
         ]  # fmt: skip
         if not near:
             return False
+        self.round += 1
         for c in near:
             self.eliminated.pop(c, None)
             self.time(c, self.opts.round_budget_s)
@@ -315,6 +318,7 @@ class _Race:
     def polish(self, c: Config) -> None:
         if not self.opts.polish:
             return
+        self.round += 1
         while c in self.meas and not self.full(c) and not self.out_of_budget():
             self.time(c, self.opts.round_budget_s)
 
