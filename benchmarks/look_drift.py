@@ -10,9 +10,9 @@ sees them, two estimators of each config's time relative to the field:
 - ``raw``: the median of its looks (what the race compares today, samples merged across rounds);
 - ``round``: the median over rounds of its look divided by that round's median look over the configs (drift
   common to the configs cancels within a round);
-- ``rescaled`` (drops only): ``raw``, a dropped config's look then multiplied by the drift the others saw since:
-  the median over them of (their median over the rounds seen) / (their first look), what the race does at its end
-  (:mod:`tritune.engine.race`, "Drift").
+- ``rescaled`` (drops only): ``raw``, a dropped config's look then divided by the GPU's level at that moment: the
+  median, over the other configs' looks nearest to it in time (as many as there are of them), of each look over that
+  config's median over the rounds seen, what the race does at its end (:mod:`tritune.engine.race`, "Drift").
 
 A third case replays a race's early drop: the configs the first round put in its slower half keep that one look
 (``raw``) or that look over its round's median (``round``), the others use the first ``R`` rounds.
@@ -37,13 +37,16 @@ def estimates(looks: list[list[float]], rounds: int, mode: str, dropped: set[int
     out = []
     for c in range(n):
         use = 1 if c in dropped else rounds
-        if mode == "rescaled":  # the race's correction (engine.race, "Drift"): a dropped config's first look times
-            # the median over the configs that went on of (their median over the rounds seen) / (their first look)
+        if mode == "rescaled":  # the race's correction (engine.race, "Drift"): a dropped config's first look over
+            # the GPU's level then, the median over the survivors' looks nearest in time (as many as survivors) of
+            # each look over that survivor's median over the rounds seen
             mine = statistics.median(math.log(x) for x in looks[c][:use])
             if c in dropped:
                 alive = [k for k in range(n) if k not in dropped]
-                mine += statistics.median(statistics.median(math.log(x) for x in looks[k][:rounds])
-                                          - math.log(looks[k][0]) for k in alive)  # fmt: skip
+                ref = {k: statistics.median(math.log(x) for x in looks[k][:rounds]) for k in alive}
+                seen = [(r * n + k, math.log(looks[k][r]) - ref[k]) for k in alive for r in range(rounds)]
+                near = sorted(seen, key=lambda v: abs(v[0] - c))[: len(alive)]  # c's look: round 0, position c
+                mine -= statistics.median(v for _, v in near)
             out.append(mine)
         elif mode == "raw":
             out.append(statistics.median(math.log(x) for x in looks[c][:use]))

@@ -91,3 +91,26 @@ def test_synthetic_landscape_has_known_best_and_gaps() -> None:
     assert Landscape.from_json(land.to_json()).best == land.best
     with pytest.raises(ValueError, match="failure"):
         synthetic_landscape(10, failures={Status.MEASURED: 1})
+
+
+def test_gpu_drift_scales_every_config_alike_by_the_devices_time() -> None:
+    from tritune.bench import GpuDrift
+
+    settle = GpuDrift(ramp=0.1, ramp_s=0.1, swing=0.0)
+    assert settle(0.0) == pytest.approx(0.9) and settle(2.0) == pytest.approx(1.0, abs=1e-6)
+    wander = GpuDrift(ramp=0.0, swing=0.03, seed=1)
+    levels = [wander(t / 100) for t in range(200)]
+    assert 0.9 < min(levels) < 0.99 < 1.01 < max(levels) < 1.1  # moves, within a few sigma of 3%
+    assert GpuDrift(seed=2)(0.3) == GpuDrift(seed=2)(0.3) != GpuDrift(seed=3)(0.3)
+    with pytest.raises(ValueError, match="ramp"):
+        GpuDrift(ramp=1.0)
+    land = Landscape.from_points("k", "synthetic", {}, [LandscapePoint(Config({"B": b}), Status.MEASURED, 1.0)
+                                                         for b in range(2)])  # fmt: skip
+    timer = ReplayTimer(land, noise=0.0, drift=settle)
+    first = timer.measure_config(Config({"B": 0}), 0.05)
+    assert isinstance(first, Measurement) and first.median_ms == pytest.approx(0.9)  # the look's start: t = 0
+    t = timer.device_s  # the first look's simulated device time (10 samples of ~1 ms): the GPU has settled a little
+    later = timer.measure_config(Config({"B": 1}), 0.05)
+    assert t > 0 and isinstance(later, Measurement) and later.median_ms == pytest.approx(settle(t))
+    assert later.median_ms > first.median_ms
+    assert timer.to_json()["drift"] == "GpuDrift"

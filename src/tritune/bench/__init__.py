@@ -13,7 +13,7 @@ import types
 from typing import Any
 
 from tritune.bench.event import EventTimer, bench, l2_cache_bytes
-from tritune.bench.replay import ReplayTimer
+from tritune.bench.replay import GpuDrift, ReplayTimer
 from tritune.bench.stats import (
     Measurement,
     clearly_slower,
@@ -34,6 +34,7 @@ __all__ = [
     "ConfigMeasure",
     "EventTimer",
     "Failure",
+    "GpuDrift",
     "MeasurePolicy",
     "Measurement",
     "ReplayTimer",

@@ -10,11 +10,17 @@ failure, never a time.
 one draw of ``exp(N(0, look_noise))``, so more samples narrow the look's interval but not its offset. That
 is the noise a race's confirmation looks exist for (a short kernel's whole look read 3% slow on the H200,
 :mod:`tritune.engine.race`), and the noise ``tritune simulate --noise`` gives each evaluation.
+
+``drift`` (a :class:`GpuDrift`, or any function of the simulated device seconds spent so far) scales every look
+by the GPU's state at its start, the same for every config: a heavy kernel's clocks settling under the power
+limit after an idle moment, then wandering (:mod:`tritune.engine.race`, "Drift").
 """
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 from tritune.bench.stats import Measurement, relative_halfwidth
@@ -23,6 +29,28 @@ from tritune.config import as_config
 from tritune.errors import ConfigError
 from tritune.landscape import Landscape
 from tritune.outcome import Status
+
+
+class GpuDrift:
+    """SYNTHETIC common drift of a GPU under a heavy kernel, a factor on every time as a function of the device
+    seconds ``t`` since the load began: ``(1 - ramp * exp(-t / ramp_s)) * exp(swing * w(t))``, where ``w`` is a
+    smooth wander of unit spread (three sines of periods between ``swing_s`` and 4 ``swing_s``, random phases).
+
+    The defaults follow an H100 at its 700 W limit under a 0.65 ms fp16 matmul (``benchmarks/first_looks.py``,
+    session 25): looks 7-13% fast in the first ~250 ms of load, then all configs moving together by 3-8% from one
+    round of looks (~60 ms) to the next."""
+
+    def __init__(self, *, ramp: float = 0.10, ramp_s: float = 0.1, swing: float = 0.03, swing_s: float = 0.05,
+                 seed: int = 0) -> None:  # fmt: skip
+        if not (0 <= ramp < 1 and ramp_s > 0 and swing >= 0 and swing_s > 0):
+            raise ValueError("GpuDrift needs 0 <= ramp < 1, ramp_s > 0, swing >= 0 and swing_s > 0")
+        self.ramp, self.ramp_s, self.swing = ramp, ramp_s, swing
+        rng = random.Random(seed)
+        self._waves = [(swing_s * (1 + 3 * rng.random()), 2 * math.pi * rng.random()) for _ in range(3)]
+
+    def __call__(self, t: float) -> float:
+        w = sum(math.sin(2 * math.pi * t / p + ph) for p, ph in self._waves) / math.sqrt(1.5)  # unit spread
+        return (1 - self.ramp * math.exp(-t / self.ramp_s)) * math.exp(self.swing * w)
 
 
 class ReplayTimer:
@@ -45,6 +73,7 @@ class ReplayTimer:
         batch: int = 10,
         confidence: float = 0.95,
         look_noise: float = 0.0,
+        drift: Callable[[float], float] | None = None,
     ) -> None:
         if noise < 0:
             raise ValueError(f"noise is a relative standard deviation and must be >= 0, got {noise}")
@@ -59,6 +88,7 @@ class ReplayTimer:
         self.batch = batch
         self.confidence = confidence
         self.look_noise = look_noise
+        self.drift = drift
         self._rng = random.Random(seed)
         self.device_s = 0.0
         self.calls = 0
@@ -69,6 +99,7 @@ class ReplayTimer:
             "noise": self.noise,
             "noise_model": "lognormal, median = recorded time",
             "look_noise": self.look_noise,
+            "drift": None if self.drift is None else type(self.drift).__name__,
             "seed": self.seed,
             "overhead_ms": self.overhead_ms,
             "confidence": self.confidence,
@@ -107,6 +138,8 @@ class ReplayTimer:
         # the device time is the kernel's, not the look's offset
         cost_s = (point.time_ms + self.overhead_ms) / 1000.0
         t = point.time_ms * (self._rng.lognormvariate(0.0, self.look_noise) if self.look_noise else 1.0)
+        if self.drift is not None:  # the GPU's state at the look's start, common to every config
+            t *= self.drift(self.device_s)
         samples: list[float] = []
         spent = 0.0
         while True:
