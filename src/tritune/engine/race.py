@@ -50,6 +50,7 @@ race could not tell apart from it (within ``rel_tol`` when ``tied``). The race k
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import median
@@ -193,6 +194,7 @@ class _Race:
         self.calls = 0
         #: Each config's looks in the order they ran: (the look's number among all of this race's, median ms).
         self.looks: dict[Config, list[tuple[int, float]]] = {}
+        self._around: tuple[tuple[Config, ...], list[tuple[int, float]]] | None = None
         self.prior = prior
         self.carried_s = 0.0
         if prior is not None:  # the survivors of an earlier race go on with the samples they have
@@ -326,15 +328,30 @@ class _Race:
         each of its looks, the GPU's level then is the median, over the survivors' looks nearest to it in time (as
         many as there are survivors), of each look over that survivor's final median; the factor is 1 over the median
         of those levels. 1.0 when no survivor was timed."""
-        around = sorted((k, m / self.meas[s].median_ms) for s in alive for k, m in self.looks.get(s, ()))
+        around = self._survivor_looks(alive)
         if not around:
             return 1.0
+        at = [k for k, _ in around]
         width = max(1, len(alive))
         levels = []
         for k, _ in self.looks.get(c, ()):
-            near = sorted(around, key=lambda look: abs(look[0] - k))[:width]
-            levels.append(median(v for _, v in near))
+            lo = hi = bisect_left(at, k)  # take the ``width`` survivor looks nearest to look ``k``, either side
+            while hi - lo < width and (lo > 0 or hi < len(at)):
+                if hi >= len(at) or (lo > 0 and k - at[lo - 1] <= at[hi] - k):
+                    lo -= 1
+                else:
+                    hi += 1
+            levels.append(median(v for _, v in around[lo:hi]))
         return 1.0 / median(levels) if levels else 1.0
+
+    def _survivor_looks(self, alive: list[Config]) -> list[tuple[int, float]]:
+        """Every survivor look as (its number, its median over that survivor's final median), in order; cached
+        for one set of survivors (the race's end)."""
+        key = tuple(alive)
+        if self._around is None or self._around[0] != key:
+            looks = sorted((k, m / self.meas[s].median_ms) for s in alive for k, m in self.looks.get(s, ()))
+            self._around = (key, looks)
+        return self._around[1]
 
     def result(self, stop: RaceStop, rounds: int) -> RaceResult:
         alive = self.survivors()
