@@ -72,17 +72,21 @@ class _Told:
 
 
 def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: float, seed: int,
-             cached_next: bool | None = None, check: bool = True, final_after_one: str = "on") -> dict[str, Any]:  # fmt: skip
+             cached_next: bool | None = None, check: bool = True, final_after_one: str = "on",
+             transfer_options: str = "") -> dict[str, Any]:  # fmt: skip
     """One key as ``tritune tune`` searches it by default (cold without ``near``, transfer with), then the final race.
 
     ``cached_next``: the transfer's option of that name (None: its default). ``check``: the tuner's check race
     after an unconfirmed opening (:func:`tritune.engine.searched.replay_check_race`; off: tuning before it).
     ``final_after_one``: ``"off"`` runs no final race after a search of one batch (a transfer confirmed by its
-    opening): the opening's race picks alone (replayed in session 25 and rejected)."""
+    opening): the opening's race picks alone (replayed in session 25 and rejected). ``transfer_options``: more
+    options of the transfer's strategy (``"tile_per_warp=true"``)."""
     _, illegal = replay_space(land)
     bad = set(illegal)
     legal = [c for c in land.configs if c not in bad]
-    spec = DEFAULT if not near or cached_next is None else f"{DEFAULT}:cached_next={str(cached_next).lower()}"
+    opts = ([f"cached_next={str(cached_next).lower()}"] if cached_next is not None else []) + (
+        [transfer_options] if transfer_options else [])
+    spec = DEFAULT if not near or not opts else f"{DEFAULT}:{','.join(opts)}"
     plan = searching.SearchPlan(spec, None, "replay: the default search")  # these spaces are < 512: forced
     opening = rule(near) if near else None
     driver, _ = searching.make_driver(plan, legal, width=WIDTH, key_values=dict(land.key), near=near, seed=seed,
@@ -111,6 +115,7 @@ def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: floa
             checked = replay_check_race(land, driver, noise=noise, seed=seed)
     seen = [(o.config, o.time_ms) for o in driver.history if o.ok and o.time_ms is not None]
     final: list[Config] = []
+    pick: Config | None
     if checked is not None:
         pick = checked
     elif batches == 1 and final_after_one == "off":  # the rejected variant: the opening's race picks alone
@@ -132,11 +137,13 @@ def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: floa
 
 #: ``--variants``: the transfer's ``cached_next`` and the tuner's check race per variant (``old``: the continuation
 #: before session 18; ``nocheck``: tuning before session 25, no check race after an unconfirmed opening;
-#: ``nofinal1``: the check race, and no final race after a search of one batch, rejected in session 25).
-VARIANTS: dict[str, tuple[bool | None, bool, str]] = {
+#: ``nofinal1``: the check race, and no final race after a search of one batch, rejected in session 25; ``tpw``:
+#: the transfer's surrogate reading the tile per warp, as the cold search's does since session 24).
+VARIANTS: dict[str, tuple[bool | None, bool, str] | tuple[bool | None, bool, str, str]] = {
     "default": (None, True, "on"), "old": (False, False, "on"), "cached": (True, False, "on"),
     "nocheck": (None, False, "on"),  # tuning before session 25: no check race
     "nofinal1": (None, True, "off"),  # the check race, and no final race after a search of one batch (rejected)
+    "tpw": (None, True, "on", "tile_per_warp=true"),  # the transfer's model reads the tile per warp too
 }
 
 
@@ -153,9 +160,10 @@ def run(fams: list[list[Landscape]], seeds: int, noise: float, rules: Sequence[s
                     near: list[KeyResults] = []
                     r: dict[str, Any] = {}
                     for land in order:
-                        cached_next, check, final_after_one = VARIANTS[variant]
+                        cached_next, check, final_after_one, *more = VARIANTS[variant]
                         r = tune_key(land, near, RULES[name], noise=noise, seed=seed, cached_next=cached_next,
-                                     check=check, final_after_one=final_after_one)  # fmt: skip
+                                     check=check, final_after_one=final_after_one,
+                                     transfer_options=more[0] if more else "")  # fmt: skip
                         near.append(r["results"])
                     out[label].append({"family": f, "kernel": order[-1].kernel, "new_key": dict(order[-1].key),
                                       "seed": seed, **{k: v for k, v in r.items() if k != "results"}})  # fmt: skip
