@@ -194,7 +194,6 @@ class _Race:
         self.calls = 0
         #: Each config's looks in the order they ran: (the look's number among all of this race's, median ms).
         self.looks: dict[Config, list[tuple[int, float]]] = {}
-        self._around: tuple[tuple[Config, ...], list[tuple[int, float]]] | None = None
         self.prior = prior
         self.carried_s = 0.0
         if prior is not None:  # the survivors of an earlier race go on with the samples they have
@@ -323,16 +322,12 @@ class _Race:
         while c in self.meas and not self.full(c) and not self.out_of_budget():
             self.time(c, self.opts.round_budget_s)
 
-    def drift(self, c: Config, alive: list[Config]) -> float:
-        """The factor that puts a dropped config's time on the survivors' footing (module docstring, "Drift"): for
-        each of its looks, the GPU's level then is the median, over the survivors' looks nearest to it in time (as
-        many as there are survivors), of each look over that survivor's final median; the factor is 1 over the median
-        of those levels. 1.0 when no survivor was timed."""
-        around = self._survivor_looks(alive)
-        if not around:
-            return 1.0
+    def drift(self, c: Config, around: list[tuple[int, float]], width: int) -> float:
+        """The factor that puts a dropped config's time on the survivors' footing (module docstring, "Drift").
+        ``around``: every survivor look as (its number, its median over that survivor's final median), in order;
+        ``width``: how many survivors. For each look of ``c``, the GPU's level then is the median over the ``width``
+        survivor looks nearest to it in time; the factor is 1 over the median of those levels (1.0 without any)."""
         at = [k for k, _ in around]
-        width = max(1, len(alive))
         levels = []
         for k, _ in self.looks.get(c, ()):
             lo = hi = bisect_left(at, k)  # take the ``width`` survivor looks nearest to look ``k``, either side
@@ -341,24 +336,17 @@ class _Race:
                     lo -= 1
                 else:
                     hi += 1
-            levels.append(median(v for _, v in around[lo:hi]))
+            if hi > lo:
+                levels.append(median(v for _, v in around[lo:hi]))
         return 1.0 / median(levels) if levels else 1.0
-
-    def _survivor_looks(self, alive: list[Config]) -> list[tuple[int, float]]:
-        """Every survivor look as (its number, its median over that survivor's final median), in order; cached
-        for one set of survivors (the race's end)."""
-        key = tuple(alive)
-        if self._around is None or self._around[0] != key:
-            looks = sorted((k, m / self.meas[s].median_ms) for s in alive for k, m in self.looks.get(s, ()))
-            self._around = (key, looks)
-        return self._around[1]
 
     def result(self, stop: RaceStop, rounds: int) -> RaceResult:
         alive = self.survivors()
         winner = self.leader(alive) if alive else None
-        if self.opts.drift:
+        if self.opts.drift and self.eliminated:
+            around = sorted((k, m / self.meas[s].median_ms) for s in alive for k, m in self.looks.get(s, ()))
             for c in self.eliminated:
-                k = self.drift(c, alive)
+                k = self.drift(c, around, max(1, len(alive)))
                 if c in self.meas and k != 1.0:
                     self.meas[c] = self.meas[c].scaled(k, drift_factor=round(k, 6))
         if winner is None:
