@@ -279,25 +279,26 @@ class TransferSearch(SurrogateSearch):
         if not self.opening or any(not self.is_asked(self.index[c]) or self.index[c] in self._pending
                                    for c in self.opening):  # fmt: skip
             return False
-        if any(o.config in self.leaders for o in self.ties()):
-            return True
         best = self.best()
-        if best is None or best.time_ms is None or CONFIRM_TOL <= 0:
+        if best is None or best.time_ms is None:
             return False
-        limit = best.time_ms * (1 + CONFIRM_TOL)
-        return any(o.ok and o.time_ms is not None and o.time_ms <= limit and o.config in self.leaders
-                   for o in self.history)  # fmt: skip
+        return self._leader_tied(best.time_ms, self.interval(best)[1],
+                                 ((o.config, o.time_ms) for o in self.history if o.ok and o.time_ms is not None))
 
     def confirmed_by(self, looks: Mapping[Config, tuple[float, tuple[float, float] | None]]) -> bool:
         """Whether the check race (its configs' times, all taken together) puts a neighbour's winner first or tied
-        with its first: inside the first's interval or within :data:`CONFIRM_TOL` of its time (as :meth:`confirmed`)."""
-        ok = {c: v for c, v in looks.items() if v[0] is not None and v[0] > 0}
-        if not ok:
+        with its first, by :meth:`confirmed`'s rule."""
+        if not looks:
             return False
-        best = min(ok, key=lambda c: (ok[c][0], self.index.get(c, -1)))
-        t, ci = ok[best]
-        limit = max(t * (1 + max(CONFIRM_TOL, 0.0)), ci[1] if ci is not None else t)
-        return any(c in self.leaders and v[0] <= limit for c, v in ok.items())
+        best = min(looks, key=lambda c: (looks[c][0], self.index.get(c, -1)))
+        t, ci = looks[best]
+        return self._leader_tied(t, t if ci is None else ci[1], ((c, v[0]) for c, v in looks.items()))
+
+    def _leader_tied(self, best_ms: float, best_high_ms: float, times: Iterable[tuple[Config, float]]) -> bool:
+        """Whether a neighbour's winner among ``times`` ties with the best (``best_ms``, its interval's top
+        ``best_high_ms``): its time inside that interval, or within :data:`CONFIRM_TOL` of the best's."""
+        limit = max(best_high_ms, best_ms * (1 + max(CONFIRM_TOL, 0.0)))
+        return any(c in self.leaders and t <= limit for c, t in times)
 
     def confirming(self) -> frozenset[Config]:
         """The neighbours' winners: a tie of one of them with the best confirms the transfer (:meth:`confirmed`)."""
