@@ -216,9 +216,15 @@ def replay_final_race(landscape: Landscape, observed: Sequence[tuple[Config, flo
     picked = final_field(observed, lead, limit=limit, within=within)
     if not picked:
         return lead, []
-    timer = ReplayTimer(landscape, noise=noise, look_noise=noise, seed=seed)
-    fresh = race(picked, timer.measure_config, options or RaceOptions())
+    fresh = _replay_race(landscape, picked, noise=noise, seed=seed, options=options)
     return (lead if fresh.winner is None else fresh.winner), picked
+
+
+def _replay_race(landscape: Landscape, configs: Sequence[Config], *, noise: float, seed: int,
+                 options: RaceOptions | None) -> RaceResult:  # fmt: skip
+    """A fresh race of ``configs`` on the replay of ``landscape``, each sample and each look off by ``noise``."""
+    timer = ReplayTimer(landscape, noise=noise, look_noise=noise, seed=seed)
+    return race(configs, timer.measure_config, options or RaceOptions())
 
 
 def replay_check_race(landscape: Landscape, driver: SearchDriver, *, noise: float, seed: int = 0,
@@ -231,8 +237,7 @@ def replay_check_race(landscape: Landscape, driver: SearchDriver, *, noise: floa
     field = driver.check_field(limit, within, CHECK_WINNERS_WITHIN)
     if not field:
         return None
-    timer = ReplayTimer(landscape, noise=noise, look_noise=noise, seed=seed + 7919)
-    fresh = race(field, timer.measure_config, options or RaceOptions())
+    fresh = _replay_race(landscape, field, noise=noise, seed=seed + 7919, options=options)
     confirmed = driver.recheck({o.config: o.measurement for o in fresh.outcomes
                                 if o.status is Status.MEASURED and o.measurement is not None})  # fmt: skip
     return fresh.winner if fresh.winner is not None and confirmed else None

@@ -353,21 +353,18 @@ class SearchDriver:
         if (not self.confirm or self.batches != 1 or self._out or self.checked is not None or self.done
                 or limit < 2):  # fmt: skip
             return []
-        seen = sorted((o for o in self.history if o.ok and o.time_ms is not None),
-                      key=lambda o: o.time_ms)  # type: ignore[arg-type, return-value]  # fmt: skip
+        seen = sorted((o.time_ms, i, o.config) for i, o in enumerate(self.history) if o.ok and o.time_ms is not None)
         if not seen:
             return []
-        best = seen[0]
+        best_ms = seen[0][0]
         wide = within if confirming_within is None else max(within, confirming_within)
         leaders = self.strategy.confirming()
-        ahead = [o for o in seen[1:] if o.config in leaders and o.time_ms <= best.time_ms * (1 + wide)]  # type: ignore[operator]
+        ahead = [s for s in seen[1:] if s[2] in leaders and s[0] <= best_ms * (1 + wide)]
         if not ahead:
             return []
-        rest = [o for o in seen[1:] if o.config not in leaders and o.time_ms <= best.time_ms * (1 + within)]  # type: ignore[operator]
-        picked = [best, *(ahead + rest)[: limit - 1]]
-        field = [o.config for o in sorted(picked, key=lambda o: o.time_ms)]  # type: ignore[arg-type, return-value]
-        self.checked = tuple(field)
-        return field
+        rest = [s for s in seen[1:] if s[2] not in leaders and s[0] <= best_ms * (1 + within)]
+        self.checked = tuple(c for _, _, c in sorted([seen[0], *(ahead + rest)[: limit - 1]]))
+        return list(self.checked)
 
     def recheck(self, outcomes: Mapping[Config, Any]) -> bool:
         """The check race's outcomes (:meth:`check_field`), config -> outcome: whether they confirm the strategy's
