@@ -67,6 +67,7 @@ def main() -> int:
 
     from tritune.bench.event import EventTimer
     from tritune.bench.timer import TimerMeasure
+    from tritune.engine import job
     from tritune.engine.job import warm_if_idle
     from tritune.kernel import as_jit
     from tritune.measure import resolve_policy
@@ -94,8 +95,6 @@ def main() -> int:
            "runs": []}  # fmt: skip
     for gap in [float(g) for g in a.gaps.split(",")]:
         time.sleep(2.0)  # idle, as a fresh tuning process before its key
-        from tritune.engine import job
-
         job._last_busy[0] = float("-inf")
         if a.warm == "flush":
             warm_if_idle(timer, a.warm_s)  # what the tuner's timer does when it is built (ahead, beside the setup)

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 
-def estimates(looks: list[list[float]], rounds: int, mode: str, dropped: set[int] = frozenset()) -> list[float]:  # type: ignore[assignment]
+def estimates(looks: list[list[float]], rounds: int, mode: str, dropped: frozenset[int] = frozenset()) -> list[float]:
     """Log level of each config from its first ``rounds`` looks (a dropped config: its first look only)."""
     n = len(looks)
     out = []
@@ -79,7 +79,7 @@ def main() -> int:
             n, total = len(looks), len(looks[0])
             ref = [statistics.median(math.log(x) for x in looks[c]) for c in range(n)]
             first = [math.log(looks[c][0]) for c in range(n)]
-            slow_half = set(sorted(range(n), key=lambda c: first[c])[n // 2:])
+            slow_half = frozenset(sorted(range(n), key=lambda c: first[c])[n // 2:])
             line = [f"{f.name} gap {run['gap_s']} s, {total} rounds:"]
             for r in prefixes:
                 if r > total:

@@ -139,10 +139,10 @@ def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: floa
 #: before session 18; ``nocheck``: tuning before session 25, no check race after an unconfirmed opening;
 #: ``nofinal1``: the check race, and no final race after a search of one batch, rejected in session 25; ``tpw``:
 #: the transfer's surrogate reading the tile per warp, as the cold search's does since session 24).
-VARIANTS: dict[str, tuple[bool | None, bool, str] | tuple[bool | None, bool, str, str]] = {
-    "default": (None, True, "on"), "old": (False, False, "on"), "cached": (True, False, "on"),
-    "nocheck": (None, False, "on"),  # tuning before session 25: no check race
-    "nofinal1": (None, True, "off"),  # the check race, and no final race after a search of one batch (rejected)
+VARIANTS: dict[str, tuple[bool | None, bool, str, str]] = {
+    "default": (None, True, "on", ""), "old": (False, False, "on", ""), "cached": (True, False, "on", ""),
+    "nocheck": (None, False, "on", ""),  # tuning before session 25: no check race
+    "nofinal1": (None, True, "off", ""),  # the check race, and no final race after a search of one batch (rejected)
     "tpw": (None, True, "on", "tile_per_warp=true"),  # the transfer's model reads the tile per warp too
 }
 
@@ -160,10 +160,10 @@ def run(fams: list[list[Landscape]], seeds: int, noise: float, rules: Sequence[s
                     near: list[KeyResults] = []
                     r: dict[str, Any] = {}
                     for land in order:
-                        cached_next, check, final_after_one, *more = VARIANTS[variant]
+                        cached_next, check, final_after_one, transfer_options = VARIANTS[variant]
                         r = tune_key(land, near, RULES[name], noise=noise, seed=seed, cached_next=cached_next,
                                      check=check, final_after_one=final_after_one,
-                                     transfer_options=more[0] if more else "")  # fmt: skip
+                                     transfer_options=transfer_options)  # fmt: skip
                         near.append(r["results"])
                     out[label].append({"family": f, "kernel": order[-1].kernel, "new_key": dict(order[-1].key),
                                       "seed": seed, **{k: v for k, v in r.items() if k != "results"}})  # fmt: skip
