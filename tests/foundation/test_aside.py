@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
 import torch
 
-from tritune.engine.aside import aside
+from tritune.engine.aside import SWITCH_INTERVAL_S, aside
 
 
 def test_the_value_comes_back_from_another_thread():
@@ -54,3 +55,37 @@ def test_the_thread_sees_the_callers_context_variables():
     finally:
         var.reset(token)
     assert threading.Thread is not None and var.get() == "none"
+
+
+def test_switch_interval_is_fine_while_a_helper_runs_and_restored_after() -> None:
+    before = sys.getswitchinterval()
+    assert before > SWITCH_INTERVAL_S  # CPython's default, 5 ms
+    release = threading.Event()
+    seen: list[float] = []
+    a = aside(lambda: (release.wait(5), seen.append(sys.getswitchinterval())))
+    b = aside(lambda: seen.append(sys.getswitchinterval()))
+    b.result()  # ended while ``a`` runs: the interval stays fine for it
+    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL_S, abs=2e-6)
+    release.set()
+    a.result()
+    assert seen == [pytest.approx(SWITCH_INTERVAL_S, abs=2e-6)] * 2
+    assert sys.getswitchinterval() == before  # the last helper out restored it
+
+
+def test_a_finer_interval_the_caller_set_is_kept() -> None:
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.0001)
+    try:
+        seen: list[float] = []
+        aside(lambda: seen.append(sys.getswitchinterval())).result()
+        assert seen == [pytest.approx(0.0001, abs=2e-6)]
+        assert sys.getswitchinterval() == pytest.approx(0.0001, abs=2e-6)
+    finally:
+        sys.setswitchinterval(before)
+
+
+def test_inline_runs_leave_the_interval_alone() -> None:
+    before = sys.getswitchinterval()
+    seen: list[float] = []
+    aside(lambda: seen.append(sys.getswitchinterval()), inline=True).result()
+    assert seen == [before] and sys.getswitchinterval() == before
