@@ -254,3 +254,28 @@ def test_a_transfer_is_not_held_up_by_a_config_its_opening_dropped_on_a_cooler_g
         assert result.outcome(other).measurement.extra["drift_factor"] > 1.05  # type: ignore[union-attr]
     else:  # its stale 0.954 stays the best median, so the opening does not confirm and a check race is needed
         assert "check_race" in stats and stats["check_race"]["confirmed"]
+
+
+@pytest.mark.parametrize("confirm", [True, False])
+def test_a_transfers_opening_races_on_a_share_of_the_budget(confirm: bool) -> None:
+    from tritune.engine.searched import OPENING_BUDGET
+
+    driver, leader, _other, times = _transfer_driver()
+    if not confirm:
+        driver = SearchDriver(driver.strategy, 8, width=4, warm=[leader], first=4)
+    flat = {c: 0.01 for c in times}  # SYNTHETIC: every config alike, so no race ends before its budget
+    replay = ReplayTimer(Landscape.from_points("k", "synthetic", {}, [LandscapePoint(c, Status.MEASURED, t)
+                                                                     for c, t in flat.items()]), noise=0.3, seed=2)  # fmt: skip
+    opts = RaceOptions(brief_budget_s=0.001, round_budget_s=0.002, budget_per_candidate_s=0.02, confirm_looks=1)
+    first_race: list[float] = []
+
+    def on_batch(batch, result) -> None:  # type: ignore[no-untyped-def]
+        first_race.append(result.device_s) if not first_race else None
+
+    stats: dict = {}
+    search_and_race(driver, prepare=lambda c: None, measure=replay.measure_config,
+                    options=opts, stats=stats, on_batch=on_batch, final=0)  # fmt: skip
+    share = OPENING_BUDGET if confirm else 1.0
+    # the race stops at its first check past the budget: one round of 4 looks of 2 ms at most beyond it
+    assert 4 * 0.02 * share <= first_race[0] + 1e-9 <= 4 * 0.02 * share + 4 * 0.002 + 1e-9
+    assert stats["batches"][0].get("budget_per_candidate_s") == (pytest.approx(0.02 * share) if confirm else None)

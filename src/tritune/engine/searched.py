@@ -31,6 +31,18 @@ rounds keeps the samples of a cool GPU while the survivors go on heating it (on 
 race's pick of a transfer was 5% slower, re-measured interleaved, than a config it had dropped with a
 smaller median). The cost is a race of a few configs, about 0.1 s of device time.
 
+**The opening's budget.** A transfer's opening (a ``confirm`` driver's first batch, when the search has nothing
+to carry) races on :data:`OPENING_BUDGET` (60%) of the race's budget per candidate: its configs are the tuned keys'
+winners and the configs they measured fastest, near-ties that a race of a heavy kernel times to the end of its
+budget, and its answer is only whether a winner ties with the best and which configs lie within 3%: the final race
+(or the check race) times those again from fresh samples and picks. On the H100 at 6144^3 (session 25) that race
+was 0.20-0.38 s of a confirmed transfer's 0.5-0.7 s. Replayed (``benchmarks/opening_budget.py``, SYNTHETIC: 7
+recorded landscapes scaled to a 0.6 ms best, 200 seeds, the drift of ``race_drift.py``), the opening's 8 configs
+on 0.015 s each instead of 0.025 s took 0.117 s of device time instead of 0.164 s, and the final race's pick was
+as good (true time over the field's best: mean 1.0018 against 1.0016, share over 1.02 0.9% against 0.6%; at
+0.012 s 0.6%). A search that goes on races its next batches on the whole field's budget, less what the opening
+spent, as before.
+
 **The check race.** A transfer's opening (a ``confirm`` driver's first batch) that puts a neighbour's winner
 more than 1% behind its best does not confirm it, and the search would go on with a batch of compiles. On the
 H100s of session 24 that happened to 8 of 24 transfers at 6144^3, where ~10 configs lie within 2% and one look of
@@ -72,6 +84,17 @@ FINAL_LIMIT = 4
 #: first rounds keeps one moment's reading. Three openings of session 24-25 read both or all three tuned winners
 #: 6-16% behind while the other openings of the same tuned keys confirmed them within 1%.
 CHECK_WINNERS_WITHIN = 0.15
+#: A transfer's opening race spends this share of the race's budget per candidate (module docstring).
+OPENING_BUDGET = 0.6
+
+
+def opening_options(options: RaceOptions) -> RaceOptions:
+    """The race options of a transfer's opening (module docstring, "The opening's budget"): ``options`` with
+    :data:`OPENING_BUDGET` of its budget per candidate; ``options`` itself when it has a total budget or none."""
+    per = options.budget_per_candidate_s
+    if per is None or options.total_budget_s is not None:
+        return options
+    return replace(options, budget_per_candidate_s=per * OPENING_BUDGET)
 
 
 def search_and_race(
@@ -141,7 +164,9 @@ def search_and_race(
                 compiling = compiler(todo)
             extra = []
             phase: dict[str, Any] = {}
-            result = compile_and_race(todo, prepare=prepare, measure=measure, options=options, compiling=compiling,
+            opening = result is None and driver.confirm  # a transfer's first batch (module docstring)
+            opts = opening_options(options) if opening else options
+            result = compile_and_race(todo, prepare=prepare, measure=measure, options=opts, compiling=compiling,
                                       stats=phase, prior=result, on_tail=start_next)  # fmt: skip
             for c in batch:
                 o = result.outcome(c)
@@ -152,7 +177,8 @@ def search_and_race(
             batches.append({"configs": len(todo), "s": round(time.perf_counter() - t0, 3),
                             "compiled_s": phase.get("compiled_s"), "prepare_s": phase.get("prepare_s"),
                             "raced_s": phase.get("raced_s"), "leader": None if result.winner is None
-                            else result.winner.id})  # fmt: skip
+                            else result.winner.id,
+                            **({"budget_per_candidate_s": opts.budget_per_candidate_s} if opening else {})})  # fmt: skip
             if on_batch is not None:
                 on_batch(todo, result)
             decided = False  # whether the last race was of the final field (the check race)
