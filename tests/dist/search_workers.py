@@ -61,10 +61,14 @@ def prepare_for(land: Landscape) -> Any:
 
 def make_driver(legal: list[Config], strategy: str, seed: int) -> Any:
     def make(width: int) -> tuple[SearchDriver, dict[str, Any]]:
-        name, _, opt = strategy.partition(":")  # "surrogate:probe=1": the surrogate with finalist probes
+        # "surrogate:probe=1": the surrogate with finalist probes; "random+confirm": a driver that stops when the
+        # strategy confirms its start (a transfer's; random never does), so its first batch is an opening
+        spec, _, confirm = strategy.partition("+")
+        name, _, opt = spec.partition(":")
         options = {"probe": float(opt.split("=")[1])} if opt.startswith("probe=") else {}
         s = get(name, Space.from_configs(legal), seed=seed, **options)
-        return SearchDriver(s, Budget(evaluations=BUDGET), width=width), {"strategy": strategy}
+        driver = SearchDriver(s, Budget(evaluations=BUDGET), width=width, confirm=confirm == "confirm")
+        return driver, {"strategy": strategy}
 
     return make
 
@@ -85,8 +89,9 @@ def shared(rank: int, world: int, init_file: str, out_dir: str, strategy: str, f
         measure = FakeMeasure(land, fail_at=3 if rank == fail_rank else None)
         ss = SharedSearch.create(tg, "synthetic search", legal)
         driver, info = ss.start(make_driver(legal, strategy, seed=5), WIDTH)
+        stats: dict[str, Any] = {}
         try:
-            res = ss.search_and_race(driver, prepare=prepare_for(land), measure=measure, options=OPTS)
+            res = ss.search_and_race(driver, prepare=prepare_for(land), measure=measure, options=OPTS, stats=stats)
         except Exception as e:
             data["raised"] = f"{type(e).__name__}: {e}"
         else:
@@ -94,7 +99,8 @@ def shared(rank: int, world: int, init_file: str, out_dir: str, strategy: str, f
             data.update(winner=res.winner.id if res.winner else None, info=info, summary=driver.summary(),
                         batches=[[c.id for c in b] for b in ss.batches], calls=sorted(measure.calls),
                         measured_on=dict(res.measured_on), tried=[o.config.id for o in res.outcomes],
-                        retimed=res.retimed is not None)  # fmt: skip
+                        retimed=res.retimed is not None,
+                        budgets=[b.get("budget_per_candidate_s") for b in stats["batches"]])  # fmt: skip
     except BaseException:
         data["exception"] = traceback.format_exc()
     (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(data, default=str))

@@ -53,6 +53,17 @@ def test_two_ranks_share_one_search_and_measure_what_one_process_would(tmp_path:
     assert sorted(single_tried) == tried
     assert r0["winner"] == r1["winner"] == single_winner is not None
     assert r0["retimed"] and r1["retimed"]
+    assert r0["budgets"] == [None] * len(r0["batches"])  # no opening: every batch on the race's own budget
+
+
+def test_every_rank_races_a_transfers_opening_on_a_share_of_the_budget(tmp_path: Path) -> None:
+    from tritune.engine.searched import OPENING_BUDGET
+
+    r0, r1 = _run(tmp_path, "random+confirm")
+    assert r0["batches"] == r1["batches"] and len(r0["batches"]) == 3  # random never confirms: the search goes on
+    per = sw.OPTS.budget_per_candidate_s
+    assert per is not None
+    assert r0["budgets"] == r1["budgets"] == [pytest.approx(per * OPENING_BUDGET), None, None]
 
 
 def test_the_shared_search_asks_the_strategys_finals_once_on_rank_0(tmp_path: Path) -> None:

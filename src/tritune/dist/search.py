@@ -10,7 +10,9 @@ as wide as its compile pool. Over ranks, there is still **one strategy**, on ran
    list, which every rank holds) and broadcasts it; every rank compiles, loads, checks and races its share
    (:func:`~tritune.dist.split.split_by_width`) **with the survivors of its earlier shares** (``prior=``);
    every measured config's outcome (its Measurement, or its failure) is gathered to rank 0 and told to the
-   strategy. The budget counts every rank's evaluations: the driver records them all.
+   strategy. The budget counts every rank's evaluations: the driver records them all. A transfer's opening
+   (the first batch of a ``confirm`` driver) races on a share of the budget, as in one process
+   (:func:`tritune.engine.searched.opening_options`).
 3. When rank 0's driver stops, the ranks' races are merged by the winner rule and rank 0 re-times the
    finalists (:func:`~tritune.dist.race.finish_race`, as :func:`~tritune.dist.race.distributed_race`), so
    every rank adopts one winner; rank 0's driver summary is broadcast so every rank reports the same search.
@@ -36,6 +38,7 @@ from tritune.dist.split import split_by_width
 from tritune.engine.job import Compiler
 from tritune.engine.pipeline import Prepared, compile_and_race
 from tritune.engine.race import RaceOptions, RaceResult
+from tritune.engine.searched import opening_options
 from tritune.engine.sticky import StickyGuard
 from tritune.errors import DistributedError
 from tritune.outcome import Status
@@ -155,19 +158,22 @@ class SharedSearch:
         t_all = time.perf_counter()
         while True:
             n = len(self.batches) + 1
-            payload: tuple[list[int], int, str | None] = ([], 0, None)
+            # (the batch's indices, how many of them the strategy proposed, rank 0's error, whether it is a
+            # transfer's opening: raced on a share of the budget, as in one process)
+            payload: tuple[list[int], int, str | None, bool] = ([], 0, None, False)
             if self.rank == 0 and failed is not None:
-                payload = ([], 0, failed)
+                payload = ([], 0, failed, False)
             elif self.rank == 0:
                 try:
                     assert isinstance(driver, SearchDriver)
                     batch = driver.next_batch()
                     todo = batch + [c for c in extra if c not in batch]
-                    payload = ([index[c] for c in todo], len(batch), None)
+                    payload = ([index[c] for c in todo], len(batch), None, driver.confirm and n == 1)
                 except Exception as e:
-                    payload = ([], 0, f"the strategy failed on rank 0: {type(e).__name__}: {e}")
+                    payload = ([], 0, f"the strategy failed on rank 0: {type(e).__name__}: {e}", False)
                 extra = []
-            ids, n_told, error = self._bcast(payload, f"propose batch {n}")
+            ids, n_told, error, opening = self._bcast(payload, f"propose batch {n}")
+            opts = opening_options(options) if opening else options
             if error is not None:
                 raise DistributedError(f"{self.label}: {error}. Every rank stops tuning this together.")
             if not ids:
@@ -179,11 +185,11 @@ class SharedSearch:
             t0 = time.perf_counter()
 
             def work(share: list[Config] = share, phase: dict[str, Any] = phase,
-                     prior: RaceResult | None = local) -> RaceResult | None:  # fmt: skip
+                     prior: RaceResult | None = local, opts: RaceOptions = opts) -> RaceResult | None:  # fmt: skip
                 if not share:
                     return prior
                 compiling = compiler(share) if compiler is not None else None
-                return compile_and_race(share, prepare=guard.prepare, measure=guard.measure, options=options,
+                return compile_and_race(share, prepare=guard.prepare, measure=guard.measure, options=opts,
                                         compiling=compiling, stats=phase, prior=prior)  # fmt: skip
 
             mine, err = _run_local(work, self.rank, f"batch {n}: timing {len(share)} configs")  # type: ignore[arg-type]
@@ -210,7 +216,8 @@ class SharedSearch:
             tried.extend(todo)
             compiled += float(phase.get("compiled_s", 0.0) or 0.0)
             rounds.append({"configs": len(todo), "here": len(share), "s": round(time.perf_counter() - t0, 3),
-                           "compiled_s": phase.get("compiled_s")})  # fmt: skip
+                           "compiled_s": phase.get("compiled_s"),
+                           **({"budget_per_candidate_s": opts.budget_per_candidate_s} if opening else {})})  # fmt: skip
         if stats is not None:
             stats["batches"] = rounds
             stats["compiled_s"] = round(compiled, 3)

@@ -41,7 +41,7 @@ recorded landscapes scaled to a 0.6 ms best, 200 seeds, the drift of ``race_drif
 on 0.015 s each instead of 0.025 s took 0.117 s of device time instead of 0.164 s, and the final race's pick was
 as good (true time over the field's best: mean 1.0018 against 1.0016, share over 1.02 0.9% against 0.6%; at
 0.012 s 0.6%). A search that goes on races its next batches on the whole field's budget, less what the opening
-spent, as before.
+spent, as before. Over ranks (:mod:`tritune.dist.search`) every rank races its share of the opening so.
 
 **The check race.** A transfer's opening (a ``confirm`` driver's first batch) that puts a neighbour's winner
 more than 1% behind its best does not confirm it, and the search would go on with a batch of compiles. On the
