@@ -256,8 +256,10 @@ def test_a_transfer_is_not_held_up_by_a_config_its_opening_dropped_on_a_cooler_g
         assert "check_race" in stats and stats["check_race"]["confirmed"]
 
 
-@pytest.mark.parametrize("confirm", [True, False])
-def test_a_transfers_opening_races_on_a_share_of_the_budget(confirm: bool) -> None:
+@pytest.mark.parametrize(("confirm", "final"), [(True, 4), (False, 4), (True, 0)])
+def test_a_transfers_opening_races_on_a_share_of_the_budget(confirm: bool, final: int) -> None:
+    """Only a transfer's opening (a ``confirm`` driver's first batch) with a final race after it, which re-times
+    its leaders, races on the smaller budget."""
     from tritune.engine.searched import OPENING_BUDGET
 
     driver, leader, _other, times = _transfer_driver()
@@ -274,8 +276,8 @@ def test_a_transfers_opening_races_on_a_share_of_the_budget(confirm: bool) -> No
 
     stats: dict = {}
     search_and_race(driver, prepare=lambda c: None, measure=replay.measure_config,
-                    options=opts, stats=stats, on_batch=on_batch, final=0)  # fmt: skip
-    share = OPENING_BUDGET if confirm else 1.0
+                    options=opts, stats=stats, on_batch=on_batch, final=final)  # fmt: skip
+    share = OPENING_BUDGET if confirm and final > 1 else 1.0
     # the race stops at its first check past the budget: one round of 4 looks of 2 ms at most beyond it
     assert 4 * 0.02 * share <= first_race[0] + 1e-9 <= 4 * 0.02 * share + 4 * 0.002 + 1e-9
-    assert stats["batches"][0].get("budget_per_candidate_s") == (pytest.approx(0.02 * share) if confirm else None)
+    assert stats["batches"][0].get("budget_per_candidate_s") == (pytest.approx(0.02 * share) if share < 1 else None)

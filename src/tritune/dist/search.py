@@ -12,7 +12,7 @@ as wide as its compile pool. Over ranks, there is still **one strategy**, on ran
    every measured config's outcome (its Measurement, or its failure) is gathered to rank 0 and told to the
    strategy. The budget counts every rank's evaluations: the driver records them all. A transfer's opening
    (the first batch of a ``confirm`` driver) races on a share of the budget, as in one process
-   (:func:`tritune.engine.searched.opening_options`).
+   (:func:`tritune.engine.searched.opening_options`), when rank 0 re-times the finalists.
 3. When rank 0's driver stops, the ranks' races are merged by the winner rule and rank 0 re-times the
    finalists (:func:`~tritune.dist.race.finish_race`, as :func:`~tritune.dist.race.distributed_race`), so
    every rank adopts one winner; rank 0's driver summary is broadcast so every rank reports the same search.
@@ -168,7 +168,8 @@ class SharedSearch:
                     assert isinstance(driver, SearchDriver)
                     batch = driver.next_batch()
                     todo = batch + [c for c in extra if c not in batch]
-                    payload = ([index[c] for c in todo], len(batch), None, driver.confirm and n == 1)
+                    opening = driver.confirm and n == 1 and self.retime_finalists  # re-timed at the end
+                    payload = ([index[c] for c in todo], len(batch), None, opening)
                 except Exception as e:
                     payload = ([], 0, f"the strategy failed on rank 0: {type(e).__name__}: {e}", False)
                 extra = []

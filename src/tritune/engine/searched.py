@@ -32,16 +32,19 @@ race's pick of a transfer was 5% slower, re-measured interleaved, than a config 
 smaller median). The cost is a race of a few configs, about 0.1 s of device time.
 
 **The opening's budget.** A transfer's opening (a ``confirm`` driver's first batch, when the search has nothing
-to carry) races on :data:`OPENING_BUDGET` (60%) of the race's budget per candidate: its configs are the tuned keys'
-winners and the configs they measured fastest, near-ties that a race of a heavy kernel times to the end of its
-budget, and its answer is only whether a winner ties with the best and which configs lie within 3%: the final race
-(or the check race) times those again from fresh samples and picks. On the H100 at 6144^3 (session 25) that race
-was 0.20-0.38 s of a confirmed transfer's 0.5-0.7 s. Replayed (``benchmarks/opening_budget.py``, SYNTHETIC: 7
+to carry and a final race follows) races on :data:`OPENING_BUDGET` (60%) of the race's budget per candidate: its
+configs are the tuned keys' winners and the configs they measured fastest, near-ties that a race of a heavy kernel
+times to the end of its budget, and its answer is only whether a winner ties with the best and which configs lie
+within 3%: the final race (or the check race) times those again from fresh samples and picks. On the H100 at 6144^3
+(session 25) that race was 0.20-0.38 s of a confirmed transfer's 0.5-0.7 s; on 60% (session 26, 16 transfers against
+16 in the same calls) the opening's batch took 0.20-0.27 s instead of 0.22-0.40 s and the transfer's median wall
+0.52-0.58 s instead of 0.61-0.65 s, qualities 1.000-1.017 against 1.000-1.015. Replayed (``benchmarks/opening_budget.py``, SYNTHETIC: 7
 recorded landscapes scaled to a 0.6 ms best, 200 seeds, the drift of ``race_drift.py``), the opening's 8 configs
 on 0.015 s each instead of 0.025 s took 0.117 s of device time instead of 0.164 s, and the final race's pick was
 as good (true time over the field's best: mean 1.0018 against 1.0016, share over 1.02 0.9% against 0.6%; at
 0.012 s 0.6%). A search that goes on races its next batches on the whole field's budget, less what the opening
-spent, as before. Over ranks (:mod:`tritune.dist.search`) every rank races its share of the opening so.
+spent, as before. Over ranks (:mod:`tritune.dist.search`) every rank races its share of the opening so, when rank 0
+re-times the finalists (``retime_finalists``, the default).
 
 **The check race.** A transfer's opening (a ``confirm`` driver's first batch) that puts a neighbour's winner
 more than 1% behind its best does not confirm it, and the search would go on with a batch of compiles. On the
@@ -164,7 +167,8 @@ def search_and_race(
                 compiling = compiler(todo)
             extra = []
             phase: dict[str, Any] = {}
-            opening = result is None and driver.confirm  # a transfer's first batch (module docstring)
+            # a transfer's first batch, with a final race to re-time its leaders (module docstring)
+            opening = result is None and driver.confirm and final > 1
             opts = opening_options(options) if opening else options
             result = compile_and_race(todo, prepare=prepare, measure=measure, options=opts, compiling=compiling,
                                       stats=phase, prior=result, on_tail=start_next)  # fmt: skip
