@@ -322,12 +322,12 @@ class _Race:
         while c in self.meas and not self.full(c) and not self.out_of_budget():
             self.time(c, self.opts.round_budget_s)
 
-    def drift(self, c: Config, around: list[tuple[int, float]], width: int) -> float:
+    def drift(self, c: Config, at: list[int], level: list[float], width: int) -> float:
         """The factor that puts a dropped config's time on the survivors' footing (module docstring, "Drift").
-        ``around``: every survivor look as (its number, its median over that survivor's final median), in order;
-        ``width``: how many survivors. For each look of ``c``, the GPU's level then is the median over the ``width``
-        survivor looks nearest to it in time; the factor is 1 over the median of those levels (1.0 without any)."""
-        at = [k for k, _ in around]
+        ``at``/``level``: every survivor look, in order, as its number and its median over that survivor's final
+        median; ``width``: how many survivors. For each look of ``c``, the GPU's level then is the median over the
+        ``width`` survivor looks nearest to it in time; the factor is 1 over the median of those levels (1.0 without
+        any)."""
         levels = []
         for k, _ in self.looks.get(c, ()):
             lo = hi = bisect_left(at, k)  # take the ``width`` survivor looks nearest to look ``k``, either side
@@ -337,7 +337,7 @@ class _Race:
                 else:
                     hi += 1
             if hi > lo:
-                levels.append(median(v for _, v in around[lo:hi]))
+                levels.append(median(level[lo:hi]))
         return 1.0 / median(levels) if levels else 1.0
 
     def result(self, stop: RaceStop, rounds: int) -> RaceResult:
@@ -345,9 +345,12 @@ class _Race:
         winner = self.leader(alive) if alive else None
         if self.opts.drift and self.eliminated:
             around = sorted((k, m / self.meas[s].median_ms) for s in alive for k, m in self.looks.get(s, ()))
+            at, level = [k for k, _ in around], [v for _, v in around]  # once for every dropped config
             for c in self.eliminated:
-                k = self.drift(c, around, max(1, len(alive)))
-                if c in self.meas and k != 1.0:
+                if c not in self.meas:  # failed after it was dropped: nothing to rescale
+                    continue
+                k = self.drift(c, at, level, max(1, len(alive)))
+                if k != 1.0:
                     self.meas[c] = self.meas[c].scaled(k, drift_factor=round(k, 6))
         if winner is None:
             stop = "none_measured"
