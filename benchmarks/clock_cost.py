@@ -57,7 +57,7 @@ def main() -> int:
     import torch
     import triton
 
-    from tritune.tune.serving_runtime import CudaClock, DriverClock, Resolver, cuda_clock, driver_event_calls
+    from tritune.serving.runtime import CudaClock, DriverClock, Resolver, cuda_clock, driver_event_calls
 
     if not torch.cuda.is_available():
         print("clock_cost: needs a GPU (CUDA events); nothing measured")

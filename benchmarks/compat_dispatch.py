@@ -52,7 +52,7 @@ def engines(make: Callable[..., Any], n: int, x: torch.Tensor, y: torch.Tensor) 
 
 def main() -> None:
     import tritune
-    from tritune.tune.provenance import provenance
+    from tritune.bench.provenance import provenance
 
     a = dispatch_args()
     n = a.n

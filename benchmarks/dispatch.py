@@ -28,7 +28,7 @@ CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w i
 
 def main() -> None:
     import tritune
-    from tritune.tune.provenance import provenance
+    from tritune.bench.provenance import provenance
 
     a = dispatch_args()
     n = a.n

@@ -37,7 +37,7 @@ def main() -> int:
     from matmul import MATMUL_SPACE, matmul_args, matmul_grid, matmul_kernel
 
     import tritune
-    from tritune.tune.provenance import provenance
+    from tritune.bench.provenance import provenance
 
     if not torch.cuda.is_available():
         print("dist_decorator.py needs CUDA GPUs (one rank per GPU)", file=sys.stderr)

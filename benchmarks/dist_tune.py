@@ -1,4 +1,4 @@
-"""Distributed tuning benchmark: every rank tunes the same kernel and keys through tritune.dist.
+"""Distributed tuning benchmark: every rank tunes the same kernel and keys through tritune.ranks.
 
 On GPUs (one rank per GPU; the job's default group is NCCL, tuning runs on tritune's gloo side group)::
 
@@ -100,8 +100,8 @@ def _replay_problems(spec: str, rank: int) -> list[_Problem]:
 def _gpu_problems(spec: str, max_configs: int) -> list[_Problem]:
     import torch
 
+    from tritune.adapters.kernel import as_jit
     from tritune.bench import EventTimer, TimerMeasure
-    from tritune.kernel import as_jit
     from tritune.space import check_static
     from tritune.store import dtypes_of, make_key
     from tritune.workload import load_workloads
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     if gpu and not a.warm_cache:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tritune-dist-triton-")
     _init(backend, a.out)
-    from tritune import dist as td
+    from tritune import ranks as td
     from tritune.store import SQLiteStore
 
     tg = td.TuningGroup.create(a.timeout)

@@ -65,11 +65,11 @@ def main() -> int:
     import search_tune  # the benchmark's workload
     import torch
 
+    from tritune.adapters.kernel import as_jit
     from tritune.bench.event import EventTimer
     from tritune.bench.timer import TimerMeasure
     from tritune.engine import job
-    from tritune.engine.job import warm_if_idle
-    from tritune.kernel import as_jit
+    from tritune.engine.timing import warm_if_idle
     from tritune.measure import resolve_policy
 
     wl = search_tune.matmul_search_host

@@ -21,7 +21,7 @@ from typing import Any
 def original_autotuner() -> type:
     """Triton's own ``Autotuner`` class, also while ``tritune.patch_triton()`` has put its stand-in in its place."""
     try:
-        from tritune.tune.triton_surface import ORIGINAL_AUTOTUNER
+        from tritune.decorator.triton_surface import ORIGINAL_AUTOTUNER
 
         return ORIGINAL_AUTOTUNER  # type: ignore[no-any-return]
     except ImportError:

@@ -166,8 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
-    from tritune.tune.provenance import provenance
-    from tritune.tune.session import TuneOptions, tune
+    from tritune.bench.provenance import provenance
+    from tritune.engine.options import TuneOptions
+    from tritune.offline.tune import tune
 
     if a.fresh_cache:
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tcache-matmul-tma-")
@@ -184,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"tuning {', '.join(a.workloads)} at {key}: {len(workloads[0].candidates())} candidates each",
         flush=True,
     )
-    result = tune(workloads, keys=[key], options=TuneOptions(jobs=a.jobs, ceilings=False), group=None)
+    result = tune(workloads, keys=[key], ceilings=False, options=TuneOptions(jobs=a.jobs), group=None)
     phases["tune_s"] = time.perf_counter() - t0
     result.write(tune_path)
     summary = tune_summary(result)

@@ -120,7 +120,7 @@ def main() -> None:
             f"{summary[f'cublas_{how}_ms']['tflops']:.1f} TFLOP/s, triton/cuBLAS throughput {ratio:.3f}"
         )
     if a.json:
-        from tritune.tune.provenance import provenance
+        from tritune.bench.provenance import provenance
 
         Path(a.json).write_text(json.dumps({"provenance": provenance(), "example": a.example, "config": cfg.id,
                                             "size": a.size, "rounds": rows, "summary": summary}, indent=1))  # fmt: skip

@@ -9,7 +9,7 @@ on the GPU (``search_tune.py --only transfer``): the opening, the ``field`` fast
 (a transfer's opening holds the tuned keys' winners and the configs they measured fastest: near-ties, where a race
 spends its whole budget), races with the variant's options; the tuned keys' winner is one of the field's 4 truly
 fastest, drawn per seed; the transfer confirms when its reported time ties with the smallest reported one
-(:meth:`tritune.search.TransferSearch.confirmed`'s rule); then the final race (:func:`tritune.engine.searched.final_field`,
+(:meth:`tritune.search.TransferSearch.confirmed`'s rule); then the final race (:func:`tritune.engine.finals.final_field`,
 tuning's race options) picks, on the same timer (the drift goes on). Every variant gets the same draws per seed.
 
 A variant is ``BUDGET`` (device seconds per candidate of the opening race; tuning's default is 0.025) with ``/nopolish``
@@ -31,8 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 from tritune.bench import GpuDrift, ReplayTimer  # noqa: E402
+from tritune.engine.finals import final_field  # noqa: E402
 from tritune.engine.race import RaceOptions, race  # noqa: E402
-from tritune.engine.searched import final_field  # noqa: E402
 from tritune.landscape import Landscape  # noqa: E402
 from tritune.outcome import Status  # noqa: E402
 from tritune.search.transfer import CONFIRM_TOL  # noqa: E402

@@ -71,13 +71,14 @@ def main() -> None:
         profiled(call, out / f"profile_decorator_{i}_n2e{e}.txt", f"decorator n=2^{e}")
         ch = k.choices()[(n,)] if (n,) in k.choices() else list(k.choices().values())[-1]
         print(f"  winner {ch.config.id} {ch.detail} stats {json.dumps(ch.stats)}")
-    from tritune.tune.session import TuneOptions, tune
+    from tritune.engine.options import TuneOptions
+    from tritune.offline.tune import tune
 
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tcache-")
     (w,) = tritune.load_workloads(ROOT / "examples" / "gelu_space.py")
 
     def sess():
-        return tune([w], keys=[{"n": 1 << e} for e in a.sizes], options=TuneOptions(verify=False, ceilings=False))
+        return tune([w], keys=[{"n": 1 << e} for e in a.sizes], ceilings=False, verify=False, options=TuneOptions())
 
     res = profiled(sess, out / "profile_session.txt", "session")
     print(f"  compile_s {res.extra['compile_s']}", [(wr.key, wr.extra["wall_s"], (wr.extra["race"] or {}).get("stop"),

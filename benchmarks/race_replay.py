@@ -2,7 +2,7 @@
 converge to within 2% of their best, over many seeds, with a FAKE clock whose samples look like a 5-10 us
 kernel's event spans on the H200.
 
-The real :class:`~tritune.tune.incremental.Incremental` (state machine, per-key budgets, checks, pruning,
+The real :class:`~tritune.serving.incremental.Incremental` (state machine, per-key budgets, checks, pruning,
 promotion) serves ``benchmarks/serving.py``'s stream (Zipf s=1.1 over 24 buckets, 6,000 calls); no kernel runs
 (FAKE launch, FAKE compiles finished by the next call). Each bucket has 7 configs; the FAKE clock's samples:
 
@@ -72,9 +72,9 @@ import triton
 import triton.language as tl
 
 import tritune
+from tritune.serving.incremental import Incremental
+from tritune.serving.state import IncrementalOptions
 from tritune.store import MemoryStore
-from tritune.tune.incremental import Incremental
-from tritune.tune.serving_state import IncrementalOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serving import zipf_stream  # benchmarks/serving.py's stream, the same generator
@@ -186,7 +186,7 @@ def replay(seed: int, kind: str = "synthetic", outlier: float = 0.03, early: flo
     tuning = 0  # calls that ran while their key tuned (first, check, race, lone, leader): the stream's tuning cost
     phases: Counter[str] = Counter()
     launched: list[Any] = []
-    k._launch = lambda cfg, *a, **kw: launched.append(cfg)  # FAKE launch, recording the configs launched
+    k.launch = lambda cfg, *a, **kw: launched.append(cfg)  # FAKE launch, recording the configs launched
     served: list[list[int]] = [[0] * len(BLOCKS) for _ in means]  # per bucket, tuning calls served per config
     fast_served = [[0] * len(BLOCKS) for _ in means]  # per bucket, untimed calls of a promoted key per config
     refresh = 0  # racing calls taken while every window was full and the key waited for a check

@@ -40,7 +40,7 @@ def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # never launched (FAK
 
 
 class FakeTorch:
-    """FAKE torch module for :class:`~tritune.tune.serving_runtime.CudaClock`: events that record nothing, an
+    """FAKE torch module for :class:`~tritune.serving.runtime.CudaClock`: events that record nothing, an
     event pair that "took" 10 us +-10% (seeded: every config alike, so the race stays open), and a stream whose
     query says ``idle`` (idle: the clock queues its spin, here a no-op)."""
 
@@ -81,7 +81,7 @@ class FakeCompiles:
 
 
 class FakeFast:
-    """FAKE fast launcher (what :func:`tritune.tune.dispatch.make_fast` returns): launching does nothing."""
+    """FAKE fast launcher (what :func:`tritune.decorator.dispatch.make_fast` returns): launching does nothing."""
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         self.launch = lambda args, grid: None
@@ -97,11 +97,11 @@ def build(idle: bool, thread: bool, seed: int = 0, resolve: str = "thread") -> t
     import torch
 
     import tritune
-    import tritune.tune.dispatch as dispatch
-    import tritune.tune.incremental as incmod
-    from tritune.tune.incremental import Incremental
-    from tritune.tune.serving_runtime import CudaClock
-    from tritune.tune.serving_state import IncrementalOptions
+    import tritune.decorator.dispatch as dispatch
+    import tritune.serving.incremental as incmod
+    from tritune.serving.incremental import Incremental
+    from tritune.serving.runtime import CudaClock
+    from tritune.serving.state import IncrementalOptions
 
     dispatch.make_fast = FakeFast  # type: ignore[assignment]  # FAKE: no binary to launch on the CPU
     incmod._empty_like = lambda t: t  # FAKE scratch buffers (checks only)
@@ -114,7 +114,7 @@ def build(idle: bool, thread: bool, seed: int = 0, resolve: str = "thread") -> t
     inc.host_clock = time.perf_counter
     k = tritune.autotune(configs=configs, key=["n"], store=False, incremental=inc)(scale_kernel)
     k._fast_ok = True  # FAKE: as on a GPU (the fast launchers are the FAKE ones above)
-    k._launch = lambda *a, **kw: None  # type: ignore[method-assign]  # FAKE launch for Triton's path (first call, checks' reference)
+    k.launch = lambda *a, **kw: None  # type: ignore[method-assign]  # FAKE launch for Triton's path (first call, checks' reference)
     for _ in range(400):  # first call, checks, until all eight race
         k[(1,)](*args)
         if thread:
@@ -130,7 +130,7 @@ def build(idle: bool, thread: bool, seed: int = 0, resolve: str = "thread") -> t
 
 def cached_kernel(args: tuple[Any, ...]) -> Any:
     import tritune
-    from tritune.tune.choice import Choice
+    from tritune.decorator.choice import Choice
 
     configs = [triton.Config({"BLOCK": b}) for b in BLOCKS]
     k = tritune.autotune(configs=configs, key=["n"], store=False)(scale_kernel)

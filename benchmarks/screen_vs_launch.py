@@ -44,8 +44,8 @@ def _driver_attrs(kernel: Any, threads: int, shared: int) -> dict[str, Any]:
 def launch_all(path: str, name: str, screened: dict[str, Any]) -> dict[str, Any]:
     import torch
 
+    from tritune.adapters.kernel import as_jit
     from tritune.config import Config
-    from tritune.kernel import as_jit
     from tritune.workload import load_workloads
 
     (w,) = load_workloads(ROOT / path, name)

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritune.engine.searched import replay_final_race
+from tritune.engine.finals import replay_final_race
 from tritune.errors import SearchError
 from tritune.landscape import Landscape
 from tritune.search import registry

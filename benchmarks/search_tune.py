@@ -310,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["SEARCH_WORKLOAD"] = a.descriptors  # this process and every tune process it starts
     import torch
 
-    from tritune.tune.provenance import provenance
+    from tritune.bench.provenance import provenance
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

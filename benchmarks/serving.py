@@ -283,7 +283,7 @@ def variant_options(overrides: dict[str, str]) -> tuple[dict[str, Any], str, boo
     """A variant's IncrementalOptions overrides (typed as the fields are), its clock kind and late counting."""
     import dataclasses
 
-    from tritune.tune.serving_state import IncrementalOptions
+    from tritune.serving.state import IncrementalOptions
 
     types = {f.name: f.type for f in dataclasses.fields(IncrementalOptions)}
     out: dict[str, Any] = {}
@@ -306,7 +306,7 @@ def variant_options(overrides: dict[str, str]) -> tuple[dict[str, Any], str, boo
 
 def make_clock(kind: str, late: bool, spin: bool | None = None) -> Any:
     """The incremental engine's clock of ``kind``; ``spin``: its ``spin_idle`` (default ``--no-spin-idle``'s)."""
-    from tritune.tune.serving_runtime import CudaClock, DriverClock, cuda_clock, driver_event_calls
+    from tritune.serving.runtime import CudaClock, DriverClock, cuda_clock, driver_event_calls
 
     detect = DROP_LATE or late
     spin = SPIN_IDLE if spin is None else spin
@@ -331,11 +331,11 @@ def decorate(engine: str, w: Workload, out: Path, dry: bool) -> Any:
         return tritune.autotune(configs=w.configs, key=w.key, store=str(store))(w.jit)
     if engine == "pretuned":
         return tritune.autotune(configs=w.configs, key=w.key, store=str(store))(w.jit)
-    from tritune.tune.incremental import Incremental
+    from tritune.serving.incremental import Incremental
 
     inc_store = out / f"{w.name}.{engine.replace('@', '-')}.sqlite"
     inc_store.unlink(missing_ok=True)
-    from tritune.tune.serving_state import IncrementalOptions
+    from tritune.serving.state import IncrementalOptions
 
     overrides, kind, late = variant_options(VARIANTS.get(engine.partition("@")[2], {}))
     opts = IncrementalOptions(**{"spin_idle": SPIN_IDLE, "drop_late": DROP_LATE, "wait_leader": WAIT_LEADER,
@@ -592,7 +592,7 @@ class StreamRun:
             parts = list(inc.check_parts)  # every key's checks, promoted keys' too: where a check's time goes
             res["check_parts_median_ms"] = [pct([p[i] for p in parts], 0.5) for i in range(3)] if parts else None
             res["checks_timed"] = len(parts)
-            from tritune.tune.incremental import CHECK_STEPS
+            from tritune.serving.incremental import CHECK_STEPS
 
             res["host_split_us"] = {str(ph): {"n": int(v[0]), "call_us": round(v[1] / v[0] * 1e6, 2),
                                               "resolve_us": round(v[2] / v[0] * 1e6, 2)}
@@ -752,7 +752,7 @@ def print_diagnosis(kd: dict[str, Any], inc: dict[str, Any]) -> None:
 def final_config(engine: str, k: Any, w: Workload, t: tuple[Any, ...]) -> str:
     """The config the engine dispatches this bucket to now (a tritune Config id); for ``incremental``,
     ``tuning:<provisional>`` while the bucket has not promoted (it still rotates among candidates)."""
-    from tritune.tune.triton_surface import from_triton
+    from tritune.decorator.triton_surface import from_triton
 
     if engine == "untuned":
         return from_triton(w.configs[0]).id
@@ -774,7 +774,7 @@ def retime(w: Workload, t: tuple[Any, ...], dry: bool, rounds: int, policy: str 
     flush, tritune's ``EventTimer.for_policy("warm")``, as the stream runs: the same tensors call after call)
     or ``cold`` (``do_bench``, the L2 flushed before each run). ``keep`` receives every round's value per config
     (:func:`ratio_interval` reads them)."""
-    from tritune.tune.triton_surface import from_triton
+    from tritune.decorator.triton_surface import from_triton
 
     runs = {from_triton(c).id: (lambda p=Plain(w.jit, c): w.launch(p, t)) for c in w.configs}
     names = list(runs)
@@ -920,7 +920,7 @@ def stream_judge(w: Workload, tensors: list[tuple[Any, ...]], stream: list[int],
     which is what :func:`paired_ratio` reads. ``deadline_s``: no chunk starts after that many seconds (the
     chunks done stay paired; ``stats["chunks"]`` and ``stats["cut_at_s"]`` say where it stopped), so a judge that
     runs slower than planned leaves the run's other results intact."""
-    from tritune.tune.triton_surface import from_triton
+    from tritune.decorator.triton_surface import from_triton
 
     by_id = {from_triton(c).id: Plain(w.jit, c) for c in w.configs}
     n_assign = max((len(v) for v in picks.values()), default=0)
@@ -1017,7 +1017,7 @@ def paired_ratio(rounds: dict[str, list[float]], cfg: str, ref: str, boot: int =
 def output_spread(w: Workload, t: tuple[Any, ...]) -> dict[str, float]:
     """Largest difference of any config's output from the first config's: absolute, relative, and as a
     fraction of the check's default tolerance (``atol + rtol*|ref|``: below 1 means the check agrees)."""
-    from tritune.tune.serving_check import default_tolerance
+    from tritune.serving.check import default_tolerance
 
     outs = []
     for c in w.configs:
@@ -1052,7 +1052,7 @@ def compile_one_ms(w: Workload, t: tuple[Any, ...]) -> float:
 def comparison_check(dev: str) -> dict[str, Any]:
     """The check's comparison on this device (the fused kernel where it loads): equal outputs agree, an
     integer off by one and a float beyond the tolerance differ, a float within it agrees."""
-    from tritune.tune.serving_check import compare_outputs, default_tolerance, prepare_fused
+    from tritune.serving.check import compare_outputs, default_tolerance, prepare_fused
 
     res: dict[str, Any] = {}
     for dt in (torch.int32, torch.float16, torch.bfloat16, torch.float32):
@@ -1080,8 +1080,8 @@ def overhead_us(dev: str, calls: int = 2000) -> dict[str, Any]:
     promotes, every candidate checked: it rotates among them with real CUDA events and the resolver thread
     running), and ``check`` (a call that also checks a candidate: copies, scratch run, comparison). Best of
     three rounds of ``calls`` calls, each round ended by one synchronize."""
-    from tritune.tune.incremental import Incremental
-    from tritune.tune.serving_state import IncrementalOptions
+    from tritune.serving.incremental import Incremental
+    from tritune.serving.state import IncrementalOptions
 
     w = workloads(dev, dev == "cpu", True, 1, tiny=True)[1]
     configs = [triton.Config({"BLOCK": b}, num_warps=4) for b in (256, 512, 1024)]
@@ -1211,7 +1211,7 @@ def main() -> None:
     DROP_LATE = a.drop_late
     WAIT_LEADER = not a.no_wait_leader
     if a.flat_prune:
-        import tritune.tune.serving_state as serving_state
+        import tritune.serving.state as serving_state
 
         serving_state.PRUNE_NEAR = math.inf
     dry = a.dry_run
@@ -1234,7 +1234,7 @@ def main() -> None:
                            "wait_leader": WAIT_LEADER, "flat_prune": a.flat_prune, "resolve": RESOLVE,
                            "repeat": a.repeat, "variants": VARIANTS,
                            "engines": engines, "kernels": {}, "watchdog_ms": a.watchdog_ms}  # fmt: skip
-    from tritune.tune.provenance import provenance
+    from tritune.bench.provenance import provenance
 
     doc["provenance"] = provenance()
     t_start = time.perf_counter()

@@ -385,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{c['case']:20} key={c['key']} configs={c['configs']}")
         print(f"methods {METHODS} x {a.reps} tunings each; judged under {POLICIES}: {rounds} rounds x {budget} s")
         return 0
-    from tritune.tune.provenance import provenance
+    from tritune.bench.provenance import provenance
 
     t_start = time.perf_counter()
     doc: dict[str, Any] = {"provenance": provenance(benchmark="short_kernels"), "plan": plan, "cases": []}

@@ -44,7 +44,7 @@ from matmul_vs_cublas import launcher, parse_config  # noqa: E402
 from search_tune import matmul_search  # noqa: E402
 
 from tritune.bench import EventTimer  # noqa: E402
-from tritune.tune.provenance import provenance  # noqa: E402
+from tritune.bench.provenance import provenance  # noqa: E402
 
 WINNER_S14 = ("BLOCK_K=64,BLOCK_M=128,BLOCK_N=256,EPILOGUE_SUBTILE=2,GROUP_M=16,WARP_SPECIALIZE=0,num_warps=8,"
               "num_stages=3,maxnreg=168")  # fmt: skip

@@ -7,13 +7,13 @@ ALL TIMES ARE SYNTHETIC: the fitted families of ``benchmarks/landscapes/fitted.p
 4, 8, per recorded landscape, their structure sampled from the recorded H200 landscapes), replayed with
 multiplicative noise per look. Per family, per seed and per choice of the new key, it runs what ``tritune tune``
 runs for 3 keys then a 4th (``search_tune.py --only transfer`` on the H200): the first key a cold default
-search, each later key the default transfer from the keys before it (:func:`tritune.tune.searching.make_driver`,
+search, each later key the default transfer from the keys before it (:func:`tritune.engine.plan.make_driver`,
 the tuning driver with its opening batch and ``stopped: confirmed``), then the tuner's final race
-(:func:`tritune.engine.searched.replay_final_race`) picks and its pick is what the next key sees as the stored
+(:func:`tritune.engine.finals.replay_final_race`) picks and its pick is what the next key sees as the stored
 winner. The new key's pick is judged on its TRUE (recorded, noise-free) time over the landscape's best.
 
 Rules of the opening batch's size (``make_driver(opening=...)``), each used for all 4 keys of a run:
-``per_key`` 2 x tuned keys + 2 (tuning's rule, :func:`tritune.tune.searching.first_batch_size`), ``distinct``
+``per_key`` 2 x tuned keys + 2 (tuning's rule, :func:`tritune.engine.plan.first_batch_size`), ``distinct``
 2 x distinct winners + 2 (proposed in issue 16, rejected on these numbers), and fixed sizes. Printed per rule: the new key's quality (median, p90, worst, share > 1.02) and configs measured.
 ``--variants nocheck,default,nofinal1`` runs each rule as tuning ran before session 25, with the tuner's check race
 after an unconfirmed opening (:meth:`tritune.search.SearchDriver.check_field`, tuning's default), and with it and no
@@ -39,13 +39,13 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "landscapes"))
 from fitted import families  # type: ignore[import-not-found]  # noqa: E402
 
 from tritune.config import Config  # noqa: E402
-from tritune.engine.searched import replay_check_race, replay_final_race  # noqa: E402
+from tritune.engine import plan as searching  # noqa: E402
+from tritune.engine.finals import replay_check_race, replay_final_race  # noqa: E402
 from tritune.landscape import Landscape  # noqa: E402
 from tritune.outcome import Status  # noqa: E402
 from tritune.search import KeyResults  # noqa: E402
 from tritune.search.registry import DEFAULT  # noqa: E402
 from tritune.search.simulate import ReplayEvaluator, replay_space  # noqa: E402
-from tritune.tune import searching  # noqa: E402
 
 WIDTH = 16  # the H200 host's compile pool
 Rule = Callable[[Sequence[KeyResults]], "int | None"]
@@ -77,7 +77,7 @@ def tune_key(land: Landscape, near: list[KeyResults], rule: Rule, *, noise: floa
     """One key as ``tritune tune`` searches it by default (cold without ``near``, transfer with), then the final race.
 
     ``cached_next``: the transfer's option of that name (None: its default). ``check``: the tuner's check race
-    after an unconfirmed opening (:func:`tritune.engine.searched.replay_check_race`; off: tuning before it).
+    after an unconfirmed opening (:func:`tritune.engine.finals.replay_check_race`; off: tuning before it).
     ``final_after_one``: ``"off"`` runs no final race after a search of one batch (a transfer confirmed by its
     opening): the opening's race picks alone (replayed in session 25 and rejected). ``transfer_options``: more
     options of the transfer's strategy (``"tile_per_warp=true"``)."""

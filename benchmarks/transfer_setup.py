@@ -48,12 +48,13 @@ import search_tune as st  # noqa: E402
 
 from tritune.bench import ReplayTimer  # noqa: E402
 from tritune.config import Config  # noqa: E402
+from tritune.engine import plan as searching  # noqa: E402
+from tritune.engine.options import TuneOptions  # noqa: E402
 from tritune.engine.race import RaceOptions  # noqa: E402
 from tritune.landscape import Landscape, LandscapePoint  # noqa: E402
+from tritune.offline.tune import screen_static, tune  # noqa: E402
 from tritune.outcome import Status  # noqa: E402
 from tritune.store import CandidateRecord, make_key, open_store  # noqa: E402
-from tritune.tune import searching  # noqa: E402
-from tritune.tune.session import TuneOptions, screen_static, tune  # noqa: E402
 
 
 def synthetic_ms(c: Config) -> float:
@@ -132,12 +133,12 @@ def main() -> int:
     legal = list(screened.legal)
     points = [LandscapePoint(c, Status.MEASURED, synthetic_ms(c)) for c in legal]
     timer = ReplayTimer(Landscape.from_points(wl.name, "synthetic", st.NEW_KEY, points), noise=0.01, seed=0)
-    opts = TuneOptions(jobs=16, verify=False, ceilings=False,
+    opts = TuneOptions(jobs=16,
                        race=RaceOptions(brief_budget_s=0.001, round_budget_s=0.003))  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="transfer-setup-"))
 
     def run(keys: list[dict[str, int]], db: Path) -> list[dict[str, Any]]:
-        res = tune([wl], keys=keys, options=opts, store=open_store(db), timer=timer, target=None, device="cpu",
+        res = tune([wl], keys=keys, ceilings=False, verify=False, options=opts, store=open_store(db), timer=timer, target=None, device="cpu",
                    group=None)  # fmt: skip
         out = []
         for w in res.workloads:

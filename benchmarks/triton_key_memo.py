@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = """
 import json, time
 import triton, triton.runtime.cache as c
-import tritune.screen.triton_key as tk
+import tritune.adapters.triton_key as tk
 t = time.perf_counter()
 tk.install_triton_key_memo()
 key = c.triton_key()

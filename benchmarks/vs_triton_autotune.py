@@ -138,12 +138,13 @@ def run_decorator(part: Part, make: Callable[[], Any], what: str) -> list[dict[s
 
 def run_session(part: Part, jobs: int | None, what: str) -> list[dict[str, Any]]:
     """What `tritune tune` runs: per key, compile in forked workers while racing what compiled first."""
-    from tritune.tune.session import TuneOptions, tune
+    from tritune.engine.options import TuneOptions
+    from tritune.offline.tune import tune
 
     fresh_cache()
     (w,) = tritune.load_workloads(*part.workload)
     t = time.perf_counter()
-    res = tune([w], keys=part.keys, options=TuneOptions(jobs=jobs, verify=False, ceilings=False))
+    res = tune([w], keys=part.keys, ceilings=False, verify=False, options=TuneOptions(jobs=jobs))
     call_s = time.perf_counter() - t
     out = []
     for key, wr in zip(part.keys, res.workloads):
@@ -307,7 +308,7 @@ def main() -> None:
     a = ap.parse_args()
     if len(a.mm_size) not in (1, 3):
         ap.error("--mm-size takes one value (M=N=K) or three (M N K)")
-    from tritune.tune.provenance import provenance
+    from tritune.bench.provenance import provenance
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,17 @@
-"""tritune: autotuning for Triton kernels that screens, verifies, times, searches, stores and dispatches."""
+"""tritune: autotuning for Triton kernels that screens, verifies, times, searches, stores and dispatches.
 
-from __future__ import annotations
+``import tritune`` loads what a decorated kernel's cached call needs (the decorator, its keys and dispatch); the
+tuning engine, the store, ``verify`` and the workload tools load at their first use.
+"""
 
 from tritune import bucket
 from tritune._version import __version__
+from tritune.adapters.interpreter import snapshot as _snapshot_language
+from tritune.api import TritonAutotuner, autotune, patch_triton, patched_triton, unpatch_triton
+from tritune.api import patch_from_environment as _patch_from_environment
 from tritune.bench import Measurement
 from tritune.config import Config
+from tritune.decorator.autotuned import Autotuned, Choice, PretunedIgnoredWarning, UntunedWarning
 from tritune.errors import (
     CaptureMissError,
     ConfigError,
@@ -20,19 +26,41 @@ from tritune.errors import (
     WorkloadError,
 )
 from tritune.outcome import Status
-from tritune.results import CandidateResult, RunResult, WorkloadResult
-from tritune.screen.langguard import snapshot as _snapshot_language
 from tritune.space import Constraint, Space, constraint, pow2, values
-from tritune.tune.autotune import Autotuned, Choice, PretunedIgnoredWarning, UntunedWarning, autotune
-from tritune.tune.patch import patch_from_environment as _patch_from_environment
-from tritune.tune.patch import patch_triton, patched_triton, unpatch_triton
-from tritune.tune.triton_api import TritonAutotuner
-from tritune.verify import VerifyReport, verify
-from tritune.workload import Workload, load_workloads
 
 _snapshot_language()  # before any interpreter run patches triton.language
 
 from tritune import bench  # noqa: E402  (a callable module: tritune.bench(fn, ...))
+
+#: Public names loaded at their first use: name -> (module, attribute).
+_LAZY = {
+    "CandidateResult": ("tritune.results", "CandidateResult"),
+    "RaceOptions": ("tritune.engine.race", "RaceOptions"),
+    "RunResult": ("tritune.results", "RunResult"),
+    "TuneOptions": ("tritune.engine.options", "TuneOptions"),
+    "VerifyReport": ("tritune.verify", "VerifyReport"),
+    "Workload": ("tritune.workload", "Workload"),
+    "WorkloadResult": ("tritune.results", "WorkloadResult"),
+    "load_workloads": ("tritune.workload", "load_workloads"),
+    "verify": ("tritune.verify", ""),  # a callable module, as ``bench``: tritune.verify(...) runs verify
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = importlib.import_module(module)
+        value = getattr(value, attr) if attr else value
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tritune' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 _patch_from_environment()  # TRITUNE_PATCH_TRITON=1
 
@@ -49,6 +77,7 @@ __all__ = [
     "Measurement",
     "NoLegalConfigError",
     "PretunedIgnoredWarning",
+    "RaceOptions",
     "RunResult",
     "Space",
     "Status",
@@ -58,6 +87,7 @@ __all__ = [
     "TimingUnavailableError",
     "TritonAutotuner",
     "TrituneError",
+    "TuneOptions",
     "UntunedWarning",
     "VerifyReport",
     "Workload",

@@ -1,6 +1,6 @@
 """A kernel copy's view of its module's globals: read live, with jitted functions converted.
 
-:func:`tritune.kernel.as_jit` and :func:`tritune.kernel.as_interpreted` rebuild a kernel for the
+:func:`tritune.adapters.kernel.as_jit` and :func:`tritune.adapters.kernel.as_interpreted` rebuild a kernel for the
 compiler or for the CPU interpreter. The rebuilt function must resolve names as Triton resolves the
 original's: at launch, not when the kernel was decorated (tutorial 03 defines ``leaky_relu`` after the
 matmul kernel that calls it), and through module attributes (``tle.program_id(...)`` where ``tle`` is

@@ -53,6 +53,15 @@ class MeasurePolicy(str, Enum):
     COLD = "cold"
     WARM = "warm"
     GRAPH = "graph"
+    #: Not a way to time a candidate but where its times came from: the program's own calls while it served
+    #: (``incremental=True``). Only the serving mode records and reads keys of this policy, so a later tuning
+    #: under a timer's policy never takes those times for its own.
+    SERVED = "served"
+
+    @property
+    def timed(self) -> bool:
+        """Whether a timer can measure under this policy (every policy but ``served``)."""
+        return self is not MeasurePolicy.SERVED
 
     @property
     def flush_l2(self) -> bool:
@@ -78,7 +87,7 @@ class MeasurePolicy(str, Enum):
                 return cls(value.strip().lower())
             except ValueError:
                 pass
-        names = ", ".join(repr(p.value) for p in cls)
+        names = ", ".join(repr(p.value) for p in cls if p.timed)
         raise ConfigError(f"{where}={value!r} is not a measurement policy; use one of {names}")
 
     def __str__(self) -> str:
@@ -89,6 +98,7 @@ _DESCRIPTIONS: Mapping[MeasurePolicy, str] = {
     MeasurePolicy.COLD: "L2 flushed before each launch (eager, cold data)",
     MeasurePolicy.WARM: "back-to-back launches, L2 warm (eager, data just touched)",
     MeasurePolicy.GRAPH: "replayed from a CUDA graph, L2 warm (as in a captured decode step)",
+    MeasurePolicy.SERVED: "timed on the program's own calls while it served (incremental mode)",
 }
 
 #: The policy when nothing chooses one, and the policy of every key and landscape that records none.

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tritune.adapters.kernel import KernelInfo
 from tritune.config import Config, as_config, hooked_arguments
 from tritune.errors import TrituneError, WorkloadError, WorkloadLoadError
-from tritune.kernel import KernelInfo
 from tritune.space import Space
 
 Key = Mapping[str, Any]

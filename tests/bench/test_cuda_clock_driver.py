@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from tritune.tune.serving_runtime import (
+from tritune.serving.runtime import (
     CUDA_ERROR_NOT_READY,
     CudaClock,
     DriverClock,
@@ -287,7 +287,7 @@ def test_the_incremental_modes_clock_finds_the_stream_by_its_raw_handle(monkeypa
     (a CUDA build; on this CPU build they are FAKE, set for the test)."""
     import torch
 
-    from tritune.tune import serving_runtime
+    from tritune.serving import runtime as serving_runtime
 
     def raw(d: int) -> int:
         return 7000

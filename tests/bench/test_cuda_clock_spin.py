@@ -9,7 +9,7 @@ import statistics
 import pytest
 from sim_cuda import SimDevice
 
-from tritune.tune.serving_runtime import CudaClock
+from tritune.serving.runtime import CudaClock
 
 KERNEL_MS, LAUNCH_MS = 0.003, 0.015
 
@@ -50,8 +50,8 @@ def test_no_spin_while_the_device_is_busy() -> None:
 
 
 def test_spin_idle_is_the_default_and_spin_idle_false_opts_out() -> None:
-    from tritune.tune.incremental import Incremental
-    from tritune.tune.serving_state import IncrementalOptions
+    from tritune.serving.incremental import Incremental
+    from tritune.serving.state import IncrementalOptions
 
     assert IncrementalOptions().spin_idle is True
     for opts, want in ((None, True), (IncrementalOptions(spin_idle=False), False)):

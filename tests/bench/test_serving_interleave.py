@@ -117,7 +117,7 @@ class _FakeWorkload:
 
 def test_the_stream_judge_replays_the_stream_once_per_pick_and_pairs_each_buckets_values_by_chunk(serving) -> None:
     w = _FakeWorkload()
-    from tritune.tune.triton_surface import from_triton
+    from tritune.decorator.triton_surface import from_triton
 
     small, big = (from_triton(c).id for c in w.configs)
     stream = [0, 1, 0, 2, 1, 0, 0, 2, 1, 0, 0, 0]  # chunks of 4: bucket 2 is absent from the last one
@@ -196,7 +196,7 @@ def test_held_spans_keep_and_count_a_sub_batch_never_ahead_and_cap_the_hold(serv
 def test_the_stream_judge_times_device_calls_through_its_spans(serving) -> None:
     """With a spans object (here the FAKE), the judge's values are its spans, not the host clock's."""
     w = _FakeWorkload()
-    from tritune.tune.triton_surface import from_triton
+    from tritune.decorator.triton_surface import from_triton
 
     small, big = (from_triton(c).id for c in w.configs)
     fake = _FakeHeld(serving, [], sub=4)
@@ -210,7 +210,7 @@ def test_the_stream_judge_times_device_calls_through_its_spans(serving) -> None:
 
 def test_the_stream_judge_starts_no_chunk_past_its_deadline_and_keeps_the_chunks_it_timed_paired(serving) -> None:
     w = _FakeWorkload()
-    from tritune.tune.triton_surface import from_triton
+    from tritune.decorator.triton_surface import from_triton
 
     small, big = (from_triton(c).id for c in w.configs)
     stream = [0, 1] * 6  # 3 chunks of 4

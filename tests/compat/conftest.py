@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tritune.tune.triton_surface import ORIGINAL_AUTOTUNER
+from tritune.decorator.triton_surface import ORIGINAL_AUTOTUNER
 
 
 @pytest.fixture

@@ -285,7 +285,7 @@ def test_heuristics_under_the_decorator_recomputed_per_call_on_the_fast_path(mon
     """The GPU-only fast path for @autotune over @heuristics, driven on CPU with a FAKE fast launcher that
     launches through the interpreter: heuristic values are recomputed for every call and select their own
     launcher, so EVEN (n % BLOCK == 0) is right for n = 256 and n = 320, which share one tuning key."""
-    import tritune.tune.autotune as autotune_module
+    import tritune.decorator.autotuned as autotune_module
 
     built: list[dict[str, Any]] = []
 
@@ -383,7 +383,7 @@ def test_heuristics_positional_fast_path_keeps_per_call_values_and_follows_the_c
     fast launcher that launches through the interpreter. Heuristic values are still computed
     per call (EVEN differs for n = 256 and 320, one tuning key), and setting ``kernel.cache[key]`` makes the
     next call use that config, as under Triton."""
-    import tritune.tune.autotune as autotune_module
+    import tritune.decorator.autotuned as autotune_module
 
     built: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
@@ -417,11 +417,11 @@ def test_heuristics_positional_fast_path_computes_one_generated_key_per_call(
     """Cached positional calls under @heuristics build neither the generic call key nor a second key over the
     heuristics' keywords (session 7: an identity test on a bound method never matched, so every call built the
     generic key, ~3 us on the H200). FAKE fast launcher as above; the generic keys are counted."""
-    import tritune.tune.autotune as autotune_module
+    import tritune.decorator.autotuned as autotune_module
 
     monkeypatch.setattr(autotune_module, "make_fast_const", lambda jit, cfg, args, consts, defaults: (
         lambda a, grid: jit.run(*a, grid=grid, warmup=False, **consts, **cfg.kwargs, **cfg.launch_options())))
-    from tritune.tune.keys import KeySpec
+    from tritune.decorator.keys import KeySpec
 
     generic: list[str] = []
     for name in ("call_key", "kw_call_key"):

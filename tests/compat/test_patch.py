@@ -16,7 +16,7 @@ import triton
 from kernels_compat import accumulate_kernel, add_kernel, grid1
 
 import tritune
-from tritune.tune.triton_surface import ORIGINAL_AUTOTUNER
+from tritune.decorator.triton_surface import ORIGINAL_AUTOTUNER
 
 pytestmark = pytest.mark.filterwarnings("ignore::tritune.UntunedWarning")
 
@@ -28,7 +28,7 @@ SITES = [(triton, "autotune"), (triton.runtime, "autotune"), (triton.runtime.aut
 def test_patch_and_unpatch_every_site() -> None:
     before = [getattr(m, a) for m, a in SITES]
     with tritune.patched_triton():
-        assert tritune.tune.patch.is_patched()
+        assert tritune.api.is_patched()
         assert all(getattr(m, a) is not b for (m, a), b in zip(SITES, before))
         k = triton.autotune(configs=CONFIGS, key=["n"])(add_kernel)  # what a library imported now would do
         assert isinstance(k, tritune.TritonAutotuner)
@@ -39,7 +39,7 @@ def test_patch_and_unpatch_every_site() -> None:
         assert torch.equal(out, x + y)
         assert {c.source for c in k.choices().values()} == {"untuned"}  # tritune's engine chose
     assert [getattr(m, a) for m, a in SITES] == before
-    assert not tritune.tune.patch.is_patched()
+    assert not tritune.api.is_patched()
     assert isinstance(k, triton.runtime.Autotuner)  # still a Triton autotuner once the switch is off
 
 
@@ -123,7 +123,7 @@ def test_tritune_run_script(tmp_path: Path) -> None:
         import triton
         import tritune
 
-        print("patched", triton.autotune is tritune.tune.triton_api.triton_autotune, sys.argv[1:])
+        print("patched", triton.autotune is tritune.api.triton_autotune, sys.argv[1:])
         sys.exit(3)
     """))
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(Path(tritune.__file__).parents[1]))
@@ -205,7 +205,7 @@ def test_library_loop_compiles_the_pruned_configs_once_per_key() -> None:
     """A LibTuner-style loop times config after config through ``_bench``; before its first timing for a key,
     every pruned config that passes the static rules goes to the compile workers at once (here a FAKE
     compiler records the list), and a second ``_bench`` for the same key sends nothing again."""
-    from tritune.tune.simple import precompile_for_library_loop
+    from tritune.decorator.timing import precompile_for_library_loop
 
     seen: list[list[Any]] = []
     k, x, acc = libtuner_loop_at_300(CONFIGS)
@@ -222,7 +222,7 @@ def test_library_loop_compiles_the_pruned_configs_once_per_key() -> None:
 def test_library_loop_precompiles_configs_with_a_pre_hook_too() -> None:
     """FlagGems' Hopper mm gives every config a pre_hook (it sets host descriptors' block shapes): those
     configs go to the compile workers as well (each specialized after its hook), not one by one in-process."""
-    from tritune.tune.simple import precompile_for_library_loop
+    from tritune.decorator.timing import precompile_for_library_loop
 
     def hook(nargs: dict[str, Any]) -> None:
         pass

@@ -68,7 +68,7 @@ def _loop_from_program_id(out_ptr):
 def interpreter_loops_from_a_program_id() -> bool:
     """Whether the interpreter takes ``tl.range(tl.program_id(0), ...)``: triton 3.6's calls int() on a
     one-element array there, which numpy 2 refuses; 3.9's does not (the persistent loop needs it)."""
-    from tritune.kernel import as_interpreted
+    from tritune.adapters.interpreter import as_interpreted
 
     try:
         as_interpreted(_loop_from_program_id)[(1,)](torch.zeros(1))

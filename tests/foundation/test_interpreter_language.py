@@ -16,8 +16,7 @@ import threading
 import triton
 import triton.language as tl
 
-from tritune.kernel import as_interpreted, interpreted_kernel_class
-from tritune.screen.langguard import _LOCK, interpreter_language
+from tritune.adapters.interpreter import _LOCK, as_interpreted, interpreted_kernel_class, interpreter_language
 
 # Module attributes (tl.cdiv, tl.max, tl.softmax, tl.zeros_like), a tensor method (.sum) and helpers
 # that call helpers. tl.cdiv stays out of range(): triton 3.6's interpreter calls int() on a
@@ -69,8 +68,8 @@ from triton.runtime.jit import JITFunction
 
 import tritune
 from tritune.cli.main import main
-from tritune.kernel import as_interpreted
-from tritune.screen.langguard import compiler_language
+from tritune.adapters.interpreter import as_interpreted
+from tritune.adapters.interpreter import compiler_language
 
 sys.path.insert(0, sys.argv[1])
 import softmax_wl  # imported now, before the CLI switches the interpreter on: a JITFunction kernel

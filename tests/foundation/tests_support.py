@@ -1,5 +1,5 @@
 from kernels import scale_kernel
-from tritune.kernel import KernelInfo
+from tritune.adapters.kernel import KernelInfo
 
 
 def info_of():

@@ -76,12 +76,13 @@ def test_restore_value_protects_in_place_kernels(tmp_path):
 @pytest.mark.gpu
 def test_tune_session_on_gpu(tmp_path):
     need_gpu()
-    from tritune.tune.session import TuneOptions, tune
+    from tritune.engine.options import TuneOptions
+    from tritune.offline.tune import tune
     from tritune.workload import load_workloads
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
     (w,) = load_workloads(os.path.join(root, "examples", "gelu.py"))
-    res = tune([w], keys=[{"n": 1 << 20}], options=TuneOptions(jobs=4, ceilings=False))
+    res = tune([w], keys=[{"n": 1 << 20}], ceilings=False, options=TuneOptions(jobs=4))
     e = res.workloads[0]
     assert e.extra["winner"] is not None
     assert all(c.status is tritune.Status.MEASURED for c in e.candidates)

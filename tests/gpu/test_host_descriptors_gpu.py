@@ -18,7 +18,8 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import matmul_tma_wide as wide
 import tritune
-from tritune.tune.session import TuneOptions, tune
+from tritune.engine.options import TuneOptions
+from tritune.offline.tune import tune
 
 cfgs = [tritune.Config({"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "EPILOGUE_SUBTILE": epi,
                         "WARP_SPECIALIZE": 0}, num_warps=8, num_stages=3) for bn in (128, 256) for epi in (1, 2)]
@@ -28,7 +29,7 @@ for host in (True, False):
     w = tritune.Workload(name=src.name + "_four", kernel=src.kernel, configs=cfgs, args=src.args, grid=src.grid,
                          outputs=[2], oracle=src.oracle, pre_hook=src.pre_hook, keys=[{"M": 1024, "N": 1024, "K": 1024}],
                          atol=src.atol, rtol=src.rtol)
-    res = tune([w], options=TuneOptions(jobs=4, ceilings=False), group=None)
+    res = tune([w], ceilings=False, options=TuneOptions(jobs=4), group=None)
     (e,) = res.workloads
     out["host" if host else "device"] = {"statuses": [[c.config.id, c.status.value, c.reason] for c in e.candidates],
                                          "winner": e.extra["winner"]}

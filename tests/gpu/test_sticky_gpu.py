@@ -14,10 +14,11 @@ from tritune.device import gpu_unavailable_reason
 HERE = Path(__file__).resolve().parent
 SCRIPT = """
 import json, sys
-from tritune.tune.session import TuneOptions, tune
+from tritune.engine.options import TuneOptions
+from tritune.offline.tune import tune
 from tritune.workload import load_workloads
 (w,) = load_workloads(sys.argv[1])
-res = tune([w], options=TuneOptions(jobs=4, ceilings=False), group=None)
+res = tune([w], ceilings=False, options=TuneOptions(jobs=4), group=None)
 (e,) = res.workloads
 print(json.dumps({"candidates": [[c.config.kwargs["WILD"], c.status.value, c.reason] for c in e.candidates],
                   "winner": e.extra["winner"]}))

@@ -85,9 +85,9 @@ def serve_one_key(clock: Any, blocks: Sequence[int], calls: int, options: Any = 
 
     import tritune
     from kernels import scale_kernel
+    from tritune.serving.incremental import Incremental
+    from tritune.serving.state import IncrementalOptions
     from tritune.store import MemoryStore
-    from tritune.tune.incremental import Incremental
-    from tritune.tune.serving_state import IncrementalOptions
 
     comp = FakeCompiles()
     inc = Incremental(options or IncrementalOptions(), clock=clock, compiler=comp, thread=False)
@@ -95,7 +95,7 @@ def serve_one_key(clock: Any, blocks: Sequence[int], calls: int, options: Any = 
         inc.host_clock = host
     configs = [triton.Config({"BLOCK": b}) for b in blocks]
     k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
-    k._launch = lambda *a, **kw: None
+    k.launch = lambda *a, **kw: None
     x, out = torch.zeros(64), torch.zeros(64)
     for i in range(calls):
         k[(1,)](x, out, 64)

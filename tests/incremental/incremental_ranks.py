@@ -25,9 +25,9 @@ def run(rank: int, world: int, init_file: str, out_dir: str) -> None:
 
     import tritune
     from kernels import scale_kernel
+    from tritune.serving.incremental import Incremental
+    from tritune.serving.state import IncrementalOptions
     from tritune.store import MemoryStore
-    from tritune.tune.incremental import Incremental
-    from tritune.tune.serving_state import IncrementalOptions
 
     data: dict[str, Any] = {"rank": rank}
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tritune.tune.serving_check import compare_outputs, default_tolerance
+from tritune.serving.check import compare_outputs, default_tolerance
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64, torch.bool]
 

@@ -1,6 +1,6 @@
 """The incremental mode converges on short kernels within the calls a hot serving bucket gets.
 
-Drives the real :class:`~tritune.tune.incremental.Incremental` (state machine, per-key budget, checks,
+Drives the real :class:`~tritune.serving.incremental.Incremental` (state machine, per-key budget, checks,
 promotion) with a FAKE clock replaying recorded H200 timings and a FAKE launch (no kernel runs: the clock
 says what each config "took"). The landscapes are ``benchmarks/serving.py``'s re-timed configs of its two
 hottest buckets per kernel (run of 2026-12-01, quick mode); a check "costs" its scratch run plus copies and
@@ -23,9 +23,9 @@ from incremental_fakes import FakeClock, FakeCompiles, serve_one_key
 
 import tritune
 from kernels import scale_kernel
+from tritune.serving.incremental import Incremental
+from tritune.serving.state import IncrementalOptions
 from tritune.store import MemoryStore
-from tritune.tune.incremental import Incremental
-from tritune.tune.serving_state import IncrementalOptions
 
 BLOCKS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 # ms per config on the H200 (do_bench), the quick run's hot buckets 10 and 18 of each kernel.
@@ -109,7 +109,7 @@ def test_a_resolver_batch_decides_each_key_once_and_the_outcome_holds():
     # (resolve="thread": with "inline" each call resolves what is done, so a key decides once per round).
     t = dict(zip(BLOCKS, TINY8))
     decisions = []
-    import tritune.tune.serving_state as state
+    import tritune.serving.state as state
 
     real = state.KeyState.propose
 
@@ -162,7 +162,7 @@ def _fake_serving(times: tuple[float, ...], prune_ratio: float, seed: int):
     inc = Incremental(IncrementalOptions(prune_ratio=prune_ratio), clock=clock, compiler=comp, thread=False)
     configs = [triton.Config({"BLOCK": b}) for b in BLOCKS[: len(times)]]
     k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
-    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
+    k.launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
     return comp, inc, k, torch.zeros(128), torch.zeros(128)
 
 

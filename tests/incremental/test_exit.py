@@ -13,7 +13,7 @@ import textwrap
 import threading
 import time
 
-from tritune.tune import serving_runtime as rt
+from tritune.serving import runtime as rt
 
 
 class SleepyClock:  # FAKE: "waits for the device" by sleeping without the interpreter's lock
@@ -75,7 +75,7 @@ def test_a_process_exits_with_the_resolver_stopped_first() -> None:
             print("ALIVE", alive, flush=True)
         atexit.register(check)  # registered first: runs after tritune's own exit hook
         import time
-        from tritune.tune.serving_runtime import Resolver
+        from tritune.serving.runtime import Resolver
         class SleepyClock:  # FAKE
             def elapsed_ms(self, handle):
                 time.sleep(0.05)
@@ -92,8 +92,8 @@ def test_a_process_exits_with_the_resolver_stopped_first() -> None:
 
 
 def test_incremental_close_writes_what_was_queued() -> None:
-    from tritune.tune.incremental import Incremental
-    from tritune.tune.serving_state import IncrementalOptions
+    from tritune.serving.incremental import Incremental
+    from tritune.serving.state import IncrementalOptions
 
     inc = Incremental(IncrementalOptions(), clock=SleepyClock(0.0), compiler=rt.WorkerCompiles(), thread=False,  # type: ignore[arg-type]
                       store_thread=True)  # fmt: skip

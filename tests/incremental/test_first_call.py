@@ -9,9 +9,9 @@ from incremental_fakes import FakeClock, FakeCompiles
 
 import tritune
 from kernels import scale_kernel
+from tritune.serving.incremental import Incremental
+from tritune.serving.state import IncrementalOptions
 from tritune.store import MemoryStore
-from tritune.tune.incremental import Incremental
-from tritune.tune.serving_state import IncrementalOptions
 
 CONFIGS = [triton.Config({"BLOCK": b}) for b in (128, 256, 512, 1024)]
 GRID = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731

@@ -79,7 +79,7 @@ def test_the_fused_comparison_launches_through_a_prebuilt_launcher(dtype):
     why = gpu_unavailable_reason()
     if why is not None:
         pytest.skip(f"needs a GPU: {why}")
-    from tritune.tune.serving_check import _FAST_DIFFER, compare_outputs, prepare_fused
+    from tritune.serving.check import _FAST_DIFFER, compare_outputs, prepare_fused
 
     dev = torch.device("cuda", torch.cuda.current_device())
     assert prepare_fused(str(dtype), dev) is None
@@ -98,7 +98,7 @@ def test_driver_event_calls_give_torchs_milliseconds_without_blocking():
     why = gpu_unavailable_reason()
     if why is not None:
         pytest.skip(f"needs a GPU: {why}")
-    from tritune.tune.serving_runtime import cuda_clock
+    from tritune.serving.runtime import cuda_clock
 
     clock = cuda_clock(spin_idle=True)
     assert clock._drv is not None  # a machine with a GPU has the driver library
@@ -131,7 +131,7 @@ def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the
         pytest.skip(f"needs a GPU: {why}")
     import threading
 
-    from tritune.tune.serving_runtime import CudaClock, DriverClock, driver_event_calls
+    from tritune.serving.runtime import CudaClock, DriverClock, driver_event_calls
 
     drv = driver_event_calls()
     assert drv is not None
@@ -181,7 +181,7 @@ def test_a_gated_span_whose_host_work_waits_for_the_device_is_opened_by_the_watc
     why = gpu_unavailable_reason()
     if why is not None:
         pytest.skip(f"needs a GPU: {why}")
-    from tritune.tune.serving_runtime import DriverClock, driver_event_calls
+    from tritune.serving.runtime import DriverClock, driver_event_calls
 
     drv = driver_event_calls()
     assert drv is not None

@@ -3,7 +3,7 @@
 ``h200_landscapes.json`` holds what tritune's normal mode measured on the H200 (run of 2026-12-01, session 5,
 call 5) for every config at each of the 24 keys of ``benchmarks/serving.py``'s matmul and RMSNorm: 18-436 us
 and 3-28 us. The stream is the benchmark's (6,000 calls, Zipf s=1.1 over 24 buckets, seed 0: hot buckets of
-1744, 870, 541, 389, 324 and 267 calls). The real :class:`~tritune.tune.incremental.Incremental` (state
+1744, 870, 541, 389, 324 and 267 calls). The real :class:`~tritune.serving.incremental.Incremental` (state
 machine, per-key budgets, checks, pruning, promotion) serves it; no kernel runs (FAKE launch), and the FAKE
 clock says what each event pair measured:
 
@@ -35,9 +35,9 @@ import triton.language as tl
 from incremental_fakes import FakeCompiles
 
 import tritune
+from tritune.serving.incremental import Incremental
+from tritune.serving.state import IncrementalOptions
 from tritune.store import MemoryStore
-from tritune.tune.incremental import Incremental
-from tritune.tune.serving_state import IncrementalOptions
 
 DATA = json.loads((Path(__file__).parent / "h200_landscapes.json").read_text())
 BLOCKS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)  # stand-ins for the 8 configs, in declared order
@@ -112,7 +112,7 @@ def serve(kernel: str, gap_ms: float = 0.004, host_check_ms: float = 0.0, seed: 
         inc._frequent = lambda st: False  # type: ignore[method-assign]
     k = tritune.autotune(configs=[triton.Config({"BLOCK": b}) for b in BLOCKS], key=["m", "n"],
                          store=MemoryStore(), incremental=inc)(pair_kernel)  # fmt: skip
-    k._launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
+    k.launch = lambda *a, **kw: None  # FAKE launch: the fake clock alone says what a call took
     x, out = torch.zeros(64), torch.zeros(64)
     stream = zipf_stream(len(sizes), CALLS, 0)
     for i, b in enumerate(stream):
@@ -148,7 +148,7 @@ def test_a_far_neighbour_no_longer_prunes_the_winner(monkeypatch):
     pruning by any nearest tuned key at a flat ratio (the earlier rule) left 2 of the 6 hot buckets on a
     config 1.2-1.5x slower than their best. ``prune_distance=1`` (a factor of 2 in M) keeps them, and so does
     the ratio that grows with the distance (:func:`prune_threshold`), even with no distance limit."""
-    import tritune.tune.serving_state as ss
+    import tritune.serving.state as ss
 
     assert serve("matmul")["hot_converged"] == 1.0
     assert serve("matmul", options=IncrementalOptions(prune_distance=100.0))["hot_converged"] == 1.0
@@ -158,7 +158,7 @@ def test_a_far_neighbour_no_longer_prunes_the_winner(monkeypatch):
 
 
 def test_the_prune_threshold_grows_with_the_distance():
-    from tritune.tune.serving_state import prune_threshold
+    from tritune.serving.state import prune_threshold
 
     assert prune_threshold(1.3, 0.0) == prune_threshold(1.3, 0.5) == 1.3
     assert prune_threshold(1.3, 1.0) == pytest.approx(1.69)

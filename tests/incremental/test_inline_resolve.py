@@ -9,8 +9,8 @@ import time
 import pytest
 from incremental_fakes import FakeClock, serve_one_key
 
-from tritune.tune.serving_runtime import Resolver
-from tritune.tune.serving_state import IncrementalOptions
+from tritune.serving.runtime import Resolver
+from tritune.serving.state import IncrementalOptions
 
 
 class DeviceClock:
@@ -128,15 +128,15 @@ def test_a_call_never_waits_for_the_kernels_lock_to_promote_another_key():
 
     import tritune
     from kernels import scale_kernel
+    from tritune.serving.incremental import Incremental
     from tritune.store import MemoryStore
-    from tritune.tune.incremental import Incremental
 
     clock = FakeClock({64: 0.010, 128: 0.008}, noise=0.01, seed=3)
     comp = FakeCompiles()
     inc = Incremental(IncrementalOptions(), clock=clock, compiler=comp, thread=False)
     configs = [triton.Config({"BLOCK": b}) for b in (64, 128)]
     k = tritune.autotune(configs=configs, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
-    k._launch = lambda *a, **kw: None
+    k.launch = lambda *a, **kw: None
     x, out = torch.zeros(64), torch.zeros(64)
     k[(1,)](x, out, 64)
     comp.finish()

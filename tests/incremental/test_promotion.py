@@ -17,11 +17,15 @@ import triton
 from incremental_fakes import FakeClock, FakeCompiles
 
 import tritune
-import tritune.tune.autotune as autotune_mod
+import tritune.decorator.autotuned as autotune_mod
 from kernels import scale_kernel
+from tritune.bench import ReplayTimer
+from tritune.landscape import Landscape, LandscapePoint
+from tritune.measure import MeasurePolicy
+from tritune.outcome import Status
+from tritune.serving.incremental import Incremental
+from tritune.serving.state import IncrementalOptions
 from tritune.store import MemoryStore
-from tritune.tune.incremental import Incremental
-from tritune.tune.serving_state import IncrementalOptions
 
 CONFIGS = [triton.Config({"BLOCK": b}) for b in (128, 256, 512, 1024)]
 GRID = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
@@ -118,9 +122,36 @@ def test_the_call_after_a_promotion_never_waits_on_the_store_write(monkeypatch):
     assert k._last.source == "incremental" and k._last.config.kwargs["BLOCK"] == 512
     inc.flush()
     (internal,) = inc.promoted
-    stored = store.lookup_winner(k.tuner.tuning_key(k, internal, interpreter=True))
+    stored = store.lookup_winner(k.tuner.tuning_key(k, internal, interpreter=True, measure=MeasurePolicy.SERVED))
     assert stored is not None and stored.config.kwargs["BLOCK"] == 512  # written, after the call was served
     assert inc.store_errors == []
+
+
+def test_times_taken_on_real_calls_are_stored_as_served_never_as_a_timers() -> None:
+    """A promotion's records go under the ``served`` policy: a later tuning under a timer's policy (cold) finds no
+    record of the key, so it measures every candidate itself instead of reading the real calls' times as its own;
+    a later serving process finds the promoted winner and serves it without tuning again. FAKE clock, compiles."""
+    k, inc, _clock, comp, store = make(store_thread=False)
+    store.gate.set()
+    run_until_promoted(k, inc, comp)
+    inc.flush()
+    (internal,) = inc.promoted
+    cold = k.tuner.tuning_key(k, internal, interpreter=True)
+    served = k.tuner.tuning_key(k, internal, interpreter=True, measure=MeasurePolicy.SERVED)
+    assert cold.measure is MeasurePolicy.COLD and store.lookup_winner(cold) is None
+    assert store.missing(cold, k.candidates) == k.candidates  # nothing a cold tuning would take for its own
+    assert store.lookup_winner(served).config.kwargs["BLOCK"] == 512
+    assert all(r.provenance.get("how", "").startswith("incremental") for r in store.candidates(served)
+               if r.status.value == "measured")  # fmt: skip
+
+    clock2, comp2 = FakeClock(TIMES), FakeCompiles()
+    inc2 = Incremental(IncrementalOptions(), clock=clock2, compiler=comp2, thread=False, store_thread=False)
+    replay = ReplayTimer(Landscape.from_points("scale_kernel", "synthetic", {}, [  # SYNTHETIC: lets the store be read
+        LandscapePoint(tritune.Config(c.kwargs), Status.MEASURED, TIMES[c.kwargs["BLOCK"]]) for c in CONFIGS]))
+    k2 = tritune.autotune(configs=CONFIGS, key=["n"], store=store, incremental=inc2, timer=replay)(scale_kernel)
+    x, out = call(k2)
+    assert torch.equal(out, x * 2)
+    assert k2.best_config.kwargs["BLOCK"] == 512 and k2._last.source == "store" and not inc2.states
 
 
 def test_the_choice_is_published_before_the_state_says_promoted():
@@ -160,7 +191,7 @@ def test_promotion_hands_the_winners_fast_launcher_to_the_dispatch_table(monkeyp
         if f is None:
             def f(a, g, cfg=cfg):
                 launched.append(cfg.kwargs["BLOCK"])
-                return tuned._launch(cfg, a, {}, g, False)
+                return tuned.launch(cfg, a, {}, g, False)
 
             inc._fast[ck] = f
             if key is not None:
@@ -222,7 +253,7 @@ def serve_with_a_resolver_thread(guard: bool) -> tuple[int, int]:
                       store_thread=True)  # fmt: skip
     inc.span_wait_s = 0.05  # generous on a loaded CI machine; the launch sleeps 0.3 ms
     k = tritune.autotune(configs=CONFIGS, key=["n"], store=MemoryStore(), incremental=inc)(scale_kernel)
-    k._launch = lambda *a, **kw: time.sleep(0.0003)  # FAKE launch
+    k.launch = lambda *a, **kw: time.sleep(0.0003)  # FAKE launch
     res = inc.resolver()
     if not guard:
         res.quiet = None
@@ -323,7 +354,7 @@ def test_a_check_waits_until_its_outputs_comparison_is_ready():
 
 
 def test_a_comparison_stuck_in_preparation_gives_way_to_torchs_after_its_deadline(monkeypatch):
-    import tritune.tune.incremental as inc_mod
+    import tritune.serving.incremental as inc_mod
 
     _k, inc, _clock, _comp, _store, key, _st = first_call()
     inc._cmp_dtypes[key] = ("torch.float16",)

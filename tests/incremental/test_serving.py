@@ -11,9 +11,10 @@ from incremental_fakes import FakeClock, FakeCompiles
 import tritune
 from kernels import scale_kernel, wrong_value_kernel
 from tritune.errors import CaptureMissError
+from tritune.measure import MeasurePolicy
+from tritune.serving.incremental import Incremental, nearest_tuned
+from tritune.serving.state import IncrementalOptions, KeyState
 from tritune.store import MemoryStore
-from tritune.tune.incremental import Incremental, nearest_tuned
-from tritune.tune.serving_state import IncrementalOptions, KeyState
 
 CONFIGS = [triton.Config({"BLOCK": b}) for b in (128, 256, 512, 1024)]
 GRID = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
@@ -65,7 +66,8 @@ def test_promotes_the_fastest_eliminates_the_slow_and_writes_the_store():
     assert set(choice.stats["eliminated"]) == {tritune.Config({"BLOCK": b}).id for b in (128, 256, 1024)}
     assert k.choices()[KEY] == choice
     (internal_key,) = inc.promoted
-    stored = k.tuner._open_store().lookup_winner(k.tuner.tuning_key(k, internal_key, interpreter=True))
+    served = k.tuner.tuning_key(k, internal_key, interpreter=True, measure=MeasurePolicy.SERVED)  # timed on calls
+    stored = k.tuner.open_store().lookup_winner(served)
     assert stored is not None and stored.config.kwargs["BLOCK"] == 512
     assert stored.time_ms == pytest.approx(0.5, rel=0.02)  # the fake's time for 512, measured on real calls
     # Later calls take the normal path's cached choice: nothing more is timed.

@@ -7,8 +7,8 @@ import pytest
 from incremental_fakes import FakeCompiles, serve_one_key
 
 from tritune.config import Config
-from tritune.tune.incremental import Incremental
-from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState
+from tritune.serving.incremental import Incremental
+from tritune.serving.state import GpuBudget, IncrementalOptions, KeyState
 
 A, B, C = (Config({"BLOCK": b}) for b in (1, 2, 3))
 TIMES = {64: 0.050, 128: 0.030, 256: 0.060, 512: 0.040}
@@ -193,7 +193,7 @@ def test_the_compile_thread_takes_the_hottest_key_first():
     # A stream's keys all arrive in its first calls; first come, first compiled left a hot key seen 13th
     # waiting for twelve keys' compiles. FAKE jobs (record their key; nothing compiles), queued while the
     # thread is not running: the key with the most calls so far goes first.
-    from tritune.tune.serving_runtime import WorkerCompiles
+    from tritune.serving.runtime import WorkerCompiles
 
     w = WorkerCompiles()
     ran: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tritune.config import Config
-from tritune.tune.serving_state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge
+from tritune.serving.state import GpuBudget, IncrementalOptions, KeyState, Proposal, merge
 
 A, B, C = (Config({"BLOCK": b}) for b in (1, 2, 3))
 
@@ -176,7 +176,7 @@ def test_an_estimate_below_the_measured_cost_leaves_at_most_that_error_as_debt()
 def test_the_resolver_thread_resolves_what_queued_up_in_one_batch():
     import threading
 
-    from tritune.tune.serving_runtime import Resolver
+    from tritune.serving.runtime import Resolver
 
     gate = threading.Event()
 
@@ -199,7 +199,7 @@ def test_the_resolver_thread_resolves_what_queued_up_in_one_batch():
 
 
 def test_the_resolver_calls_after_once_per_batch_and_at_the_end_of_a_poll():
-    from tritune.tune.serving_runtime import Resolver
+    from tritune.serving.runtime import Resolver
 
     class Clock:  # FAKE clock: a handle is its own time
         def elapsed_ms(self, handle):
@@ -216,7 +216,7 @@ def test_the_decision_statistics_are_measurements_numbers():
     import random
 
     from tritune.bench.stats import Measurement
-    from tritune.tune.serving_state import _median_ci
+    from tritune.serving.state import _median_ci
 
     rng = random.Random(3)
     for n in (3, 7, 8, 9, 16, 31, 32):
@@ -233,7 +233,7 @@ def reference_propose(st: KeyState) -> Proposal:
     from types import SimpleNamespace
 
     from tritune.bench.stats import within
-    from tritune.tune.serving_state import _median_ci
+    from tritune.serving.state import _median_ci
 
     o, opts = st.obs, st.options
     gone = set(o.failed) | set(o.disagreed)
@@ -334,7 +334,7 @@ def test_a_waiting_key_with_full_windows_serves_its_leader_untimed(wait_leader):
 def test_prune_spares_the_protected_configs():
     """A config that won at some tuned key is never pruned by a neighbour's timings (session 9: the GEMM's
     winner at M = 1152 ran 1.56-1.69x the best at M = 1024, 0.17 away, and was pruned there)."""
-    from tritune.tune.serving_state import prune
+    from tritune.serving.state import prune
 
     timings = {A: [1.0], B: [1.7], C: [1.05]}
     assert set(prune(timings, [A, B, C], 1.3, A, 0.17)) == {B}
@@ -344,7 +344,7 @@ def test_prune_spares_the_protected_configs():
 def test_a_tuning_keys_leader_is_protected_from_pruning_like_a_winner():
     """Session 10, H200: M = 96's best config was pruned by M = 128's promotion while M = 64 still raced with it
     in the lead; M = 64 then won with it, and M = 96 was promoted 1.19x off (a pruned config is never restored)."""
-    from tritune.tune.incremental import Incremental
+    from tritune.serving.incremental import Incremental
 
     inc = Incremental(IncrementalOptions(min_samples=3), thread=False)
     racing = KeyState([A, B, C], A, inc.options)
@@ -364,7 +364,7 @@ def test_a_tuning_keys_leader_is_protected_from_pruning_like_a_winner():
 def test_checks_are_scheduled_against_a_share_of_the_bound():
     # A check is corrected to its measured cost only when its events resolve: the H200's RMSNorm stream ended at
     # 10.1% of a 10% bound when keys scheduled against all of it. Buckets earn CHECK_SHARE of the fraction.
-    from tritune.tune.serving_state import CHECK_SHARE
+    from tritune.serving.state import CHECK_SHARE
 
     opts = IncrementalOptions(gpu_fraction=0.1)
     assert 0.9 <= CHECK_SHARE < 1.0

@@ -9,7 +9,7 @@ from pathlib import Path
 import incremental_ranks as ir
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dist"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ranks"))
 from ranks import run_ranks
 
 pytestmark = pytest.mark.slow

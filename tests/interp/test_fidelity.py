@@ -24,8 +24,9 @@ import triton
 import triton.language as tl
 
 import tritune
+from tritune.adapters.interpreter import as_interpreted
+from tritune.adapters.kernel import KernelInfo, as_jit
 from tritune.config import Config
-from tritune.kernel import KernelInfo, as_interpreted, as_jit
 
 HERE = Path(__file__).parent
 N = 50

@@ -84,14 +84,15 @@ def test_session_records_policy_and_tie_in_result_store_and_landscape(tmp_path: 
     """``tritune tune``'s session with TuneOptions(measure=...): a SYNTHETIC landscape replayed (FAKE timer)."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dist"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ranks"))
     import session_workers as sw
 
-    from tritune.tune.session import TuneOptions, landscapes, tune
+    from tritune.engine.options import TuneOptions
+    from tritune.offline.tune import landscapes, tune
 
     wl = sw.gelu()
     store = open_store(str(tmp_path / "s.db"))
-    res = tune([wl], keys=[sw.KEY], options=TuneOptions(race=sw.OPTS, ceilings=False, measure="graph", verify=False),
+    res = tune([wl], keys=[sw.KEY], ceilings=False, verify=False, options=TuneOptions(race=sw.OPTS, measure="graph"),
                store=store, timer=sw.replay_timer(wl, 0), target=None,  # type: ignore[arg-type]  # None: no compile
                device="cpu", group=None)  # fmt: skip
     (w,) = res.workloads

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tritune.adapters.kernel import as_jit
 from tritune.config import Config
 from tritune.errors import KernelSpecError
-from tritune.kernel import as_jit
 from tritune.outcome import Status
 from tritune.screen.candidate import FIELDS, screen_candidate, screen_spec
 from tritune.screen.specialize import specialize

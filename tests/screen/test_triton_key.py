@@ -1,4 +1,4 @@
-"""The on-disk memo of Triton's ``triton_key()`` (``tritune.screen.triton_key``, issue #16).
+"""The on-disk memo of Triton's ``triton_key()`` (``tritune.adapters.triton_key``, issue #16).
 
 The memo must return exactly what Triton's function returns, recompute when a file it hashes changes or the
 memo file is bad, leave Triton alone when switched off, and put everything back when uninstalled.
@@ -22,7 +22,7 @@ import triton.language as tl
 import triton.runtime.autotuner as autotuner
 import triton.runtime.cache as cache
 
-import tritune.screen.triton_key as tk
+import tritune.adapters.triton_key as tk
 from tritune.config import Config
 from tritune.screen.specialize import cuda_target, specialize
 
@@ -83,7 +83,7 @@ def _layout() -> tuple[str, str, str]:
 
 def test_a_fresh_process_reads_back_the_key_its_triton_computes(tmp_path: Path) -> None:
     """End to end, in fresh interpreters: computed once, then read back, equal to Triton's own (memo off)."""
-    code = ("import triton.runtime.cache as c, tritune.screen.triton_key as tk; tk.install_triton_key_memo(); "
+    code = ("import triton.runtime.cache as c, tritune.adapters.triton_key as tk; tk.install_triton_key_memo(); "
             "k = c.triton_key(); m = tk.installed_triton_key_memo(); print(m.source if m else 'off'); print(k)")  # fmt: skip
     path = os.pathsep.join([str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {**os.environ, "PYTHONPATH": path, "XDG_CACHE_HOME": str(tmp_path), "HOME": str(tmp_path)}

@@ -17,7 +17,7 @@ import pytest
 from tritune.bench import ReplayTimer
 from tritune.cli.main import main
 from tritune.config import Config
-from tritune.engine.searched import FINAL_LIMIT, FINAL_WITHIN, final_field, replay_final_race
+from tritune.engine.finals import FINAL_LIMIT, FINAL_WITHIN, final_field, replay_final_race
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
 from tritune.search import Budget, get

@@ -15,7 +15,7 @@ import pytest
 
 from tritune.cli.main import main
 from tritune.config import Config
-from tritune.engine.searched import replay_final_race
+from tritune.engine.finals import replay_final_race
 from tritune.errors import SearchError
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tritune.config import Config
+from tritune.engine import plan as searching
 from tritune.outcome import Status
 from tritune.store import CandidateRecord, SQLiteStore
 from tritune.store.keys import TuningKey
 from tritune.store.sqlite import DECODED_CONFIGS, _config_of
-from tritune.tune import searching
 
 LEGAL = [Config({"BLOCK": b}, num_warps=w) for b in (64, 128, 256) for w in (2, 4, 8)]
 

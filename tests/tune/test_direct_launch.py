@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tritune.tune.dispatch import FastLauncher, launcher_layout
+from tritune.decorator.dispatch import FastLauncher, launcher_layout
 
 driver_mod = pytest.importorskip("triton.backends.nvidia.driver")
 

@@ -3,7 +3,7 @@
 import torch
 
 from tritune import Config, bucket
-from tritune.tune.keys import KeySpec
+from tritune.decorator.keys import KeySpec
 
 SPEC = KeySpec.build("k", ["x", "y", "n", "m", "BLOCK"], {"m": 3}, {"n": bucket.pow2})
 
@@ -117,7 +117,7 @@ def test_positional_constexpr_values_select_the_binary():
 def test_keyword_launcher_passes_every_parameter_in_the_kernels_order(monkeypatch):
     """make_fast_kw's generated code, with a FAKE FastLauncher (the real one needs a GPU) that records the
     argument list it was built for and the one each launch passes."""
-    import tritune.tune.dispatch as dispatch
+    import tritune.decorator.dispatch as dispatch
 
     class FakeFastLauncher:
         def __init__(self, jit, cfg, args, defaults):
@@ -147,7 +147,7 @@ def test_constant_launcher_holds_the_heuristics_values_and_launches_positionally
     a GPU) that records what it was built with: the heuristics' values travel as constants of the launcher, whose
     positional launch is returned; a value for a launch option or a positional parameter, or a config with a
     pre_hook, takes Triton's path (None)."""
-    import tritune.tune.dispatch as dispatch
+    import tritune.decorator.dispatch as dispatch
 
     made = []
 

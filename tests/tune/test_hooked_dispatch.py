@@ -14,10 +14,10 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 import tritune
-import tritune.tune.autotune as autotune_module
-import tritune.tune.dispatch as dispatch
+import tritune.decorator.autotuned as autotune_module
+import tritune.decorator.dispatch as dispatch
 from tritune import Config
-from tritune.tune.keys import KeySpec
+from tritune.decorator.keys import KeySpec
 
 
 class FakeFastLauncher:
@@ -147,13 +147,13 @@ def test_cached_calls_with_a_config_pre_hook_take_the_fast_path(monkeypatch: pyt
 
     monkeypatch.setattr(dispatch, "FastLauncher", InterpretingFastLauncher)
     slow = [0]
-    real_launch = autotune_module.Autotuned._launch
+    real_launch = autotune_module.Autotuned.launch
 
     def counting_launch(self: Any, *a: Any) -> Any:
         slow[0] += 1
         return real_launch(self, *a)
 
-    monkeypatch.setattr(autotune_module.Autotuned, "_launch", counting_launch)
+    monkeypatch.setattr(autotune_module.Autotuned, "launch", counting_launch)
     hooked = [0]
 
     def hook(nargs: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tritune.bench.stats import Measurement
-from tritune.tune.simple import FIRST_LOOK, FULL_LOOK, race_in_library_loop
+from tritune.decorator.timing import FIRST_LOOK, FULL_LOOK, race_in_library_loop
 
 
 class _Tuned:

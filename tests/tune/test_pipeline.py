@@ -161,11 +161,12 @@ def test_session_records_a_failed_compile_with_its_reason(monkeypatch, tmp_path)
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
 
+    from tritune.engine.options import TuneOptions
+    from tritune.offline.tune import tune
     from tritune.store import open_store
-    from tritune.tune.session import TuneOptions, tune
 
     wl = sw.gelu()
     broken = wl.candidates()[1]
@@ -175,7 +176,7 @@ def test_session_records_a_failed_compile_with_its_reason(monkeypatch, tmp_path)
 
     monkeypatch.setattr(pc, "start_precompile", fake_start)
     store = open_store(str(tmp_path / "s.db"))
-    res = tune([wl], keys=[sw.KEY], options=TuneOptions(jobs=4, race=sw.OPTS, ceilings=False), store=store,
+    res = tune([wl], keys=[sw.KEY], ceilings=False, options=TuneOptions(jobs=4, race=sw.OPTS), store=store,
                timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
     (w,) = res.workloads
     by = {c.config: c for c in w.candidates}

@@ -18,6 +18,7 @@ from fake_compiling import FakeCompiling
 import tritune
 from kernels import scale_kernel
 from tritune.bench import Failure, ReplayTimer
+from tritune.engine import plan as searching
 from tritune.engine import precompile as pc
 from tritune.engine.race import RaceOptions
 from tritune.errors import SearchError
@@ -25,7 +26,6 @@ from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
 from tritune.search import Strategy, register, unregister
 from tritune.store import open_store
-from tritune.tune import searching
 
 CONFIGS = [tritune.Config({"BLOCK": b}, num_warps=w, num_stages=s)
            for b in (64, 128, 256, 512, 1024) for w in (1, 2, 4, 8) for s in (1, 2, 3)]  # fmt: skip
@@ -38,8 +38,8 @@ def times() -> dict[tritune.Config, float]:  # SYNTHETIC: distinct, well separat
 
 @pytest.fixture
 def fake_gpu(monkeypatch):  # type: ignore[no-untyped-def]
+    from tritune.decorator import miss as tuner
     from tritune.store import keys as store_keys
-    from tritune.tune import tuner
 
     monkeypatch.setattr(tuner, "gpu_unavailable_reason", lambda: None)  # FAKE: "a GPU is here"
     monkeypatch.setattr(store_keys, "current_device", lambda: ("FAKE GPU", "9.0"))
@@ -48,7 +48,7 @@ def fake_gpu(monkeypatch):  # type: ignore[no-untyped-def]
     def load(jit, name, cfg, *a, **k):  # FAKE binary screen
         return Failure(Status.ILLEGAL, f"{name} {cfg.id}: FAKE shared memory") if cfg == REFUSED else {}
 
-    monkeypatch.setattr(tuner, "load_binary", load)
+    monkeypatch.setattr("tritune.engine.pipeline.load_binary", load)
     batches: list[list[tritune.Config]] = []
 
     def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # FAKE compile workers
@@ -190,16 +190,17 @@ def test_budget_forms_resolve_against_the_legal_space(text, evals, secs):
 
 def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path):
     """``tune()`` (what ``tritune tune --strategy --budget`` runs) through FAKE compile workers and a replay
-    timer (SYNTHETIC times of tests/dist/session_workers.py); the kernel runs in Triton's interpreter."""
+    timer (SYNTHETIC times of tests/ranks/session_workers.py); the kernel runs in Triton's interpreter."""
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
 
+    from tritune.engine.options import TuneOptions
+    from tritune.offline.tune import tune
     from tritune.report.html import _summary as html_summary
     from tritune.report.tables import _summary
-    from tritune.tune.session import TuneOptions, tune
 
     batches: list[list[tritune.Config]] = []
 
@@ -212,8 +213,8 @@ def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path
     store = open_store(str(tmp_path / "s.db"))
 
     def once(budget):  # type: ignore[no-untyped-def]
-        opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False, strategy="random", budget=budget)
-        res = tune([wl], keys=[sw.KEY], options=opts, store=store, timer=sw.replay_timer(wl, 0), target="sm90",
+        opts = TuneOptions(jobs=2, race=sw.OPTS, search="random", budget=budget)
+        res = tune([wl], keys=[sw.KEY], ceilings=False, options=opts, store=store, timer=sw.replay_timer(wl, 0), target="sm90",
                    device="cpu", group=None)  # fmt: skip
         doc = json.loads(res.dumps())  # what `tritune tune --json` writes
         assert doc["workloads"][0]["search"]["evaluated"] == res.workloads[0].extra["search"]["evaluated"]
@@ -297,11 +298,12 @@ def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_p
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
 
-    from tritune.tune import session
-    from tritune.tune.session import TuneOptions, tune
+    from tritune.engine.options import TuneOptions
+    from tritune.offline import tune as session
+    from tritune.offline.tune import tune
 
     monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
     calls: list[tritune.Config] = []
@@ -314,8 +316,8 @@ def test_tune_screens_a_workloads_space_once_for_all_its_keys(monkeypatch, tmp_p
     monkeypatch.setattr(session, "check_static_all", counting)
     wl = sw.gelu()
     keys = [{"n": 4096}, {"n": 8192}, {"n": 2048}]
-    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
-    res = tune([wl], keys=keys, options=opts, store=open_store(str(tmp_path / "s.db")), timer=sw.replay_timer(wl, 0),
+    opts = TuneOptions(jobs=2, race=sw.OPTS)
+    res = tune([wl], keys=keys, ceilings=False, options=opts, store=open_store(str(tmp_path / "s.db")), timer=sw.replay_timer(wl, 0),
                target="sm90", device="cpu", group=None)  # fmt: skip
     assert len(calls) == len(wl.candidates()) == 4  # once, not once per key (12)
     assert [w.key for w in res.workloads] == keys and all(w.extra["winner"] for w in res.workloads)
@@ -492,11 +494,12 @@ def test_the_screen_and_oracle_run_aside_and_the_arguments_on_the_callers_thread
     import threading
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
 
-    from tritune.tune import session
-    from tritune.tune.session import TuneOptions, tune
+    from tritune.engine.options import TuneOptions
+    from tritune.offline import tune as session
+    from tritune.offline.tune import tune
 
     monkeypatch.setattr(session, "_INLINE_ON_CPU", False)
     monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
@@ -514,8 +517,8 @@ def test_the_screen_and_oracle_run_aside_and_the_arguments_on_the_callers_thread
         return base.oracle(inputs)  # type: ignore[misc]
 
     wl = dataclasses.replace(base, args=args, oracle=oracle)
-    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
-    res = tune([wl], keys=[{"n": 4096}], options=opts, store=open_store(str(tmp_path / "s.db")),
+    opts = TuneOptions(jobs=2, race=sw.OPTS)
+    res = tune([wl], keys=[{"n": 4096}], ceilings=False, options=opts, store=open_store(str(tmp_path / "s.db")),
                timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
     assert seen["args_thread"] == threading.get_ident()
     assert seen["oracle_thread"] != threading.get_ident() and seen["oracle_state"] == "set by args"
@@ -531,11 +534,12 @@ def test_an_oracle_that_raises_aside_still_fails_the_key_with_its_error(monkeypa
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
 
-    from tritune.tune import session
-    from tritune.tune.session import TuneOptions, tune
+    from tritune.engine.options import TuneOptions
+    from tritune.offline import tune as session
+    from tritune.offline.tune import tune
 
     monkeypatch.setattr(session, "_INLINE_ON_CPU", False)
     monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
@@ -545,16 +549,16 @@ def test_an_oracle_that_raises_aside_still_fails_the_key_with_its_error(monkeypa
         raise ValueError("the oracle broke on these inputs")
 
     wl = dataclasses.replace(base, oracle=oracle)
-    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
+    opts = TuneOptions(jobs=2, race=sw.OPTS)
     with pytest.raises(ValueError, match="the oracle broke on these inputs"):
-        tune([wl], keys=[{"n": 4096}], options=opts, store=open_store(str(tmp_path / "s.db")),
+        tune([wl], keys=[{"n": 4096}], ceilings=False, options=opts, store=open_store(str(tmp_path / "s.db")),
              timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
 
 
 def test_the_collectors_pauses_are_summed_and_the_callback_never_lingers():
     import gc
 
-    from tritune.tune.session import _GcPauses
+    from tritune.offline.tune import _GcPauses
 
     g = _GcPauses.start("after")
     gc.collect()

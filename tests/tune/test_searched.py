@@ -1,4 +1,4 @@
-"""engine.searched.search_and_race: batches from a SearchDriver, one race across them, outcomes told back.
+"""engine.loop.run_batches: batches from a SearchDriver, one race across them, outcomes told back.
 
 FAKES: no compiling (compiler=None), a ``prepare`` that refuses one config as a binary the GPU would not
 load, and SYNTHETIC times replayed by a ReplayTimer with 1% noise.
@@ -11,12 +11,21 @@ from fake_compiling import FakeCompiling
 
 import tritune
 from tritune.bench import Failure, ReplayTimer
+from tritune.engine.finals import FINAL_LIMIT
+from tritune.engine.loop import LocalField, Parts, run_batches
 from tritune.engine.race import RaceOptions
-from tritune.engine.searched import search_and_race
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
 from tritune.search import SearchDriver, get
 from tritune.space import Space
+
+
+def search_and_race(driver, *, prepare, measure, options, compiler=None, finalists=(), stats=None, on_batch=None,
+                    overlap=True, final=FINAL_LIMIT, recover=None, probe=None):
+    """The batch loop in this process over a search driver (``run_batches`` with a ``LocalField``)."""
+    return run_batches(driver, Parts(prepare, measure, options, compiler), field=LocalField(overlap), finalists=finalists,
+                       final=final, stats=stats, on_batch=on_batch, recover=recover, probe=probe)
+
 
 CONFIGS = [tritune.Config({"B": b, "C": c}) for b in range(8) for c in range(6)]
 TIMES = {cfg: 1.0 + 0.05 * ((i * 11) % len(CONFIGS)) for i, cfg in enumerate(CONFIGS)}  # SYNTHETIC
@@ -260,7 +269,7 @@ def test_a_transfer_is_not_held_up_by_a_config_its_opening_dropped_on_a_cooler_g
 def test_a_transfers_opening_races_on_a_share_of_the_budget(confirm: bool, final: int) -> None:
     """Only a transfer's opening (a ``confirm`` driver's first batch) with a final race after it, which re-times
     its leaders, races on the smaller budget."""
-    from tritune.engine.searched import OPENING_BUDGET
+    from tritune.engine.finals import OPENING_BUDGET
 
     driver, leader, _other, times = _transfer_driver()
     if not confirm:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tritune.bench import Failure, ReplayTimer, synthetic_landscape
 from tritune.config import Config
-from tritune.engine.job import TuningJob
+from tritune.engine.loop import EveryConfig, Parts, run_batches
 from tritune.engine.race import RaceOptions
 from tritune.engine.sticky import is_sticky
 from tritune.outcome import Status
@@ -46,9 +46,19 @@ class FakeGpu:
         return fresh
 
 
-def _job(gpu: FakeGpu, configs: list[Config], recover: bool) -> TuningJob:
-    return TuningJob("k", tuple(configs), gpu.prepare, gpu.measure, OPTS,
-                     recover=gpu.recover if recover else None)  # fmt: skip
+class _Job:
+    """One key raced whole through the batch loop, a sticky error guarded as in every tuning."""
+
+    def __init__(self, gpu: FakeGpu, configs: list[Config], recover: bool) -> None:
+        self.gpu, self.configs, self.recover = gpu, configs, recover
+
+    def run(self):  # type: ignore[no-untyped-def]
+        return run_batches(EveryConfig(self.configs), Parts(self.gpu.prepare, self.gpu.measure, OPTS), final=0,
+                           recover=self.gpu.recover if self.recover else None)
+
+
+def _job(gpu: FakeGpu, configs: list[Config], recover: bool) -> _Job:
+    return _Job(gpu, configs, recover)
 
 
 def test_classifies_sticky_errors() -> None:

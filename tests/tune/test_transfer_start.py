@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 import tritune
+from tritune.engine import plan as searching
 from tritune.outcome import Status
 from tritune.search import KeyResults
 from tritune.store import CandidateRecord, MemoryStore, SQLiteStore
 from tritune.store.keys import TuningKey
-from tritune.tune import searching
 
 LEGAL = [tritune.Config({"BLOCK": b}, num_warps=w, num_stages=s)
          for b in (64, 128, 256) for w in (2, 4, 8) for s in (2, 3)]  # fmt: skip
@@ -150,17 +150,20 @@ def test_tune_screens_and_writes_each_key_with_the_objects_alive_before_it_froze
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
     from fake_compiling import FakeCompiling
 
     from tritune.engine import precompile as pc
+    from tritune.engine.options import TuneOptions
+    from tritune.offline import tune as session
     from tritune.store import open_store
-    from tritune.tune import session
 
     monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
     seen: list[tuple[str, int]] = []
-    screen, record = session.screen_static, session.record
+    screen = session.screen_static
+    store = open_store(str(tmp_path / "s.db"))
+    record = store.record
 
     def counting_screen(*a, **k):  # type: ignore[no-untyped-def]
         seen.append(("screen", gc.get_freeze_count()))
@@ -171,11 +174,11 @@ def test_tune_screens_and_writes_each_key_with_the_objects_alive_before_it_froze
         return record(*a, **k)
 
     monkeypatch.setattr(session, "screen_static", counting_screen)
-    monkeypatch.setattr(session, "record", counting_record)
+    monkeypatch.setattr(store, "record", counting_record)  # the engine's one store write per key
     assert gc.get_freeze_count() == 0
-    opts = session.TuneOptions(jobs=2, race=sw.OPTS, ceilings=False)
+    opts = TuneOptions(jobs=2, race=sw.OPTS)
     wl = sw.gelu()
-    res = session.tune([wl], keys=[{"n": 4096}, {"n": 2048}], options=opts, store=open_store(str(tmp_path / "s.db")),
+    res = session.tune([wl], keys=[{"n": 4096}, {"n": 2048}], ceilings=False, options=opts, store=store,
                        timer=sw.replay_timer(wl, 0), target="sm90", device="cpu", group=None)  # fmt: skip
     assert [w for w, _ in seen] == ["screen", "record", "screen", "record"] and all(n > 0 for _, n in seen)
     assert gc.get_freeze_count() == 0 and all(w.extra["winner"] for w in res.workloads)
@@ -191,22 +194,23 @@ def test_a_searched_key_does_not_store_the_statically_illegal_configs_an_exhaust
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dist"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
     from fake_compiling import FakeCompiling
 
     from tritune.engine import precompile as pc
+    from tritune.engine.options import TuneOptions
+    from tritune.offline.tune import tune
     from tritune.store import open_store
-    from tritune.tune.session import TuneOptions, tune
 
     monkeypatch.setattr(pc, "start_precompile", lambda jit, todo, *a: FakeCompiling(list(todo), {}))
     base = sw.gelu()
     illegal = [tritune.Config({"BLOCK": 1024}, num_warps=3), tritune.Config({"BLOK": 1024})]  # num_warps, name
     wl = dataclasses.replace(base, configs=[*base.candidates(), *illegal])
     store = open_store(str(tmp_path / "s.db"))
-    search = {"strategy": "random", "budget": 2} if searched else {"exhaustive": True}
-    opts = TuneOptions(jobs=2, race=sw.OPTS, ceilings=False, **search)  # type: ignore[arg-type]
-    res = tune([wl], keys=[sw.KEY], options=opts, store=store, timer=sw.replay_timer(base, 0), target="sm90",
+    search = {"search": "random", "budget": 2} if searched else {"sweep": True}
+    opts = TuneOptions(jobs=2, race=sw.OPTS, **search)  # type: ignore[arg-type]
+    res = tune([wl], keys=[sw.KEY], ceilings=False, options=opts, store=store, timer=sw.replay_timer(base, 0), target="sm90",
                device="cpu", group=None)  # fmt: skip
     (w,) = res.workloads
     assert {c.config: c.status for c in w.candidates if c.config in illegal} == dict.fromkeys(illegal, Status.ILLEGAL)
@@ -214,7 +218,7 @@ def test_a_searched_key_does_not_store_the_statically_illegal_configs_an_exhaust
     stored = {r.config: r for r in store.candidates(entry.key)}
     if searched:
         assert not set(illegal) & set(stored) and len(stored) == 2 and entry.n_candidates == 2
-        again = tune([wl], keys=[sw.KEY], options=TuneOptions(jobs=2, race=sw.OPTS, ceilings=False, strategy="random",
+        again = tune([wl], keys=[sw.KEY], ceilings=False, options=TuneOptions(jobs=2, race=sw.OPTS, search="random",
                                                               budget=4), store=store, timer=sw.replay_timer(base, 0),
                      target="sm90", device="cpu", group=None)  # fmt: skip
         assert again.workloads[0].extra["search"]["resumed"] == 2 and len(store.candidates(entry.key)) == 4

@@ -32,9 +32,9 @@ def _times() -> dict[tritune.Config, float]:
 
 
 def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(monkeypatch, tmp_path):
+    from tritune.decorator import miss as tuner
     from tritune.engine import pipeline
     from tritune.store import keys as store_keys
-    from tritune.tune import tuner
 
     monkeypatch.setattr(tuner, "gpu_unavailable_reason", lambda: None)  # FAKE: "a GPU is here"
     monkeypatch.setattr(store_keys, "current_device", lambda: ("FAKE GPU", "9.0"))

@@ -4,7 +4,7 @@ The timer here is a FAKE that records ``warm_device`` calls: what is under test 
 
 from __future__ import annotations
 
-from tritune.engine import job
+from tritune.engine import timing as job
 
 
 class _FakeTimer:

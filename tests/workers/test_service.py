@@ -114,7 +114,7 @@ def test_a_fork_keeps_a_callers_gc_freeze_and_thaws_its_own() -> None:
     fork inside must not thaw them, and a fork outside leaves nothing frozen, as before."""
     import gc
 
-    from tritune.tune.session import old_objects_frozen
+    from tritune.offline.tune import old_objects_frozen
 
     gc.unfreeze()  # (Python 3.12 starts with objects frozen: each test starts from none)
     assert gc.get_freeze_count() == 0
@@ -186,7 +186,7 @@ def test_the_interpreters_own_frozen_objects_are_no_callers_freeze(monkeypatch: 
     a caller's, left alone."""
     import gc
 
-    from tritune.tune.session import old_objects_frozen
+    from tritune.offline.tune import old_objects_frozen
     from tritune.workers import freeze_more, service
 
     gc.unfreeze()  # (Python 3.12 starts with objects frozen: each test starts from none)

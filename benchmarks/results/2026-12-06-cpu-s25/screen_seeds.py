@@ -13,7 +13,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
 
 from search_eval import strategy_factory  # noqa: E402
 
-from tritune.engine.searched import replay_final_race  # noqa: E402
+from tritune.engine.finals import replay_final_race  # noqa: E402
 from tritune.landscape import Landscape  # noqa: E402
 from tritune.search.driver import ROUNDS  # noqa: E402
 from tritune.search.simulate import simulate  # noqa: E402

@@ -28,7 +28,7 @@ from typing import Any
 from tritune.bench.stats import Measurement, relative_halfwidth
 from tritune.bench.timer import Runnable
 from tritune.device import gpu_unavailable_reason
-from tritune.errors import TimingUnavailableError
+from tritune.errors import ConfigError, TimingUnavailableError
 from tritune.measure import SHORT_KERNEL_MS, MeasurePolicy, launches_per_sample
 
 #: Used only when neither torch nor the CUDA driver reports the L2 size (Triton's own flush size).
@@ -131,6 +131,9 @@ class EventTimer:
     def for_policy(cls, policy: MeasurePolicy | str, *, device: int | None = None, **kwargs: Any) -> EventTimer:
         """The timer of a measurement policy, short kernels batched (see :mod:`tritune.measure`)."""
         p = MeasurePolicy.parse(policy)
+        if not p.timed:
+            raise ConfigError(f"measure={p.value!r} names where times came from, not a way to time: use 'cold', "
+                              "'warm' or 'graph'")
         kwargs.setdefault("batch_short", True)
         kwargs.setdefault("reuse_graphs", True)
         kwargs.setdefault("recapture", True)

@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tritune.tune.patch import patch_triton
+    from tritune.api import patch_triton
 
     script = Path(args.script)
     if not args.module and script.is_dir() and not (script / "__main__.py").is_file():

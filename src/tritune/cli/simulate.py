@@ -64,7 +64,7 @@ def _fmt(x: float | None, digits: int = 4) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tritune.engine.searched import replay_final_race
+    from tritune.engine.finals import replay_final_race
     from tritune.landscape import Landscape
     from tritune.search import registry
     from tritune.search.simulate import simulate

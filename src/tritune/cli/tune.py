@@ -134,7 +134,7 @@ def _option_problem(args: argparse.Namespace) -> str | None:
         return f"--compile-timeout must be a positive number of seconds, got {args.compile_timeout:g}"
     if args.exhaustive and (args.strategy not in (None, "exhaustive") or args.budget is not None):
         return "--exhaustive times every legal config to completion; it takes no --strategy or --budget"
-    from tritune.tune.searching import plan
+    from tritune.engine.plan import plan
 
     try:
         plan(args.strategy, args.budget, 0, where="tritune tune")
@@ -158,8 +158,9 @@ def _run(args: argparse.Namespace, rank: int) -> int:
         return fail_usage(str(e))
     if why is not None:
         return _untimed(args, workloads, keys, why) if rank == 0 else EXIT_OK
+    from tritune.engine.options import TuneOptions
     from tritune.engine.race import RaceOptions
-    from tritune.tune.session import TuneOptions, landscapes, tune
+    from tritune.offline.tune import landscapes, tune
 
     store = None
     if not args.no_store and rank == 0:
@@ -169,12 +170,12 @@ def _run(args: argparse.Namespace, rank: int) -> int:
             store = open_store(args.store)
         except TrituneError as e:  # a directory, another user's store, an unwritable place: one line
             return fail_usage(str(e))
-    opts = TuneOptions(jobs=args.jobs, compile_timeout=args.compile_timeout, verify=not args.no_verify,
-                       exhaustive=args.exhaustive, race=RaceOptions(), graph=args.graph,
-                       measure=args.measure, strategy=args.strategy, budget=args.budget)
+    opts = TuneOptions(search=args.strategy, budget=args.budget, measure="graph" if args.graph else args.measure,
+                       jobs=args.jobs, compile_timeout=args.compile_timeout, race=RaceOptions(),
+                       sweep=args.exhaustive)
     try:
         with make_progress(quiet=args.quiet or rank != 0) as progress:
-            result = tune(workloads, keys=keys, options=opts, store=store, progress=progress)
+            result = tune(workloads, keys=keys, options=opts, verify=not args.no_verify, store=store, progress=progress)
     except TrituneError as e:
         return fail_usage(f"rank {rank}: {e}" if _dist_initialized() else str(e))
     ok = all(w.extra.get("winner") for w in result.workloads)

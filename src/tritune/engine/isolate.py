@@ -167,7 +167,7 @@ _CACHE: dict[Any, Any] = {}
 
 def _check(w: Any, key: dict[str, Any], akey: tuple[Any, ...], args: list[Any], cfg: Config) -> Failure | None:
     """Worker side: ``cfg``'s outputs against the oracle (verify's own check); the Failure, or None if correct."""
-    from tritune.kernel import as_jit
+    from tritune.adapters.kernel import as_jit
     from tritune.verify.run import check_candidate, clone_arg
 
     okey = (*akey, "oracle")
@@ -187,7 +187,7 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
     """Launch ``task``'s workload kernel with its config on the GPU and time it with the event timer.
 
     Options (``task.options``): ``rel_tol`` (0.01), ``min_samples`` (5), ``warmup_s`` for a config's
-    first timing (0.005), ``rewarm_s`` for later ones (0.001), ``flush_l2`` (True), ``graph`` (False),
+    first timing (0.005), ``rewarm_s`` for later ones (0.001), ``measure`` (the policy, ``"cold"``),
     ``seed`` (0, for the inputs), ``verify`` (False: True checks a config's outputs against the workload's
     oracle, as ``verify`` does, before its first timing). Workload, inputs per key, launches and timers are
     kept between tasks.
@@ -196,9 +196,9 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
     from triton.compiler.errors import CompilationError
     from triton.runtime.errors import OutOfResources
 
+    from tritune.adapters.kernel import as_jit
     from tritune.bench.event import EventTimer
     from tritune.device import gpu_unavailable_reason
-    from tritune.kernel import as_jit
     from tritune.workload import load_workloads
 
     reason = gpu_unavailable_reason()
@@ -232,9 +232,9 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
             kernel[grid](*h_args, **kw)
 
         _CACHE[fkey] = launch
-    tkey = ("timer", bool(opts.get("flush_l2", True)), bool(opts.get("graph", False)))
+    tkey = ("timer", str(opts.get("measure", "cold")))
     if tkey not in _CACHE:
-        _CACHE[tkey] = EventTimer(flush_l2=tkey[1], graph=tkey[2])
+        _CACHE[tkey] = EventTimer.for_policy(tkey[1])
     try:
         return _CACHE[tkey].measure(  # type: ignore[no-any-return]
             _CACHE[fkey],

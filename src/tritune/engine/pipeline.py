@@ -150,7 +150,7 @@ def compile_and_race(
     ``stats``, when given, receives the first race's size and time, when the last compile ended
     (``compiled_s``), when the last config was loaded and checked (``loaded_s``), the seconds spent inside
     ``prepare`` (``prepare_s``) and when the race ended (``raced_s``), all from the call's start.
-    ``prior``: the race of earlier batches (a search, :mod:`tritune.engine.searched`): its survivors race on
+    ``prior``: the race of earlier batches (a search, :mod:`tritune.engine.loop`): its survivors race on
     with these configs and its outcomes are kept, so one race decides within and across batches.
     ``on_tail()`` is called once, when at most ``tail`` compiles are left (or at once when nothing compiles
     here): half the workers are idle, and a search starts its next batch's compiles there.

@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tritune.adapters.triton_key import install_triton_key_memo
 from tritune.config import Config, hooked_arguments
-from tritune.screen.triton_key import install_triton_key_memo
 from tritune.workers import Done, Forked, Spawned, WorkerService
 
 
@@ -52,7 +52,7 @@ def _compile_task(module: str, qualname: str, path: list[str], sig: dict[str, st
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from tritune.kernel import as_jit
+    from tritune.adapters.kernel import as_jit
 
     install_triton_key_memo()  # a spawned worker: Triton's key read back from the memo, not hashed again
 
@@ -89,7 +89,7 @@ def _compile_forked(token: int, sig: dict[str, str], constexprs: dict[Any, Any],
 
 def as_jit_names(jit: Any) -> list[str]:
     """The kernel's parameter names, in order (what a ``pre_hook``'s dict is keyed by)."""
-    from tritune.kernel import as_jit
+    from tritune.adapters.kernel import as_jit
 
     return list(as_jit(jit).arg_names)
 

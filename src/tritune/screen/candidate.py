@@ -18,11 +18,11 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from tritune.adapters.interpreter import compiler_language
 from tritune.config import Config
 from tritune.outcome import Status
 from tritune.results import CandidateResult
 from tritune.screen.binary import read_cubin
-from tritune.screen.langguard import compiler_language
 from tritune.screen.occupancy import Resources, occupancy, violations, warnings_for
 from tritune.screen.specialize import Specialization, compile_error_reason, specialize
 from tritune.screen.targets import Target

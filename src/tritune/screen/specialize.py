@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tritune.adapters.kernel import as_jit
+from tritune.adapters.triton_key import install_triton_key_memo
 from tritune.config import Config
 from tritune.device import cuda_target
 from tritune.errors import KernelSpecError
-from tritune.kernel import as_jit
-from tritune.screen.triton_key import install_triton_key_memo
 
 #: Keyed by ``id(jit)`` and holding the kernel itself: a hit counts only when it is the same object, so a
 #: freed kernel's id, once reused by another kernel, can never hand out the first kernel's binder.
@@ -86,7 +86,7 @@ class Specialization:
         """Run only the language front end (Python AST to TTIR): catches constexpr errors in milliseconds."""
         from triton._C.libtriton import ir
 
-        from tritune.screen.langguard import compiler_language
+        from tritune.adapters.interpreter import compiler_language
 
         with compiler_language():
             ctx = ir.context()
@@ -117,7 +117,7 @@ class Specialization:
         """Full compile through ``triton.compile`` (fills and reuses Triton's on-disk cache)."""
         import triton
 
-        from tritune.screen.langguard import compiler_language
+        from tritune.adapters.interpreter import compiler_language
 
         install_triton_key_memo()
         with compiler_language():

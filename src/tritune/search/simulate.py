@@ -18,7 +18,7 @@ batches of ``width`` asks batches of ``ceil(budget / rounds)``, as tuning does f
 Two models of what happens after the search's evaluations:
 
 * **the tuner's** (``final=`` a final race, what ``tritune simulate`` and ``benchmarks/search_eval.py`` pass:
-  :func:`tritune.engine.searched.replay_final_race`): the search runs through the tuning driver
+  :func:`tritune.engine.finals.replay_final_race`): the search runs through the tuning driver
   (:class:`~tritune.search.SearchDriver`), so the budget is held back for :meth:`Strategy.finals` only when
   the strategy wants finals, exactly as in tuning; then the tuner's final race re-times the configs within
   3% of the fastest seen (at most 4) on a replay timer with the same noise per look, at no evaluation
@@ -181,7 +181,7 @@ class Simulation:
 
 StrategyFactory = Callable[..., SearchStrategy]
 #: The tuner's final race on a landscape: ``final(landscape, [(config, observed_ms), ...], noise=, seed=)`` ->
-#: ``(pick, the configs raced)`` (:func:`tritune.engine.searched.replay_final_race`; this layer cannot import it).
+#: ``(pick, the configs raced)`` (:func:`tritune.engine.finals.replay_final_race`; this layer cannot import it).
 FinalRace = Callable[..., "tuple[Config | None, list[Config]]"]
 
 

@@ -20,7 +20,7 @@ uses the tuned keys twice:
    neighbour's winner first, or tied with the first (inside its interval: ties are ties),
    :meth:`TransferSearch.confirmed` says so and the driver stops (``stopped: confirmed``). When a winner is
    behind by more, up to 15%, the tuner races the best and the winners again from fresh samples (the check race,
-   :meth:`~tritune.search.SearchDriver.check_field`, :data:`tritune.engine.searched.CHECK_WINNERS_WITHIN`: one
+   :meth:`~tritune.search.SearchDriver.check_field`, :data:`tritune.engine.finals.CHECK_WINNERS_WITHIN`: one
    look moves near-tied configs by 1-3%, and a GPU whose clocks settle under load by up to 13%), and that race
    alone decides again (:meth:`confirmed_by`; :meth:`confirming` names the winners); otherwise the search goes
    on with the variants and the model's picks.

@@ -6,8 +6,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tritune.adapters.kernel import KernelInfo
 from tritune.config import Config
-from tritune.kernel import KernelInfo
 
 
 @dataclass(frozen=True)

@@ -259,7 +259,7 @@ def make_key(
     """
     import triton
 
-    from tritune.kernel import KernelInfo
+    from tritune.adapters.kernel import KernelInfo
 
     info = kernel if isinstance(kernel, KernelInfo) else KernelInfo.of(kernel)
     dev, cap = current_device() if device is None else device

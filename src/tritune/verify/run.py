@@ -12,10 +12,11 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from tritune.adapters.interpreter import as_interpreted
+from tritune.adapters.kernel import as_jit
 from tritune.config import Config
 from tritune.device import gpu_unavailable_reason, interpreter_on
 from tritune.errors import KernelSpecError, WorkloadError
-from tritune.kernel import as_interpreted, as_jit
 from tritune.outcome import Status
 from tritune.progress import Laps
 from tritune.results import CandidateResult, RunResult, WorkloadResult

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tritune.engine.searched import replay_final_race
+from tritune.engine.finals import replay_final_race
 from tritune.landscape import Landscape
 from tritune.search import Budget
 from tritune.search.simulate import replay_space, simulate_one

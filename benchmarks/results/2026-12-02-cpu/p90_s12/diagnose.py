@@ -11,7 +11,7 @@ from collections import Counter
 
 import numpy as np
 
-from tritune.engine.searched import replay_final_race
+from tritune.engine.finals import replay_final_race
 from tritune.landscape import Landscape
 from tritune.search import registry
 from tritune.search.base import Budget

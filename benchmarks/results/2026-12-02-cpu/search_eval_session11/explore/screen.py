@@ -13,7 +13,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tritune.engine.searched import replay_final_race
+from tritune.engine.finals import replay_final_race
 from tritune.landscape import Landscape
 from tritune.search.driver import ROUNDS
 from tritune.search.simulate import simulate

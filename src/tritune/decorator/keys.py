@@ -1,0 +1,252 @@
+"""How the decorator turns a call's arguments into a tuning key, with optional buckets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tritune.decorator.dispatch import descriptor_fact, is_descriptor
+from tritune.errors import WorkloadError
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _miss() -> Any:
+    raise AttributeError("argument kind changed: use the generic call key")
+
+
+def _other(a: Any) -> Any:
+    """call_key's item for an argument that is neither a tensor, an int nor a descriptor (its type); else a miss."""
+    if type(a) is int or getattr(a, "data_ptr", None) is not None or is_descriptor(a):
+        _miss()
+    return type(a)
+
+
+#: Argument types that :func:`_other` keys by their type alone (never a tensor, an int or a descriptor).
+_PLAIN = (float, bool, type(None), str)
+
+
+def _desc(a: Any) -> Any:
+    """call_key's item for a host TensorDescriptor (:func:`descriptor_fact`); a miss for any other kind."""
+    if not is_descriptor(a):
+        _miss()
+    return descriptor_fact(a)
+
+
+def int_fact(a: int) -> int:
+    """What selects Triton's binary for an int argument, as one small int: 1 (equal to 1), 2 or 3 (fits in 32 bits,
+    divisible by 16 or not), 4 or 5 (does not fit, divisible by 16 or not). One conditional expression costs
+    ~75 ns a call against ~170 ns for the tuple of three facts it replaces (a kernel with a dozen int arguments,
+    such as FlagGems' kron, computes it for each on every cached call)."""
+    if -2147483648 <= a < 2147483648:
+        return 1 if a == 1 else 2 if a % 16 == 0 else 3
+    return 4 if a % 16 == 0 else 5
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """Which arguments form the key, where they sit in the call, and how each value is bucketed."""
+
+    names: tuple[str, ...]
+    positions: tuple[int, ...]
+    defaults: tuple[Any, ...]
+    buckets: tuple[Callable[[Any], Any], ...]
+    #: Positions of ``tl.constexpr`` parameters: a binary is compiled for their exact value, so a call key
+    #: holds the value itself, not only its specialization facts.
+    exact: frozenset[int] = frozenset()
+    #: Every parameter name, in order (to place keyword arguments).
+    arg_names: tuple[str, ...] = ()
+
+    @classmethod
+    def build(cls, kernel_name: str, arg_names: Sequence[str], defaults: Mapping[str, Any], key: Any,
+              constexprs: Collection[str] = ()) -> KeySpec:  # fmt: skip
+        if isinstance(key, str):
+            key = [key]
+        if isinstance(key, Mapping):
+            items = [(n, b if b is not None else _identity) for n, b in key.items()]
+        else:
+            items = [(n, _identity) for n in key]
+        unknown = [n for n, _ in items if n not in arg_names]
+        if unknown:
+            raise WorkloadError(
+                f"{kernel_name}: key name(s) {', '.join(map(repr, unknown))} are not parameters of the kernel; "
+                f"its parameters are {', '.join(arg_names)}"
+            )
+        for n, b in items:
+            if not callable(b):
+                raise WorkloadError(f"{kernel_name}: the bucket for key {n!r} must be callable, got {b!r}")
+        names = tuple(n for n, _ in items)
+        return cls(
+            names=names,
+            positions=tuple(list(arg_names).index(n) for n in names),
+            defaults=tuple(defaults.get(n) for n in names),
+            buckets=tuple(b for _, b in items),
+            exact=frozenset(i for i, n in enumerate(arg_names) if n in constexprs),
+            arg_names=tuple(arg_names),
+        )
+
+    def of(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The key tuple for a call: bucketed key values, then the dtype of every tensor argument, positional or
+        keyword (as Triton does)."""
+        out: list[Any] = []
+        n = len(args)
+        for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
+            v = args[pos] if pos < n else kwargs.get(name, default)
+            out.append(bucket(v))
+        for a in args:
+            dt = getattr(a, "dtype", None)
+            if dt is not None:
+                out.append(dt)  # the dtype object: hashing it is cheaper than formatting it on every call
+        if kwargs:
+            for name, a in kwargs.items():
+                dt = getattr(a, "dtype", None)
+                if dt is not None and name in self.arg_names:
+                    out.append(dt)
+        return tuple(out)
+
+    def _fact(self, i: int, a: Any, out: list[Any]) -> None:
+        """Append what selects Triton's binary for argument ``a`` at parameter index ``i``."""
+        if i in self.exact:
+            out.append((type(a), a))
+            return
+        dp = getattr(a, "data_ptr", None)
+        if dp is not None:
+            out.append(a.dtype)
+            out.append(dp() % 16 == 0)
+        elif type(a) is int:
+            out.append(int_fact(a))
+        elif is_descriptor(a):  # its dtype and block shape select the binary, as a tensor's dtype does
+            out.append(descriptor_fact(a))
+        else:
+            out.append(type(a))
+
+    def call_key(self, args: Sequence[Any]) -> tuple[Any, ...]:
+        """For positional calls: the bucketed key values plus, per argument, what selects Triton's binary
+        (dtype and 16-byte alignment of a tensor; for an int: == 1, divisible by 16, fits in 32 bits; for a
+        ``tl.constexpr``: its value)."""
+        out: list[Any] = []
+        n = len(args)
+        for pos, default, bucket in zip(self.positions, self.defaults, self.buckets):
+            out.append(bucket(args[pos] if pos < n else default))
+        for i, a in enumerate(args):
+            self._fact(i, a, out)
+        return tuple(out)
+
+    def kw_call_key(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+        """:meth:`call_key` for a call with keyword arguments: the sorted keyword names first, then the key
+        values, then each positional argument's facts and each keyword argument's (in sorted name order).
+        A keyword that names no parameter (a launch option) enters with its value."""
+        names = tuple(sorted(kwargs))
+        out: list[Any] = [names]
+        n = len(args)
+        for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
+            out.append(bucket(args[pos] if pos < n else kwargs.get(name, default)))
+        for i, a in enumerate(args):
+            self._fact(i, a, out)
+        index = self._index
+        for name in names:
+            a = kwargs[name]
+            at = index.get(name)
+            if at is None:
+                out.append((type(a), a))
+            else:
+                self._fact(at, a, out)
+        return tuple(out)
+
+    @property
+    def _index(self) -> dict[str, int]:
+        return {n: i for i, n in enumerate(self.arg_names)}
+
+    def _fact_src(self, i: int, a: Any, var: str, env: dict[str, Any]) -> list[str]:
+        if i in self.exact or i < 0:
+            return [f"(type({var}), {var})"]
+        if getattr(a, "data_ptr", None) is not None:
+            return [f"{var}.dtype", f"{var}.data_ptr() % 16 == 0"]
+        if type(a) is int:  # int_fact, inlined
+            return [f"(((1 if {var} == 1 else 2 if {var} % 16 == 0 else 3) if -2147483648 <= {var} < 2147483648 "
+                    f"else (4 if {var} % 16 == 0 else 5)) if type({var}) is int else miss())"]  # fmt: skip
+        if is_descriptor(a):
+            return [f"desc({var})"]
+        if type(a) in _PLAIN:  # other()'s value, without its three tests while the kind holds (~0.25 us each)
+            env[f"T_{var}"] = type(a)
+            return [f"(T_{var} if type({var}) is T_{var} else other({var}))"]
+        return [f"other({var})"]
+
+    def compiled_call_key(self, args: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+        """:meth:`call_key`, as generated code specialized to the argument kinds of ``args`` (as Triton builds
+        its own binder): one tuple expression, no loop. It returns exactly what ``call_key`` returns for
+        any call; a call of another arity or argument kind falls back to ``call_key`` itself."""
+        n = len(args)
+        env: dict[str, Any] = {"generic": self.call_key, "other": _other, "desc": _desc, "miss": _miss}
+        items = self._key_items_src(n, {}, env)
+        for i, a in enumerate(args):
+            items += self._fact_src(i, a, f"a{i}", env)
+        names = "".join(f"a{i}, " for i in range(n))
+        src = (
+            "def call_key(args):\n"
+            f"    if len(args) != {n}:\n        return generic(args)\n"
+            + (f"    {names}= args\n" if n else "")
+            + f"    try:\n        return ({''.join(x + ', ' for x in items)})\n"
+            "    except AttributeError:\n        return generic(args)\n"
+        )
+        exec(compile(src, f"<tritune call_key {'/'.join(self.names)}>", "exec"), env)
+        fn: Callable[[Sequence[Any]], tuple[Any, ...]] = env["call_key"]
+        return fn
+
+    def _key_items_src(self, n: int, kw_vars: Mapping[str, str], env: dict[str, Any]) -> list[str]:
+        items: list[str] = []
+        for j, (pos, name, default, bucket) in enumerate(zip(self.positions, self.names, self.defaults, self.buckets)):
+            if pos < n:
+                var = f"a{pos}"
+            elif name in kw_vars:
+                var = kw_vars[name]
+            else:
+                env[f"c{j}"] = bucket(default)
+                items.append(f"c{j}")
+                continue
+            if bucket is _identity:
+                items.append(var)
+            else:
+                env[f"b{j}"] = bucket
+                items.append(f"b{j}({var})")
+        return items
+
+    def compiled_kw_call_key(self, args: Sequence[Any], kwargs: Mapping[str, Any]
+                             ) -> Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]]:  # fmt: skip
+        """:meth:`kw_call_key` as generated code for calls with ``args``' arity and ``kwargs``' names and
+        argument kinds; any other call falls back to ``kw_call_key`` itself, with the same result."""
+        n = len(args)
+        names = tuple(sorted(kwargs))
+        index = self._index
+        env: dict[str, Any] = {"generic": self.kw_call_key, "other": _other, "desc": _desc, "miss": _miss, "names": names}
+        kw_vars = {name: f"k{j}" for j, name in enumerate(names)}
+        items = ["names", *self._key_items_src(n, kw_vars, env)]
+        for i, a in enumerate(args):
+            items += self._fact_src(i, a, f"a{i}", env)
+        for j, name in enumerate(names):
+            items += self._fact_src(index.get(name, -1), kwargs[name], f"k{j}", env)
+        unpack = "".join(f"a{i}, " for i in range(n))
+        kw_unpack = "".join(f"        k{j} = kwargs[{name!r}]\n" for j, name in enumerate(names))
+        src = (
+            "def kw_call_key(args, kwargs):\n"
+            f"    if len(args) != {n} or len(kwargs) != {len(names)}:\n        return generic(args, kwargs)\n"
+            "    try:\n"
+            + (f"        {unpack}= args\n" if n else "")
+            + kw_unpack
+            + f"        return ({''.join(x + ', ' for x in items)})\n"
+            "    except (AttributeError, KeyError):\n        return generic(args, kwargs)\n"
+        )
+        exec(compile(src, f"<tritune kw_call_key {'/'.join(self.names)}>", "exec"), env)
+        fn: Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]] = env["kw_call_key"]
+        return fn
+
+    @staticmethod
+    def public(key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The key as Triton's autotuner shows it: dtypes as text."""
+        return tuple(str(v) if type(v).__name__ == "dtype" else v for v in key)
+
+    def as_dict(self, key: tuple[Any, ...]) -> dict[str, Any]:
+        return dict(zip(self.names, key[: len(self.names)]))

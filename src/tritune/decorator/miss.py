@@ -1,0 +1,275 @@
+"""What ``@tritune.autotune`` does on a miss: look in the pretuned layer and the store, else tune the key through
+the engine's one key pipeline (:func:`tritune.engine.key.tune_key`).
+
+Lookups never time anything: a hit in a pretuned file (shipped by a kernel library) or in the store (written by any
+earlier process) is used directly. Under the interpreter a pretuned entry made on any device is used, since nothing
+can be timed here anyway. A miss on a GPU compiles and load-checks every legal candidate, races those the store has
+no measurement for, records every outcome, and keeps the faster of the new race winner and the stored winner: adding
+a config to the list measures only it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tritune.config import Config
+from tritune.decorator.choice import Choice, PretunedIgnoredWarning
+from tritune.decorator.timing import candidate_call
+from tritune.decorator.tuned import TunedKernel
+from tritune.device import gpu_unavailable_reason
+from tritune.errors import NoLegalConfigError
+
+if TYPE_CHECKING:
+    from tritune.engine.options import TuneOptions
+
+
+@dataclass
+class KeyTuner:
+    """The decorator's tuning of its keys: ``options`` (how a key is tuned), ``store`` (a path, a Store, or False for
+    none; None: the default store), ``pretuned`` (an export file used read-only), ``distributed`` (tune across the
+    ranks of a process group) and ``timer`` (for tests of the tuning logic without a GPU: a replay timer whose
+    ``measure_config`` replaces GPU timing; its choices are labelled ``replayed``, never ``timed``). ``served``: the
+    kernel tunes while serving, so a winner its serving mode promoted in an earlier process (a ``served`` key: timed
+    on real calls) is looked up first."""
+
+    options: TuneOptions
+    store: Any = None
+    pretuned: str | Path | None = None
+    distributed: bool = False
+    timer: Any = None
+    served: bool = False
+    _store: Any = field(default=None, init=False, repr=False)
+    _pretuned: Any = field(default=None, init=False, repr=False)
+
+    def open_store(self) -> Any:
+        if self.store is False:
+            return None
+        if self._store is None:
+            from tritune.store import Store, open_store
+
+            self._store = self.store if isinstance(self.store, Store) else open_store(self.store)
+        return self._store
+
+    def open_pretuned(self) -> Any:
+        """The pretuned layer, read on first use; the decorator calls this at decoration, so that a missing
+        or malformed file is an error there and not at the first call."""
+        if self.pretuned is None:
+            return None
+        if self._pretuned is None:
+            from tritune.store import PretunedStore
+
+            self._pretuned = PretunedStore(self.pretuned)
+        return self._pretuned
+
+    def check_pretuned(self, tuned: TunedKernel) -> None:
+        """At decoration: one warning when the pretuned file can serve this kernel no key at all (no entry under
+        its name, or entries made from another version of its source), instead of silently tuning every key."""
+        pre = self.open_pretuned()
+        if pre is None:
+            return
+        mine = pre.entries(tuned.info.name)
+        if not mine:
+            others = sorted({e.key.kernel for e in pre.entries()})
+            held = f"it holds entries for {', '.join(others[:8])}" if others else "it holds no entries"
+            msg = f"the pretuned file {self.pretuned} holds no entries for this kernel ({held})"
+        elif not any(e.key.source_hash == tuned.info.source_hash for e in mine):
+            msg = (f"the pretuned file {self.pretuned} holds {len(mine)} entries for this kernel, all made from "
+                   "another version of its source (it, or a function it calls, changed since)")
+        else:
+            return
+        warnings.warn(f"{tuned.info.name}: {msg}: none can be served, and every key is tuned as if there were no "
+                      "file. Regenerate the file with `tritune cache export`.", PretunedIgnoredWarning,
+                      stacklevel=3)  # fmt: skip
+
+    def _unmatched_pretuned(self, pre: Any, tuned: TunedKernel, tkey: Any, key: tuple[Any, ...]) -> None:
+        """A miss in the pretuned file although it has entries for this source and key values: say which part of
+        the key differs (dtypes, buckets, measure policy, GPU capability), once per kernel."""
+        near = [e.key for e in pre.entries(tuned.info.name)
+                if e.winner is not None and e.key.source_hash == tkey.source_hash and e.key.key == tkey.key]
+        if not near:
+            return
+        fields = ["dtypes", "buckets", "measure"] + ([] if tkey.capability == "interpreter" else ["capability"])
+        diff = [f"{f} {getattr(near[0], f)} (this call: {getattr(tkey, f)})" for f in fields
+                if getattr(near[0], f) != getattr(tkey, f)]
+        tuned.warn_once(
+            "pretuned-unmatched-key",
+            f"{tuned.info.name}: the pretuned file {self.pretuned} has {len(near)} entries for key "
+            f"{tuned.key_spec.as_dict(key)}, made for other {', '.join(diff) or 'key fields'}; they are ignored "
+            "and the key is tuned as if it had no entry.",
+            PretunedIgnoredWarning,
+        )
+
+    def tuning_key(self, tuned: TunedKernel, key: tuple[Any, ...], *, interpreter: bool, measure: Any = None) -> Any:
+        """The store key of ``key``: its bucketed values, dtypes, device and the measurement policy in force (or
+        ``measure``)."""
+        from tritune.store import INTERPRETER, make_key
+
+        spec = tuned.key_spec
+        names = spec.names
+        values = dict(zip(names, key[: len(names)]))
+        buckets = {n: getattr(b, "name", "exact") for n, b in zip(names, spec.buckets)}
+        dev = (INTERPRETER, INTERPRETER) if interpreter else None
+        dtypes = tuple(str(d) for d in key[len(names):])
+        return make_key(tuned.info, values, buckets=buckets, dtypes=dtypes, device=dev,
+                        measure=measure if measure is not None else self.options.policy(tuned.info.name))  # fmt: skip
+
+    def lookup(self, tuned: TunedKernel, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
+               allowed: Sequence[Config] | None = None) -> Choice | None:  # fmt: skip
+        """A pretuned or stored winner for ``key``, served only if it is among ``allowed`` (this call's pruned,
+        legal candidates; default: every candidate). A pretuned winner outside them is ignored, with one warning."""
+        interp = gpu_unavailable_reason() is not None
+        tkey = self.tuning_key(tuned, key, interpreter=interp)
+        legal = set(tuned.candidates if allowed is None else allowed)
+        pre = self.open_pretuned()
+        if pre is not None:
+            hit = pre.resolve(tkey)  # exact key, else the same source/key/dtypes on a compatible device
+            if hit is not None and hit.config in legal:
+                return Choice(hit.config, "pretuned", f"{self.pretuned} ({hit.key.device})")
+            if hit is None:
+                self._unmatched_pretuned(pre, tuned, tkey, key)
+            else:
+                tuned.warn_once(
+                    "pretuned-ignored",
+                    f"{tuned.info.name}: the pretuned winner {hit.config.id} in {self.pretuned} for key "
+                    f"{tuned.key_spec.as_dict(key)} is not among this call's candidates after pruning and the "
+                    "checks made before launch; it is ignored and the key is tuned as if it had no entry. "
+                    "Regenerate the pretuned file for the current configs.",
+                    PretunedIgnoredWarning,
+                )
+        if interp and self.timer is None:
+            return None
+        st = self.open_store()
+        found: Config | None = None
+        if st is not None and self.served:
+            from tritune.measure import MeasurePolicy
+
+            hit = st.lookup_winner(self.tuning_key(tuned, key, interpreter=interp, measure=MeasurePolicy.SERVED))
+            found = hit.config if hit is not None and hit.config in legal else None
+        if st is not None and found is None:
+            hit = st.lookup_winner(tkey)
+            if hit is not None and hit.config in legal and (
+                not st.missing(tkey, tuned.candidates) or self._searched_enough(tuned, hit, st, tkey, legal)
+            ):
+                found = hit.config
+        if self.distributed:
+            from tritune.ranks import agree_on_cached, rank_and_world
+
+            if rank_and_world()[1] > 1:  # one rank's hit is every rank's hit: no rank tunes alone
+                found = agree_on_cached(_label(tuned, key), found)
+        return Choice(found, "store", "stored winner") if found is not None else None
+
+    def _searched_enough(self, tuned: TunedKernel, hit: Any, st: Any, tkey: Any, legal: set[Config]) -> bool:
+        """A stored winner of a search serves a lookup when this tuner would search too, within what was spent."""
+        from tritune.engine.plan import searched_enough
+
+        p = self.options.plan(len(legal), where=tuned.info.name)
+        return p is not None and searched_enough(p, hit, len(st.candidates(tkey, legal)), len(legal))
+
+    def tune(self, tuned: TunedKernel, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
+             args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
+        """Tune ``key`` through the engine (module docstring): this call's arguments, its legal candidates and how
+        one config is loaded and timed, handed to :func:`~tritune.engine.key.tune_key`."""
+        from tritune.bench import EventTimer, Failure
+        from tritune.bench.timer import ConfigMeasure
+        from tritune.device import current_target
+        from tritune.engine.key import KeyJob, tune_key
+        from tritune.engine.pipeline import Prepared, load_binary
+        from tritune.engine.precompile import Precompiler
+        from tritune.engine.sticky import cuda_context_error
+        from tritune.engine.timing import timer_measure
+        from tritune.outcome import Status
+        from tritune.screen.specialize import cuda_target, frontend_rejection
+
+        gpu = gpu_unavailable_reason() is None
+        tkey = self.tuning_key(tuned, key, interpreter=not gpu)
+        cleanups: list[Callable[[], None]] = []
+        named = tuned.named_args(args, kwargs)
+        saved = {n: named[n].clone() for n in tuned.restore_value if named.get(n) is not None}  # before any run
+
+        def make_fn(cfg: Config) -> Callable[[], object]:
+            call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid, saved)
+            cleanups.append(cleanup)
+            return call
+
+        def prepare(cfg: Config) -> Prepared:
+            if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
+                why = frontend_rejection(tuned.fn, args, cfg, cuda_target(90), tuned.launch_kwargs(cfg, args, kwargs))
+                return None if why is None else Failure(Status.ILLEGAL, why)
+            if cfg.pre_hook is not None:  # as Triton: it may set what the compile depends on (a descriptor's block)
+                cfg.pre_hook({**named, **cfg.kwargs, **cfg.launch_options()})
+            return load_binary(tuned.launcher(), tuned.info.name, cfg, args, kwargs, grid)
+
+        opts = self.options
+        measure: ConfigMeasure
+        if self.timer is None and tuned.do_bench is not None:
+            measure = _UserBench(tuned.do_bench, make_fn)
+        else:
+            policy = tkey.measure
+            lazy = timer_measure(self.timer, make_fn, opts.race.rel_tol, lambda: EventTimer.for_policy(policy))
+            if gpu and legal:
+                lazy.start()  # the timer's flush buffer and the clocks' warm-up beside the compiles
+            measure = lazy
+        compiler = None
+        if gpu and opts.precompile:  # in workers, slowest first (stacked heuristics' values computed here)
+            jit, kwargs_for = tuned.compile_plan(args, kwargs)
+            compiler = Precompiler(jit, args, kwargs, current_target(), opts.jobs, opts.compile_timeout, kwargs_for)
+        farm = None
+        if self.distributed:
+            from tritune.ranks import Farm, rank_and_world
+
+            farm = Farm() if rank_and_world()[1] > 1 else None
+        job = KeyJob(_label(tuned, key), tkey, tuple(legal), prepare, measure, compiler, rejected,
+                     probe=cuda_context_error if gpu else None)  # fmt: skip
+        stats: dict[str, Any] = {"candidates": len(legal), "measure": tkey.measure.value}
+        try:
+            got = tune_key(job, opts, store=self.open_store(), farm=farm, reuse=True, stats=stats)
+        finally:
+            for c in cleanups:
+                c()
+        rejected.update(got.failures)
+        if got.winner is None:
+            searched = (f" (searched {got.search['evaluated']} of {len(legal)} legal configs with "
+                        f"{got.search['strategy']})") if got.search else ""  # fmt: skip
+            from tritune.space.legality import format_rejections
+
+            raise NoLegalConfigError(f"{tuned.info.name}: no candidate could be timed for key "
+                                     f"{tuned.key_spec.as_dict(key)}{searched}:\n" + format_rejections(rejected))  # fmt: skip
+        if got.source == "store" and got.race is None:
+            why = "the budget was spent by earlier runs" if got.search is not None else "nothing left to time"
+            return Choice(got.winner, "store", f"stored winner ({why})", stats=stats)
+        source = "timed" if self.timer is None else "replayed"
+        detail = f"{got.best_ms:.4f} ms median" if got.best_ms is not None else "stored winner"
+        if got.search is not None:
+            detail += (f"; searched {got.search['evaluated']} of {len(legal)} configs ({got.search['strategy']}, "
+                       f"stopped: {got.search['stopped']})")  # fmt: skip
+        return Choice(got.winner, source, detail, stats=stats, timings=got.timings)
+
+
+@dataclass
+class _UserBench:
+    """The race's measure from a user's ``do_bench(fn) -> ms`` (triton.autotune's hook): one sample per call."""
+
+    do_bench: Any
+    make_fn: Any
+    _fns: dict[Config, Any] = field(default_factory=dict)
+
+    def __call__(self, config: Config, budget_s: float) -> Any:
+        from tritune.bench import Failure, Measurement
+        from tritune.outcome import Status
+
+        if config not in self._fns:
+            self._fns[config] = self.make_fn(config)
+        try:
+            t = self.do_bench(self._fns[config])
+        except Exception as e:
+            return Failure(Status.LAUNCH_FAILED, f"{config.id}: {type(e).__name__}: {e}")
+        ms = float(t[0] if isinstance(t, (list, tuple)) else t)
+        return Measurement.from_samples([ms], stop="budget")
+
+
+def _label(tuned: TunedKernel, key: tuple[Any, ...]) -> str:
+    return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"

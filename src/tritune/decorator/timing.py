@@ -1,0 +1,200 @@
+"""What one timing run of a decorated kernel does: the timed call.
+
+``candidate_call`` builds the zero-argument function a timer runs for one config with the order of
+``triton.autotune``'s benchmark run: the config's ``pre_hook``, the kernel's ``pre_hook`` (by default the
+one that zeroes ``reset_to_zero`` and snapshots ``restore_value``), the launch, then the kernel's
+``post_hook`` (by default the restore), so in-place kernels are not corrupted by timing runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tritune.config import Config
+from tritune.decorator.tuned import TunedKernel
+
+
+def candidate_call(
+    tuned: TunedKernel,
+    cfg: Config,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    grid: Any,
+    saved: Mapping[str, Any] | None = None,
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(call, cleanup): ``call`` runs one timed launch with the hooks; ``cleanup`` restores saved values.
+
+    ``saved`` holds the ``restore_value`` arguments as they were before ANY candidate ran; ``cleanup`` puts
+    them back once the race is over, whatever the hooks did (a user ``post_hook`` replaces the restore).
+    """
+    named = tuned.named_args(args, kwargs)
+    if saved is None:
+        saved = {n: named[n].clone() for n in tuned.restore_value if named.get(n) is not None}
+    jit = tuned.launcher()
+    opts = cfg.launch_options()
+    full = {**named, **cfg.kwargs, **opts}
+
+    def call() -> None:
+        if cfg.pre_hook is not None:
+            cfg.pre_hook(full)
+        tuned.pre_hook(full)
+        try:
+            jit.run(*args, grid=grid, warmup=False, **kwargs, **cfg.kwargs, **opts)
+        except Exception as e:
+            try:
+                tuned.post_hook(full, exception=e)
+            finally:
+                raise
+        tuned.post_hook(full, exception=None)
+
+    def cleanup() -> None:
+        for n, v in saved.items():
+            named[n].copy_(v)
+
+    return call, cleanup
+
+
+def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Mapping[str, Any]) -> list[float]:
+    """``Autotuner._bench`` with tritune's checks and timer: ``[median, q1, q3]`` milliseconds for ``config``.
+
+    For a subclass that runs its own loop over ``self._bench`` (as FlagGems' ``LibTuner``): a config the
+    static rules or the compiler front end reject is never launched and gets ``inf``, as Triton gives a
+    config that runs out of resources. Timing uses the kernel's ``do_bench`` when set, else tritune's event
+    timer (L2 flush, confidence interval), raced across the loop's calls for one key
+    (:func:`race_in_library_loop`); with no GPU it raises ``TimingUnavailableError``.
+    """
+    from tritune.decorator.triton_surface import from_triton
+    from tritune.device import gpu_unavailable_reason
+    from tritune.errors import TimingUnavailableError
+    from tritune.space import check_static
+
+    kwargs = dict(meta)
+    grid = kwargs.pop("grid", None)
+    kwargs.pop("warmup", None)
+    conflicts = sorted(kwargs.keys() & set(config.kwargs))
+    if conflicts:
+        raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure that you don't re-define "
+                         f"auto-tuned symbols. ({tuned.info.name})")  # fmt: skip
+    cfg = from_triton(config)
+    inf = [float("inf")] * 3
+    if check_static(cfg, tuned.info, kwargs.keys(), None) is not None:
+        return inf
+    if gpu_unavailable_reason() is None:
+        precompile_for_library_loop(tuned, args, kwargs)
+    call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
+    try:
+        if tuned.do_bench is not None:
+            t = tuned.do_bench(call, quantiles=(0.5, 0.2, 0.8))
+            return [float(x) for x in t] if isinstance(t, (list, tuple)) else [float(t)] * 3
+        why = gpu_unavailable_reason()
+        if why is not None:
+            raise TimingUnavailableError(
+                f"{tuned.info.name}: cannot time config {cfg.id}: {why}. Pass do_bench= to time with your own "
+                "function, or run on a GPU."
+            )
+        import torch
+
+        from tritune.bench import EventTimer
+        from tritune.engine.timing import note_gpu_busy, warm_if_idle
+
+        device = torch.cuda.current_device()
+        timer = _LOOP_TIMERS.get(device)
+        if timer is None:  # one timer, and one L2 flush buffer (2x the L2: 120 MB on an H200), per device
+            timer = _LOOP_TIMERS[device] = EventTimer(device=device)
+        warm_if_idle(timer)  # clocks ramped unless tritune kept the GPU busy within the last second
+
+        def measure(**options: Any) -> Any:
+            try:
+                return timer.measure(call, **options)
+            finally:
+                note_gpu_busy()
+
+        try:
+            m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure)
+        except Exception as e:  # out of resources, a compile failure: Triton gives such a config inf
+            from triton.compiler.errors import CompilationError
+            from triton.runtime.errors import OutOfResources
+
+            if isinstance(e, (OutOfResources, CompilationError)):
+                return inf
+            raise
+        return [m.median_ms, m.q1_ms, m.q3_ms]
+    finally:
+        cleanup()
+
+
+#: The event timers of library loops, by device, shared by every kernel (each held a flush buffer before).
+_LOOP_TIMERS: dict[int, Any] = {}
+
+#: A library loop's first look at a config: short, so that the many clear losers cost little.
+FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0.002}
+#: A config whose first look is clearly slower than the best so far AND this much slower is out of the race.
+LOSER_MARGIN = 0.05
+#: The full measurement of a config still in the race (its first look just warmed it up).
+FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002}
+
+
+def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., Any]) -> Any:
+    """One config's timing inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` times every
+    pruned config, one after another): a race run one config at a time. Each config gets a short first
+    look; one whose interval lies wholly above the best so far, and whose median is more than
+    :data:`LOSER_MARGIN` slower, is out, and its first look is what the loop gets (it loses the loop's
+    ``min`` either way). The others are measured in full and may become the best. ``measure(**options)``
+    times the config once (:meth:`tritune.bench.EventTimer.measure`). Returns the Measurement."""
+    from tritune.bench.stats import clearly_slower
+
+    bests: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_best", {})
+    best = bests.get(key)
+    first = measure(**FIRST_LOOK)
+    if best is not None and first.median_ms > best.median_ms * (1 + LOSER_MARGIN) and clearly_slower(first, best):
+        return first
+    full = first.merged(measure(**FULL_LOOK))
+    if best is None or full.median_ms < best.median_ms:
+        bests[key] = full
+    return full
+
+
+def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any],
+                                compile_all: Callable[..., Any] | None = None) -> list[Config] | None:  # fmt: skip
+    """Before a library's own loop times its first config for a key, compile every config it will time.
+
+    A subclass such as FlagGems' ``LibTuner`` calls ``prune_configs`` and then ``_bench`` once per config,
+    and each would otherwise compile in this process, one after another (mm: 41 s under tritune against
+    Triton's 32 s in the first H200 run). The pruned configs (``prune_configs`` remembers them) that pass
+    the static rules compile in the engine's worker processes, slowest first, all at once; each ``_bench``
+    then only loads its binary. Once per key. A config with a ``pre_hook`` is compiled for the arguments as
+    its hook leaves them (FlagGems' Hopper mm sets descriptor block shapes there); with stacked heuristics
+    (FlagGems' bmm, baddbmm) each config compiles with the heuristics' values for it
+    (:meth:`~tritune.decorator.autotuned.Autotuned.compile_plan`). Returns the configs sent to the workers (None when none).
+    """
+    from tritune.decorator.triton_surface import from_triton
+    from tritune.space import check_static
+
+    if not tuned.tuner.options.precompile:
+        return None
+    key = tuned.key_spec.of(args, kwargs)
+    done: set[Any] = tuned.__dict__.setdefault("_library_loop_precompiled", set())
+    if key in done:
+        return None
+    done.add(key)
+    pruned = tuned.__dict__.get("_last_pruned") or tuned.configs
+    configs = []
+    for obj in pruned:
+        c = from_triton(obj)
+        if c not in configs and check_static(c, tuned.info, kwargs.keys(), None) is None:
+            configs.append(c)
+    if len(configs) < 2:
+        return None
+    if compile_all is None:
+        from tritune.device import current_target
+        from tritune.engine.precompile import precompile
+
+        jit, kwargs_for = tuned.compile_plan(args, kwargs)
+
+        def compile_all(cfgs: list[Config]) -> Any:
+            return precompile(jit, cfgs, args, kwargs, current_target(), tuned.tuner.options.jobs,
+                              tuned.tuner.options.compile_timeout, kwargs_for)  # fmt: skip
+
+    compile_all(configs)  # failures are left to the loop: its own compile raises and the config gets inf
+    return configs
