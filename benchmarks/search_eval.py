@@ -45,8 +45,10 @@ TARGET_MEDIAN, TARGET_P90 = 1.02, 1.05
 def load_landscapes(folder: Path | None, synthetic: bool, seed: int = 0) -> list[tuple[str, Landscape]]:
     out: list[tuple[str, Landscape]] = []
     if folder is not None:
-        for path in sorted(folder.glob("*.json")):
-            out.append((path.stem, Landscape.load(path)))
+        sys.path.insert(0, str(Path(__file__).parent / "landscapes"))
+        from fitted import recorded  # type: ignore[import-not-found]
+
+        out.extend(recorded(folder))
     if synthetic:
         sys.path.insert(0, str(Path(__file__).parent / "landscapes"))
         from synthetic import generate_all  # type: ignore[import-not-found]

@@ -73,6 +73,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -260,13 +262,83 @@ def interleave(fns: Mapping[str, Callable[[], None]], rounds: int) -> dict[str, 
     return {n: statistics.median(v) for n, v in rows.items()}
 
 
-def paired_ratio(ours: Callable[[], None], blas: Callable[[], None], pairs: int = 400) -> dict[str, Any]:
-    """cuBLAS time / ``ours`` pair by pair (``_timing.paired``: adjacent calls, alternating order, each after
-    a flush and a spin): both calls of a pair run at one clock, which the H200's power limit moves by 10% between
-    rounds under a 4096^3 matmul (session 16, ``timer_agreement.py``). The median and its 99% interval."""
-    from _timing import paired_ratio as ratio
+class Plain:
+    """CUDA events around single calls after a 256 MB memset (``matmul_probe.py``'s ``Timer``), optionally with a
+    GPU spin between the memset and the start event; the median of ``reps`` calls."""
 
-    median, ci99, _, t_ours, t_blas = ratio(ours, blas, pairs)
+    def __init__(self, pad_us: float = 0.0) -> None:
+        self.buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+        self.pad_cycles = 0
+        if pad_us > 0:
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1_000_000)
+            s.record()
+            torch.cuda._sleep(1_000_000)
+            e.record()
+            e.synchronize()
+            self.pad_cycles = int(pad_us * 1_000_000 / max(s.elapsed_time(e) * 1e3, 1.0))
+
+    def __call__(self, fn: Any, reps: int = 20) -> float:
+        fn()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            self.buf.zero_()
+            if self.pad_cycles:
+                torch.cuda._sleep(self.pad_cycles)
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def paired(a: Any, b: Any, pairs: int, pad_us: float = 20.0) -> tuple[list[float], list[float]]:
+    """Times of ``a`` and ``b`` in ``pairs`` adjacent pairs (order alternating), each call after a 256 MB memset
+    and a ``pad_us`` spin, in batches of 50 pairs between synchronizations."""
+    plain = Plain(pad_us=pad_us)
+    a(), b()
+    ta: list[float] = []
+    tb: list[float] = []
+    done = 0
+    while done < pairs:
+        n = min(50, pairs - done)
+        evs = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(n)]
+        for i, (s0, e0, s1, e1) in enumerate(evs):
+            first, second = (a, b) if (done + i) % 2 == 0 else (b, a)
+            for fn, s, e in ((first, s0, e0), (second, s1, e1)):
+                plain.buf.zero_()
+                torch.cuda._sleep(plain.pad_cycles)
+                s.record()
+                fn()
+                e.record()
+        torch.cuda.synchronize()
+        for i, (s0, e0, s1, e1) in enumerate(evs):
+            x, y = s0.elapsed_time(e0), s1.elapsed_time(e1)
+            if (done + i) % 2:
+                x, y = y, x
+            ta.append(x)
+            tb.append(y)
+        done += n
+    return ta, tb
+
+
+def _paired_ratio(a: Any, b: Any, pairs: int) -> tuple[float, list[float], float, list[float], list[float]]:
+    """``b``'s time / ``a``'s, pair by pair (:func:`paired`): the median ratio, its 99% interval (ranks of the
+    median) and that interval's coverage, and both contestants' times."""
+    from tritune.bench import median_ci_ranks
+
+    t_a, t_b = paired(a, b, pairs)
+    r = sorted(y / x for x, y in zip(t_a, t_b))
+    lo, hi, cover = median_ci_ranks(len(r), 0.99)
+    return statistics.median(r), [r[lo], r[hi]], cover, t_a, t_b
+
+
+def paired_ratio(ours: Callable[[], None], blas: Callable[[], None], pairs: int = 400) -> dict[str, Any]:
+    """cuBLAS time / ``ours`` pair by pair (:func:`paired`: adjacent calls, alternating order, each after a flush
+    and a spin): both calls of a pair run at one clock, which a GPU at its power limit moves by up to 10% between
+    rounds under a 4096^3 matmul (H200). The median and its 99% interval."""
+    median, ci99, _, t_ours, t_blas = _paired_ratio(ours, blas, pairs)
     return {"median": median, "ci99": ci99, "pairs": pairs,
             "ours_ms": statistics.median(t_ours), "cublas_ms": statistics.median(t_blas)}  # fmt: skip
 

@@ -1,10 +1,8 @@
-"""benchmarks/serving.py --interleave: chunks taken in turn, the order rotated, and an incremental engine charged
+"""serving.py --interleave: chunks taken in turn, the order rotated, and an incremental engine charged
 the CPU time its own threads used during the other engines' chunks (the CPU clocks of real threads)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
 import time
 from pathlib import Path
@@ -12,18 +10,12 @@ from typing import ClassVar
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "serving.py"
-
 
 @pytest.fixture(scope="module")
 def serving():
-    spec = importlib.util.spec_from_file_location("serving_under_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["serving_under_test"] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop("serving_under_test", None)
+    import serving as mod
+
+    return mod
 
 
 def _busy(cpu_s: float, started: threading.Event, go: threading.Event, done: threading.Event,

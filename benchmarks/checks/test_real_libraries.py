@@ -1,4 +1,4 @@
-"""benchmarks/real_libraries.py on CPU: its --cpu-smoke mode, Triton's engine, then both engines.
+"""real_libraries.py on CPU: its --cpu-smoke mode, Triton's engine, then both engines.
 
 Triton's side runs under the interpreter with the harness's FAKE timer (Triton's autotuner cannot time
 on CPU). tritune's side needs ``tritune.patch_triton()`` (the compat branch): without it the harness
@@ -57,12 +57,16 @@ def test_both_engines(tmp_path: Path) -> None:
 def test_run_counter_counts_runs_and_puts_run_back() -> None:
     """The harness's counter of autotuner runs wraps ``run`` of Triton's Autotuner and its subclasses only
     while active; ``Pinned`` pins a tuner to one config and restores its list."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import torch
     import triton
-    from libs_tuners import Pinned, RunCounter, describe, matching_config, original_autotuner
+    import triton.language as tl
+    from real_libraries import Pinned, RunCounter, describe, matching_config, original_autotuner
 
-    from kernels import scale_kernel
+    @triton.jit
+    def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
 
     cfgs = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128}, num_warps=2)]
     k = triton.autotune(configs=cfgs, key=["n"], do_bench=lambda fn, quantiles=None: [1.0, 1.0, 1.0])(scale_kernel)
@@ -85,7 +89,6 @@ def test_summary_rates_same_configs_as_equal_and_dispatch_by_cpu_time() -> None:
     """The summary's rules on recorded rows (no GPU): a winner pair of the same configs counts 1.000 (the same
     kernels) while its measured ratio is kept as the judge's A/A spread; dispatch is rated by the calling
     thread's CPU time where it was recorded, with the wall-time ratio kept beside it."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from real_libraries import _summarize
 
     def side(disp: list[float], cpu: list[float], ctl: list[float]) -> dict[str, object]:

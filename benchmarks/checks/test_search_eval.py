@@ -1,13 +1,10 @@
-"""benchmarks/search_eval.py's pooling of several runs' JSONs over disjoint seeds, and its row verdicts."""
+"""search_eval.py's pooling of several runs' JSONs over disjoint seeds, and its row verdicts."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from search_eval import judge_row, pooled_runs
 
 

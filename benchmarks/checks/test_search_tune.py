@@ -1,4 +1,4 @@
-"""benchmarks/search_tune.py's space: >= 1,500 legal configs of the wide Hopper matmul, loadable by ``tritune tune``."""
+"""search_tune.py's space: >= 1,500 legal configs of the wide Hopper matmul, loadable by ``tritune tune``."""
 
 from __future__ import annotations
 

@@ -1,21 +1,18 @@
-"""benchmarks/short_kernels.py on CPU: the dry run, and the tune-and-judge logic driven by a FAKE timer."""
+"""short_kernels.py on CPU: the dry run, and the tune-and-judge logic driven by a FAKE timer."""
 
 from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import short_kernels as sk
 
 from tritune.bench import Measurement
 from tritune.config import Config
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import short_kernels as sk
 
 
 def test_dry_run_lists_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
