@@ -15,7 +15,7 @@ over a line protocol, so that the interleaved measurements alternate engines on 
   alternating blocks on the same inputs (``remeasure_winners``): the ratio is the kernels' alone;
 - dispatch: host microseconds per cached call (chunks of 50 calls, each queued behind a GPU sleep that covers
   it, so the GPU's throughput is never what is timed), as the calling thread's CPU time (wall time, also kept,
-  differed by 0.85-1.17x between the two processes on identical code in session 7), median of per-round
+  differed by 0.85-1.17x between the two processes on identical code on an H200), median of per-round
   ratios; a control loop (a torch add, identical in both processes) is timed in every round beside it; ``reaches`` says whether
   cached calls still reach an autotuner's ``run`` (counted in a short loop after tuning): a ``libentry``
   wrapper caches the compiled kernel, so its calls bypass both engines, and the summary's median dispatch
@@ -243,8 +243,7 @@ OPS: tuple[Op, ...] = (
     Op("triu", "flag_gems", _gems(lambda x: _f("triu")(x, 1), (4096, 4096))),
     Op("std", "flag_gems", _gems(lambda x: _f("std")(x, dim=1), (4096, 4096), dtype="float32")),
     # FlagGems' other autotuned ops without a libentry wrapper (their cached calls reach the autotuner), all but
-    # randn (its output is random): session 6 added them so the dispatch median is over the library's ops, not
-    # over one or two.
+    # randn (its output is random), so that the dispatch median is over the library's ops, not over one or two.
     Op("upsample_nearest1d", "flag_gems", _gems(lambda x: _f("upsample_nearest1d")(x, [4096]), (32, 64, 1024))),
     Op("upsample_nearest2d", "flag_gems", _gems(lambda x: _f("upsample_nearest2d")(x, [256, 256]), (8, 64, 128, 128))),
     Op("upsample_nearest3d", "flag_gems", _gems(
@@ -581,8 +580,8 @@ class _Child:
         own = [matching_config(t, describe(t.best_config)) for t in mine]
         alt = [matching_config(t, theirs[n]["config"]) for t, n in zip(mine, names)]
         fn, args = self.calls[op.name]
-        # 60 blocks of 20 calls a side (session 5: 24 of 10, whose judge moved by up to ~3% between runs on
-        # ~250 us ops: prod_dim's pinned winner came out 1.027x while its own op time was 0.985x); ~1 s an op.
+        # 60 blocks of 20 calls a side (24 blocks of 10 moved by up to ~3% between runs on ~250 us ops: prod_dim's
+        # pinned winner came out 1.027x while its own op time was 0.985x); ~1 s an op.
         got = remeasure_winners(self.torch, fn, args, mine, {self.engine: own, "other": alt},
                                 blocks=60, calls=20, cuda=self.device == "cuda", cold_calls=5)
         cold = got.get("us_cold")
@@ -629,8 +628,8 @@ class _Child:
             # Chunks of calls, each behind a GPU sleep that covers its host time (sized from the last chunk,
             # 1.5x): the launch queue never fills, so the loop times the host's dispatch and not the GPU's
             # throughput. Issued in one loop of 500, an op whose kernels outlast its host code was timed by the
-            # GPU (session 6 call 3: sum_dim, which reaches no autotuner, ran 38-82 us a round, and its
-            # engines' ratio came out 1.063).
+            # GPU (on an H200, sum_dim, which reaches no autotuner, ran 38-82 us a round, and its engines' ratio
+            # came out 1.063).
             host, done, per_call_us, cpu_s = 0.0, 0, 200.0, 0.0
             chunks: list[float] = []
             cpu_chunks: list[float] = []
@@ -762,8 +761,8 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
 
         patch = getattr(tritune, "patch_triton", None)
         if patch is None:
-            send({"fatal": "this tritune has no tritune.patch_triton(): the process-wide switch (issue #15, "
-                           "the compat branch) is not merged into this tree; merge it, then run again"})
+            send({"fatal": "this tritune has no tritune.patch_triton() (the process-wide switch this benchmark "
+                           "runs the libraries under); install a tritune that has it"})
             return 3
         patch()
     elif cpu_smoke:
@@ -1004,9 +1003,9 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
         s["dispatch_ratio_mean"] = _paired(t.get("dispatch_us", []), T.get("dispatch_us", []))
         s["dispatch_ratio_chunk"] = _paired(t.get("dispatch_chunk_us", []), T.get("dispatch_chunk_us", []))
         cpu = _paired(t.get("dispatch_cpu_us", []), T.get("dispatch_cpu_us", []))
-        # Primary (session 7, chosen before the run that first recorded it): the calling thread's CPU time a call
-        # (GPU runs); wall time, a round's mean, where it was not recorded. Wall-time ratios of identical code in
-        # the two processes (ops that reach no autotuner, and a control loop) spread 0.85-1.17 in session 7.
+        # Primary (chosen before any run recorded it): the calling thread's CPU time a call (GPU runs); wall time,
+        # a round's mean, where it was not recorded. Wall-time ratios of identical code in the two processes (ops
+        # that reach no autotuner, and a control loop) spread 0.85-1.17 on an H200 host.
         s["dispatch_ratio"] = cpu if cpu is not None else s["dispatch_ratio_mean"]
         s["tritune_dispatch_cpu_us"] = _median(t.get("dispatch_cpu_us", []))
         s["triton_dispatch_cpu_us"] = _median(T.get("dispatch_cpu_us", []))
@@ -1019,7 +1018,7 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
         usc = w.get("us_cold") or {}
         # tritune's winner over Triton's, warm and each call after a flush. Where both engines chose the same
         # configs the kernels are the same, and the ratio is 1 by construction; the measured one is kept as the
-        # judge's own A/A spread (session 7: 1.062 and 1.071 cold on the same config of ~3.6 us kernels).
+        # judge's own A/A spread (on an H200: 1.062 and 1.071 cold on the same config of ~3.6 us kernels).
         s["winner_ratio_measured"] = _ratio(us.get("other"), us.get("triton"))
         s["winner_ratio_cold_measured"] = _ratio(usc.get("other"), usc.get("triton"))
         same = bool(s["winner_same"])

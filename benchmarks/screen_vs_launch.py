@@ -1,4 +1,4 @@
-"""GPU proof of the screen (issue 9): the CPU-side screen for sm90 against real launches on the device.
+"""The screen checked on a GPU: the CPU-side screen for sm90 against real launches on the device.
 
     PYTHONPATH=src python benchmarks/screen_vs_launch.py --out benchmarks/results/screen_vs_launch_h200.json
 

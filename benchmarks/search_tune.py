@@ -1,16 +1,16 @@
-"""Search in the loop on the GPU (issue 16): a Hopper matmul space of 1,672 configs, default search vs exhaustive.
+"""Search in the loop on the GPU: a Hopper matmul space of 1,672 configs, default search vs exhaustive.
 
     PYTHONPATH=src python benchmarks/search_tune.py --out DIR [--quick] [--exhaustive-keys 1|3] [--only transfer]
         [--descriptors host|device]
 
 The space is ``examples/matmul_tma_wide.py``'s with ``num_ctas=1`` and ``maxnreg`` in {none, 168}: 2,000
 legal configs before the screen (tiles, ``GROUP_M``, epilogue subtiling, warp specialization, warps,
-stages, a register cap). ``--descriptors host`` (the default since session 16) tunes it on
+stages, a register cap). ``--descriptors host`` (the default) tunes it on
 ``matmul_tma_host_kernel``, whose A, B and C are host ``TensorDescriptor``s shaped per config by the workload's
 ``pre_hook`` (tutorial 09's fastest form: 0.989-0.991 of cuBLAS against 0.975-0.976 for descriptors made on the
-device, H200, session 16); warp specialization fails to compile over host descriptors, so that space is the
-1,672 configs without it. ``--descriptors device``: the 2,000-config space on ``matmul_tma_kernel`` (sessions 5-16). Every engine runs as its own ``tritune tune`` process with an EMPTY Triton cache
-(a fresh ``TRITON_CACHE_DIR``) and its own store:
+device, on an H200); warp specialization fails to compile over host descriptors, so that space is the
+1,672 configs without it. ``--descriptors device``: the 2,000-config space on ``matmul_tma_kernel``. Every engine runs as its own
+``tritune tune`` process with an EMPTY Triton cache (a fresh ``TRITON_CACHE_DIR``) and its own store:
 
 1. ``exhaustive``: ``--strategy exhaustive`` (tritune's own race over every legal config) at 4096^3 only by
    default: compiling 2,000 configs takes minutes, and the whole run must fit in ~8 minutes on an H200
@@ -127,8 +127,8 @@ def _search_workload(host: bool) -> tritune.Workload:
 matmul_search = _search_workload(host=False)
 matmul_search_host = _search_workload(host=True)
 
-#: ``--descriptors``: the kernel's descriptors made on the device (``matmul_search``, sessions 5-16) or passed
-#: from the host (``matmul_search_host``: tutorial 09's fastest form, 1.5% faster on the H200, session 16).
+#: ``--descriptors``: the kernel's descriptors made on the device (``matmul_search``) or passed from the host
+#: (``matmul_search_host``: tutorial 09's fastest form, 1.5% faster on the H200).
 WORKLOADS = {"device": matmul_search, "host": matmul_search_host}
 
 
@@ -355,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="8 interleaved rounds instead of 16")
     ap.add_argument("--descriptors", choices=sorted(WORKLOADS), default="host",
                     help="host (default): the kernel takes host TensorDescriptors shaped per config by the "
-                    "workload's pre_hook; device: it makes them itself (matmul_search, sessions 5-16)")  # fmt: skip
+                    "workload's pre_hook; device: it makes them itself (matmul_search)")  # fmt: skip
     ap.add_argument("--exhaustive-keys", type=int, choices=(1, 3), default=1)
     ap.add_argument("--only", choices=("transfer",), help="transfer: the 3-key search, the new key's transfer and "
                     "cold search and their interleaved re-measurement only (no exhaustive race)")  # fmt: skip

@@ -219,7 +219,7 @@ def test_the_stream_judge_starts_no_chunk_past_its_deadline_and_keeps_the_chunks
 
 def test_held_spans_launch_the_sleep_once_before_timing_it_for_the_calibration(serving, monkeypatch) -> None:
     """FAKE torch (logic only): the calibration's timed sleep comes after an untimed one and a synchronize, so the
-    sleep kernel's first load in a process is not timed as sleep (session 22, H100: 7.03e4 cycles per ms)."""
+    sleep kernel's first load in a process is not timed as sleep (on an H100 that read 7.03e4 cycles per ms instead of ~2e6)."""
     log: list[tuple] = []
 
     class Event:

@@ -21,7 +21,7 @@ def test_dry_run_lists_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[st
     names = [c["case"] for c in plan["cases"]]
     assert len(names) >= 4 and {"rmsnorm_64x2048", "rmsnorm_1024x4096", "gelu_2^20", "matmul_512"} <= set(names)
     assert all(c["configs"] >= 10 for c in plan["cases"]) and plan["rounds"] == 5
-    # the minimum, in the quick run too: 4 kernels x 3 tunings x 3 policies, judged under each
+    # the minimum coverage, in the quick run too: 4 kernels x 3 tunings x 3 policies, judged under each
     assert plan["reps"] >= 3 and set(plan["judged_under"]) == {"cold", "warm", "graph"}
     assert {"cold", "warm", "graph", "default"} <= set(plan["methods"])
     assert "rmsnorm_64x2048" in capsys.readouterr().out
