@@ -1,6 +1,6 @@
 """Short kernels (2-20 us) under each measurement policy: winner quality, cross-policy cost, tuning time.
 
-    PYTHONPATH=src python3 benchmarks/short_kernels.py --out benchmarks/results/short_kernels_h200    # ~2 min
+    PYTHONPATH=src python3 benchmarks/short_kernels.py --out /tmp/short_kernels    # ~2 min
     PYTHONPATH=src python3 benchmarks/short_kernels.py --quick --out /tmp/sk    # shorter judging, same coverage
     PYTHONPATH=src python3 benchmarks/short_kernels.py --dry-run --out /tmp/sk     # any machine: the plan
 
