@@ -1,7 +1,7 @@
 """FlagGems and Liger-Kernel ops, unchanged, under Triton's autotuner and under ``tritune.patch_triton()``.
 
-Installs nothing: ``flag_gems`` (5.0.2) and ``liger_kernel`` must be importable (the lead carries the
-wheels onto PYTHONPATH). Each engine runs in its own long-lived child process with its own empty
+Installs nothing: ``flag_gems`` (5.0.2) and ``liger_kernel`` must be importable (`gpu.sh libs` puts the
+wheels of `.whl/` on PYTHONPATH). Each engine runs in its own long-lived child process with its own empty
 ``TRITON_CACHE_DIR`` and empty tritune store (``TRITUNE_STORE``); the parent drives both children
 over a line protocol, so that the interleaved measurements alternate engines on the one GPU:
 

@@ -646,9 +646,9 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
     # As a server does once it is warm (vLLM, SGLang and Ray Serve freeze the heap after start-up: gen-2
     # collections walk every live object, 100-400 ms on a serving process's heap): the objects alive now
     # (torch, Triton, the earlier engines' state, this engine's decorated kernel and tensors) leave the
-    # collector's scans, so a collection during the stream walks only what the stream itself allocated. Session
-    # 10's 6,000-call run had one 134 ms gen-2 pause inside an incremental RMSNorm call (its worst call), with
-    # the earlier engines' heaps still tracked.
+    # collector's scans, so a collection during the stream walks only what the stream itself allocated. Without
+    # it, a 6,000-call run on an H200 had one 134 ms gen-2 pause inside an incremental RMSNorm call (its worst
+    # call), with the earlier engines' heaps still tracked.
     gc.collect()
     gc.freeze()
     r.run(0, len(stream))

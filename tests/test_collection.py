@@ -1,7 +1,7 @@
 """The test command collects every test folder: pytest skips folders matching ``norecursedirs`` without a word.
 
-Its default list holds ``dist``, and ``tests/dist`` (the multi-rank tests) went uncollected by ``python -m pytest``
-until session 26; ``pyproject.toml`` now sets the list without it.
+Its default list holds ``dist``, and ``tests/dist`` (the multi-rank tests) would go uncollected by ``python -m pytest``;
+``pyproject.toml`` sets the list without it.
 """
 
 from __future__ import annotations
