@@ -1,7 +1,7 @@
 """FlagGems and Liger-Kernel ops, unchanged, under Triton's autotuner and under ``tritune.patch_triton()``.
 
-Installs nothing: ``flag_gems`` (5.0.2) and ``liger_kernel`` must be importable (the lead carries the
-wheels onto PYTHONPATH). Each engine runs in its own long-lived child process with its own empty
+Installs nothing: ``flag_gems`` (5.0.2) and ``liger_kernel`` must be importable (`gpu.sh libs` puts the
+wheels of `.whl/` on PYTHONPATH). Each engine runs in its own long-lived child process with its own empty
 ``TRITON_CACHE_DIR`` and empty tritune store (``TRITUNE_STORE``); the parent drives both children
 over a line protocol, so that the interleaved measurements alternate engines on the one GPU:
 
@@ -12,10 +12,10 @@ over a line protocol, so that the interleaved measurements alternate engines on 
   of the per-round ratios (both engines measured back to back in each round);
 - winner: each engine's winning config of every autotuner the op reached (``best_config``, for Triton's
   ``Autotuner`` and FlagGems' ``LibTuner`` alike), both pinned in turn in the Triton process and timed in
-  alternating blocks on the same inputs (``libs_tuners.remeasure_winners``): the ratio is the kernels' alone;
+  alternating blocks on the same inputs (``remeasure_winners``): the ratio is the kernels' alone;
 - dispatch: host microseconds per cached call (chunks of 50 calls, each queued behind a GPU sleep that covers
   it, so the GPU's throughput is never what is timed), as the calling thread's CPU time (wall time, also kept,
-  differed by 0.85-1.17x between the two processes on identical code in session 7), median of per-round
+  differed by 0.85-1.17x between the two processes on identical code on an H200), median of per-round
   ratios; a control loop (a torch add, identical in both processes) is timed in every round beside it; ``reaches`` says whether
   cached calls still reach an autotuner's ``run`` (counted in a short loop after tuning): a ``libentry``
   wrapper caches the compiled kernel, so its calls bypass both engines, and the summary's median dispatch
@@ -37,6 +37,7 @@ import argparse
 import contextlib
 import datetime
 import functools
+import gc
 import json
 import os
 import platform
@@ -242,8 +243,7 @@ OPS: tuple[Op, ...] = (
     Op("triu", "flag_gems", _gems(lambda x: _f("triu")(x, 1), (4096, 4096))),
     Op("std", "flag_gems", _gems(lambda x: _f("std")(x, dim=1), (4096, 4096), dtype="float32")),
     # FlagGems' other autotuned ops without a libentry wrapper (their cached calls reach the autotuner), all but
-    # randn (its output is random): session 6 added them so the dispatch median is over the library's ops, not
-    # over one or two.
+    # randn (its output is random), so that the dispatch median is over the library's ops, not over one or two.
     Op("upsample_nearest1d", "flag_gems", _gems(lambda x: _f("upsample_nearest1d")(x, [4096]), (32, 64, 1024))),
     Op("upsample_nearest2d", "flag_gems", _gems(lambda x: _f("upsample_nearest2d")(x, [256, 256]), (8, 64, 128, 128))),
     Op("upsample_nearest3d", "flag_gems", _gems(
@@ -277,6 +277,236 @@ def _choice_stats(tuner: Any) -> Any:
         return {"error": repr(e)}
 
 
+# The autotuners behind a library op: which ones a call reaches, what each chose, and both engines' winners
+# timed against each other in one process.
+# - :class:`RunCounter` wraps ``run`` of Triton's ``Autotuner`` and every subclass (tritune's stand-in, FlagGems'
+#   ``LibTuner``) while it is active, counting calls per tuner object; it is off during every timed loop.
+# - :func:`describe` gives a config as JSON (``all_kwargs``: meta-parameters and launch options), the form in
+#   which the tritune child sends its winners to the Triton child.
+# - :func:`remeasure_winners` pins each tuner to one config (``tuner.configs = [cfg]``: with one config both
+#   Triton's ``Autotuner.run`` and ``LibTuner.run`` launch it without tuning), clears the compiled-kernel cache of
+#   any ``libentry`` wrapper over it, and times blocks of calls of the op, alternating the two engines' winners.
+
+
+def original_autotuner() -> type:
+    """Triton's own ``Autotuner`` class, also while ``tritune.patch_triton()`` has put its stand-in in its place."""
+    try:
+        from tritune.decorator.triton_surface import ORIGINAL_AUTOTUNER
+
+        return ORIGINAL_AUTOTUNER  # type: ignore[no-any-return]
+    except ImportError:
+        from triton.runtime.autotuner import Autotuner
+
+        return Autotuner
+
+
+def _classes(base: type) -> Iterator[type]:
+    seen: set[type] = set()
+    todo = [base]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        yield cls
+        todo.extend(type.__subclasses__(cls))
+
+
+def tuner_name(t: Any) -> str:
+    fn = getattr(t, "base_fn", None) or getattr(t, "fn", None)
+    while fn is not None and not callable(getattr(fn, "__code__", None)) and hasattr(fn, "fn"):
+        fn = fn.fn
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(t, '__name__', '?'))}"
+
+
+class RunCounter:
+    """``with RunCounter() as c: ...`` counts ``run`` calls per autotuner object (``c.counts``, ``c.objects``)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.objects: dict[int, Any] = {}
+        self._saved: list[tuple[type, Any]] = []
+
+    def __enter__(self) -> RunCounter:
+        for cls in _classes(original_autotuner()):
+            orig = cls.__dict__.get("run")
+            if orig is None:
+                continue
+            self._saved.append((cls, orig))
+            cls.run = self._wrap(orig)
+        return self
+
+    def _wrap(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        counts, objects = self.counts, self.objects
+
+        def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            counts[id(tuner)] = counts.get(id(tuner), 0) + 1
+            objects[id(tuner)] = tuner
+            return orig(tuner, *args, **kwargs)
+
+        return run
+
+    def __exit__(self, *exc: object) -> None:
+        for cls, orig in self._saved:
+            cls.run = orig
+        self._saved.clear()
+
+    def tuners(self) -> list[Any]:
+        return [self.objects[i] for i in self.counts]
+
+
+class RunTimer(RunCounter):
+    """A :class:`RunCounter` that also sums the host seconds spent inside the outermost ``run`` calls
+    (``seconds``): the part of an op's call that an autotuner engine owns (a stacked wrapper's nested ``run``
+    is not counted twice). The wrapper itself adds ~0.5 us a call to both engines alike."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds = 0.0
+        self._depth = 0
+
+    def _wrap(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        import time
+
+        counted = super()._wrap(orig)
+
+        def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._depth:
+                return counted(tuner, *args, **kwargs)
+            self._depth += 1
+            t0 = time.perf_counter()
+            try:
+                return counted(tuner, *args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+                self._depth -= 1
+
+        return run
+
+
+def describe(cfg: Any) -> dict[str, Any] | None:
+    """A config's meta-parameters and launch options as JSON-able values (None for no config)."""
+    if cfg is None:
+        return None
+    kw = cfg.all_kwargs() if hasattr(cfg, "all_kwargs") else {**cfg.kwargs, "num_warps": cfg.num_warps,
+                                                                "num_stages": cfg.num_stages}
+    return {k: v if isinstance(v, (bool, int, float, str, type(None))) else repr(v) for k, v in sorted(kw.items())}
+
+
+def matching_config(tuner: Any, want: dict[str, Any]) -> Any:
+    """The tuner's own config (with its pre_hook) whose description is ``want``; else a new ``triton.Config``."""
+    for c in tuner.configs:
+        if describe(c) == want:
+            return c
+    import triton
+
+    kw = dict(want)
+    opts = {k: kw.pop(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in kw}
+    return triton.Config(kw, **opts)
+
+
+def _libentries_over(tuner: Any) -> list[Any]:
+    out = []
+    for o in gc.get_objects():
+        if type(o).__name__ != "LibEntry":
+            continue
+        fn = getattr(o, "fn", None)
+        for _ in range(8):
+            if fn is tuner:
+                out.append(o)
+                break
+            fn = getattr(fn, "fn", None)
+    return out
+
+
+class Pinned:
+    """Pin tuners to chosen configs (and back); a libentry wrapper's compiled-kernel cache is cleared each time."""
+
+    def __init__(self, tuners: list[Any]) -> None:
+        self.tuners = tuners
+        self.original = [t.configs for t in tuners]
+        self.entries = [e for t in tuners for e in _libentries_over(t)]
+
+    def pin(self, configs: list[Any]) -> None:
+        for t, c in zip(self.tuners, configs):
+            t.configs = [c]
+        self._clear_entries()
+
+    def restore(self) -> None:
+        for t, cs in zip(self.tuners, self.original):
+            t.configs = cs
+        self._clear_entries()
+
+    def _clear_entries(self) -> None:
+        for e in self.entries:
+            for d in e.kernel_cache:
+                d.clear()
+
+
+def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...], tuners: list[Any],
+                      sides: dict[str, list[Any]], blocks: int = 24, calls: int = 10,
+                      cuda: bool = True, cold_calls: int = 0) -> dict[str, Any]:  # fmt: skip
+    """GPU microseconds per call of ``fn(*args)`` with each side's configs pinned, blocks alternating sides
+    (the first side alternates too). A sleep kernel ahead of each block keeps the GPU busy while the host
+    queues the block, so host dispatch time is not counted. Returns each side's median (``us``: warm, the
+    calls back to back). With ``cold_calls`` each block also times that many calls one at a time, each after
+    an L2 flush (zeroing twice the L2) and a sleep kernel that covers its queueing (``us_cold``: the cache
+    state both engines tuned in, since Triton's ``do_bench`` and tritune's default policy flush).
+    ``cuda=False`` (the CPU smoke run) times host wall time instead, which means nothing but exercises the
+    pinning."""
+    import time
+
+    if not cuda:
+        blocks, calls, cold_calls = 2, 2, 0
+    pinned = Pinned(tuners)
+    per: dict[str, list[float]] = {s: [] for s in sides}
+    per_cold: dict[str, list[float]] = {s: [] for s in sides}
+    names = list(sides)
+    flush = None
+    if cold_calls:
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
+        flush = torch.empty(max(2 * l2, 1 << 26) // 4, dtype=torch.int32, device="cuda")
+    try:
+        for b in range(blocks):
+            for side in names if b % 2 == 0 else names[::-1]:
+                pinned.pin(sides[side])
+                fn(*args)  # the re-entered wrappers compile or load, and launch once: untimed
+                if not cuda:
+                    t0 = time.perf_counter()
+                    for _ in range(calls):
+                        fn(*args)
+                    per[side].append((time.perf_counter() - t0) * 1e6 / calls)
+                    continue
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda._sleep(5_000_000)
+                start.record()
+                for _ in range(calls):
+                    fn(*args)
+                end.record()
+                end.synchronize()
+                per[side].append(start.elapsed_time(end) * 1e3 / calls)
+                if flush is not None:
+                    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                          for _ in range(cold_calls)]  # fmt: skip
+                    for s0, e0 in ev:
+                        flush.zero_()
+                        torch.cuda._sleep(1_000_000)  # ~0.5 ms: the host queues the call behind it
+                        s0.record()
+                        fn(*args)
+                        e0.record()
+                    ev[-1][1].synchronize()
+                    per_cold[side].append(statistics.median(s0.elapsed_time(e0) * 1e3 for s0, e0 in ev))
+    finally:
+        pinned.restore()
+    out: dict[str, Any] = {"us": {s: statistics.median(v) for s, v in per.items()}, "blocks": blocks,
+                           "calls_per_block": calls}  # fmt: skip
+    if flush is not None:
+        out["us_cold"] = {s: statistics.median(v) for s, v in per_cold.items()}
+        out["cold_calls_per_block"] = cold_calls
+    return out
+
+
 class _Child:
     def __init__(self, engine: str, outdir: Path, device: str, quick: bool) -> None:
         import torch
@@ -293,7 +523,6 @@ class _Child:
             self.torch.cuda.synchronize()
 
     def cold(self, op: Op) -> dict[str, Any]:
-        from libs_tuners import RunCounter, describe, tuner_name
 
         fn, args = op.make(self.torch, self.device, self.quick)
         self.sync()
@@ -337,7 +566,6 @@ class _Child:
 
     def winners(self, op: Op, other: list[dict[str, Any]]) -> dict[str, Any]:
         """Time this engine's winners against ``other``'s (the other engine's cold ``tuners``), pinned in turn."""
-        from libs_tuners import describe, matching_config, remeasure_winners, tuner_name
 
         mine = self.tuners.get(op.name, [])
         if not mine:
@@ -352,8 +580,8 @@ class _Child:
         own = [matching_config(t, describe(t.best_config)) for t in mine]
         alt = [matching_config(t, theirs[n]["config"]) for t, n in zip(mine, names)]
         fn, args = self.calls[op.name]
-        # 60 blocks of 20 calls a side (session 5: 24 of 10, whose judge moved by up to ~3% between runs on
-        # ~250 us ops: prod_dim's pinned winner came out 1.027x while its own op time was 0.985x); ~1 s an op.
+        # 60 blocks of 20 calls a side (24 blocks of 10 moved by up to ~3% between runs on ~250 us ops: prod_dim's
+        # pinned winner came out 1.027x while its own op time was 0.985x); ~1 s an op.
         got = remeasure_winners(self.torch, fn, args, mine, {self.engine: own, "other": alt},
                                 blocks=60, calls=20, cuda=self.device == "cuda", cold_calls=5)
         cold = got.get("us_cold")
@@ -400,8 +628,8 @@ class _Child:
             # Chunks of calls, each behind a GPU sleep that covers its host time (sized from the last chunk,
             # 1.5x): the launch queue never fills, so the loop times the host's dispatch and not the GPU's
             # throughput. Issued in one loop of 500, an op whose kernels outlast its host code was timed by the
-            # GPU (session 6 call 3: sum_dim, which reaches no autotuner, ran 38-82 us a round, and its
-            # engines' ratio came out 1.063).
+            # GPU (on an H200, sum_dim, which reaches no autotuner, ran 38-82 us a round, and its engines' ratio
+            # came out 1.063).
             host, done, per_call_us, cpu_s = 0.0, 0, 200.0, 0.0
             chunks: list[float] = []
             cpu_chunks: list[float] = []
@@ -423,7 +651,6 @@ class _Child:
                 done += k
         # The part of a call spent inside the autotuners' run (the engine's share; the rest is the library's own
         # host code, which neither engine touches): a shorter loop under RunTimer, behind a sleep likewise.
-        from libs_tuners import RunTimer
 
         k = min(n, 100)
         with RunTimer() as rt:
@@ -534,8 +761,8 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
 
         patch = getattr(tritune, "patch_triton", None)
         if patch is None:
-            send({"fatal": "this tritune has no tritune.patch_triton(): the process-wide switch (issue #15, "
-                           "the compat branch) is not merged into this tree; merge it, then run again"})
+            send({"fatal": "this tritune has no tritune.patch_triton() (the process-wide switch this benchmark "
+                           "runs the libraries under); install a tritune that has it"})
             return 3
         patch()
     elif cpu_smoke:
@@ -776,9 +1003,9 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
         s["dispatch_ratio_mean"] = _paired(t.get("dispatch_us", []), T.get("dispatch_us", []))
         s["dispatch_ratio_chunk"] = _paired(t.get("dispatch_chunk_us", []), T.get("dispatch_chunk_us", []))
         cpu = _paired(t.get("dispatch_cpu_us", []), T.get("dispatch_cpu_us", []))
-        # Primary (session 7, chosen before the run that first recorded it): the calling thread's CPU time a call
-        # (GPU runs); wall time, a round's mean, where it was not recorded. Wall-time ratios of identical code in
-        # the two processes (ops that reach no autotuner, and a control loop) spread 0.85-1.17 in session 7.
+        # Primary (chosen before any run recorded it): the calling thread's CPU time a call (GPU runs); wall time,
+        # a round's mean, where it was not recorded. Wall-time ratios of identical code in the two processes (ops
+        # that reach no autotuner, and a control loop) spread 0.85-1.17 on an H200 host.
         s["dispatch_ratio"] = cpu if cpu is not None else s["dispatch_ratio_mean"]
         s["tritune_dispatch_cpu_us"] = _median(t.get("dispatch_cpu_us", []))
         s["triton_dispatch_cpu_us"] = _median(T.get("dispatch_cpu_us", []))
@@ -791,7 +1018,7 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
         usc = w.get("us_cold") or {}
         # tritune's winner over Triton's, warm and each call after a flush. Where both engines chose the same
         # configs the kernels are the same, and the ratio is 1 by construction; the measured one is kept as the
-        # judge's own A/A spread (session 7: 1.062 and 1.071 cold on the same config of ~3.6 us kernels).
+        # judge's own A/A spread (on an H200: 1.062 and 1.071 cold on the same config of ~3.6 us kernels).
         s["winner_ratio_measured"] = _ratio(us.get("other"), us.get("triton"))
         s["winner_ratio_cold_measured"] = _ratio(usc.get("other"), usc.get("triton"))
         same = bool(s["winner_same"])

@@ -1,6 +1,6 @@
-"""GPU proof of the screen (issue 9): the CPU-side screen for sm90 against real launches on the device.
+"""The screen checked on a GPU: the CPU-side screen for sm90 against real launches on the device.
 
-    PYTHONPATH=src python benchmarks/screen_vs_launch.py --out benchmarks/results/screen_vs_launch_h200.json
+    PYTHONPATH=src python benchmarks/screen_vs_launch.py --out /tmp/screen_vs_launch.json
 
 1. Screens examples/matmul.py (216 configs) and examples/softmax.py for sm90 in the worker pool, as a
    user without a GPU would (timed).

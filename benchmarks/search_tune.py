@@ -1,16 +1,16 @@
-"""Search in the loop on the GPU (issue 16): a Hopper matmul space of 1,672 configs, default search vs exhaustive.
+"""Search in the loop on the GPU: a Hopper matmul space of 1,672 configs, default search vs exhaustive.
 
     PYTHONPATH=src python benchmarks/search_tune.py --out DIR [--quick] [--exhaustive-keys 1|3] [--only transfer]
         [--descriptors host|device]
 
 The space is ``examples/matmul_tma_wide.py``'s with ``num_ctas=1`` and ``maxnreg`` in {none, 168}: 2,000
 legal configs before the screen (tiles, ``GROUP_M``, epilogue subtiling, warp specialization, warps,
-stages, a register cap). ``--descriptors host`` (the default since session 16) tunes it on
+stages, a register cap). ``--descriptors host`` (the default) tunes it on
 ``matmul_tma_host_kernel``, whose A, B and C are host ``TensorDescriptor``s shaped per config by the workload's
 ``pre_hook`` (tutorial 09's fastest form: 0.989-0.991 of cuBLAS against 0.975-0.976 for descriptors made on the
-device, H200, session 16); warp specialization fails to compile over host descriptors, so that space is the
-1,672 configs without it. ``--descriptors device``: the 2,000-config space on ``matmul_tma_kernel`` (sessions 5-16). Every engine runs as its own ``tritune tune`` process with an EMPTY Triton cache
-(a fresh ``TRITON_CACHE_DIR``) and its own store:
+device, on an H200); warp specialization fails to compile over host descriptors, so that space is the
+1,672 configs without it. ``--descriptors device``: the 2,000-config space on ``matmul_tma_kernel``. Every engine runs as its own
+``tritune tune`` process with an EMPTY Triton cache (a fresh ``TRITON_CACHE_DIR``) and its own store:
 
 1. ``exhaustive``: ``--strategy exhaustive`` (tritune's own race over every legal config) at 4096^3 only by
    default: compiling 2,000 configs takes minutes, and the whole run must fit in ~8 minutes on an H200
@@ -73,6 +73,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -125,8 +127,8 @@ def _search_workload(host: bool) -> tritune.Workload:
 matmul_search = _search_workload(host=False)
 matmul_search_host = _search_workload(host=True)
 
-#: ``--descriptors``: the kernel's descriptors made on the device (``matmul_search``, sessions 5-16) or passed
-#: from the host (``matmul_search_host``: tutorial 09's fastest form, 1.5% faster on the H200, session 16).
+#: ``--descriptors``: the kernel's descriptors made on the device (``matmul_search``) or passed from the host
+#: (``matmul_search_host``: tutorial 09's fastest form, 1.5% faster on the H200).
 WORKLOADS = {"device": matmul_search, "host": matmul_search_host}
 
 
@@ -260,13 +262,83 @@ def interleave(fns: Mapping[str, Callable[[], None]], rounds: int) -> dict[str, 
     return {n: statistics.median(v) for n, v in rows.items()}
 
 
-def paired_ratio(ours: Callable[[], None], blas: Callable[[], None], pairs: int = 400) -> dict[str, Any]:
-    """cuBLAS time / ``ours`` pair by pair (``_timing.paired``: adjacent calls, alternating order, each after
-    a flush and a spin): both calls of a pair run at one clock, which the H200's power limit moves by 10% between
-    rounds under a 4096^3 matmul (session 16, ``timer_agreement.py``). The median and its 99% interval."""
-    from _timing import paired_ratio as ratio
+class Plain:
+    """CUDA events around single calls after a 256 MB memset (``matmul_probe.py``'s ``Timer``), optionally with a
+    GPU spin between the memset and the start event; the median of ``reps`` calls."""
 
-    median, ci99, _, t_ours, t_blas = ratio(ours, blas, pairs)
+    def __init__(self, pad_us: float = 0.0) -> None:
+        self.buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+        self.pad_cycles = 0
+        if pad_us > 0:
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1_000_000)
+            s.record()
+            torch.cuda._sleep(1_000_000)
+            e.record()
+            e.synchronize()
+            self.pad_cycles = int(pad_us * 1_000_000 / max(s.elapsed_time(e) * 1e3, 1.0))
+
+    def __call__(self, fn: Any, reps: int = 20) -> float:
+        fn()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            self.buf.zero_()
+            if self.pad_cycles:
+                torch.cuda._sleep(self.pad_cycles)
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def paired(a: Any, b: Any, pairs: int, pad_us: float = 20.0) -> tuple[list[float], list[float]]:
+    """Times of ``a`` and ``b`` in ``pairs`` adjacent pairs (order alternating), each call after a 256 MB memset
+    and a ``pad_us`` spin, in batches of 50 pairs between synchronizations."""
+    plain = Plain(pad_us=pad_us)
+    a(), b()
+    ta: list[float] = []
+    tb: list[float] = []
+    done = 0
+    while done < pairs:
+        n = min(50, pairs - done)
+        evs = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(n)]
+        for i, (s0, e0, s1, e1) in enumerate(evs):
+            first, second = (a, b) if (done + i) % 2 == 0 else (b, a)
+            for fn, s, e in ((first, s0, e0), (second, s1, e1)):
+                plain.buf.zero_()
+                torch.cuda._sleep(plain.pad_cycles)
+                s.record()
+                fn()
+                e.record()
+        torch.cuda.synchronize()
+        for i, (s0, e0, s1, e1) in enumerate(evs):
+            x, y = s0.elapsed_time(e0), s1.elapsed_time(e1)
+            if (done + i) % 2:
+                x, y = y, x
+            ta.append(x)
+            tb.append(y)
+        done += n
+    return ta, tb
+
+
+def _paired_ratio(a: Any, b: Any, pairs: int) -> tuple[float, list[float], float, list[float], list[float]]:
+    """``b``'s time / ``a``'s, pair by pair (:func:`paired`): the median ratio, its 99% interval (ranks of the
+    median) and that interval's coverage, and both contestants' times."""
+    from tritune.bench import median_ci_ranks
+
+    t_a, t_b = paired(a, b, pairs)
+    r = sorted(y / x for x, y in zip(t_a, t_b))
+    lo, hi, cover = median_ci_ranks(len(r), 0.99)
+    return statistics.median(r), [r[lo], r[hi]], cover, t_a, t_b
+
+
+def paired_ratio(ours: Callable[[], None], blas: Callable[[], None], pairs: int = 400) -> dict[str, Any]:
+    """cuBLAS time / ``ours`` pair by pair (:func:`paired`: adjacent calls, alternating order, each after a flush
+    and a spin): both calls of a pair run at one clock, which a GPU at its power limit moves by up to 10% between
+    rounds under a 4096^3 matmul (H200). The median and its 99% interval."""
+    median, ci99, _, t_ours, t_blas = _paired_ratio(ours, blas, pairs)
     return {"median": median, "ci99": ci99, "pairs": pairs,
             "ours_ms": statistics.median(t_ours), "cublas_ms": statistics.median(t_blas)}  # fmt: skip
 
@@ -283,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="8 interleaved rounds instead of 16")
     ap.add_argument("--descriptors", choices=sorted(WORKLOADS), default="host",
                     help="host (default): the kernel takes host TensorDescriptors shaped per config by the "
-                    "workload's pre_hook; device: it makes them itself (matmul_search, sessions 5-16)")  # fmt: skip
+                    "workload's pre_hook; device: it makes them itself (matmul_search)")  # fmt: skip
     ap.add_argument("--exhaustive-keys", type=int, choices=(1, 3), default=1)
     ap.add_argument("--only", choices=("transfer",), help="transfer: the 3-key search, the new key's transfer and "
                     "cold search and their interleaved re-measurement only (no exhaustive race)")  # fmt: skip

@@ -10,7 +10,7 @@ Two kernels at serving shapes (:func:`workloads`: a projection GEMM of M = 16..2
 on M, N, K; a chunked RMSNorm of M = 16..2048 rows of hidden 4096 or 8192, keyed on M, N), each fed one seeded Zipf stream
 (s = 1.1) of ``--calls`` calls over ``--buckets`` shape buckets. Engines, each on fresh decorator objects, in
 this order: ``tritune`` (normal mode, fresh store: it runs first, so Triton's cache is warm for the others,
-as the issue's 50 ms worst-call target assumes), ``untuned`` (plain ``triton.jit`` launches of the first
+as the 50 ms worst-call target assumes), ``untuned`` (plain ``triton.jit`` launches of the first
 config: no autotuner at all), ``triton`` (``triton.autotune``), ``incremental`` (``incremental=True``, fresh
 store), ``pretuned`` (tritune on the store the ``tritune`` engine wrote: every key a hit, the ideal).
 
@@ -25,19 +25,19 @@ the stream, decided before any result by one rule (:func:`primary_judge`): a buc
 its calls only if the kernel's whole stream working set (every bucket's distinct tensors) fits in L2; when it does
 not, the calls of the other buckets in between evict it, and the stream reads cold. On the H200 both kernels'
 working sets are far larger than its 50 MB L2 (24 GEMM weights of 32 MB each; the RMSNorm's inputs and outputs),
-so the cold judge is primary for both. (Session 6's first run of this code called warm primary on a wrong
-premise, that the GEMM's weight is shared and stays in L2: each bucket has its own.) Both verdicts are printed,
+so the cold judge is primary for both (the GEMM's weight is not shared between buckets: each has its own). Both
+verdicts are printed,
 and where the two disagree on a bucket's best, a config may be "slower" only under the other judge.
-Since session 18 a third judge is primary: the ``stream`` judge (:func:`stream_judge`) replays the stream's first
+A third judge is primary: the ``stream`` judge (:func:`stream_judge`) replays the stream's first
 calls (``--stream-judge-calls``, 30,000) once per set of picks, each bucket on a config some engine ended on, every
 call timed by events, so each pick runs in the cache state the stream really leaves it (the warm and cold judges
 bracket that state; the L2 rule above picks one bracket for every bucket, and a hot bucket of 128 KB is in
 neither). It times only the engines' picks, so it scores against the pretuned pick, not against all configs; the
 L2 rule's judge still gives that stricter score, and its "vs pretuned" verdict is printed beside the primary one.
 Each engine's final config is scored two ways under a judge: against the pretuned ideal's pick, round by
-round (:func:`paired_ratio`: the issue's "<= 1.02x of the pretuned best"), and, stricter, against the smallest
+round (:func:`paired_ratio`: the target "<= 1.02x of the pretuned best"), and, stricter, against the smallest
 of all configs' medians (:func:`ratio_interval`), a minimum over noisy medians that the pretuned ideal itself
-misses on several buckets of these 5-10 us kernels (sessions 8-10: 20-23 of 24).
+misses on several buckets of these 5-10 us kernels (on an H200: 20-23 of 24).
 For ``incremental``, each hot bucket it did not promote is diagnosed as the stream left it
 (``Incremental.diagnose``: every candidate's phase, samples and median, checks waiting, the bucket's tokens,
 the pool, the rule that holds it back, and at which of the key's calls its candidates compiled and were
@@ -50,12 +50,14 @@ races (real launches, real CUDA events, the resolver thread running) against the
 fresh decorator objects (a fresh incremental store; the pretuned store the ``tritune`` engine wrote), the order
 rotated by one each time; the total's verdict is then the median of the repetitions' incremental / untuned
 ratios, each repetition's convergence scored by the same judges. On the H200 the host's speed drifts by tens of
-percent between processes and within one (session 14: the untuned engine's cached calls' host p50 0.0141-0.0230
+percent between processes and within one (the untuned engine's cached calls' host p50 0.0141-0.0230
 ms between six runs of one code, the pretuned engine's 0.0073-0.0113 ms), so one engine run after another is
 a noisy ratio; rotating the order spreads the drift over all three. ``--interleave N`` runs the cheap engines
 of each repetition together instead (:func:`run_interleaved`): chunks of N calls in turn, so every engine meets the
 same host; an incremental engine is charged its background threads' CPU time during the others' chunks.
-Writes DIR/serving.json (raw, with provenance) and prints every target of issue 18 with its verdict.
+Writes DIR/serving.json (raw, with provenance) and prints every target with its verdict: the stream's total at most
+1.1x the untuned first config's, at least 90% of hot buckets within 1.02x of the pretuned pick, no call over 50 ms,
+extra GPU time within the 10% bound.
 """
 
 from __future__ import annotations
@@ -247,11 +249,11 @@ DROP_LATE = False
 #: ``--sample-after-ms``), written to stacks-KERNEL-incremental.json.
 SAMPLE_MS = 0.0
 SAMPLE_AFTER_MS = 2.0
-#: ``--no-wait-leader``: IncrementalOptions(wait_leader=False) (the A/B of session 9).
+#: ``--no-wait-leader``: IncrementalOptions(wait_leader=False), an A/B of the leader rule.
 WAIT_LEADER = True
-#: ``--resolve``: IncrementalOptions(resolve=...), who resolves the event pairs (the A/B of session 14).
+#: ``--resolve``: IncrementalOptions(resolve=...), who resolves the event pairs (an A/B of the two).
 RESOLVE: str | None = None
-#: ``--watchdog-ms`` below this is refused (faulthandler's watchdog crashed the process at 3 ms, session 13).
+#: ``--watchdog-ms`` below this is refused (faulthandler's watchdog crashed the process at 3 ms on an H200).
 WATCHDOG_MIN_MS = 20.0
 #: ``--profile``: the default incremental engine's calls run under cProfile (the caller's thread; the profiler's
 #: own cost inflates every call, so its totals mean nothing; only the attribution), PROFILE-KERNEL-incremental.txt.
@@ -259,8 +261,8 @@ PROFILE = False
 #: ``--variant NAME:opt=value,...``: more incremental engines, ``incremental@NAME``, run beside ``incremental``
 #: in the same process and rotated with it in every repetition (an A/B that the host's drift between processes
 #: cannot decide). Each value is an :class:`IncrementalOptions` field, or ``clock=torch|cached|uncached|driver``
-#: (the default clock; ``CudaClock(cache_stream=True)``, the default's look-up since session 17;
-#: ``CudaClock(cache_stream=False)``, the default's before; ``DriverClock(gate=False)``: spans made with the
+#: (the default clock; ``CudaClock(cache_stream=True)``, the default's look-up;
+#: ``CudaClock(cache_stream=False)``, the stream looked up through torch on every span; ``DriverClock(gate=False)``: spans made with the
 #: driver's calls, the idle spin kept), or ``late=1`` (the clock counts late spans without dropping them).
 VARIANTS: dict[str, dict[str, str]] = {}
 
@@ -310,7 +312,7 @@ def make_clock(kind: str, late: bool, spin: bool | None = None) -> Any:
 
     detect = DROP_LATE or late
     spin = SPIN_IDLE if spin is None else spin
-    if kind in ("cached", "uncached"):  # (cached: the default clock since session 17; uncached: the earlier one)
+    if kind in ("cached", "uncached"):  # (cached: the default clock; uncached: torch's look-up per span)
         return CudaClock(spin_idle=spin, detect_late=detect, driver=driver_event_calls(), cache_stream=kind == "cached")
     if kind == "driver":
         drv = driver_event_calls()
@@ -352,7 +354,7 @@ def pct(xs: list[float], q: float) -> float:
 
 
 class StackSampler:
-    """Attribution of slow calls without faulthandler (whose 3 ms watchdog crashed the H200 run, session 13): a
+    """Attribution of slow calls without faulthandler (whose 3 ms watchdog crashed a run on an H200): a
     daemon thread wakes every ``every_ms`` and, while the stream's current call has run longer than
     ``after_ms``, keeps the top frames of every other thread (``sys._current_frames``). It needs the
     interpreter's lock to look, so a sample shows the thread that held it just before: what the caller was
@@ -644,9 +646,9 @@ def run_engine(engine: str, w: Workload, tensors: list[tuple[Any, ...]], stream:
     # As a server does once it is warm (vLLM, SGLang and Ray Serve freeze the heap after start-up: gen-2
     # collections walk every live object, 100-400 ms on a serving process's heap): the objects alive now
     # (torch, Triton, the earlier engines' state, this engine's decorated kernel and tensors) leave the
-    # collector's scans, so a collection during the stream walks only what the stream itself allocated. Session
-    # 10's 6,000-call run had one 134 ms gen-2 pause inside an incremental RMSNorm call (its worst call), with
-    # the earlier engines' heaps still tracked.
+    # collector's scans, so a collection during the stream walks only what the stream itself allocated. Without
+    # it, a 6,000-call run on an H200 had one 134 ms gen-2 pause inside an incremental RMSNorm call (its worst
+    # call), with the earlier engines' heaps still tracked.
     gc.collect()
     gc.freeze()
     r.run(0, len(stream))
@@ -658,7 +660,7 @@ def run_interleaved(engines: list[str], w: Workload, tensors: list[tuple[Any, ..
     """Every engine's whole stream, in chunks of ``chunk`` calls taken in turn, the order rotated by one each
     chunk (``--interleave``): each engine's total is the sum of its chunks, so a drift of the host's speed on a
     scale longer than a round of chunks (the H200's host: the untuned engine's total moved 1.5-2.4 s between
-    repetitions of one process, session 16) falls on every engine alike instead of on whichever ran then. An
+    repetitions of one process) falls on every engine alike instead of on whichever ran then. An
     incremental engine's background threads may run during another engine's chunk: their CPU time then is
     added to the incremental engine's total (:class:`StreamRun`)."""
     torch.manual_seed(seed)
@@ -817,7 +819,7 @@ class HeldSpans:
 
     Without the hold, a short kernel's stream is host-bound: the device idles between calls, the start event
     passes at once, and the span then waits for the host to submit the launch, ~10-20 us on the H200 for
-    kernels of 3-10 us (session 19: the plain per-call spans rated the untuned RMSNorm config within 1.02x of
+    kernels of 3-10 us (on an H200 the plain per-call spans rated the untuned RMSNorm config within 1.02x of
     the pretuned one on 23 of 24 buckets, where both retiming judges rated it slower on 21-23). Here each
     sub-batch of at most ``sub`` calls is queued behind ``torch.cuda._sleep`` (the hold: no memory traffic, so
     the cache state the calls leave each other is the stream's), and after queueing it the hold's own event
@@ -869,8 +871,8 @@ class HeldSpans:
         if not self._cycles_per_ms:  # calibrated once: the sleep's cycles per ms of event time
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             # Warm first: the sleep kernel's first launch in a process loads its module while the device waits
-            # behind event a, and that load counted as sleep (session 22, H100: 7.03e4 cycles per ms, a hold
-            # ~28x too long; EventTimer._cycles_per_us warms likewise).
+            # behind event a, and that load counted as sleep (on an H100: 7.03e4 cycles per ms, a hold ~28x too
+            # long; EventTimer._cycles_per_us warms likewise).
             torch.cuda._sleep(1000)
             torch.cuda.synchronize()
             a.record()
@@ -914,7 +916,7 @@ def stream_judge(w: Workload, tensors: list[tuple[Any, ...]], stream: list[int],
     before it, between a bucket's calls the other buckets' traffic, partly evicting its data. Neither judge of
     :func:`retime` measures that: the warm judge keeps a bucket's data in L2, the cold judge flushes it. The L2
     rule (:func:`primary_judge`) picks one of them by the whole working set, and a 128 KB bucket taking 14% of
-    the calls is neither (session 17: bucket 0, 16 x 4096 rows, rated 1.09-1.13x by the cold judge and 1.03x by
+    the calls is neither (on an H200, bucket 0, 16 x 4096 rows, rated 1.09-1.13x by the cold judge and 1.03x by
     the warm one, for the config the race on the real calls picked). Returns ``{bucket: {config: [one value
     per chunk the bucket appears in: the median of that config's calls in the chunk, ms]}}``: paired by chunk,
     which is what :func:`paired_ratio` reads. ``deadline_s``: no chunk starts after that many seconds (the
@@ -977,7 +979,7 @@ def ratio_interval(rounds: dict[str, list[float]], cfg: str, boot: int = 2000, s
     rounds are resampled together (a round times every config back to back, so its values are paired), and
     the best is chosen again in each resample (the smallest of several noisy medians is biased low: with the
     best fixed, a config equal to it would look slower by that bias). Printed beside the strict verdict:
-    on 4-12 us kernels the judges' own spread is ~2% (session 8: the pretuned ideal itself rated 1.033)."""
+    on 4-12 us kernels the judges' own spread is ~2% (on an H200 the pretuned ideal itself rated 1.033)."""
     if cfg not in rounds:
         return (math.inf, math.inf)
     n = min(len(v) for v in rounds.values())
@@ -1001,7 +1003,7 @@ def paired_ratio(rounds: dict[str, list[float]], cfg: str, ref: str, boot: int =
                  seed: int = 0) -> tuple[float, float, float]:  # fmt: skip
     """``cfg`` against ``ref`` on one bucket, round by round: the median over the judge's rounds of
     ``cfg``'s time / ``ref``'s time in the same round (a round times them back to back, so each pair shares
-    the GPU's state of that moment), and its 95% bootstrap interval. This is the issue's measure, "<= 1.02x
+    the GPU's state of that moment), and its 95% bootstrap interval. This is the target's measure, "<= 1.02x
     of the pretuned best" with ``ref`` the pretuned ideal's pick; unlike the ratio to the smallest of all
     configs' medians (:func:`ratio_interval`) no minimum over noisy medians biases it, so the pretuned
     ideal scores exactly 1 against itself and two near-tied picks score near 1. (inf, inf, inf) when either
@@ -1163,7 +1165,7 @@ def main() -> None:
                          "(the default queues them behind a GPU spin)")  # fmt: skip
     ap.add_argument("--flat-prune", action="store_true",
                     help="incremental: a neighbour prunes at prune_ratio at any distance (serving_state.PRUNE_NEAR = "
-                         "inf: the rule of sessions 6-8), the A/B of the distance-scaled threshold")
+                         "inf: a flat threshold), the A/B of the distance-scaled one")
     ap.add_argument("--no-wait-leader", action="store_true",
                     help="incremental: IncrementalOptions(wait_leader=False), waiting keys race timed round-robin")
     ap.add_argument("--drop-late", action="store_true",
@@ -1197,7 +1199,7 @@ def main() -> None:
     a = ap.parse_args()
     if 0 < a.watchdog_ms < WATCHDOG_MIN_MS:
         ap.error(f"--watchdog-ms {a.watchdog_ms:g}: at least {WATCHDOG_MIN_MS:g} ms (faulthandler's timer, re-armed "
-                 f"every call, crashed the H200 run at 3 ms, session 13); use --sample-stacks-ms for shorter calls")
+                 f"every call, crashed a run on an H200 at 3 ms); use --sample-stacks-ms for shorter calls")
     if a.interleave < 0:
         ap.error(f"--interleave {a.interleave}: a chunk of calls is at least 1 (0: the engines one after another)")
     global SPIN_IDLE, DROP_LATE, WAIT_LEADER, SAMPLE_MS, SAMPLE_AFTER_MS, RESOLVE, PROFILE
@@ -1330,7 +1332,7 @@ def main() -> None:
                                             for b in hot]  # fmt: skip
                 r["converged_fraction" + suffix] = sum(s <= 1.02 for s in scores) / len(scores) if scores else None
                 pre = kd["engines"].get("pretuned", {}).get("final", {})
-                if pre:  # the issue's measure: against the pretuned ideal's pick, round by round
+                if pre:  # the target's measure: against the pretuned ideal's pick, round by round
                     pr = [paired_ratio(rounds_of[str(b)], r["final"].get(str(b), "?"), pre.get(str(b), "?"))
                           for b in hot]  # fmt: skip
                     r["vs_pretuned" + suffix] = [x[0] for x in pr]
@@ -1504,7 +1506,7 @@ def report(doc: dict[str, Any]) -> None:
             pconv = inc.get("converged_vs_pretuned" + sfx[jn])
             if pconv is None:
                 continue
-            print(f"  hot buckets converged to <= 1.02x the pretuned best ({'the issue' if jn == primary else 'also'}"
+            print(f"  hot buckets converged to <= 1.02x the pretuned best ({'the target' if jn == primary else 'also'}"
                   f"'s measure: promoted, and the median over {how[jn]} of its time / the pretuned ideal's pick's "
                   f"in the same round <= 1.02): {pconv:.0%} >= 90%: "
                   f"{verdict(pconv >= 0.9) if jn == primary else '(not the primary judge)'} (vs pretuned: "

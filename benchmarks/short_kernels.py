@@ -1,10 +1,10 @@
 """Short kernels (2-20 us) under each measurement policy: winner quality, cross-policy cost, tuning time.
 
-    PYTHONPATH=src python3 benchmarks/short_kernels.py --out benchmarks/results/short_kernels_h200    # ~2 min
+    PYTHONPATH=src python3 benchmarks/short_kernels.py --out /tmp/short_kernels    # ~2 min
     PYTHONPATH=src python3 benchmarks/short_kernels.py --quick --out /tmp/sk    # shorter judging, same coverage
     PYTHONPATH=src python3 benchmarks/short_kernels.py --dry-run --out /tmp/sk     # any machine: the plan
 
-Cases (issue 19): RMSNorm fp16 64x2048 and 1024x4096 (examples/rmsnorm.py), a row softmax fp32
+Cases: RMSNorm fp16 64x2048 and 1024x4096 (examples/rmsnorm.py), a row softmax fp32
 4096x1024 (examples/softmax.py), GELU fp32 at 2^20 (examples/gelu.py's kernel, 20 configs), and an fp16
 matmul at 512^3 (examples/matmul.py's kernel, 24 configs).
 
@@ -355,7 +355,7 @@ def make_gpu_judge_timer(policy: str) -> Timer:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Short kernels under each measurement policy (issue 19).")
+    ap = argparse.ArgumentParser(description="Short kernels under each measurement policy.")
     ap.add_argument("--out", required=True, help="directory for short_kernels.json and short_kernels.txt")
     ap.add_argument("--quick", action="store_true",
                     help="shorter judging (5 rounds of 0.03 s; the full run, 10 of 0.05 s, takes ~2 minutes on one H200)")

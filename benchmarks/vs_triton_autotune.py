@@ -162,8 +162,8 @@ def best_by_long_remeasure(part: Part) -> dict[str, Any]:
     """Full sweep at each key, then a long interleaved re-measurement of its top 10 (and cuBLAS, if any).
 
     The re-measurement is 20 rounds, each timing the 10 in a shuffled order (seeded), and each config's
-    time is its median over the rounds. Run 10 used 10 rounds in one fixed order: two GELU configs that
-    differ only in num_stages (a loop-free kernel: the same binary) then measured 2% apart at 2^28.
+    time is its median over the rounds. With 10 rounds in one fixed order, two GELU configs that differ only in
+    num_stages (a loop-free kernel: the same binary) measured 2% apart at 2^28 on an H200.
 
     Runs in the last engine's Triton cache, so its compiles are mostly cache hits.
     """

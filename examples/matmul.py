@@ -1,4 +1,4 @@
-"""fp16 matrix multiply C = A @ B (fp32 accumulation) with the 216-config tile space of issue 9.
+"""fp16 matrix multiply C = A @ B (fp32 accumulation) with a 216-config tile space.
 
 The space is BLOCK_M, BLOCK_N in {64, 128, 256}, BLOCK_K in {32, 64, 128}, num_warps in {4, 8} and
 num_stages in {2, 3, 4, 5}. Many of its configs need more shared memory than a GPU has, which makes

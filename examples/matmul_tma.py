@@ -14,8 +14,7 @@ epilogue with the next tile's loads. Two options on top:
   consumers store this one. The Hopper pass takes only ``num_warps=4`` and skips a function with
   if/else blocks, which flattening the loop makes, so the loop is flattened only without it.
   On an H200 with triton 3.6 the three warp-specialized configs with 128x128x64 tiles and
-  ``num_stages=5`` compute WRONG results (up to 786k of 16.8M outputs never written, run 12 in
-  benchmarks/results/); they stay in the space, and ``tritune tune`` reports them ``incorrect``
+  ``num_stages=5`` compute WRONG results (up to 786k of 16.8M outputs never written); they stay in the space, and ``tritune tune`` reports them ``incorrect``
   before timing anything.
 
 Descriptors are made on the device because a host ``TensorDescriptor`` carries the block shape,
@@ -193,7 +192,7 @@ def exact_product(a, b):
     fp32's, as in the kernel before its one rounding to fp16. On a GPU cuBLAS does it on tensor cores
     (``torch.mm(..., out_dtype=torch.float32)``, torch >= 2.8): on the H200 0.7 ms at 6144^3 against 9.4 ms for
     the fp32 product of upcast copies (whose two 151 MB copies it also skips), and as close to the fp64 product
-    (max |error| 0.0042 against 0.0017, at |C| up to 444, where fp16's spacing is 0.25; session 17). Elsewhere
+    (max |error| 0.0042 against 0.0017, at |C| up to 444, where fp16's spacing is 0.25). Elsewhere
     (the CPU, an older torch) the fp32 product of the upcast inputs."""
     if a.is_cuda:
         try:

@@ -12,7 +12,7 @@ combination statically and says which rule and why::
 
 ``matmul_tma_wide_host`` is the same space on ``matmul_tma_host_kernel``: host ``TensorDescriptor``s, their
 block shapes set per config by the workload's ``pre_hook`` (``set_descriptor_blocks``), as tutorial 09's
-fastest form passes them. On the H200 (session 16, ``benchmarks/matmul_probe.py --paired``) that form ran at
+fastest form passes them. On an H200, timed pair by pair against cuBLAS, that form ran at
 0.989-0.991 of cuBLAS at 4096^3 against 0.975-0.976 for descriptors made on the device.
 """
 
@@ -109,8 +109,8 @@ CONSTRAINTS = [
 
 MATMUL_TMA_WIDE_SPACE = tritune.Space(WIDE_GRID, constraints=CONSTRAINTS)
 
-#: Host descriptors with warp specialization fail in Triton's NVGPUWarpSpecialization pass (triton 3.6 on the
-#: H200, session 15; 3.9 compiling for sm_90 here): a rule, so no worker compiles them.
+#: Host descriptors with warp specialization fail in Triton's NVGPUWarpSpecialization pass (triton 3.6 on an
+#: H200; triton 3.9 compiling for sm_90 on a CPU): a rule, so no worker compiles them.
 HOST_CONSTRAINTS = [
     *CONSTRAINTS,
     tritune.Constraint(
@@ -143,7 +143,7 @@ def make_workload(name, keys, grid, host=False, configs=None, args=None):
     )
 
 
-# Three keys, for the "3 keys, then a new one" search measurements of issue 16.
+# Three keys, for the "3 keys, then a new one" search measurements (benchmarks/search_tune.py).
 WIDE_KEYS = [GPU_KEY, {"M": 8192, "N": 8192, "K": 4096}, {"M": 4096, "N": 4096, "K": 8192}]
 matmul_tma_wide = make_workload("matmul_tma_wide", WIDE_KEYS, persistent_grid)
 matmul_tma_wide_small = make_workload("matmul_tma_wide_small", [SMALL_KEY], small_persistent_grid)

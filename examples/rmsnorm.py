@@ -1,5 +1,5 @@
 """RMSNorm over the rows of an fp16 matrix: a short kernel (2-10 us on an H200) whose winner depends
-on how it is timed (issue 19). Each program normalizes one row in two passes of ``BLOCK_N`` columns: the
+on how it is timed. Each program normalizes one row in two passes of ``BLOCK_N`` columns: the
 sum of squares in fp32, then ``x / rms * w`` stored in fp16.
 
     tritune verify examples/rmsnorm.py

@@ -1,7 +1,6 @@
 """The test command collects every test folder: pytest skips folders matching ``norecursedirs`` without a word.
 
-Its default list holds ``dist``, and ``tests/ranks`` (the multi-rank tests) went uncollected by ``python -m pytest``
-until session 26; ``pyproject.toml`` now sets the list without it.
+pytest's default list holds ``dist`` and ``build``, which is why no test folder (and no tritune package) is named so.
 """
 
 from __future__ import annotations

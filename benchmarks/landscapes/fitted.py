@@ -19,6 +19,8 @@ per-config part no smooth model explains). :func:`sample` draws a new landscape 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,19 @@ DEVICE = "synthetic (fitted to H200 landscapes)"
 #: per-config roughness; sampled roughness starts from at most this.
 ROUGHNESS_CAP = 0.08
 HERE = Path(__file__).parent
+
+
+def recorded(folder: Path = HERE) -> list[tuple[str, Landscape]]:
+    """The recorded landscapes in ``folder`` by name: every ``*.json`` and ``*.json.gz`` (large recordings are
+    kept gzipped), in name order."""
+    out = []
+    for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")], key=lambda p: p.name):
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt") as f:
+                out.append((path.name[: -len(".json.gz")], Landscape.from_json(json.load(f), source=str(path))))
+        else:
+            out.append((path.stem, Landscape.load(path)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -161,8 +176,8 @@ def sample(
 def families(keys: int = 4, per_landscape: int = 2, folder: Path = HERE) -> list[list[Landscape]]:
     """Families of ``keys`` related landscapes (sizes 1, 2, 4, ...) per recorded landscape, for transfer."""
     out = []
-    for path in sorted(folder.glob("*.json")):
-        model = fit(Landscape.load(path))
+    for _, land in recorded(folder):
+        model = fit(land)
         for k in range(per_landscape):
             out.append([sample(model, 500 + k, label="fam", size=2**j) for j in range(keys)])
     return out
@@ -175,8 +190,8 @@ VARIANTS = (("fit", 1.0, 0.0), ("tie", 0.4, 0.0), ("short", 0.25, 1.5))
 def generate(per_variant: int = 2, folder: Path = HERE, first_seed: int = 100) -> list[Landscape]:
     """``per_variant`` landscapes of each variant for every recorded landscape in ``folder``."""
     out = []
-    for path in sorted(folder.glob("*.json")):
-        model = fit(Landscape.load(path))
+    for _, land in recorded(folder):
+        model = fit(land)
         for v, (label, compress, floor) in enumerate(VARIANTS):
             for k in range(per_variant):
                 out.append(

@@ -216,7 +216,7 @@ def short_elementwise(seed: int = 0, n: int = 1 << 20) -> Landscape:
 GENERATORS: dict[str, Callable[[int], Landscape]] = {
     "synthetic_matmul": matmul,
     "synthetic_matmul_small": lambda seed: matmul(seed, size=1024, name="synthetic_matmul_small"),
-    # 216 configs, the size of the fp16 matmul space issue 8 quotes.
+    # 216 configs, the size of examples/matmul.py's fp16 matmul space.
     "synthetic_matmul_216": lambda seed: matmul(
         seed,
         size=8192,

@@ -50,7 +50,7 @@ class SimDevice:
         #: GPU ms of work executed (replays included), to check what a measurement cost the device.
         self.busy_ms = 0.0
         #: Extra GPU ms of each replay of a graph holding flushes alone: a test sets it to model the H200
-        #: anomaly of session 6 (the flushes-alone graph slower than the flush+launch graph).
+        #: anomaly seen on an H200 (the flushes-alone graph slower than the flush+launch graph).
         self.flush_graph_extra_ms = 0.0
 
     def host_ms(self) -> float:

@@ -283,7 +283,7 @@ def test_the_stream_object_is_looked_up_once_per_device_and_raw_handle() -> None
 
 
 def test_the_incremental_modes_clock_finds_the_stream_by_its_raw_handle(monkeypatch) -> None:
-    """cuda_clock() (the default clock since session 17): the raw-handle look-up above, where torch has its calls
+    """cuda_clock() (the default clock): the raw-handle look-up above, where torch has its calls
     (a CUDA build; on this CPU build they are FAKE, set for the test)."""
     import torch
 

@@ -1,6 +1,6 @@
 """The incremental mode's CUDA-event clock with ``spin_idle``, on a FAKE simulated device (tests/bench/sim_cuda.py)
 with a virtual host clock: a launch costs the host 15 us, the kernel runs 3 us, and the caller synchronizes after
-every call (as benchmarks/serving.py does), so each span starts on an idle device."""
+every call (as the serving benchmark does), so each span starts on an idle device."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_without_the_spin_no_span_is_called_late() -> None:
 
 def test_spin_next_covers_one_span_whose_host_work_outlasts_a_launch() -> None:
     # A check's scratch copies are torch calls: 60 us of host against the racing launches' 15 us, so the spin
-    # those set leaves the device idle inside the copies' span (H200, session 11: 0.05 ms charged for copies
+    # those set leaves the device idle inside the copies' span (on an H200: 0.05 ms charged for copies
     # against a 5 us scratch run). spin_next sizes the next idle spin for that span, once.
     dev = SimDevice(seed=2, launch_cpu_ms=LAUNCH_MS, spin=True, virtual_host=True)
     clock = CudaClock(spin_idle=True, torch_module=dev.torch(), host=dev.perf_counter, detect_late=True)

@@ -94,7 +94,7 @@ def test_policy_timer_replays_the_graph_it_captured(fake_device: Any) -> None:
     assert fake_device.graphs_captured == 3 + 3  # without reuse: work captured every time, flushes once
 
 
-# A launch-bound short kernel (issue 19, the graph policy's misses on the H200): Triton's launcher costs the
+# A launch-bound short kernel (the graph policy's misses on an H200): Triton's launcher costs the
 # CPU ~20 us, the kernel runs 1.8 us, and each graph replay has a fixed GPU cost. Two configs with the same
 # kernel time must measure the same whatever their launch cost; before the fix the warm-up timed the CPU's
 # launch rate, a graph held ~25 launches, and the fixed replay cost spread over them moved configs by %.
@@ -131,7 +131,7 @@ def test_launch_bound_short_kernels_are_timed_by_their_gpu_time(
         assert a.extra["est_us"] < 5 and b.extra["est_us"] < 5
 
 
-# Issue 19, H200 session 5 call 5: the cold policy's first case took 12 s a tuning instead of ~1 s. Its
+# On an H200 the cold policy's first case once took 12 s a tuning instead of ~1 s. Its
 # samples held 1000 flush+launch pairs (60 ms of GPU time each) because the warm-up's estimate of the
 # kernel, flush+fn minus the flush estimated once per timer, came out 0.1 us (the clamp) for every config.
 # FAKE model of that: the flush is first estimated while the clocks are low (every op 2x slower on the
@@ -171,7 +171,7 @@ def test_cold_graph_is_sized_by_gpu_time_after_a_slow_first_flush_estimate(
 
 
 def test_policy_timer_recaptures_each_look_at_the_first_looks_size(fake_device: Any) -> None:
-    """Issue 19, call 5: the graph policy's tunings kept one capture per config for the whole race and
+    """On an H200 the graph policy's tunings kept one capture per config for the whole race and
     disagreed with the judge, which captures afresh for every look. The policy timer now captures the work
     graph afresh on every look, at the size the first look checked; the flush graph is shared."""
     fn = lambda: fake_device.run(COLD_SHORT, 0.02, WARM_SHORT)  # noqa: E731
@@ -187,7 +187,7 @@ def test_policy_timer_recaptures_each_look_at_the_first_looks_size(fake_device: 
 
 
 def test_cold_graph_that_does_not_resolve_the_kernel_falls_back_to_one_launch_per_sample(fake_device: Any) -> None:
-    """Issue 15, H200 session 6: under the cold policy Liger's DyT kernels got a median of -51 us a launch
+    """On an H200, under the cold policy Liger's DyT kernels got a median of -51 us a launch
     (the graph of flushes alone came out slower than the graph of flush+launch pairs), and the negative time
     failed the user's call in the store. FAKE model: every replay of the flushes-alone graph costs 3 ms more.
     The timer must notice the unresolved difference and time the kernel one launch per sample instead."""
@@ -202,7 +202,7 @@ def test_cold_graph_that_does_not_resolve_the_kernel_falls_back_to_one_launch_pe
 
 def test_launch_pad_is_sized_from_the_warm_up_without_extra_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """One launch per sample (a long kernel, cold): a GPU spin after the flush covers the host's launch, sized
-    from the warm-up's CPU time per flush+run (session 8: 8 extra timed launches per measurement cost a 2.7 ms
+    from the warm-up's CPU time per flush+run (on an H200: 8 extra timed launches per measurement cost a 2.7 ms
     FlagGems kernel 37 ms each). FAKE simulated device, virtual host clock: 40 us to launch a 0.2 ms kernel;
     every run of the kernel after the warm-up is a sample, and the host's launch is not in the samples."""
     from sim_cuda import SimDevice

@@ -378,8 +378,8 @@ def test_bad_calls_raise_tritons_exception_types(bad: str, fake_triton_bench: li
 def test_heuristics_positional_fast_path_keeps_per_call_values_and_follows_the_cache(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Positional calls under @heuristics find their choice by the generated call key (session 6) and launch
-    through a launcher holding the heuristics' values as constants (session 8); driven on CPU with a FAKE
+    """Positional calls under @heuristics find their choice by the generated call key and launch
+    through a launcher holding the heuristics' values as constants; driven on CPU with a FAKE
     fast launcher that launches through the interpreter. Heuristic values are still computed
     per call (EVEN differs for n = 256 and 320, one tuning key), and setting ``kernel.cache[key]`` makes the
     next call use that config, as under Triton."""
@@ -415,7 +415,7 @@ def test_heuristics_positional_fast_path_computes_one_generated_key_per_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Cached positional calls under @heuristics build neither the generic call key nor a second key over the
-    heuristics' keywords (session 7: an identity test on a bound method never matched, so every call built the
+    heuristics' keywords (an identity test on a bound method never matched, so every call built the
     generic key, ~3 us on the H200). FAKE fast launcher as above; the generic keys are counted."""
     import tritune.decorator.autotuned as autotune_module
 

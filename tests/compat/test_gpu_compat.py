@@ -75,7 +75,7 @@ def test_heuristics_under_the_decorator_agree_with_triton() -> None:
 
 @pytest.mark.gpu
 def test_heuristics_under_the_decorator_positional_calls_agree_with_triton() -> None:
-    """All-positional calls under @heuristics take the choice from the call-key cache (session 6): heuristic
+    """All-positional calls under @heuristics take the choice from the call-key cache: heuristic
     values still follow each call (n = 1024 vs 1000 share no key but alternate), outputs as Triton's."""
     need_gpu()
     heur = {"ACT": lambda a: "relu" if a["n"] % a["BLOCK"] == 0 else "none", "SCALE": lambda a: 2}
@@ -90,7 +90,7 @@ def test_heuristics_under_the_decorator_positional_calls_agree_with_triton() -> 
         for out, k in ((a, tt), (b, ref)):
             relu = n % k.best_config.kwargs["BLOCK"] == 0
             torch.testing.assert_close(out, torch.relu(x * 2) if relu else x * 2)
-    # positional calls keep, per call key, one fast launcher per set of heuristic values (session 7)
+    # positional calls keep, per call key, one fast launcher per set of heuristic values
     launchers = [f for ent in tt._heur_hot.values() for f in ent[2].values()]
     assert len(tt._heur_hot) == 2 and launchers and all(f is not None for f in launchers)
 

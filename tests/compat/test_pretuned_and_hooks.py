@@ -1,4 +1,4 @@
-"""Issue 17's pretuned items, and when a Config.pre_hook runs relative to the checks made before launch."""
+"""Pretuned files that cannot serve a kernel, and when a Config.pre_hook runs relative to the checks made before launch."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def test_id_is_readable_and_stable():
 
 
 def test_old_serialized_form_still_reads():
-    # The JSON shape written by tritune 0.1 (issue 2): must keep reading.
+    # The JSON shape written by tritune 0.1's first releases: must keep reading.
     c = Config.from_json({"kwargs": {"BLOCK": 256}, "num_warps": 2, "num_stages": 1})
     assert c == Config({"BLOCK": 256}, num_warps=2, num_stages=1)
     assert c.num_ctas == 1 and c.maxnreg is None

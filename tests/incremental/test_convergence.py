@@ -2,7 +2,7 @@
 
 Drives the real :class:`~tritune.serving.incremental.Incremental` (state machine, per-key budget, checks,
 promotion) with a FAKE clock replaying recorded H200 timings and a FAKE launch (no kernel runs: the clock
-says what each config "took"). The landscapes are ``benchmarks/serving.py``'s re-timed configs of its two
+says what each config "took"). The landscapes are the serving benchmark's re-timed configs of its two
 hottest buckets per kernel (run of 2026-12-01, quick mode); a check "costs" its scratch run plus copies and
 comparison worth ``check_extra`` real calls, as measured for a memory-bound RMSNorm (its outputs are a
 third of its traffic; a check copies them and reads both copies once more).
@@ -87,9 +87,9 @@ def test_a_costly_check_under_the_old_accounting_would_not_fit():
 
 
 def test_candidates_checked_late_one_after_another_all_race_and_the_key_promotes():
-    # The H200's RMSNorm bucket 17 (spin run): compiled early, but checked at calls 265-307 (the key waited
+    # The H200's RMSNorm bucket 17 (spin run): compiled early, but checked in its calls 265 to 307 (the key waited
     # for its budget, then borrowed the pool's tokens: checks came back to back). Replayed with FAKE compiles
-    # delivered at call 250 and a budget (gpu_fraction=0.5) that affords a check every few calls. Before the
+    # delivered at the 250th call and a budget (gpu_fraction=0.5) that affords a check every few calls. Before the
     # fix each joiner started below the one before, the first joiners got no call for hundreds of calls and
     # the key was still tuning after 600 calls; now every candidate races at once and the key promotes.
     times = (0.0128, 0.0101, 0.0116, 0.0101, 0.0113, 0.0133, 0.0126, 0.0128)  # the bucket's H200 medians
@@ -132,7 +132,7 @@ def test_a_resolver_batch_decides_each_key_once_and_the_outcome_holds():
 
 
 def test_the_provisional_alone_with_a_full_window_is_timed_one_call_in_lone_every():
-    # Compiles delivered at call 300 (FAKE): until then the provisional races alone. Once it has max_samples
+    # Compiles delivered at the 300th call (FAKE): until then the provisional races alone. Once it has max_samples
     # samples only one call in lone_every is timed (FAKE clock's log: the configs started); the others earn
     # the budget at its recent median, so the key earns as much, checks as early and promotes the same.
     t = dict(zip(BLOCKS, TINY8))

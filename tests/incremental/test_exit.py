@@ -2,7 +2,7 @@
 
 A daemon thread that comes back from a CUDA call (an event's ``synchronize`` releases the interpreter's lock
 in PyTorch's C++) after finalization began is ended by ``pthread_exit`` and aborts the process ("terminate
-called without an active exception", status 134: the H200's serving benchmark, sessions 8 and 9). These
+called without an active exception", status 134, seen in the serving benchmark on an H200). These
 tests use a FAKE clock whose ``elapsed_ms`` sleeps with the lock released, as a real event wait does."""
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the
     plain = CudaClock(spin_idle=False)
     cfg = object()
     x = torch.zeros(1, device="cuda")
-    x.add_(1.0)  # the kernel's first launch loads its module (lazily): not inside a gated span (the H200, session 17)
+    x.add_(1.0)  # the kernel's first launch loads its module (lazily): not inside a gated span (seen on an H200)
     torch.cuda.synchronize()
     gated.stop(gated.start(cfg))  # a config's first span spins; its later ones are gated
 
@@ -154,7 +154,7 @@ def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the
         return clock.elapsed_ms(clock.stop(t))
 
     # A gated span whose host side (0.2 ms of work, a launch) is preempted past the watch's 0.5 ms is opened by
-    # the watch and is no sample (the H200, session 19: once in one run). Up to 3 tries, one of which must be
+    # the watch and is no sample (on an H200: once in one run). Up to 3 tries, one of which must be
     # released by the host; a gate that never holds, or that the watch always opens, still fails.
     tries = 0
     while True:
@@ -177,7 +177,7 @@ def test_a_gated_span_holds_no_host_time_and_an_abandoned_one_does_not_block_the
 def test_a_gated_span_whose_host_work_waits_for_the_device_is_opened_by_the_watch():
     """The watch (GateWatch): a synchronize inside a gated span waits for a device that waits for the gate; the
     watch opens it after its timeout, so the synchronize returns, and the span is late (no sample). Before the
-    watch this hung the stream (sessions 12 and 13)."""
+    watch this hung the stream on an H200."""
     why = gpu_unavailable_reason()
     if why is not None:
         pytest.skip(f"needs a GPU: {why}")

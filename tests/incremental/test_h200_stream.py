@@ -1,7 +1,7 @@
 """The serving benchmark's stream, replayed on a FAKE clock with the H200's timings of every key.
 
-``h200_landscapes.json`` holds what tritune's normal mode measured on the H200 (run of 2026-12-01, session 5,
-call 5) for every config at each of the 24 keys of ``benchmarks/serving.py``'s matmul and RMSNorm: 18-436 us
+``h200_landscapes.json`` holds what tritune's normal mode measured on an H200 on 2026-12-01 for
+every config at each of the 24 keys of the serving benchmark's matmul and RMSNorm: 18-436 us
 and 3-28 us. The stream is the benchmark's (6,000 calls, Zipf s=1.1 over 24 buckets, seed 0: hot buckets of
 1744, 870, 541, 389, 324 and 267 calls). The real :class:`~tritune.serving.incremental.Incremental` (state
 machine, per-key budgets, checks, pruning, promotion) serves it; no kernel runs (FAKE launch), and the FAKE
@@ -51,7 +51,7 @@ def pair_kernel(x_ptr, out_ptr, m, n, BLOCK: tl.constexpr):  # never launched (F
 
 
 def zipf_stream(n_buckets: int, calls: int, seed: int, s: float = 1.1) -> list[int]:
-    """``benchmarks/serving.py``'s stream (the same generator)."""
+    """The serving benchmark's stream (the same generator)."""
     rng = random.Random(seed)
     order = list(range(n_buckets))
     rng.shuffle(order)
@@ -152,7 +152,7 @@ def test_a_far_neighbour_no_longer_prunes_the_winner(monkeypatch):
 
     assert serve("matmul")["hot_converged"] == 1.0
     assert serve("matmul", options=IncrementalOptions(prune_distance=100.0))["hot_converged"] == 1.0
-    monkeypatch.setattr(ss, "PRUNE_NEAR", math.inf)  # the flat ratio of sessions 6-8
+    monkeypatch.setattr(ss, "PRUNE_NEAR", math.inf)  # a flat ratio at any distance
     far = serve("matmul", options=IncrementalOptions(prune_distance=100.0))
     assert far["hot_converged"] < 1.0, far
 
@@ -162,7 +162,7 @@ def test_the_prune_threshold_grows_with_the_distance():
 
     assert prune_threshold(1.3, 0.0) == prune_threshold(1.3, 0.5) == 1.3
     assert prune_threshold(1.3, 1.0) == pytest.approx(1.69)
-    assert prune_threshold(1.3, 0.83) > 1.29 * 1.15  # session 9: the winner at M = 1152 ran 1.29x at M = 2048
+    assert prune_threshold(1.3, 0.83) > 1.29 * 1.15  # H200: the winner at M = 1152 ran 1.29x at M = 2048
 
 
 @pytest.mark.parametrize("kernel", ["matmul", "rmsnorm"])

@@ -1,4 +1,4 @@
-"""The call after a promotion (issue 18: on the H200 it took 135.7 ms, the caller waiting on the store write).
+"""The call after a promotion (on an H200 it once took 135.7 ms, the caller waiting on the store write).
 
 The key's state said "promoted" before its choice was published; the caller then took the normal path,
 found no choice, and looked the key up in the store under the kernel's lock while the resolver held the

@@ -246,7 +246,7 @@ class LateClock(BlindClock):
 @pytest.mark.parametrize(("tell", "drop"), [(True, True), (True, False), (False, True)])
 def test_late_spans_are_no_samples_with_drop_late(tell, drop):
     # BLOCK=128 is the fastest (0.030 ms); a third of all spans hold 0.5 ms of host time. Only a clock with the
-    # late test and IncrementalOptions(drop_late=True) keeps them out of the samples (session 8: off by default
+    # late test and IncrementalOptions(drop_late=True) keeps them out of the samples (off by default
     # until measured on the H200).
     opts = IncrementalOptions(drop_late=drop)
     inc, at = serve_one_key(LateClock() if tell else BlindClock(), (64, 128, 256, 512), 600, options=opts)
@@ -276,7 +276,7 @@ class TallyClock(LateClock):
 
 def test_late_spans_still_earn_the_budget_at_the_configs_median():
     """A late span is no sample, but its call ran on the device as any other: it earns at the config's recent
-    median, not at its inflated time and not nothing (call 3 of session 8: earning nothing for 8% of spans
+    median, not at its inflated time and not nothing (earning nothing for 8% of spans, on an H200,
     starved RMSNorm's checks). Every call timed (lone_every=1), so every earning passes through the clock."""
     clock = TallyClock()
     inc, _ = serve_one_key(clock, (64, 128, 256, 512), 600, options=IncrementalOptions(drop_late=True, lone_every=1))
@@ -287,7 +287,7 @@ def test_late_spans_still_earn_the_budget_at_the_configs_median():
 
 
 def test_a_key_below_the_even_share_borrows_from_the_kernels_pool_only():
-    # Session 10, H200: keys below an even share of the calls waited for their last checks while the pool
+    # H200: keys below an even share of the calls waited for their last checks while the pool
     # (promoted keys' savings) held six checks' worth. They may borrow from the pool, never from another
     # key's own bucket, and only once they have burst_calls calls.
     inc = Incremental(IncrementalOptions(), clock=StallingClock(set()), compiler=FakeCompiles(), thread=False)

@@ -97,7 +97,7 @@ def test_a_check_sample_counts_and_the_next_check_is_estimated_from_the_last():
 
 
 def test_one_outlier_first_check_does_not_set_the_estimate_the_kernels_estimate_votes():
-    # Session 10, H200: a key's first check measured 0.49 ms where the kernel's checks cost ~0.06 ms; with the
+    # H200: a key's first check measured 0.49 ms where the kernel's checks cost ~0.06 ms; with the
     # key's own checks alone as the estimate it saved up for 800 calls and was never promoted.
     st = KeyState([A, B, C], A, IncrementalOptions())
     st.sample(A, 0.01)
@@ -226,7 +226,7 @@ def test_the_decision_statistics_are_measurements_numbers():
 
 
 def reference_propose(st: KeyState) -> Proposal:
-    """The decision rule as it was written before the resolver's cost was cut (session 9): set comprehensions
+    """The decision rule as it was written before the resolver's cost was cut: set comprehensions
     and a median-with-interval object per racer (the numbers of ``_median_ci``, which the test above holds to
     Measurement's; the observations here include NaN samples, which Measurement refuses). KeyState.propose must
     give the same proposal on any observations."""
@@ -332,7 +332,7 @@ def test_a_waiting_key_with_full_windows_serves_its_leader_untimed(wait_leader):
 
 
 def test_prune_spares_the_protected_configs():
-    """A config that won at some tuned key is never pruned by a neighbour's timings (session 9: the GEMM's
+    """A config that won at some tuned key is never pruned by a neighbour's timings (H200: the GEMM's
     winner at M = 1152 ran 1.56-1.69x the best at M = 1024, 0.17 away, and was pruned there)."""
     from tritune.serving.state import prune
 
@@ -342,7 +342,7 @@ def test_prune_spares_the_protected_configs():
 
 
 def test_a_tuning_keys_leader_is_protected_from_pruning_like_a_winner():
-    """Session 10, H200: M = 96's best config was pruned by M = 128's promotion while M = 64 still raced with it
+    """H200: M = 96's best config was pruned by M = 128's promotion while M = 64 still raced with it
     in the lead; M = 64 then won with it, and M = 96 was promoted 1.19x off (a pruned config is never restored)."""
     from tritune.serving.incremental import Incremental
 

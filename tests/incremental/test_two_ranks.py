@@ -26,5 +26,5 @@ def test_two_ranks_launch_the_same_configs_and_promote_together(tmp_path: Path) 
     assert r0["log"] == r1["log"]  # every launch, trial and scratch alike, on both ranks in the same order
     assert r0["promoted_at"] == r1["promoted_at"] and len(r0["promoted_at"]) == 1
     assert r0["winner"] == r1["winner"] == 512
-    # Rank 0 compiled everything at call 2, rank 1 at call 23: nothing else ran before both had it.
+    # Rank 0 compiled everything by its 2nd call, rank 1 by its 23rd: nothing else ran before both had it.
     assert r0["first_other"] is not None and r0["first_other"] >= 23

@@ -1,4 +1,4 @@
-"""A kernel that runs under Triton's interpreter runs the same under tritune (issue #15, interpreter fidelity).
+"""A kernel that runs under Triton's interpreter runs the same under tritune (interpreter fidelity).
 
 Each kernel in kernels_late.py is launched through ``@tritune.autotune`` and compared with Triton's own
 interpreter on the same input; then rebuilt for the compiler (``as_jit``) and taken through the sm_90

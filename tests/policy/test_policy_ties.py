@@ -27,7 +27,7 @@ def test_fewest_registers_first() -> None:
 
 
 def test_registers_are_counted_per_block_not_per_thread() -> None:
-    """H200 softmax 4096x1024 (session 5, call 3): w1 uses 48 registers per thread, w2 34; per block that is
+    """H200 softmax 4096x1024: w1 uses 48 registers per thread, w2 34; per block that is
     1,536 against 2,176, so w2's lower per-thread count is no saving, and the rule keeps w1 (which the long
     re-measurement put 1.2% ahead; per-thread counting had kept w2)."""
     w1, w2, w8 = (Config({"BLOCK_N": 1024}, num_warps=w) for w in (1, 2, 8))

@@ -142,24 +142,6 @@ def test_a_failing_measure_raises_distributed_error_naming_the_rank(world1: None
         td.distributed_race(CONFIGS[:3], no_gpu, label="g", options=OPTS)
 
 
-def test_benchmark_script_runs_on_cpu_replay_with_one_rank(tmp_path: Path) -> None:
-    import importlib.util
-    import json
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "dist_tune.py"
-    spec = importlib.util.spec_from_file_location("dist_tune_bench", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    assert (
-        mod.main(["--replay", "synthetic:30", "--out", str(tmp_path), "--repeat", "1", "--timeout", "30"])
-        == 0
-    )
-    doc = json.loads((tmp_path / "dist_tune.json").read_text())
-    assert doc["world_size"] == 1 and doc["all_identical"] and doc["store_candidates_per_key"] == [30]
-    assert doc["rows"][0]["winner"] == synthetic_landscape(30, seed=0, near=(0.02, 0.04)).best.config.id
-
-
 def test_rank_and_world_alone_and_broken(monkeypatch) -> None:
     """Not initialized: (0, 1). FAKE broken state (initialized, but the default group cannot answer): an
     error that says so, never a silent world of 1 in which this rank would tune alone."""

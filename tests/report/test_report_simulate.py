@@ -11,7 +11,7 @@ from tritune.cli.main import main
 from tritune.report.simulate import convergence, parse_simulate
 
 ROOT = Path(__file__).resolve().parents[2]
-GELU_LANDSCAPE = ROOT / "benchmarks" / "landscapes" / "gelu_h200_n2e24.json"
+GELU_LANDSCAPE = Path(__file__).parent / "fixtures" / "landscape_gelu_h200_n2e24.json"  # a recorded landscape
 
 
 def test_report_of_a_simulate_result_draws_convergence(tmp_path, capsys):

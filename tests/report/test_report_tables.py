@@ -68,7 +68,7 @@ def test_print_table_writes_to_the_given_file(capsys):
 
 
 def test_tune_table_states_the_measurement_policy_and_the_tie_rule():
-    """Issue 19: the report says how candidates were timed and how a tie was settled."""
+    """The report says how candidates were timed and how a tie was settled."""
     from tritune.bench.ties import TIE_RULE_ID, TieReport
     from tritune.config import Config
     from tritune.measure import MeasurePolicy

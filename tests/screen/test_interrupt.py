@@ -1,4 +1,4 @@
-"""Ctrl-C during ``tritune screen`` stops every compile worker, and nothing is printed afterwards (issue 17).
+"""Ctrl-C during ``tritune screen`` stops every compile worker, and nothing is printed afterwards.
 
 A real ``python -m tritune screen`` with two workers compiling ``mm_slow`` (ptxas runs for seconds on its
 big tile, from an empty Triton cache) gets SIGINT, as a terminal's Ctrl-C sends it.

@@ -1,4 +1,4 @@
-"""Occupancy against what the H200's driver reported for real binaries (benchmarks/results/2026-11-29-h200-run4)."""
+"""Occupancy against what the H200's driver reported for real binaries (an H200, 2026-11-29)."""
 
 import pytest
 

@@ -78,7 +78,7 @@ def _processes_in_group(pgid: int) -> list[int]:
 
 @pytest.mark.slow
 def test_gate_false_reaches_the_workers(wl, fresh_cache) -> None:
-    """``gate=False`` with jobs > 1 runs ptxas for a block that cannot launch (issue 14: the flag was lost)."""
+    """``gate=False`` with jobs > 1 runs ptxas for a block that cannot launch (the flag was once lost)."""
     gated = screen(WORKLOADS, "sm90", name="mm_too_big", jobs=2)
     ungated = screen(WORKLOADS, "sm90", name="mm_too_big", jobs=2, gate=False)
     (g,) = gated.workloads[0].candidates

@@ -1,4 +1,4 @@
-"""The binder cache of ``screen.specialize`` never hands one kernel's binder to another (issue 14)."""
+"""The binder cache of ``screen.specialize`` never hands one kernel's binder to another."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The on-disk memo of Triton's ``triton_key()`` (``tritune.adapters.triton_key``, issue #16).
+"""The on-disk memo of Triton's ``triton_key()`` (``tritune.adapters.triton_key``).
 
 The memo must return exactly what Triton's function returns, recompute when a file it hashes changes or the
 memo file is bad, leave Triton alone when switched off, and put everything back when uninstalled.
@@ -282,7 +282,7 @@ def test_the_decorators_first_call_of_a_key_installs_the_memo() -> None:
 
 def test_the_cache_dir_honours_xdg_cache_home_without_platformdirs(monkeypatch, tmp_path):
     """The H200's Python has no platformdirs: the fallback must still follow $XDG_CACHE_HOME (the memo benchmark
-    points it at a fresh folder; session 9's device run found the user's warm memo instead)."""
+    points it at a fresh folder; a GPU run once found the user's warm memo instead)."""
     import builtins
 
     from tritune.paths import user_cache_dir

@@ -1,6 +1,6 @@
 """A search's start reads candidates by column (``tritune.config.columns``): the Space, the Grid and the legal list
 it builds are the ones the per-config ``as_dict`` code built, value types and orders included, so the proposals
-of every strategy stay the same (issue 16: the transfer's start).
+of every strategy stay the same (the transfer's start relies on them).
 
 The references below are the previous code, kept here verbatim: a change to the fast paths that alters any value,
 its type, an order or a position fails these tests."""

@@ -39,6 +39,6 @@ def test_beats_random_at_a_quarter_budget(strategy: str) -> None:
     smart = simulate(land, strategy, 0.25, 10)
     assert smart.median_best_ratio is not None and rand.median_best_ratio is not None
     assert smart.median_best_ratio <= rand.median_best_ratio
-    if strategy == "surrogate":  # the default must meet issue 8's targets here
+    if strategy == "surrogate":  # the default must meet the quality targets here
         assert smart.median_best_ratio <= 1.02
         assert smart.p90_best_ratio is not None and smart.p90_best_ratio <= 1.05

@@ -383,7 +383,7 @@ def _two_basins_ms(c: Any) -> float:
 
 
 def test_swap_asks_the_transposed_tile_of_the_best_first() -> None:
-    """swap=1 (the default since session 11; the transfer keeps 0): with the BM > BN basin measured and none of
+    """swap=1 (the default; the transfer keeps 0): with the BM > BN basin measured and none of
     its transpose, the next guided ask is the best's swap; swap=0's local step asks around the measured basin."""
     assert SurrogateSearch(_space()).swap == 1
     picked = {}
@@ -434,7 +434,7 @@ def test_swap_and_polish_variant_passes_the_contract(check: Any) -> None:
 
 
 def test_swap_reach_keeps_one_axis_moves_where_swaps_exist() -> None:
-    """swap_reach=1 (the default since session 12): with swaps asked and swap axes in the grid, the local step
+    """swap_reach=1 (the default): with swaps asked and swap axes in the grid, the local step
     drops its diagonals (BM/2 with BN*2); without swap axes (gelu-like), with swap=0 or swap_reach=0, the reach
     stays 2."""
     assert SurrogateSearch(_space(), swap_reach=0).reach == 2
@@ -522,7 +522,7 @@ def test_grid_tile_per_warp_is_the_output_tile_over_the_warps() -> None:
 
 
 def test_surrogate_models_the_tile_per_warp_on_2d_tiles() -> None:
-    """tile_per_warp (on by default since session 24): the Gaussian process gets the output tile per warp as one more
+    """tile_per_warp (on by default): the Gaussian process gets the output tile per warp as one more
     input where the grid has a 2-D tile and varying warps (register spills follow it); the 1-D grid, the option off
     and the transfer (evaluated without it) keep the grid's own coordinates."""
     from tritune.search.transfer import KeyResults, TransferSearch

@@ -171,7 +171,7 @@ def test_a_first_batch_that_beats_every_transferred_winner_goes_on_and_an_explic
 
 
 def test_a_winner_within_the_races_resolution_confirms_though_outside_a_narrow_interval() -> None:
-    # SYNTHETIC, session 10's H200 case: intervals of +-0.1% (a long kernel, many repeats); a neighbour's
+    # SYNTHETIC, after an H200 case: intervals of +-0.1% (a long kernel, many repeats); a neighbour's
     # winner 0.6% behind the batch's best is outside the best's interval but within the race's 1%: a tie.
     from tritune.search.transfer import CONFIRM_TOL
 
@@ -285,7 +285,7 @@ def test_an_opening_that_puts_a_winner_just_behind_gets_a_check_race_and_that_ra
 
 def test_the_check_race_alone_decides_not_the_first_races_reading() -> None:
     near, _ = _three_neighbours()
-    # SYNTHETIC, the H100 of session 25: the first race read the best on a cool GPU, 12% ahead of the winner;
+    # SYNTHETIC, after an H100 case: the first race read the best on a cool GPU, 12% ahead of the winner;
     # timed together again, the winner is 0.5% behind it. Pooled with the first look it would stay 6% behind.
     d, first = _opening_behind(near, 1.12)
     assert d.check_field(4, 0.03, confirming_within=0.15) == [first[5], first[0]]

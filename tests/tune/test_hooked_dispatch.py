@@ -1,4 +1,4 @@
-"""Fast dispatch for configs with a ``pre_hook`` and for host TensorDescriptor arguments (issue 15: Liger's
+"""Fast dispatch for configs with a ``pre_hook`` and for host TensorDescriptor arguments (Liger's
 SwiGLU MLP sets descriptor block shapes in its configs' pre_hook and passes ``gate_multiplier=`` by keyword,
 so every cached call took Triton's slow path). The real FastLauncher needs a GPU: these tests stand FAKE
 launchers in for it (labelled below) and count which path each call takes."""

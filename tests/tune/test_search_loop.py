@@ -1,4 +1,4 @@
-"""Search in the loop (issue 16): the decorator searches a space in batches, the race decides, the store resumes.
+"""Search in the loop: the decorator searches a space in batches, the race decides, the store resumes.
 
 FAKES, to test the orchestration on CPU: the GPU check says "a GPU is here", compile workers are
 FakeCompiling (each batch's last config is a straggler, the others compile at once; the batches are kept), loading a binary is
@@ -463,8 +463,8 @@ def test_a_small_budget_given_is_asked_in_narrower_batches(n_legal, budget, size
 
 
 def test_transfer_opening_batch_is_per_tuned_key_even_when_they_agree():
-    """The opening batch is 2 per tuned key + 2, also when the keys picked one winner (issue 16: sizing it by
-    distinct winners lost quality in the SYNTHETIC replay, benchmarks/transfer_opening.py); ``opening=`` sets
+    """The opening batch is 2 per tuned key + 2, also when the keys picked one winner (sizing it by
+    distinct winners lost quality in a SYNTHETIC replay of fitted landscape families); ``opening=`` sets
     it for that replay. SYNTHETIC neighbour times (``times()``), no kernel runs."""
     from tritune.search import KeyResults
 
@@ -528,7 +528,7 @@ def test_the_screen_and_oracle_run_aside_and_the_arguments_on_the_callers_thread
 
 
 def test_an_oracle_that_raises_aside_still_fails_the_key_with_its_error(monkeypatch, tmp_path):
-    # The first check joins the oracle (session 23: the first batch's compiles no longer wait for it); an oracle
+    # The first check joins the oracle (the first batch's compiles no longer wait for it); an oracle
     # that raises on its helper thread still ends the key with its own error, not as a failure of each candidate.
     import dataclasses
     import sys

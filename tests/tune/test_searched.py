@@ -148,7 +148,7 @@ def test_the_final_race_re_times_the_best_together_so_drift_between_batches_does
 
 def test_after_the_final_race_only_its_configs_tie_with_its_winner() -> None:
     """The final race re-times the finalists on a hotter GPU (SYNTHETIC: +5%, from the end of the second batch);
-    a config the batches timed cool only, not a finalist, must not tie with the final race's read of the winner (the H200, session 19:
+    a config the batches timed cool only, not a finalist, must not tie with the final race's read of the winner (seen on an H200:
     one such config, the tie rule's pick for its fewer registers, was 1.06x the winner)."""
     from tritune.bench.ties import race_tie_report
 

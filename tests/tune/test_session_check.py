@@ -1,4 +1,4 @@
-"""``tritune tune`` checks correctness with verify's own check (issue 14: in-place workloads).
+"""``tritune tune`` checks correctness with verify's own check (in-place workloads too).
 
 The kernel runs in Triton's interpreter and nothing is compiled ahead; the TIMINGS ARE SYNTHETIC (a made-up
 landscape replayed by ReplayTimer), so only the correctness verdicts are under test here.

@@ -1,4 +1,4 @@
-"""A sticky CUDA error costs one candidate, not the tuning (issue 14).
+"""A sticky CUDA error costs one candidate, not the tuning.
 
 FAKES, on CPU: ``prepare`` and ``measure`` stand in for a GPU where one config makes an illegal memory
 access; after it, every in-process launch fails as a lost CUDA context does, and ``recover`` is a FAKE fresh

@@ -1,4 +1,4 @@
-"""A transfer's start (issue 16): what ``searching.neighbours`` reads from the store, and that it is what it was.
+"""A transfer's start: what ``searching.neighbours`` reads from the store, and that it is what it was.
 
 The store's records are SYNTHETIC (made-up times written through the store API); no kernel runs.
 """

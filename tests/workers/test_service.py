@@ -101,7 +101,7 @@ def test_kill_tree_stops_a_process_and_its_children() -> None:
 
 def test_a_spawned_worker_starts_without_a_warning(capfd: pytest.CaptureFixture[str]) -> None:
     """Workers share the terminal's stderr: `python -m` of a module its package already imported would print
-    runpy's RuntimeWarning there once per worker, into every ``tritune screen`` (issue 17, noise)."""
+    runpy's RuntimeWarning there once per worker, into every ``tritune screen`` (noise)."""
     with WorkerService(SPAWNED, 2) as svc:
         got = list(svc.run((i, ("echo", i)) for i in range(2)))
     assert all(isinstance(r, Done) for r in got)
@@ -139,7 +139,7 @@ def test_a_fork_keeps_a_callers_gc_freeze_and_thaws_its_own() -> None:
 
 def test_a_fork_never_counts_the_frozen_objects(monkeypatch: pytest.MonkeyPatch) -> None:
     """``gc.get_freeze_count()`` walks every frozen object (33-64 ms a call on the H200's host with a heap frozen
-    by someone else, once per fork: ~1 s of a library op's cold tuning, session 8). A fork reads tritune's own
+    by someone else, once per fork: ~1 s of a library op's cold tuning on an H200). A fork reads tritune's own
     freeze depth instead: inside ``objects_frozen`` it keeps the freeze, outside it leaves nothing frozen."""
     import gc
 
@@ -182,7 +182,7 @@ def test_freezing_more_inside_a_scope_is_thawed_with_it_and_never_outside() -> N
 
 def test_the_interpreters_own_frozen_objects_are_no_callers_freeze(monkeypatch: pytest.MonkeyPatch) -> None:
     """Python 3.12 starts with objects in the permanent generation (``service.STARTUP_FROZEN``): a key must still
-    freeze its own (until session 13 every key on the H200's 3.12 ran unfrozen). A freeze above that count is
+    freeze its own (an older rule left every key on an H200 host's Python 3.12 unfrozen). A freeze above that count is
     a caller's, left alone."""
     import gc
 

@@ -1,3 +1,0 @@
-#!/bin/bash
-# session 22, call 2: on the warm machine of call 1 (same tree), the GEMM stream with the held stream judge
-source benchmarks/gpu_env.sh; export TRITON_CACHE_DIR=/tmp/tc; TRITUNE_STORE=$(mktemp -d)/s.db timeout 150 python3 benchmarks/serving.py --out /tmp/srv_mm --engines tritune,untuned,incremental,pretuned --calls 60000 --retime-rounds 5 --kernels matmul --repeat 2 --interleave 500 --stream-judge-s 40 > $OUT/mm_a.log 2>&1; echo rc=$?; grep -E "host cost|repetition|median over|worst single|converged to <= 1.02x the pretuned|extra GPU|^untuned|^incremental|^pretuned" $OUT/mm_a.log | cut -c1-600; gzip -c /tmp/srv_mm/serving.json > $OUT/mm_a.json.gz

@@ -1,3 +1,0 @@
-#!/bin/bash
-# session 22, call 3: on the same warm machine, RMSNorm again in a second process
-source benchmarks/gpu_env.sh; export TRITON_CACHE_DIR=/tmp/tc; TRITUNE_STORE=$(mktemp -d)/s.db timeout 100 python3 benchmarks/serving.py --out /tmp/srv_r2 --engines tritune,untuned,incremental,pretuned --calls 60000 --retime-rounds 5 --kernels rmsnorm --repeat 2 --interleave 500 --stream-judge-s 30 > $OUT/rms_b.log 2>&1; echo rc=$?; grep -E "repetition|median over|worst single|converged to <= 1.02x the pretuned|extra GPU|^untuned|^incremental|^pretuned" $OUT/rms_b.log | cut -c1-400; gzip -c /tmp/srv_r2/serving.json > $OUT/rms_b.json.gz
