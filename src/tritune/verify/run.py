@@ -19,6 +19,7 @@ from tritune.kernel import as_interpreted, as_jit
 from tritune.outcome import Status
 from tritune.progress import Laps
 from tritune.results import CandidateResult, RunResult, WorkloadResult
+from tritune.screen.compile_errors import compile_error_words
 from tritune.screen.specialize import cuda_target, frontend_rejection
 from tritune.space import check_static
 from tritune.verify.agreement import AgreementGroups, label
@@ -206,7 +207,7 @@ def check_candidate(
             if on_cpu
             else " on the GPU"
         )
-        msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
+        msg = compile_error_words(e)
         return _unrun(cfg, Status.ERROR, f"{kname} raised {type(e).__name__} while running {cfg.id}{where}: {msg}")
     step("check_run_s")
     outs = workload.output_tensors(args)
