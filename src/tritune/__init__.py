@@ -1,7 +1,5 @@
 """tritune: autotuning for Triton kernels that screens, verifies, times, searches, stores and dispatches."""
 
-from __future__ import annotations
-
 from tritune import bucket
 from tritune._version import __version__
 from tritune.bench import Measurement
