@@ -22,6 +22,7 @@ from tritune.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    add_interpreter_args,
     add_workload_args,
     check_outputs,
     emit_json,
@@ -43,6 +44,7 @@ def add_parser(sub: Any) -> None:
         "verified and reported as not_timed. Exit 0 when every key has a winner, 1 otherwise, 2 for usage errors.",
     )
     add_workload_args(p)
+    add_interpreter_args(p)
     p.add_argument("--record", metavar="FILE", help="write each key's timings as a tritune.landscape/1 file")
     p.add_argument("--exhaustive", action="store_true", help="time every candidate to completion (no racing)")
     p.add_argument("--strategy", metavar="NAME", default=None,
@@ -201,7 +203,7 @@ def _run(args: argparse.Namespace, rank: int) -> int:
 def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str) -> int:
     """No GPU: verify instead, and say plainly that nothing was timed."""
 
-    from tritune.cli.verify import announce_interpreter_cost
+    from tritune.cli.verify import interpreter_check
     from tritune.outcome import Status
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
@@ -209,12 +211,12 @@ def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str
     from tritune.verify import verify
 
     try:
-        announce_interpreter_cost(workloads, keys)
+        pace = interpreter_check(args, workloads, keys)
     except TrituneError as e:
         return fail_usage(str(e))
     try:
         with make_progress(quiet=args.quiet) as progress:
-            report = verify(workloads, keys=keys, progress=progress)
+            report = verify(workloads, keys=keys, progress=progress, pace=pace)
     except TrituneError as e:
         return fail_usage(str(e))
     for w in report.workloads:
