@@ -136,22 +136,24 @@ def verify_key(
     for cfg in cands:
         group = interpreted_alike(workload, cfg, key) if on_cpu else None
         res = legality_failure(workload, cfg, args, caller_kw, target) if target is not None else None
+        dig: str | None = None
+        outs: list[Any] | None = None
         if res is None and group in ran:
             first, dig, outs = ran[group]
             res = ran_alike(first, cfg)
         elif res is None:
             res = check_candidate(workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, aliased)
-            dig, outs = None, None
             if res.status in (Status.CORRECT, Status.COMPARED):
                 outs = workload.output_tensors(args)
                 dig = digest(outs)
-                outs = [o.clone() for o in outs] if agreement is not None and group is not None else outs
+                if agreement is not None and group is not None:  # kept for the configs that share this run
+                    outs = [o.clone() for o in outs]
             if group is not None:
                 ran[group] = (res, dig, outs)
-        if res.status in (Status.CORRECT, Status.COMPARED):
+        if outs is not None and dig is not None:  # a correct (or, without an oracle, compared) run
             if agreement is not None:
                 agreement.add(cfg.id, outs)
-            digests.setdefault(str(dig), []).append(cfg.id)
+            digests.setdefault(dig, []).append(cfg.id)
         results.append(res)
         if progress is not None:
             progress.step(f"{kname} {_key_str(key)} {cfg.id}", res.status.value, res.reason or "")
