@@ -22,8 +22,9 @@ from tritune.workload import Workload, output_tensor
 
 #: Seconds per tensor element per run in the interpreter (a deliberately round, rough figure).
 SECONDS_PER_ELEMENT = 5e-6
-#: Seconds of each candidate's legality check (the static rules and the front end for sm_90), and of the
-#: launch of a run besides its elements: 0.02-0.05 s per candidate on a loaded 2-core x86 machine.
+#: Seconds of each candidate besides its run's elements: its legality check (the static rules and the front end
+#: for sm_90) took 0.033 s per candidate on a loaded 2-core x86 machine (the layer norm and matmul examples'
+#: small workloads, 180 and 216 candidates); rounded up for the launch and the comparison.
 SECONDS_PER_CANDIDATE = 0.05
 #: A run estimated (before it starts) or projected (while it runs) to take longer than this stops, unless
 #: the caller allows slow runs (``--allow-slow``).
