@@ -130,7 +130,7 @@ def too_slow(workloads: Sequence[Workload], keys: Sequence[Mapping[str, Any]] | 
     if not slow:
         return None
     w, worst = max(slow, key=lambda we: we[1].seconds)
-    more = f" (and {len(slow) - 1} more workload keys over {LIMIT_S:g} s)" if len(slow) > 1 else ""
+    more = f" (and {len(slow) - 1} more keys of these workloads over {LIMIT_S:g} s)" if len(slow) > 1 else ""
     return (
         f"{worst.workload} at {_key_text(worst.key)}: {worst.candidates} candidates on {worst.elements:,} tensor "
         f"elements would take roughly {_duration(worst.seconds)} in Triton's CPU interpreter{more}; "
