@@ -4,7 +4,7 @@ Each program holds a ``BLOCK_M`` block of queries and streams keys and values in
 the online softmax. Its landscape has a narrow optimum: tensor-core tiles want big blocks, registers
 and shared memory punish them, and pipelining depth interacts with both::
 
-    tritune tune examples/attention.py --workload attention --exhaustive --record attn.json   # GPU
+    tritune tune examples/attention.py --workload attention --sweep --record attn.json       # GPU
     tritune verify examples/attention.py --workload attention_small                         # any machine
 
 ``attention`` has the GPU key Z*H=32 heads of N_CTX=4096; ``attention_small`` (2 heads of 256) is for

@@ -4,7 +4,7 @@ Each program normalizes ``ROWS`` rows at once as a ``[ROWS, BLOCK_N]`` tile, in 
 row: sum and sum of squares, then normalize and store. It is memory-bound: the best configs read and
 write near the copy bandwidth, and many configs are near-ties, while big tiles on few warps spill::
 
-    tritune tune examples/layernorm.py --workload layernorm --exhaustive --record ln.json   # GPU
+    tritune tune examples/layernorm.py --workload layernorm --sweep --record ln.json       # GPU
     tritune verify examples/layernorm.py --workload layernorm_small                       # any machine
 
 ``layernorm`` has the GPU key M=4096, N=8192; ``layernorm_small`` (M=16, N=1024) is for CPU verification

@@ -6,6 +6,7 @@ it the screen's reference case::
 
     tritune screen examples/matmul.py --workload matmul --target sm90   # any machine, no GPU needed
     tritune tune examples/matmul.py --workload matmul                   # a GPU machine
+    tritune verify examples/matmul.py --workload matmul_small           # any machine
 
 Two workloads share the kernel and the space. ``matmul`` has the GPU key M=N=K=4096. ``matmul_small``
 has M=N=K=256 for CPU verification under Triton's interpreter (4096 would take hours there). Every

@@ -31,6 +31,7 @@ examples/matmul.py, so both examples take the same arguments as ``torch.matmul(a
 
     tritune screen examples/matmul_tma.py --workload matmul_tma_persistent --target sm90
     tritune tune examples/matmul_tma.py --workload matmul_tma_persistent        # a GPU machine
+    tritune verify examples/matmul_tma.py --workload matmul_tma_persistent_small  # any machine
 """
 
 import functools

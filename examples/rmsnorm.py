@@ -2,8 +2,9 @@
 on how it is timed. Each program normalizes one row in two passes of ``BLOCK_N`` columns: the
 sum of squares in fp32, then ``x / rms * w`` stored in fp16.
 
-    tritune verify examples/rmsnorm.py
-    tritune tune examples/rmsnorm.py --measure graph     # as it runs inside a captured decode step
+    tritune verify examples/rmsnorm.py                            # a GPU machine: both keys
+    tritune verify examples/rmsnorm.py --key rows=64,cols=2048    # any machine: the small key
+    tritune tune examples/rmsnorm.py --measure graph              # as it runs inside a captured decode step
 """
 
 import torch

@@ -20,3 +20,13 @@ def test_no_folder_with_tests_is_skipped_by_collection(pytestconfig: pytest.Conf
     skipped = [d for d in with_tests
                if any(fnmatch.fnmatch(part, pat) for part in d.relative_to(ROOT).parts for pat in patterns)]  # fmt: skip
     assert not skipped, f"pytest would not collect {skipped} (norecursedirs {patterns})"
+
+
+def test_the_long_group_is_left_out_of_the_test_command_and_ci_runs_it(pytestconfig: pytest.Config) -> None:
+    """``long`` tests are deselected by the test command (addopts) and run by .ci/run in a second invocation."""
+    addopts = pytestconfig.getini("addopts")
+    assert addopts[addopts.index("-m") + 1] == "not long", addopts
+    ci = (ROOT.parent / ".ci" / "run").read_text().splitlines()
+    runs = [ln.split("#")[0].split() for ln in ci if ln.startswith("python3 -m pytest")]
+    assert ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"] in runs
+    assert any(r[-2:] == ["-m", "long"] for r in runs), runs

@@ -99,13 +99,14 @@ def test_step_without_stage_and_overrun_are_tolerated():
         p.step("b", "measured")
         p.step("c", "measured")  # more than announced
     text = out.getvalue()
-    assert "working: an unknown number of candidates" in text
+    assert "working 1 a: measured" in text and "unknown number" not in text
     assert "timing 2/2 c: measured" in text
     p.close()  # closing twice is harmless
 
 
 def test_a_stage_of_unknown_size_gets_its_total_later():
-    """Screen starts before it has counted: no "0 candidates" and no "1/0" lines."""
+    """Screen starts before it has counted: its first line is the count, once known; no "0 candidates", no
+    "1/0" lines and no line about an unknown number."""
     out = io.StringIO()
     with make_progress(stream=out) as p:
         p.stage("compiling for sm90", None)
@@ -113,7 +114,19 @@ def test_a_stage_of_unknown_size_gets_its_total_later():
         for label in "abc":
             p.step(label, "fits")
     lines = out.getvalue().splitlines()
-    assert lines[0] == "tritune: compiling for sm90: an unknown number of candidates"
-    assert lines[1] == "tritune: compiling for sm90: 3 candidates"
-    assert lines[2].startswith("tritune: compiling for sm90 1/3 a: fits")
+    assert lines[0] == "tritune: compiling for sm90: 3 candidates"
+    assert lines[1].startswith("tritune: compiling for sm90 1/3 a: fits")
     assert not any(" 0 candidates" in line or "/0 " in line for line in lines)
+
+
+def test_a_stage_counts_in_its_own_unit():
+    """simulate's stage counts seeds, not candidates."""
+    out = io.StringIO()
+    with make_progress(stream=out) as p:
+        p.stage("simulating", 2, unit="seeds")
+        p.step("seed 0", "measured")
+        p.step("seed 1", "measured")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "tritune: simulating: 2 seeds"
+    assert lines[-1].startswith("tritune: simulating done: 2 seeds, 0 failed")
+    assert "candidates" not in out.getvalue()

@@ -1,5 +1,8 @@
 """real_libraries.py on CPU: its --cpu-smoke mode, Triton's engine, then both engines.
 
+The two runs of the harness are in the long group (``python -m pytest -m long``), which the test command leaves
+out and .ci/run runs after it.
+
 Triton's side runs under the interpreter with the harness's FAKE timer (Triton's autotuner cannot time
 on CPU). tritune's side needs ``tritune.patch_triton()``: without it the harness
 must stop with a message that says so; with it, both engines must run and agree.
@@ -13,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tritune
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +30,7 @@ def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
 
 
+@pytest.mark.long  # about a minute: the harness tunes two ops under the interpreter
 def test_triton_engine_runs_every_smoke_op(tmp_path: Path) -> None:
     p = _run(tmp_path, "--engines", "triton")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -35,6 +41,7 @@ def test_triton_engine_runs_every_smoke_op(tmp_path: Path) -> None:
     assert "| smoke_row_sum | 1/0 |" in p.stdout
 
 
+@pytest.mark.long  # minutes: both engines tune, then each winner is pinned and re-timed
 def test_both_engines(tmp_path: Path) -> None:
     p = _run(tmp_path)
     if not hasattr(tritune, "patch_triton"):

@@ -83,8 +83,8 @@ def _fmt_best(label: str, median_ms: float, ci_low_ms: float, ci_high_ms: float)
 class Progress:
     """What a command calls while it works. This base class does nothing (it is the quiet behaviour).
 
-    ``stage(name, total)`` starts a stage of ``total`` candidates (the previous stage ends; ``None``
-    while the number is not known yet, then ``set_total(n)``);
+    ``stage(name, total, unit=...)`` starts a stage of ``total`` candidates, or of another ``unit`` (the
+    previous stage ends; ``None`` while the number is not known yet, then ``set_total(n)``);
     ``step(label, status, detail)`` marks one candidate done, counting it as a failure when
     ``Status(status).is_failure``; ``best(...)`` shows the current best with its confidence interval;
     ``note(text)`` prints one line of commentary; ``close()`` ends the display (idempotent).
@@ -92,6 +92,8 @@ class Progress:
 
     def __init__(self) -> None:
         self.stage_name: str | None = None
+        #: What the stage counts, in the plural ("candidates", "seeds").
+        self.unit = "candidates"
         self.total: int | None = None
         self.done = 0
         self.failures = 0  # in the current stage
@@ -101,12 +103,12 @@ class Progress:
         self._lock = threading.Lock()
 
     # -- the interface --------------------------------------------------------------------------
-    def stage(self, name: str, total: int | None) -> None:
+    def stage(self, name: str, total: int | None, *, unit: str = "candidates") -> None:
         if total is not None and total < 0:
             raise ValueError(f"progress stage {name!r}: total must be >= 0, got {total}")
         with self._lock:
             self._end_stage()
-            self.stage_name, self.done, self.failures = _clean(name), 0, 0
+            self.stage_name, self.done, self.failures, self.unit = _clean(name), 0, 0, _clean(unit)
             self.total = None if total is None else int(total)
             self._on_stage()
 
@@ -192,14 +194,14 @@ class PlainProgress(Progress):
         self.stream.flush()
 
     def _on_stage(self) -> None:
+        """The stage's first line, when its total is known; else ``_on_total`` says it once it is (and each step
+        names the stage all the same)."""
         self._stage_t0 = time.monotonic()
-        if self.total is None:
-            self._line(f"{self.stage_name}: an unknown number of candidates")
-        else:
-            self._line(f"{self.stage_name}: {self.total} candidates")
+        if self.total is not None:
+            self._line(f"{self.stage_name}: {self.total} {self.unit}")
 
     def _on_total(self) -> None:
-        self._line(f"{self.stage_name}: {self.total} candidates")
+        self._line(f"{self.stage_name}: {self.total} {self.unit}")
 
     def _on_step(self, label: str, status: Status, detail: str) -> None:
         elapsed = time.monotonic() - self._stage_t0
@@ -223,7 +225,7 @@ class PlainProgress(Progress):
 
     def _on_stage_end(self) -> None:
         took = _fmt_seconds(time.monotonic() - self._stage_t0)
-        self._line(f"{self.stage_name} done: {self.done} candidates, {self.failures} failed, {took}")
+        self._line(f"{self.stage_name} done: {self.done} {self.unit}, {self.failures} failed, {took}")
 
 
 class RichProgress(Progress):

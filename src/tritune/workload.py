@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import sys
 import sysconfig
@@ -24,8 +25,12 @@ Key = Mapping[str, Any]
 class Workload:
     """One kernel, its candidate configs, and how to build, launch and check it for each key.
 
-    ``args(key, device)`` returns the launch arguments; ``grid(meta, key)`` the launch grid, where
-    ``meta`` holds the config's meta-parameters and launch options; ``outputs`` are the positions
+    ``args(key, device)`` returns the launch arguments; ``grid`` the launch grid, in either of two forms:
+    ``grid(meta, key)``, where ``meta`` holds the config's meta-parameters and launch options, or Triton's
+    ``grid(meta)``, where ``meta`` also holds the kernel's scalar arguments by name (ints, floats, bools, strings
+    and ``None``, as ``args`` made them for the key) and ``kwargs``, as in ``kernel[lambda meta: ...]``; the
+    form is read from the callable's signature once, and any other signature is refused when the workload is
+    made. ``outputs`` are the positions
     in ``args`` the kernel writes; ``oracle(args)`` returns the expected outputs in that order,
     computed from the inputs as ``args`` made them, before any kernel ran.
     ``bytes(key)``/``flops(key)`` feed achieved-bandwidth and roofline figures.
@@ -64,6 +69,8 @@ class Workload:
         for fname in ("args", "grid"):
             if not callable(getattr(self, fname)):
                 raise WorkloadError(f"{where}: {fname} must be a callable")
+        self.grid_takes_key = grid_takes_key(self.grid, where)
+        self._scalars: dict[str, dict[str, Any]] = {}
         if self.pre_hook is not None and not callable(self.pre_hook):
             raise WorkloadError(f"{where}: pre_hook must be a callable of one dict (the arguments by name and the "
                                 "config's values), as triton.Config's")  # fmt: skip
@@ -120,6 +127,7 @@ class Workload:
                 f"workload {self.name!r}: args() made {len(args)} arguments but {self.info.name} takes "
                 f"{len(self.info.arg_names)} ({', '.join(self.info.arg_names)})"
             )
+        self._scalars[_key_text(key)] = scalar_arguments(self.info.arg_names, args)
         return args
 
     def caller_kwargs(self, key: Key) -> dict[str, Any]:
@@ -166,8 +174,14 @@ class Workload:
         return [output_tensor(args[i]) for i in self.outputs]
 
     def grid_for(self, config: Config, key: Key) -> tuple[int, ...]:
-        what = f"grid(meta of {config.id}, {_key_text(key)})"
-        g = self.call_user(what, self.grid, config.as_dict(), key)
+        """The launch grid of ``config`` at ``key``: ``grid(meta, key)``, or Triton's ``grid(meta)`` with the
+        kernel's scalar arguments and ``kwargs`` in ``meta`` (see the class)."""
+        if self.grid_takes_key:
+            what = f"grid(meta of {config.id}, {_key_text(key)})"
+            g = self.call_user(what, self.grid, config.as_dict(), key)
+        else:
+            what = f"grid(meta of {config.id} at {_key_text(key)})"
+            g = self.call_user(what, self.grid, self.triton_meta(config, key))
         if isinstance(g, int):
             return (g,)
         try:
@@ -179,6 +193,15 @@ class Workload:
                                 "ints (programs along each axis)")  # fmt: skip
         return grid
 
+    def triton_meta(self, config: Config, key: Key) -> dict[str, Any]:
+        """The ``meta`` a Triton-style ``grid(meta)`` sees: the kernel's scalar arguments by name (as ``args``
+        made them for ``key``; made on the CPU once if no launch made them yet), the caller's keyword
+        arguments, then the config's meta-parameters and launch options."""
+        text = _key_text(key)
+        if text not in self._scalars:
+            self.make_args(key, "cpu")
+        return {**self._scalars[text], **self.caller_kwargs(key), **config.as_dict()}
+
     def bytes_for(self, key: Key) -> float | None:
         return float(self.bytes(key)) if self.bytes is not None else None
 
@@ -187,6 +210,36 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"Workload({self.name!r}, kernel={self.info.name}, {len(self.candidates())} candidates, keys={self.keys})"
+
+
+def grid_takes_key(grid: Callable[..., Any], where: str) -> bool:
+    """``True`` for ``grid(meta, key)``, ``False`` for Triton's ``grid(meta)``, read from the signature;
+    a :class:`WorkloadError` for a callable that can be called neither way."""
+    try:
+        sig = inspect.signature(grid)
+    except (TypeError, ValueError):  # a callable without a signature: the two-argument form is assumed
+        return True
+    params = list(sig.parameters.values())
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                  inspect.Parameter.POSITIONAL_OR_KEYWORD)]  # fmt: skip
+    required = [p for p in params if p.default is inspect.Parameter.empty
+                and p.kind is not inspect.Parameter.VAR_KEYWORD]  # fmt: skip
+    if positional and len(required) <= 2 and all(p in positional for p in required):
+        return len(positional) >= 2
+    raise WorkloadError(
+        f"{where}: grid{sig} cannot be called as grid(meta) (Triton's form) nor as grid(meta, key); "
+        "take one or two positional arguments"
+    )
+
+
+def scalar_arguments(names: Sequence[str], args: Sequence[Any]) -> dict[str, Any]:
+    """The kernel's arguments by name that are ints, floats, bools, strings or ``None`` (no tensors are kept)."""
+    return {
+        n: a for n, a in zip(names, args)
+        if a is None or isinstance(a, (bool, int, float, str))
+    }
 
 
 def output_tensor(value: Any) -> Any:

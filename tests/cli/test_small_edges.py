@@ -53,8 +53,8 @@ def test_screen_progress_never_starts_at_zero(tritune_cli):
     assert run.returncode == 0, run.stderr
     progress = [ln for ln in run.stderr.splitlines() if ln.startswith("tritune: compiling")]
     assert progress, run.stderr
-    assert not any(": 0 candidates" in ln or "/0 " in ln for ln in progress), progress
-    assert "tritune: compiling for sm_90: 4 candidates" in progress, progress
+    assert not any(": 0 candidates" in ln or "/0 " in ln or "unknown number" in ln for ln in progress), progress
+    assert progress[0] == "tritune: compiling for sm_90: 4 candidates", progress  # the count is the first word
     assert "TRITON_DEFAULT_FP_FUSION" not in run.stderr
 
 

@@ -63,6 +63,15 @@ def test_a_grid_that_raises_for_one_candidate_makes_that_candidate_an_error(tmp_
     assert f"{path}:" in cands[512]["reason"] and "in grid" in cands[512]["reason"]
 
 
+def test_a_grid_of_neither_form_is_one_line_and_exit_2_before_any_candidate(tmp_path, tritune_cli):
+    path = workload_file(tmp_path, scale_workload(grid="lambda: (1,)"))
+    run = tritune_cli("verify", str(path))
+    assert run.returncode == 2, run.stderr
+    line = _one_error_line(run)
+    assert "grid() cannot be called as grid(meta) (Triton's form) nor as grid(meta, key)" in line
+    assert "verifying" not in run.stderr
+
+
 def test_an_import_error_is_one_line_naming_the_users_line(tmp_path, tritune_cli):
     path = workload_file(tmp_path, "\nx = 1 / 0\n")
     run = tritune_cli("verify", str(path))

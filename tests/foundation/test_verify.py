@@ -138,3 +138,56 @@ def test_workload_validation_messages():
     with pytest.raises(tritune.WorkloadError, match="outputs"):
         tritune.Workload(name="x", kernel=scale_kernel, configs=[Config()], args=lambda k, d: (),
                          grid=lambda m, k: (1,), oracle=lambda a: [])
+
+
+def _configs_workload(kernel, configs, **kw):
+    import dataclasses
+
+    return dataclasses.replace(elementwise_workload("w", kernel, **kw), configs=configs)
+
+
+def _counting_runs(monkeypatch):
+    import importlib
+
+    run = importlib.import_module("tritune.verify.run")  # tritune.verify is also the function
+    runs = []
+    real = run.check_candidate
+
+    def counted(workload, key, cfg, *a, **kw):
+        runs.append(cfg.id)
+        return real(workload, key, cfg, *a, **kw)
+
+    monkeypatch.setattr(run, "check_candidate", counted)
+    return runs
+
+
+def test_the_interpreter_runs_configs_that_differ_only_in_launch_options_once(monkeypatch):
+    runs = _counting_runs(monkeypatch)
+    configs = [Config({"BLOCK": b}, num_warps=w, num_stages=s) for b in (256, 1024) for w in (2, 4) for s in (1, 3)]
+    r = tritune.verify(_configs_workload(wrong_value_kernel, configs))
+    assert len(runs) == 2  # one per BLOCK
+    by_block = {}
+    for c in r.workloads[0].candidates:
+        by_block.setdefault(c.config.kwargs["BLOCK"], []).append(c)
+    assert all(c.status is Status.CORRECT for c in by_block[256])
+    assert all(c.status is Status.INCORRECT and c.config.id in c.reason for c in by_block[1024])
+    assert r.workloads[0].extra["groups"] == [[c.config.id for c in by_block[256]]]
+    assert "6 candidates that differ from another only in those were not run again" in r.timing
+
+
+def test_each_config_is_still_checked_for_legality_and_a_hook_runs_every_config(monkeypatch):
+    runs = _counting_runs(monkeypatch)
+    configs = [Config({"BLOCK": 256}, num_warps=w) for w in (2, 3, 4)]  # num_warps=3 is illegal
+    r = tritune.verify(_configs_workload(scale_kernel, configs))
+    assert statuses(r) == [Status.CORRECT, Status.ILLEGAL, Status.CORRECT] and len(runs) == 1
+    runs.clear()
+    hooked = _configs_workload(scale_kernel, configs, pre_hook=lambda nargs: None)
+    assert statuses(tritune.verify(hooked)) == [Status.CORRECT, Status.ILLEGAL, Status.CORRECT]
+    assert len(runs) == 2  # a pre_hook sees num_warps: each config runs
+
+
+def test_allow_illegal_passes_illegal_but_not_incorrect():
+    ok = tritune.verify(_configs_workload(scale_kernel, [Config({"BLOCK": b}) for b in (256, 300)]))
+    assert not ok.ok and ok.passes(allow_illegal=True) and not ok.passes()
+    bad = tritune.verify(_configs_workload(wrong_value_kernel, [Config({"BLOCK": b}) for b in (1024, 300)]))
+    assert not bad.passes(allow_illegal=True)

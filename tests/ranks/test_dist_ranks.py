@@ -55,7 +55,7 @@ def _run(
     return results
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.long)])  # 4 ranks on 2 cores: long
 def test_ranks_agree_measure_each_config_once_and_store_the_union_once(world: int, tmp_path: Path) -> None:
     store_path = tmp_path / "store.sqlite"
     res = _run(dist_workers.tune_all, world, tmp_path, str(store_path))

@@ -22,8 +22,24 @@ def test_writes_report_and_lists_files(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert rc == 0
     assert out.splitlines() == [str(tmp_path / "r" / "report.html"), str(tmp_path / "r" / "verify_gelu.png")]
-    assert "not drawn: ranked: gelu: no candidate has a timing" in err
+    assert "not drawn: ranked, heatmap, ceiling, sweep: gelu: no candidate has a timing" in err
     assert (tmp_path / "r" / "report.html").stat().st_size > 1000
+
+
+def test_a_reason_that_keeps_several_figures_out_is_said_once(tmp_path, capsys):
+    rc = _run(["report", str(FIXTURES / "verify_gelu_interpreter.json"), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert err.count("no candidate has a timing") == 1 and err.count("the result says") == 1, err
+    assert err.startswith("not drawn: ranked, heatmap, ceiling, sweep: gelu: no candidate has a timing")
+
+
+def test_the_same_figure_left_out_for_several_keys_is_counted():
+    from types import SimpleNamespace as S
+
+    lines = cli_report.not_drawn_lines([S(kind="ranked", reason="r"), S(kind="heatmap", reason="r"),
+                                        S(kind="ranked", reason="r"), S(kind="sweep", reason="other")])  # fmt: skip
+    assert lines == ["not drawn: ranked (2), heatmap: r", "not drawn: sweep: other"]
 
 
 def test_default_out_is_next_to_the_result(tmp_path, capsys):

@@ -39,6 +39,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # a real screen in a subprocess, interrupted once its workers run
 def test_ctrl_c_stops_every_worker_and_prints_nothing_afterwards(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")

@@ -46,6 +46,7 @@ def test_a_workload_object_without_a_file_needs_jobs_1(wl) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # waits out a compile timeout; test_compile.py's jobs=1 timeout stays in the test command
 def test_timeout_kills_worker_and_ptxas_and_the_rest_goes_on(wl, fresh_cache) -> None:
     w = wl["mm_slow"]
     fast, slow = w.candidates()
@@ -77,6 +78,7 @@ def _processes_in_group(pgid: int) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # runs ptxas on a block too big to launch, in two workers
 def test_gate_false_reaches_the_workers(wl, fresh_cache) -> None:
     """``gate=False`` with jobs > 1 runs ptxas for a block that cannot launch (the flag was once lost)."""
     gated = screen(WORKLOADS, "sm90", name="mm_too_big", jobs=2)

@@ -53,6 +53,7 @@ def test_the_nearest_winner_is_asked_first_and_the_prior_leads() -> None:
         TransferSearch(SPACE, key={"size": 1}, neighbours=[])
 
 
+@pytest.mark.long  # a quarter of a minute: cold and transferred searches over many seeds
 def test_transfer_reaches_the_bound_in_a_quarter_of_a_cold_search() -> None:
     rows = simulate_transfer(fake_family([1, 2, 4, 8]), budget=0.5, seeds=4)
     fractions = [r.fraction for r in rows]

@@ -242,7 +242,9 @@ def test_tritune_tune_session_searches_resumes_and_reports(monkeypatch, tmp_path
     (["--strategy", "nope"], "unknown search strategy 'nope'"),
     (["--budget", "1.5"], "neither a fraction"),
     (["--budget", "0%"], "percentage"),
-    (["--exhaustive", "--budget", "10%"], "--exhaustive times every legal config"),
+    (["--sweep", "--budget", "10%"], "--sweep times every legal config"),
+    (["--sweep", "--strategy", "random"], "--sweep times every legal config"),
+    (["--exhaustive"], "--exhaustive is now --sweep"),
     (["--strategy", "exhaustive", "--budget", "10%"], "drop budget"),
 ])  # fmt: skip
 def test_tune_cli_refuses_bad_search_flags_before_any_work(flags, message, capsys):

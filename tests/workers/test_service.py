@@ -206,3 +206,15 @@ def test_the_interpreters_own_frozen_objects_are_no_callers_freeze(monkeypatch: 
         assert gc.get_freeze_count() > 0 and keep
     finally:
         gc.unfreeze()
+
+
+def test_the_fake_crash_is_silent_even_with_faulthandler_on():
+    """A passing test run prints no "Fatal Python error": the FAKE crash dies of SIGABRT without a stack dump."""
+    import signal
+    import subprocess
+    import sys
+
+    code = "import faulthandler; faulthandler.enable(); from fakes import fake_handler; fake_handler(('abort', None))"
+    p = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=60)
+    assert p.returncode == -signal.SIGABRT
+    assert "Fatal Python error" not in p.stderr and p.stderr == ""

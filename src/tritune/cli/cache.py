@@ -1,10 +1,10 @@
 """``tritune cache ls | show KERNEL | export FILE | import FILE | clear [--kernel NAME] | check``.
 
-Every sub-command takes ``--store PATH`` (default ``$TRITUNE_STORE`` or the user cache dir). Reading
-commands (ls, show, export, check) open the store read-only and never create or change a file: a
-missing one reads as empty. ``clear`` asks first (``--yes`` skips the question; without a terminal
-it refuses). Piped output is not wrapped. Exit codes: 0 ok, 1 ``check`` found problems, 2 usage
-errors, an unsafe or corrupt store, or an import file that does not match the schema.
+Every action takes --store PATH (default: $TRITUNE_STORE, else the user cache dir). The reading actions
+(ls, show, export, check) open the store read-only and never create or change a file: a missing one reads
+as empty. clear asks first (--yes skips the question; without a terminal it refuses). Piped output is not
+wrapped. Exit codes: 0 ok, 1 when check found problems, 2 for usage errors, an unsafe or corrupt store, or
+an import file that does not match the schema.
 """
 
 from __future__ import annotations

@@ -32,6 +32,17 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
                    help="at most N candidates per table, timed ones fastest first (default 60; 0: every row)")
 
 
+def add_interpreter_args(p: argparse.ArgumentParser) -> None:
+    """``--allow-slow``: the options of a command that runs the candidates in Triton's CPU interpreter without a GPU."""
+    from tritune.verify.estimate import LIMIT_S
+
+    p.add_argument(
+        "--allow-slow", action="store_true",
+        help=f"without a GPU, run even a key that Triton's CPU interpreter is estimated to need more than {LIMIT_S:g} s "
+        "for (without it such a run stops before it starts, in one line that names a smaller workload or key)",
+    )  # fmt: skip
+
+
 def parse_value(text: str) -> Any:
     try:
         return json.loads(text)

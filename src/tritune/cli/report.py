@@ -6,7 +6,10 @@ import argparse
 import os
 import sys
 import webbrowser
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tritune.cli.common import output_path_problem
 from tritune.errors import ReportInputError
@@ -30,6 +33,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "--out", metavar="DIR", default=None, help="output folder (default: RESULT_report next to it)"
     )
     p.add_argument("--open", action="store_true", help="open the report in a web browser when it is written")
+
+
+def not_drawn_lines(skipped: Sequence[Any]) -> list[str]:
+    """One line per reason a figure was not drawn, naming every figure it kept out (with a count where one kind
+    was left out for several keys), in the order the reasons first came: a result without timings keeps out
+    four kinds of figure per key for one reason, said once."""
+    kinds: dict[str, Counter[str]] = {}
+    for s in skipped:
+        kinds.setdefault(s.reason, Counter())[s.kind] += 1
+    return [
+        "not drawn: " + ", ".join(k if n == 1 else f"{k} ({n})" for k, n in counts.items()) + f": {reason}"
+        for reason, counts in kinds.items()
+    ]
 
 
 def has_display() -> bool:
@@ -81,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
     print(report.html)
     for f in report.figures:
         print(f.path)
-    for s in report.skipped:
-        print(f"not drawn: {s.kind}: {s.reason}", file=sys.stderr)
+    for line in not_drawn_lines(report.skipped):
+        print(line, file=sys.stderr)
     if args.open:
         print(open_in_browser(report.html), file=sys.stderr)
     return 0

@@ -10,7 +10,7 @@ from tritune.cli.common import EXIT_OK, EXIT_USAGE, check_outputs, emit_json, fa
 from tritune.errors import SearchError, TrituneError
 from tritune.search.driver import ROUNDS
 
-#: ``--width``'s default: the compile pool tuning uses on the 16-core H200 host (one worker per core).
+#: ``--width``'s default: a compile pool of 16 workers, as tuning has on a 16-core GPU host (one worker per core).
 DEFAULT_WIDTH = 16
 
 
@@ -34,12 +34,13 @@ def add_parser(sub: Any) -> None:
         "files that cannot be loaded.",
     )
     p.add_argument("landscape", help="a landscape JSON file (tritune tune --record FILE writes one)")
-    p.add_argument("--strategy", default=None, help="registered strategy name, with options as name:key=value,... (surrogate:probe=1; "
-                   "default: tritune's default)")
+    p.add_argument("--strategy", metavar="NAME", default=None, help=_strategy_help())
     p.add_argument("--budget", type=_fraction, default=0.25,
                    help="share of the legal configs to evaluate, as 0.25 or 25%% (default 0.25)")
     p.add_argument("--seeds", type=int, default=20, help="number of seeded runs, seeds 0..N-1 (default 20)")
-    p.add_argument("--noise", type=float, default=0.0, help="relative multiplicative noise on replayed times")
+    p.add_argument("--noise", type=float, default=0.0,
+                   help="relative multiplicative noise on replayed times, such as 0.02 for 2%% (default 0: each "
+                   "time replayed as recorded)")
     p.add_argument("--model", choices=("tuner", "reserve"), default="tuner",
                    help="what follows the search: 'tuner' (default) as tuning does it: the budget held back only "
                    "for a strategy's finals, then the tuner's final race re-times the configs within 3%% of the "
@@ -48,8 +49,8 @@ def add_parser(sub: Any) -> None:
                    "strategy's ties under noise and the strategy picks")
     p.add_argument("--width", type=int, default=DEFAULT_WIDTH,
                    help="configs proposed per batch before any of them is measured, as tuning asks batches as "
-                   "wide as its compile pool (tritune tune --jobs, by default one worker per core); default "
-                   f"{DEFAULT_WIDTH}, the pool of the 16-core H200 host the recorded landscapes come from; 1 asks "
+                   "wide as its compile pool (tritune tune --jobs N: batches of N); default "
+                   f"{DEFAULT_WIDTH}, a pool of {DEFAULT_WIDTH} workers whatever this machine's cores; 1 asks "
                    "one config at a time")
     p.add_argument("--rounds", type=int, default=ROUNDS,
                    help="the fewest batch rounds, as tuning with a --budget given: a budget that allows fewer "
@@ -57,6 +58,16 @@ def add_parser(sub: Any) -> None:
                    f"{ROUNDS}; 0 keeps every batch as wide as --width")
     p.add_argument("--json", metavar="FILE|-", help="write the result as JSON to FILE, or to stdout with -")
     p.add_argument("--quiet", action="store_true", help="print only the final result")
+
+
+def _strategy_help() -> str:
+    """``--strategy``'s help, naming the registered strategies and the default."""
+    from tritune.search.registry import DEFAULT, names
+
+    return (
+        f"the strategy to measure: one of {', '.join(names())}, with options as name:key=value,... "
+        f"(surrogate:probe=1) (default: {DEFAULT}, the strategy tuning searches with)"
+    )
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -106,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from tritune.progress import make_progress
 
     with make_progress(quiet=args.quiet) as progress:
-        progress.stage(f"simulating {name} on {args.landscape}", args.seeds)
+        progress.stage(f"simulating {name} on {args.landscape}", args.seeds, unit="seeds")
 
         def on_run(r: Any) -> None:
             progress.step(f"seed {r.seed}", "measured", f"best ratio {r.best_ratio:.4f}, {r.evaluations} evaluations")

@@ -22,6 +22,7 @@ from tritune.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    add_interpreter_args,
     add_workload_args,
     check_outputs,
     emit_json,
@@ -43,25 +44,58 @@ def add_parser(sub: Any) -> None:
         "verified and reported as not_timed. Exit 0 when every key has a winner, 1 otherwise, 2 for usage errors.",
     )
     add_workload_args(p)
+    add_interpreter_args(p)
     p.add_argument("--record", metavar="FILE", help="write each key's timings as a tritune.landscape/1 file")
-    p.add_argument("--exhaustive", action="store_true", help="time every candidate to completion (no racing)")
-    p.add_argument("--strategy", metavar="NAME", default=None,
-                   help="search the space with this strategy instead of racing every legal config: auto (default: "
-                        "spaces above 512 legal configs are searched), exhaustive, or a name of `tritune simulate "
-                        "--help`, with options as name:key=value,... (surrogate:probe=1) (default: "
-                        "$TRITUNE_SEARCH, else auto)")
-    p.add_argument("--budget", metavar="B", default=None,
-                   help="the search's budget: a fraction of the legal configs (10%%, 0.1), a count (200) or seconds "
-                        "(30s); what the store holds for the key counts (default: 10%% of the space, at most 256)")
+    p.add_argument("--sweep", action="store_true",
+                   help="time every legal candidate to completion, with no racing (no slow candidate is dropped "
+                        "early) and no search: the complete landscape --record keeps; takes no --strategy or "
+                        "--budget")
+    p.add_argument("--exhaustive", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--strategy", metavar="NAME", default=None, help=_strategy_help())
+    p.add_argument("--budget", metavar="B", default=None, help=_budget_help())
     p.add_argument("--jobs", type=int, default=None, help="compile worker processes (default: one per core)")
-    p.add_argument("--compile-timeout", type=float, default=60.0, metavar="SECONDS")
+    p.add_argument("--compile-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="give up on a candidate whose compile takes longer than this, and report it "
+                        "compile_timeout (default: 60)")
     p.add_argument("--no-verify", action="store_true", help="skip the oracle check before timing")
     p.add_argument("--store", metavar="PATH", help="the SQLite store (default: $TRITUNE_STORE or the user cache dir)")
     p.add_argument("--no-store", action="store_true", help="do not record results in the store")
-    p.add_argument("--graph", action="store_true", help="time CUDA-graph replays (for very short kernels)")
     p.add_argument("--measure", choices=["cold", "warm", "graph"], default=None,
-                   help="how to time: L2 flushed (cold), back-to-back (warm), or in a CUDA graph (graph); part of "
-                        "the store key (default: $TRITUNE_MEASURE, else cold)")
+                   help="how to time: L2 flushed (cold), back-to-back (warm), or in a CUDA graph (graph, for very "
+                        "short kernels); part of the store key (default: $TRITUNE_MEASURE, else cold)")
+
+
+def _strategy_help() -> str:
+    """``--strategy``'s help, naming the registered strategies and the default."""
+    from tritune.engine.plan import SEARCH_THRESHOLD
+    from tritune.search.registry import DEFAULT, names
+
+    named = ", ".join(n for n in names() if n not in ("exhaustive", "transfer"))
+    return (
+        f"search the space with a strategy instead of racing every legal config: auto (spaces of more than "
+        f"{SEARCH_THRESHOLD} legal configs are searched with {DEFAULT}, which transfers from tuned neighbouring "
+        f"keys in the store; smaller spaces are raced in full), exhaustive (race every legal config), or one of "
+        f"{named}, with options as name:key=value,... (surrogate:probe=1) (default: $TRITUNE_SEARCH, else auto)"
+    )
+
+
+def _budget_help() -> str:
+    """``--budget``'s help, with the default stated from the constants tuning uses."""
+    from tritune.engine.plan import DEFAULT_MAX, DEFAULT_MIN, DEFAULT_SHARE, TRANSFER_FRACTION
+
+    return (
+        "the search's budget: a fraction of the legal configs (10%%, 0.1), a count (200) or seconds (30s); what "
+        f"the store holds for the key counts (default: {DEFAULT_SHARE * 100:g}%% of the legal configs, at least "
+        f"{DEFAULT_MIN} and at most {DEFAULT_MAX}, rounded down to whole batches of --jobs; "
+        f"{TRANSFER_FRACTION * 100:g}%% of that when the store holds tuned neighbouring keys)"
+    )
+
+
+#: Said when the removed ``--exhaustive`` is given: which flag means what it meant, and which the other reading.
+EXHAUSTIVE_RENAMED = (
+    "--exhaustive is now --sweep (time every legal candidate to completion, no racing); "
+    "--strategy exhaustive races every legal config without searching"
+)
 
 
 def _record_paths(base: str, n: int) -> list[Path]:
@@ -132,8 +166,10 @@ def _option_problem(args: argparse.Namespace) -> str | None:
         return f"--jobs must be at least 1 (compile worker processes), got {args.jobs}"
     if not args.compile_timeout > 0:
         return f"--compile-timeout must be a positive number of seconds, got {args.compile_timeout:g}"
-    if args.exhaustive and (args.strategy not in (None, "exhaustive") or args.budget is not None):
-        return "--exhaustive times every legal config to completion; it takes no --strategy or --budget"
+    if args.exhaustive:
+        return EXHAUSTIVE_RENAMED
+    if args.sweep and (args.strategy not in (None, "exhaustive") or args.budget is not None):
+        return "--sweep times every legal config to completion; it takes no --strategy or --budget"
     from tritune.engine.plan import plan
 
     try:
@@ -170,9 +206,8 @@ def _run(args: argparse.Namespace, rank: int) -> int:
             store = open_store(args.store)
         except TrituneError as e:  # a directory, another user's store, an unwritable place: one line
             return fail_usage(str(e))
-    opts = TuneOptions(search=args.strategy, budget=args.budget, measure="graph" if args.graph else args.measure,
-                       jobs=args.jobs, compile_timeout=args.compile_timeout, race=RaceOptions(),
-                       sweep=args.exhaustive)
+    opts = TuneOptions(search=args.strategy, budget=args.budget, measure=args.measure, jobs=args.jobs,
+                       compile_timeout=args.compile_timeout, race=RaceOptions(), sweep=args.sweep)
     try:
         with make_progress(quiet=args.quiet or rank != 0) as progress:
             result = tune(workloads, keys=keys, options=opts, verify=not args.no_verify, store=store, progress=progress)
@@ -202,7 +237,7 @@ def _run(args: argparse.Namespace, rank: int) -> int:
 def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str) -> int:
     """No GPU: verify instead, and say plainly that nothing was timed."""
 
-    from tritune.cli.verify import announce_interpreter_cost
+    from tritune.cli.verify import interpreter_check
     from tritune.outcome import Status
     from tritune.progress import make_progress
     from tritune.report.tables import render_table
@@ -210,21 +245,19 @@ def _untimed(args: argparse.Namespace, workloads: list[Any], keys: Any, why: str
     from tritune.verify import verify
 
     try:
-        announce_interpreter_cost(workloads, keys)
+        pace = interpreter_check(args, workloads, keys)
     except TrituneError as e:
         return fail_usage(str(e))
     try:
         with make_progress(quiet=args.quiet) as progress:
-            report = verify(workloads, keys=keys, progress=progress)
+            report = verify(workloads, keys=keys, progress=progress, pace=pace)
     except TrituneError as e:
         return fail_usage(str(e))
-    for w in report.workloads:
+    for w in report.workloads:  # why nothing was timed is said once, in the timing line, not on every row
         w.extra.update(winner=None, ties=[])
         w.candidates = [
-            CandidateResult(c.config, Status.NOT_TIMED, f"correct, but not timed: {why}", c.extra)
-            if c.status is Status.CORRECT
-            else CandidateResult(c.config, Status.NOT_TIMED, f"{c.reason}; not timed: {why}", c.extra)
-            if c.status is Status.COMPARED
+            CandidateResult(c.config, Status.NOT_TIMED, c.reason, c.extra)
+            if c.status in (Status.CORRECT, Status.COMPARED)
             else c
             for c in w.candidates
         ]

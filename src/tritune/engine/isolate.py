@@ -29,6 +29,7 @@ from tritune.bench.timer import ConfigMeasure, Failure
 from tritune.config import Config, as_config
 from tritune.errors import TimingUnavailableError
 from tritune.outcome import Status
+from tritune.screen.compile_errors import compile_error_words
 from tritune.workers import Done, Spawned, WorkerService
 
 DEFAULT_RUNNER = "tritune.engine.isolate:gpu_runner"
@@ -246,4 +247,4 @@ def gpu_runner(task: BenchTask) -> Measurement | Failure:
     except OutOfResources as e:
         return Failure(Status.ILLEGAL, f"{cfg.id}: {e}")
     except CompilationError as e:
-        return Failure(Status.COMPILE_FAILED, f"{cfg.id}: {str(e).strip().splitlines()[-1]}")
+        return Failure(Status.COMPILE_FAILED, f"{cfg.id}: {compile_error_words(e)}")

@@ -28,6 +28,7 @@ from tritune.config import Config
 from tritune.engine.aside import aside
 from tritune.engine.race import CandidateOutcome, RaceOptions, RaceResult, race, sweep
 from tritune.outcome import Status
+from tritune.screen.compile_errors import compile_error_words
 
 
 class Compiles(Protocol):
@@ -71,7 +72,7 @@ def load_binary(jit: Any, name: str, cfg: Config, args: Sequence[Any], kwargs: M
     except OutOfResources as e:
         return Failure(Status.ILLEGAL, f"{name} {cfg.id}: the GPU refused to load it: {e}")
     except CompilationError as e:
-        return Failure(Status.COMPILE_FAILED, f"{name} does not compile with {cfg.id}: {_last_line(e)}")
+        return Failure(Status.COMPILE_FAILED, f"{name} does not compile with {cfg.id}: {compile_error_words(e)}")
     except Exception as e:  # the backend's own errors: MLIR pass failures, PTXASError, ...
         return Failure(Status.COMPILE_FAILED,
                        f"{name} does not compile with {cfg.id}: {type(e).__name__}: {_last_line(e)}")  # fmt: skip

@@ -29,6 +29,7 @@ from typing import Any
 
 from tritune.adapters.triton_key import install_triton_key_memo
 from tritune.config import Config, hooked_arguments
+from tritune.screen.compile_errors import compile_error_words
 from tritune.workers import Done, Forked, Spawned, WorkerService
 
 
@@ -63,7 +64,7 @@ def _compile_task(module: str, qualname: str, path: list[str], sig: dict[str, st
     try:
         triton.compile(ASTSource(jit, sig, constexprs, attrs), target=GPUTarget(*target), options=options)
     except Exception as e:
-        return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
+        return f"{type(e).__name__}: {compile_error_words(e)}"
     return None
 
 
@@ -83,7 +84,7 @@ def _compile_forked(token: int, sig: dict[str, str], constexprs: dict[Any, Any],
     try:
         triton.compile(ASTSource(_FORKED[token], sig, constexprs, attrs), target=GPUTarget(*target), options=options)
     except Exception as e:
-        return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
+        return f"{type(e).__name__}: {compile_error_words(e)}"
     return None
 
 

@@ -21,10 +21,18 @@ from tritune.adapters.triton_key import install_triton_key_memo
 from tritune.config import Config
 from tritune.device import cuda_target
 from tritune.errors import KernelSpecError
+from tritune.screen.compile_errors import compile_error_words
 
 #: Keyed by ``id(jit)`` and holding the kernel itself: a hit counts only when it is the same object, so a
 #: freed kernel's id, once reused by another kernel, can never hand out the first kernel's binder.
-__all__ = ["Specialization", "cuda_target", "frontend_rejection", "launch_kwargs", "specialize"]
+__all__ = [
+    "Specialization",
+    "compile_error_reason",
+    "cuda_target",
+    "frontend_rejection",
+    "launch_kwargs",
+    "specialize",
+]
 
 _BINDERS: dict[tuple[int, str], tuple[Any, Any, Any]] = {}
 _LOCK = threading.Lock()
@@ -167,14 +175,9 @@ def _first_bad_argument(jit: Any, backend: Any, args: Sequence[Any]) -> str | No
 
 
 def compile_error_reason(exc: BaseException) -> str:
-    """A one-paragraph reason from a Triton compile error (the source excerpt and the message)."""
-    text = str(exc).strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        return type(exc).__name__
-    # Triton's CompilationError prints the offending source with a caret and the message last.
-    message = lines[-1]
-    return f"{type(exc).__name__}: {message}"
+    """A one-line reason from a Triton compile error: its type and Triton's own words
+    (:func:`~tritune.screen.compile_errors.compile_error_words`), never the source excerpt or its caret."""
+    return f"{type(exc).__name__}: {compile_error_words(exc)}"
 
 
 def frontend_rejection(

@@ -9,8 +9,8 @@ Correct candidates of one key are then grouped by the exact bytes of their outpu
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 from tritune.adapters.interpreter import as_interpreted
 from tritune.adapters.kernel import as_jit
@@ -20,6 +20,7 @@ from tritune.errors import KernelSpecError, WorkloadError
 from tritune.outcome import Status
 from tritune.progress import Laps
 from tritune.results import CandidateResult, RunResult, WorkloadResult
+from tritune.screen.compile_errors import compile_error_words
 from tritune.screen.specialize import cuda_target, frontend_rejection
 from tritune.space import check_static
 from tritune.verify.agreement import AgreementGroups, label
@@ -27,6 +28,14 @@ from tritune.verify.compare import compare, digest, poison, still_poisoned
 from tritune.workload import Workload, output_tensor
 
 NO_TIMING = "no timing: verify checks correctness only and never times a candidate"
+
+
+class Pace(Protocol):
+    """Told where a check is (:class:`tritune.verify.estimate.RunClock`): each key's start, then each candidate."""
+
+    def start(self, workload: str, key: Mapping[str, Any], total: int) -> None: ...
+
+    def step(self, done: int) -> None: ...
 
 
 class VerifyReport(RunResult):
@@ -51,6 +60,11 @@ class VerifyReport(RunResult):
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    def passes(self, *, allow_illegal: bool = False) -> bool:
+        """``ok``; with ``allow_illegal``, also when every failure is a candidate found ``illegal`` before it ran
+        (a config the static rules or the compiler reject), as a space with known-bad configs expects."""
+        return all(allow_illegal and c.status is Status.ILLEGAL for _, c in self.failures)
 
     def summary(self) -> str:
         lines = []
@@ -96,8 +110,10 @@ def verify_key(
     configs: Sequence[Config] | None = None,
     progress: Any = None,
     seed: int = 0,
+    pace: Pace | None = None,
 ) -> WorkloadResult:
-    """Verify every candidate of ``workload`` at one ``key``."""
+    """Verify every candidate of ``workload`` at one ``key``; ``pace`` is told the key's start and each candidate
+    (it may stop the run by raising)."""
     import torch
 
     on_cpu = device == "cpu"
@@ -112,18 +128,38 @@ def verify_key(
     digests: dict[str, list[str]] = {}
     agreement = AgreementGroups(workload.atol, workload.rtol) if expected is None else None
     kname = workload.info.name
-    for cfg in configs if configs is not None else workload.candidates():
-        res = check_candidate(
-            workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, aliased, target=target
-        )
-        if res.status in (Status.CORRECT, Status.COMPARED):
-            outs = workload.output_tensors(args)
+    #: On the CPU, the run of each group of configs the interpreter runs alike: its result, its outputs' digest
+    #: and (without an oracle) a copy of its outputs for the agreement groups.
+    ran: dict[Hashable, tuple[CandidateResult, str | None, list[Any] | None]] = {}
+    cands = list(configs) if configs is not None else workload.candidates()
+    if pace is not None:
+        pace.start(workload.name, key, len(cands))
+    for cfg in cands:
+        group = interpreted_alike(workload, cfg, key) if on_cpu else None
+        res = legality_failure(workload, cfg, args, caller_kw, target) if target is not None else None
+        dig: str | None = None
+        outs: list[Any] | None = None
+        if res is None and group in ran:
+            first, dig, outs = ran[group]
+            res = ran_alike(first, cfg)
+        elif res is None:
+            res = check_candidate(workload, key, cfg, args, pristine, caller_kw, expected, runner, on_cpu, aliased)
+            if res.status in (Status.CORRECT, Status.COMPARED):
+                outs = workload.output_tensors(args)
+                dig = digest(outs)
+                if agreement is not None and group is not None:  # kept for the configs that share this run
+                    outs = [o.clone() for o in outs]
+            if group is not None:
+                ran[group] = (res, dig, outs)
+        if outs is not None and dig is not None:  # a correct (or, without an oracle, compared) run
             if agreement is not None:
                 agreement.add(cfg.id, outs)
-            digests.setdefault(digest(outs), []).append(cfg.id)
+            digests.setdefault(dig, []).append(cfg.id)
         results.append(res)
         if progress is not None:
             progress.step(f"{kname} {_key_str(key)} {cfg.id}", res.status.value, res.reason or "")
+        if pace is not None:
+            pace.step(len(results))
     groups = list(digests.values())
     extra: dict[str, Any] = {
         "bitwise_identical": (len(groups) == 1) if groups else None,
@@ -170,16 +206,9 @@ def check_candidate(
 
     kname = workload.info.name
     if target is not None:
-        rej = check_static(cfg, workload.info, caller_kw, workload.space)
-        if rej is not None:
-            return _unrun(cfg, Status.ILLEGAL, rej.reason)
-        try:
-            h_args, h_kw = workload.hooked(cfg, args, caller_kw)
-            why = frontend_rejection(workload.kernel, h_args, cfg, target, h_kw)
-        except KernelSpecError as e:
-            return _unrun(cfg, Status.ERROR, str(e))
-        if why is not None:
-            return _unrun(cfg, Status.ILLEGAL, why)
+        rejected = legality_failure(workload, cfg, args, caller_kw, target)
+        if rejected is not None:
+            return rejected
     if aliased is None:
         aliased = _aliased_outputs(args, workload.outputs)
     for a, p in zip(args, pristine):
@@ -207,7 +236,7 @@ def check_candidate(
             if on_cpu
             else " on the GPU"
         )
-        msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
+        msg = compile_error_words(e)
         return _unrun(cfg, Status.ERROR, f"{kname} raised {type(e).__name__} while running {cfg.id}{where}: {msg}")
     step("check_run_s")
     outs = workload.output_tensors(args)
@@ -227,6 +256,52 @@ def check_candidate(
     if reasons:
         return CandidateResult(cfg, Status.INCORRECT, f"{kname} {cfg.id} vs the oracle: " + "; ".join(reasons), extra)
     return CandidateResult(cfg, Status.CORRECT, None, extra)
+
+
+def legality_failure(
+    workload: Workload, cfg: Config, args: Sequence[Any], caller_kw: Mapping[str, Any], target: Any
+) -> CandidateResult | None:
+    """``cfg``'s legality for ``target``, checked before it runs: the static rules, then the compiler front end.
+    ``None`` when it is legal; else the ``illegal`` result (``error`` when the kernel's spec is at fault)."""
+    rej = check_static(cfg, workload.info, caller_kw, workload.space)
+    if rej is not None:
+        return _unrun(cfg, Status.ILLEGAL, rej.reason)
+    try:
+        h_args, h_kw = workload.hooked(cfg, args, caller_kw)
+        why = frontend_rejection(workload.kernel, h_args, cfg, target, h_kw)
+    except KernelSpecError as e:
+        return _unrun(cfg, Status.ERROR, str(e))
+    if why is not None:
+        return _unrun(cfg, Status.ILLEGAL, why)
+    return None
+
+
+#: The launch options Triton's interpreter drops before it runs a kernel (unless the kernel takes one by name).
+LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
+
+
+def interpreted_alike(workload: Workload, cfg: Config, key: Mapping[str, Any]) -> Hashable | None:
+    """What decides ``cfg``'s run in Triton's CPU interpreter: its meta-parameters and its grid. The interpreter
+    runs every program of the grid in turn and drops the launch options (``num_warps``, ``num_stages``...), so
+    configs that differ only in those compute the same bytes, and one run answers for all of them.
+
+    ``None`` (run it on its own) when a pre-hook could see the launch options, when the kernel takes one of
+    them as an argument, or when the grid cannot be computed."""
+    if workload.pre_hook is not None or cfg.pre_hook is not None:
+        return None
+    if LAUNCH_OPTIONS & set(workload.info.arg_names):
+        return None
+    try:
+        grid = workload.grid_for(cfg, key)
+        return (tuple(sorted((k, repr(v)) for k, v in cfg.kwargs.items())), grid)
+    except WorkloadError:
+        return None
+
+
+def ran_alike(first: CandidateResult, cfg: Config) -> CandidateResult:
+    """``first``'s result as ``cfg``'s, whose run in the interpreter is the same (:func:`interpreted_alike`)."""
+    reason = first.reason.replace(first.config.id, cfg.id) if first.reason else first.reason
+    return CandidateResult(cfg, first.status, reason, {**first.extra, "interpreted_as": first.config.id})
 
 
 def _unrun(cfg: Config, status: Status, reason: str) -> CandidateResult:
@@ -286,11 +361,13 @@ def verify(
     target: Any = None,
     progress: Any = None,
     seed: int = 0,
+    pace: Pace | None = None,
 ) -> VerifyReport:
     """Check every candidate of one or more workloads for every key; no timing is ever done.
 
     Runs on the GPU when one is usable, else in Triton's CPU interpreter. ``target`` (a GPUTarget) is
-    what the legality check compiles for: the current GPU's, or sm_90 without one.
+    what the legality check compiles for: the current GPU's, or sm_90 without one. ``pace``
+    (:class:`tritune.verify.estimate.RunClock`) may stop a run that is slower than its caller allows.
     """
     workloads = [workload] if isinstance(workload, Workload) else list(workload)
     why_no_gpu = _no_gpu_reason()
@@ -308,9 +385,15 @@ def verify(
         if progress is not None:
             progress.stage(f"verifying {w.name}", len(cands) * len(use_keys))
         for key in use_keys:
-            entries.append(verify_key(w, key, device=device, target=target, configs=cands, progress=progress, seed=seed))
+            entries.append(verify_key(w, key, device=device, target=target, configs=cands, progress=progress, seed=seed,
+                                      pace=pace))  # fmt: skip
     if why_no_gpu:
         timing = f"{NO_TIMING}. No GPU here ({why_no_gpu}): every candidate ran in Triton's CPU interpreter."
+        shared = sum("interpreted_as" in c.extra for e in entries for c in e.candidates)
+        if shared:
+            timing += (f" The interpreter ignores launch options ({', '.join(sorted(LAUNCH_OPTIONS))}): {shared} "
+                       "candidates that differ from another only in those were not run again and share its "
+                       "result.")  # fmt: skip
     else:
         timing = f"{NO_TIMING}. Candidates ran on the GPU, untimed."
     prov = {"device": device, "target": f"{getattr(target, 'backend', '')}:{getattr(target, 'arch', '')}"}
