@@ -1,4 +1,4 @@
-"""Crash isolation on CPU, with FAKE runners (tests/tune/isolate_fakes.py) that exit, hang or raise."""
+"""Crash isolation on CPU, with FAKE runners (tests/engine/isolate_fakes.py) that exit, hang or raise."""
 
 from __future__ import annotations
 

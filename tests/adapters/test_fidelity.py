@@ -17,7 +17,7 @@ import textwrap
 import weakref
 from pathlib import Path
 
-import kernels_late  # tests/interp is on sys.path (conftest.py)
+import kernels_late  # tests/adapters is on sys.path (conftest.py)
 import pytest
 import torch
 import triton

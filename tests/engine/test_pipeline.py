@@ -1,7 +1,7 @@
 """compile_and_race: every config ends with an outcome, the race starts while stragglers compile, the late
 best still wins, and the session records compile failures.
 
-FAKES, to test the orchestration on CPU: compile workers are FakeCompiling (tests/tune/fake_compiling.py:
+FAKES, to test the orchestration on CPU: compile workers are FakeCompiling (tests/fake_compiling.py:
 the stragglers finish exactly when the pipeline waits for them, no timers), loading is a function of the
 test's choosing, and the TIMINGS ARE SYNTHETIC (a made-up landscape, replayed).
 """

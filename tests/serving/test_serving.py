@@ -1,5 +1,5 @@
 """incremental=True on the CPU: Triton's interpreter runs the kernels for real; the timings come from a
-FAKE clock and the background compiles from a FAKE compile service (tests/incremental/incremental_fakes.py)."""
+FAKE clock and the background compiles from a FAKE compile service (tests/serving/incremental_fakes.py)."""
 
 from __future__ import annotations
 

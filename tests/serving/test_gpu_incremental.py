@@ -1,5 +1,5 @@
 """incremental=True on a real GPU (CUDA events, the engine's compile workers): `TRITUNE_GPU_TESTS=1 python -m
-pytest -m gpu tests/incremental`; skips at run time without a driver."""
+pytest -m gpu tests/serving`; skips at run time without a driver."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ def test_stored_finalists_race_again_without_being_told_twice() -> None:
 
 @pytest.mark.parametrize("overlap", [True, False])
 def test_the_next_batch_compiles_while_the_last_compiles_of_this_one_finish(overlap: bool) -> None:
-    """FAKE compile workers (tests/tune/fake_compiling.py): each batch's last config is a straggler."""
+    """FAKE compile workers (tests/fake_compiling.py): each batch's last config is a straggler."""
     replay = ReplayTimer(Landscape.from_points("k", "synthetic", {}, [LandscapePoint(c, Status.MEASURED, t)
                                                                      for c, t in TIMES.items()]), noise=0.0, seed=1)  # fmt: skip
     started: list[FakeCompiling] = []

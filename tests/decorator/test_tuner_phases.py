@@ -1,7 +1,7 @@
 """The decorator races the configs compiled first while the slowest compiles finish, then goes on.
 
 FAKES, to test the orchestration logic on CPU: the GPU check is patched to say "a GPU is here", the
-compile workers are FakeCompiling (tests/tune/fake_compiling.py: two stragglers finish only when the
+compile workers are FakeCompiling (tests/fake_compiling.py: two stragglers finish only when the
 decorator waits for them after its first race, one of them failing to compile; no timers), the compile-and-load check always passes, and the TIMINGS ARE SYNTHETIC (a
 made-up landscape replayed through ``Tuner(timer=...)``). The kernel itself really runs, in Triton's
 interpreter.
