@@ -192,8 +192,8 @@ class GpuBudget:
     every check spends its estimate at once and is corrected to its measured time when the events resolve.
     A check starts only when the bucket holds its whole estimate, so the bucket may save up one check's
     estimate even where that is more than ``burst_calls`` calls' earnings (a check of a short kernel costs
-    a few calls: the earlier rule, "run a dearer check when the bucket is full", left each key in debt
-    after its last check, and the H200's stream ended 11.5-12.7% over a 10% bound). Only an estimate
+    a few calls: the rule "run a dearer check when the bucket is full" leaves each key in debt after its
+    last check, and with it the H200's stream ended 11.5-12.7% over a 10% bound). Only an estimate
     below the measured cost (corrected at once) can leave a debt. Thread-safe."""
 
     def __init__(self, fraction: float, burst_calls: int, parent: GpuBudget | None = None,
