@@ -1,6 +1,6 @@
 """Measurement policies: time a kernel the way it will run.
 
-Below about 20 us, how a kernel is timed decides its winner (issue 19): with L2 flushed before each
+Below about 20 us, how a kernel is timed decides its winner: with L2 flushed before each
 launch an RMSNorm takes ~5 us, back-to-back with its data still in L2 ~1.8 us, and the best config is
 not the same. So the way of timing is a value the user chooses, and it is part of the tuning key:
 

@@ -15,7 +15,7 @@ interpreted launch when triton was imported before ``TRITON_INTERPRET`` was set 
 after ``import tritune``). Each restores the state it found on exit; they share one lock, so a
 compile in another thread waits for an interpreted launch instead of pulling its helpers away.
 
-Why in-process, not one interpreter decision per process (issue #14): ``@tritune.autotune`` on a
+Why in-process, not one interpreter decision per process: ``@tritune.autotune`` on a
 machine without a GPU runs the kernel in the caller's process, on the caller's tensors, and that
 process usually imported triton without ``TRITON_INTERPRET``; no worker process can write those
 tensors, so the language must be switched where the call is. For the CLI, re-executing under

@@ -2,15 +2,14 @@
 
 Why: every compile and every lookup in Triton's cache needs ``triton.runtime.cache.triton_key()``, which
 sha256-hashes ``runtime/cache.py``, every module of Triton's ``compiler``, ``backends`` and ``language``
-packages and the whole ``_C/libtriton.so`` (500 MB in triton 3.9), once per process: 0.39 s on the H200's
-host (session 8, cProfile), 0.38-0.39 s on the 2-core dev machine with the library in the page cache (1.24 s
-with it cold). That is a fifth of a new key's search in a fresh process (1.8 s, issue #16). Its inputs are
-files, so the computed key is kept in ``<user cache dir>/tritune/triton_key.json`` under a fingerprint of
-those files' metadata and read back: ``benchmarks/triton_key_memo.py`` on the dev machine (triton 3.9, fresh
-processes, medians of 7) took 443 ms for Triton's function and 6.1 ms for the warm memo (ratio 0.014), of
-which the fingerprint is 1.8 ms and importing ``platformdirs`` for the cache dir 4.6 ms where nothing else
-has imported it yet (the default store does). The first process with a new fingerprint pays the hash plus
-about 3 ms for the fingerprint and the write.
+packages and the whole ``_C/libtriton.so`` (500 MB in triton 3.9), once per process: 0.39 s on the H200's host
+(cProfile), 0.38-0.39 s on the 2-core dev machine with the library in the page cache (1.24 s with it cold).
+That is a fifth of a new key's search in a fresh process (1.8 s). Its inputs are files, so the computed key is
+kept in ``<user cache dir>/tritune/triton_key.json`` under a fingerprint of those files' metadata and read
+back: on the dev machine (triton 3.9, fresh processes, medians of 7) Triton's function took 443 ms and the
+warm memo 6.1 ms (ratio 0.014), of which the fingerprint is 1.8 ms and importing ``platformdirs`` for the
+cache dir 4.6 ms where nothing else has imported it yet (the default store does). The first process with a new
+fingerprint pays the hash plus about 3 ms for the fingerprint and the write.
 
 The fingerprint (:func:`triton_files_fingerprint`) covers a superset of what ``triton_key`` reads: the path,
 size, ``st_mtime_ns``, ``st_ctime_ns`` and inode of ``runtime/cache.py``, of ``_C/libtriton.<ext>``

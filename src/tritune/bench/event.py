@@ -303,7 +303,7 @@ class EventTimer:
         as the CPU needs to queue it, and the last loop is always such a one: the estimate is the kernel's
         own back-to-back time. Batched samples are sized from it (:meth:`_graphs`); sized from the launch
         rate instead, a 2 us kernel got ~25 launches per graph, and the graph's fixed replay cost, spread
-        over a number of launches that varied with the CPU's jitter, moved configs by 1-2% (issue 19)."""
+        over a number of launches that varied with the CPU's jitter, moved configs by 1-2%."""
         for f in fns:
             f()
         self._torch.cuda.synchronize(self.device)
@@ -338,7 +338,7 @@ class EventTimer:
             # The flush costs the same every time, so it is estimated once per timer, the way the steps were
             # (behind a spin, back to back); again whenever a warm-up's flush+fn comes out no slower than the
             # flush alone: the first estimate was taken while the clocks were still low (the first timings
-            # of a process). Kept, it made every later short kernel look 0.1 us long (issue 19).
+            # of a process). Kept, it made every later short kernel look 0.1 us long.
             n = max(5, min(reps, 50))
             fpad = self._spin(1.5 * n * step_cpu_ms + 0.01) if self._can_spin() else None
             self._flush_ms = self._time_steps(self._flush, n, fpad)[0] / n
@@ -360,7 +360,7 @@ class EventTimer:
         path costs 10-25 us) leaves the GPU idle between the start event and the kernel, and that idle time
         is counted as kernel time. Sized at 3x the CPU time the warm-up's last loop took to queue one flush and
         run (which covers a start event's record and a run; every measurement warms up first), at least 20 us.
-        Timing 8 more launches for it, as before session 8, cost a 2.7 ms kernel 37 ms a measurement."""
+        Sizing it by timing 8 more launches instead cost a 2.7 ms kernel 37 ms a measurement."""
         torch = self._torch
         if not hasattr(torch.cuda, "_sleep"):  # no spin primitive (e.g. the simulated device in tests)
             return lambda: None
@@ -434,7 +434,7 @@ class EventTimer:
                 return cached[1], cached[2], cached[3]
             # The size is kept (checked once), the work graph captured afresh: each look sees a new
             # capture, as the judge and a deployment that captures its own graph do, so one capture's
-            # luck (or the state of the device when it was made) is not kept for a whole race (issue 19).
+            # luck (or the state of the device when it was made) is not kept for a whole race.
             work = self._capture_work(fns, cached[3])
             self._graph_cache[ident] = (cached[0], work, cached[2], cached[3])
             return work, cached[2], cached[3]
@@ -487,7 +487,7 @@ class EventTimer:
             # Flushing, a launch costs its flush too, and the graph of the flushes alone is replayed as well:
             # bound the work graph by GPU time, not launches. Its fixed replay cost cancels against the
             # flush graph's, so more launches buy nothing; and the kernel's own estimate, the difference
-            # of two numbers ~10x larger, may be ~0 (1000 launches of flush+fn, 60 ms a sample, issue 19).
+            # of two numbers ~10x larger, may be ~0 (1000 launches of flush+fn, 60 ms a sample).
             calls = min(calls, max(1, int(MAX_FLUSH_GRAPH_MS / max(est_ms, 1e-6))))
         return calls
 

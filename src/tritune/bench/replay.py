@@ -36,9 +36,9 @@ class GpuDrift:
     seconds ``t`` since the load began: ``(1 - ramp * exp(-t / ramp_s)) * exp(swing * w(t))``, where ``w`` is a
     smooth wander of unit spread (three sines of periods between ``swing_s`` and 4 ``swing_s``, random phases).
 
-    The defaults follow an H100 at its 700 W limit under a 0.65 ms fp16 matmul (``benchmarks/first_looks.py``,
-    session 25): looks 7-13% fast in the first ~250 ms of load, then all configs moving together by 3-8% from one
-    round of looks (~60 ms) to the next."""
+    The defaults follow what an H100 at its 700 W limit measured under a 0.65 ms fp16 matmul: looks 7-13% fast in
+    the first ~250 ms of load, then all configs moving together by 3-8% from one round of looks (~60 ms) to the
+    next."""
 
     def __init__(self, *, ramp: float = 0.10, ramp_s: float = 0.1, swing: float = 0.03, swing_s: float = 0.05,
                  seed: int = 0) -> None:  # fmt: skip

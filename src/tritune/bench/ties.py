@@ -23,8 +23,8 @@ then the one that is best when timed the other ways, then the faster median:
 
 Only tied configs within :data:`PICK_SHARE` of the resolution of the fastest (half: 0.5% at the race's
 1%) are eligible. A tied config may be a full resolution slower than the fastest by this tuning's medians,
-and the medians themselves are off by up to about half the resolution between repeats of a short kernel
-(issue 19): a pick at the edge of the tie set would cost more than the resolution the tie promises.
+and the medians themselves are off by up to about half the resolution between repeats of a short kernel:
+a pick at the edge of the tie set would cost more than the resolution the tie promises.
 Configs between half and the whole resolution are still reported as tied.
 """
 
@@ -232,10 +232,10 @@ def race_tie_report(result: Any, measure: MeasurePolicy | str = DEFAULT_POLICY) 
     best = meas[result.winner].median_ms
     # The race's ties (survivors it could not separate), and every config whose median is within the
     # resolution of the winner's even if the race dropped it: an interval a few samples wide separates
-    # two configs within one run, but repeats of a short kernel differ by more than that (issue 19).
+    # two configs within one run, but repeats of a short kernel differ by more than that.
     # After a final race (``decided_by``), only its configs were measured with the winner: a config the
     # batches timed under other conditions (a cooler GPU, another rank's) is not comparable with the final
-    # race's medians, and let in it could be picked on stale numbers (the H200, session 19: a 4-warp config
+    # race's medians, and let in it could be picked on stale numbers (on an H200 a 4-warp config
     # timed 4% slow in the first batch tied with the final race's slow read of the winner, and the rule's
     # fewest registers picked it, 1.06x the cold search's winner).
     pool = meas if not getattr(result, "decided_by", ()) else {c: meas[c] for c in result.decided_by if c in meas}

@@ -3,7 +3,7 @@
 A key's arguments and its oracle are mostly device work that torch runs with the interpreter's lock released
 (allocations, the first cuBLAS call and its handle, kernels queued), while the static screen and the search's
 start (store reads, the strategy's model) are Python. On the H200 host each side took 0.1-0.25 s of a new
-key's ~1 s transfer (session 11, ``search_tune.py``): run one beside the other. :func:`aside` starts ``fn`` on
+key's ~1 s transfer (``benchmarks/search_tune.py``): run one beside the other. :func:`aside` starts ``fn`` on
 a helper thread with the caller's CUDA device, autograd mode and context variables (all three are per thread:
 a user's oracle that makes a tensor on ``"cuda"``, relies on grad mode, or launches a Triton kernel that needs
 the allocator ``triton.set_allocator`` put in a context variable sees what it would in the caller's thread);
@@ -12,7 +12,7 @@ in the caller's thread (the CPU interpreter's tests, where nothing would overlap
 
 What runs aside must not leave per-thread state behind for the caller: the arguments stay on the caller's thread
 (a workload's ``args`` may call ``triton.set_allocator``, as the TMA matmul's does, and a context variable set on
-a helper thread never reaches the caller: on the H200 every candidate's launch then failed, session 11); the
+a helper thread never reaches the caller: arguments made aside failed every candidate's launch on the H200); the
 static screen (tritune's rules) and the oracle (a pure function of the inputs) go aside.
 
 **The interpreter's switch interval.** While a helper runs, the process's switch interval (``sys.setswitchinterval``)
@@ -20,8 +20,8 @@ is at most :data:`SWITCH_INTERVAL_S` (0.5 ms, from CPython's 5 ms), and back to 
 ends. Each torch call releases the interpreter's lock and takes it back on return; with a helper busy in Python
 (the static screen, an import) the caller waits for the helper to give the lock up, up to the whole interval, at
 every call. On this project's CPU, 90 small torch calls beside a thread spinning in Python took 0.136 s at 5 ms and
-0.0002 s at 0.5 ms (alone: 0.0001 s); the arguments of a key are such calls. On an H100 host (session 26, 16 new-key
-transfers against 16 at 5 ms) a key's arguments took 0.02-0.17 s instead of 0.08-0.24 s, but the static screen beside
+0.0002 s at 0.5 ms (alone: 0.0001 s); the arguments of a key are such calls. On an H100 host (16 new-key transfers
+against 16 at 5 ms) a key's arguments took 0.02-0.17 s instead of 0.08-0.24 s, but the static screen beside
 them took longer and the caller waited for it: the setup as a whole, bound by the one lock, moved by -0.03 to +0.01 s
 (medians of warm and fresh processes). What a helper saves is the time the caller would wait on the device.
 """

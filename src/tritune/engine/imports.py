@@ -10,7 +10,7 @@ caller joins before its first compile or load, so Triton's own imports never rac
 ``numpy.random`` goes with them: a searched key's strategy seeds its generator (``np.random.default_rng``) at
 the search's start, which imports it on the caller's thread, once per process: 0.008-0.013 s on this project's
 CPU (after torch, which does not import it, nor does Triton), 0.012 s of a fresh process's first search start
-profiled (``benchmarks/transfer_setup.py``'s space).
+as profiled there.
 """
 
 from __future__ import annotations

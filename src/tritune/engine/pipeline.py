@@ -96,7 +96,7 @@ class LazyMeasure:
     caller's setup, and the first call waits for it. A GPU timer's setup is device work with the interpreter's
     lock mostly released: its L2 flush buffer (a first allocation of ~0.1 GB, ~0.04 s in a fresh process) and
     the clocks' 50 ms warm-up (``warm_if_idle``); built at the first timing, both sat between a key's first
-    checks and its first timings (session 23). ``seconds``/``waited_s``: the helper's seconds and how long the
+    checks and its first timings. ``seconds``/``waited_s``: the helper's seconds and how long the
     first call waited for them (0 when built in place)."""
 
     def __init__(self, make: Callable[[], ConfigMeasure]) -> None:

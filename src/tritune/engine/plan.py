@@ -1,7 +1,7 @@
 """When tuning searches a space instead of racing all of it, with what budget, and what it starts from.
 
 **The rule.** ``search=None`` (or ``"auto"``, or ``$TRITUNE_SEARCH`` unset) races every legal config of a
-space of at most :data:`SEARCH_THRESHOLD` = 512 legal configs, as before, and searches a larger one with
+space of at most :data:`SEARCH_THRESHOLD` = 512 legal configs and searches a larger one with
 the default strategy and the default budget (:func:`default_evaluations`). ``search="exhaustive"`` (or ``TRITUNE_SEARCH=exhaustive``)
 always races everything; a strategy name always searches; a ``budget`` given alone searches too.
 
@@ -9,9 +9,9 @@ Why 512, measured: a cold key costs about ``N x (compile + race)`` per legal con
 config for sm_90 (``triton.compile``, ``GPUTarget("cuda", 90, 32)``, no GPU) took 0.69-3.05 s on this
 project's loaded 2-core machine (4 fitting configs of ``examples/matmul.py``, 1 job) and 0.63 s on the
 H200 host (137.1 s for 216 configs, 1 job; 15.6 s with 16 jobs: 0.072 s per config of wall). The recorded
-races (``benchmarks/results/2026-11-29-h200x2-run10``, matmul 4096^3, 168 legal) spent 3.06 s of device
-time, 0.018 s per config; ``matmul_tma`` (run 12, 138 configs, 16 jobs) compiled in 7.9 s (0.057 s per
-config) and raced in 1.5 s. So exhaustive tuning costs ~0.075 s per legal config on a 16-core H200 host:
+races of matmul 4096^3 (168 legal configs, one H200 of a 2xH200 host) spent 3.06 s of device time, 0.018 s
+per config; on the H200 host ``matmul_tma`` (138 configs, 16 jobs) compiled in 7.9 s (0.057 s per config)
+and raced in 1.5 s. So exhaustive tuning costs ~0.075 s per legal config on a 16-core H200 host:
 216 configs ~16 s, 512 ~38 s, 1,500 ~2 minutes, 5,536 ~7 minutes per key. Below ~500 configs the whole
 race stays under ~40 s, and searching would trade a sure winner for seconds; above it, minutes.
 
@@ -30,7 +30,7 @@ given explicitly is spent in full.
 **Batch width.** Batches are as wide as the compile pool, except that a budget given explicitly which allows
 fewer than :data:`tritune.search.driver.ROUNDS` = 16 rounds of the pool is asked in batches of
 ``ceil(budget / 16)`` (``--budget 25%`` of a 168-config space with 16 workers: 14 rounds of 3 instead of 3 of
-16), which keeps the model adaptive (``benchmarks/results/2026-12-01-cpu/search_eval_session7``). The default
+16), which keeps the model adaptive (:data:`tritune.search.driver.ROUNDS`: the measurement). The default
 budget keeps whole batches of the pool.
 """
 
@@ -166,7 +166,7 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     ``stored``: this key's candidate records (resume: they teach the strategy and count against the
     budget); ``near``: tuned neighbouring keys (transfer: their winners go first and, for the default
     strategy, their landscape is the model's prior). ``opening``: the transfer's first batch size instead of
-    :func:`first_batch_size`'s (``benchmarks/transfer_opening.py`` replays such rules against each other).
+    :func:`first_batch_size`'s, to compare such rules with each other.
     """
     if opening is not None and (isinstance(opening, bool) or not isinstance(opening, int) or opening < 1):
         raise SearchError(f"{where}: opening={opening!r} must be a positive number of configs (a transfer's "
@@ -245,10 +245,10 @@ def first_batch_size(n_near: int, width: int) -> int:
 
     Per tuned key, not per distinct winner: when the tuned keys agree on one winner, a batch of 4 (the winner
     and the 3 configs they measured fastest) let a neighbour's winner be confirmed where the new key's best lay
-    elsewhere. Replayed on SYNTHETIC fitted families (``benchmarks/transfer_opening.py``, 30 families x 4 new
+    elsewhere. Replayed on SYNTHETIC fitted families (``benchmarks/landscapes/fitted.py``, 30 families x 4 new
     keys x 5 seeds, 1% noise): runs whose 3 tuned keys shared one winner picked a config > 1.02x the true best
     in 32% of runs with 2 per distinct winner + 2, against 12% with this rule; over all 600 runs 23% against
-    18%, for 9.6 configs measured instead of 11.1 (``benchmarks/results/2026-12-01-cpu/transfer_opening``)."""
+    18%, for 9.6 configs measured instead of 11.1."""
     return max(1, min(width, TRANSFER_PER_KEY * n_near + TRANSFER_EXTRA))
 
 

@@ -27,21 +27,19 @@ of the few configs near the top.
 
 **Drift.** A heavy kernel drifts the GPU it runs on: on an H100 at its power limit, a 0.65 ms matmul's looks read
 7-13% faster in the first ~250 ms of load than later, and all configs move together by 3-8% from one round to the
-next (``benchmarks/first_looks.py``, session 25). Round-robin keeps the survivors comparable with each other, but a
-config dropped in an early round keeps that moment's reading (on that H100, four transfers' openings put a
-config other than the neighbours' winner first by its median, and each check race, all timed together, put the
-winner first: ``benchmarks/results/2026-12-06-gpu-s25``). So at the end of the race each dropped config's time is
-rescaled by the drift the survivors saw (``drift``, on by default): the GPU's level at each of its looks is the
-median, over the survivors' looks nearest to it in time, of each look over that survivor's final median, and its
-time is divided by that level (``extra["drift_factor"]``: 1 over the level; 1.0, and nothing changed, when no
-survivor was timed). Replayed on 20 runs of recorded H100 looks (``benchmarks/look_drift.py``: half the configs
-dropped after their first look, the others seen for 5-8 rounds), it cut the error of the dropped configs' times
-against the others' from 2.7-3.2% to 1.4-1.6% (RMS over config pairs) and the regret of the fastest-looking config
-from 0.8-0.9% to 0.5-0.6%. In whole races on recorded landscapes with a SYNTHETIC drift of that size
-(``benchmarks/race_drift.py``, 200 seeds, fields of 8 and 16 configs), the config with the smallest reported time,
-what a search and a transfer's confirmation take as the best, was as good or better in all 12 rows (share more
-than 1% off its field's best: 0.21 -> 0.18 at worst); with no drift it costs the dropped configs' times 0.03-0.15
-points of error and changes no pick.
+next. Round-robin keeps the survivors comparable with each other, but a config dropped in an early round keeps that
+moment's reading (on that H100, four transfers' openings put a config other than the neighbours' winner first by
+its median, and each check race, all timed together, put the winner first). So at the end of the race each dropped
+config's time is rescaled by the drift the survivors saw (``drift``, on by default): the GPU's level at each of its
+looks is the median, over the survivors' looks nearest to it in time, of each look over that survivor's final
+median, and its time is divided by that level (``extra["drift_factor"]``: 1 over the level; 1.0, and nothing
+changed, when no survivor was timed). Replayed on 20 runs of recorded H100 looks (half the configs dropped after
+their first look, the others seen for 5-8 rounds), it cut the error of the dropped configs' times against the
+others' from 2.7-3.2% to 1.4-1.6% (RMS over config pairs) and the regret of the fastest-looking config from
+0.8-0.9% to 0.5-0.6%. In whole races on recorded landscapes with a SYNTHETIC drift of that size (200 seeds, fields
+of 8 and 16 configs), the config with the smallest reported time, what a search and a transfer's confirmation take
+as the best, was as good or better in all 12 rows (share more than 1% off its field's best: 0.21 -> 0.18 at worst);
+with no drift it costs the dropped configs' times 0.03-0.15 points of error and changes no pick.
 
 The winner is the survivor with the smallest median; ``ties`` are the other survivors, the configs the
 race could not tell apart from it (within ``rel_tol`` when ``tied``). The race knows no GPU: it calls a

@@ -305,9 +305,9 @@ def old_objects_frozen() -> Iterator[None]:
     0.13 s apiece on this project's CPU, in the middle of a key's setup or its store write. Garbage among the
     frozen objects waits for the exit, then goes back to the GC; nothing frozen before entry (by the caller) is
     thawed here (one ``gc.get_freeze_count()`` a key, which walks the frozen objects). The interpreter's own
-    frozen objects (``workers.service.STARTUP_FROZEN``: Python 3.12 starts with some) are no one's freeze: until
-    session 13 every key on the H200's Python 3.12 ran unfrozen, and a new key's results spent 0.09-0.11 s in one
-    full collection."""
+    frozen objects (``workers.service.STARTUP_FROZEN``: Python 3.12 starts with some) are no one's freeze: taken
+    for one, they leave every key on Python 3.12 unfrozen (on the H200 host a new key's results then spent
+    0.09-0.11 s in one full collection)."""
     if gc.get_freeze_count() > service.STARTUP_FROZEN:  # someone froze already: theirs to thaw
         yield
         return

@@ -119,8 +119,9 @@ CONFIRM = 0.15
 
 #: The fewest batch rounds of a search with a budget given (``--budget``): a budget that allows fewer rounds
 #: at the pool's width asks batches of ``ceil(budget / ROUNDS)`` instead (:func:`batch_width`), so a small budget
-#: keeps its adaptivity. Chosen by ``benchmarks/results/2026-12-01-cpu/search_eval_session7`` (25% of 80-216-config
-#: spaces at width 16: 2-3 rounds of 16 are worse than random on 8 of 38 held-out rows, 16 rounds on none).
+#: keeps its adaptivity. Chosen on recorded landscapes (``benchmarks/search_eval.py --rounds``, 25% of
+#: 80-216-config spaces at width 16: 2-3 rounds of 16 are worse than random on 8 of 38 held-out rows, 16 rounds
+#: on none).
 ROUNDS = 16
 
 
@@ -367,11 +368,11 @@ class SearchDriver:
         return list(self.checked)
 
     def recheck(self, outcomes: Mapping[Config, Any]) -> bool:
-        """The check race's outcomes (:meth:`check_field`), config -> outcome: whether they confirm the strategy's
-        start (:meth:`Strategy.confirmed_by`), and then the search stops ``"confirmed"``. Only that race's own times
-        decide, all taken together: a config's time in the first race may come from another moment of a GPU whose
-        clocks were settling (``benchmarks/first_looks.py``), and pooling it would carry that over. Not evaluations;
-        failures there are left out."""
+        """The check race's outcomes (:meth:`check_field`), config -> outcome: whether they confirm the strategy's start
+        (:meth:`Strategy.confirmed_by`), and then the search stops ``"confirmed"``. Only that race's own times decide,
+        all taken together: a config's time in the first race may come from another moment of a GPU whose clocks were
+        settling (an H100's first ~250 ms of load read 7-13% fast: :mod:`tritune.engine.race`), and pooling it would
+        carry that over. Not evaluations; failures there are left out."""
         if self.checked is None:
             raise SearchError("SearchDriver.recheck: no check race was asked (check_field)")
         looks: dict[Config, tuple[float, tuple[float, float] | None]] = {}

@@ -21,15 +21,14 @@ from tritune.space import Space
 
 Factory = Callable[..., SearchStrategy]
 
-#: The strategy tuning uses when none is named; chosen by benchmarks/search_eval.py (see its report). Since
-#: session 11 (benchmarks/results/2026-12-02-cpu/search_eval_session11) the surrogate's guided asks take the
-#: best config's untried swaps first (``swap=1``: BLOCK_M <-> BLOCK_N, the transposed tile): over 40 seeds, 25%
-#: budget, it met the targets on 27 of 30 recorded rows at 0/1/2% replay noise and 25 of 38 held-out rows at 2%,
-#: as ``swap=0`` (the session 10 default), no row lost, none newly worse than random; recorded matmul 4096's p90
-#: 1.072-1.073 -> 1.052-1.057 (still a miss), matmul 8192x1024x4096's 1.019-1.038 -> 1.007-1.017. Since session 24
-#: its Gaussian process also sees the output tile per warp on 2-D tiles (``tile_per_warp``,
-#: benchmarks/results/2026-12-06-cpu-s24): 64/63/60 of 77 development rows and 34/31/33 of 41 held-out rows met at
-#: 0/1/2% noise (before: 63/62/58 and 32/30/33); recorded matmul 4096's p90 at 2% 1.052 -> 1.005.
+#: The strategy tuning uses when none is named; chosen by benchmarks/search_eval.py (see its report). The
+#: surrogate's guided asks take the best config's untried swaps first (``swap=1``: BLOCK_M <-> BLOCK_N, the
+#: transposed tile): over 40 seeds, 25% budget, it met the targets on 27 of 30 recorded rows at 0/1/2% replay noise
+#: and 25 of 38 held-out rows at 2%, as with ``swap=0``, no row lost, none newly worse than random; recorded matmul
+#: 4096's p90 1.072-1.073 -> 1.052-1.057 (still a miss), matmul 8192x1024x4096's 1.019-1.038 -> 1.007-1.017. Its
+#: Gaussian process also sees the output tile per warp on 2-D tiles (``tile_per_warp``): 64/63/60 of 77 development
+#: rows and 34/31/33 of 41 held-out rows met at 0/1/2% noise (without it: 63/62/58 and 32/30/33); recorded matmul
+#: 4096's p90 at 2% 1.052 -> 1.005.
 DEFAULT = "surrogate"
 
 

@@ -10,7 +10,7 @@ the best ratio is always judged on the recorded (noise-free) time of the config 
 **Batches.** ``width`` is the compile pool's width, as in tuning (``SearchDriver(width=...)``, the pool of
 ``tritune tune --jobs``, by default one worker per core: 16 on the H200 host the landscapes were recorded
 on). Each batch of ``width`` configs is proposed before any of them is measured, then all are measured and
-told; ``width=1`` asks one config at a time (the simulator before session 6c). ``rounds`` (tuner model) is the
+told; ``width=1`` asks one config at a time. ``rounds`` (tuner model) is the
 driver's adaptive width (:class:`~tritune.search.SearchDriver`): a budget that allows fewer than ``rounds``
 batches of ``width`` asks batches of ``ceil(budget / rounds)``, as tuning does for a budget given explicitly
 (``tritune simulate`` and ``benchmarks/search_eval.py`` pass :data:`~tritune.search.driver.ROUNDS` by default).
@@ -23,7 +23,7 @@ Two models of what happens after the search's evaluations:
   the strategy wants finals, exactly as in tuning; then the tuner's final race re-times the configs within
   3% of the fastest seen (at most 4) on a replay timer with the same noise per look, at no evaluation
   cost, and the pick is that race's winner (not the strategy's :meth:`best`, which tuning does not use).
-* **the reserve model** (``final=None``, the model of sessions 3-6): with noise, a share of the budget is
+* **the reserve model** (``final=None``, ``search_eval.py --model reserve``): with noise, a share of the budget is
   kept back and re-measures the strategy's contenders (:func:`_race_finalists`), counted as evaluations,
   and the pick is the strategy's. Conservative: tuning spends no evaluation on re-measuring.
 """

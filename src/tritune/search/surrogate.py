@@ -11,7 +11,7 @@ stages). The length scales, the noise and the weight of the linear part maximize
 over small grids, refitted as the data grows. ``model="ridge"`` keeps the plain ridge regression alone:
 it extrapolates a global trend well but cannot bend to local structure. On the 216-config synthetic
 matmul at a 25% budget it ended more than 2% off the best in 11 of 20 runs (p90 1.058), the GP in 9
-(p90 1.039); see benchmarks/results/2026-11-29-cpu/search_eval_session3.
+(p90 1.039) (``benchmarks/search_eval.py --synthetic``).
 
 Times above the median are capped before the fit: on the recorded H200 matmul, 5-10x register-spill
 cliffs otherwise bent the model away from the fast big-tile corner. A ridge model of the failures seen
@@ -131,58 +131,54 @@ class SurrogateSearch(Strategy):
     global steps, minimize the model's mean minus ``kappa`` posterior standard deviations (a lower
     confidence bound; 0 is the mean alone); ``cover``: a share of the guided asks (0 to 1) that goes to
     a per-axis stratified pick instead, the config whose values were asked least so far on every axis
-    (an exploration floor that reaches edges and isolated optima; 0, off, by default: it did not beat
-    the default in benchmarks/results/2026-12-01-cpu/search_eval_session5b); ``probe``: a share (0 to 1)
-    of the finalists' reserve (:meth:`finals`, called by the simulator's race before the ties are
-    re-measured, and by the tuning driver once the rest of the budget is spent) spent on untried configs one local move from a tie, the model's fastest first, so an
-    isolated optimum next to the ties is measured rather than the ties re-timed (0, off, by default);
-    ``sweep``: a share (0 to 1) of the guided asks that go to the model's fastest untried one-axis move from
-    the best config (from the next best once the best has none left): a trust region around the incumbent,
-    for an optimum one move from it that the model ranks below moves around the other top configs (0, off,
-    by default: session 10, benchmarks/results/2026-12-01-cpu/search_eval_session10, ``sweep=0.34`` met the
-    targets on as many recorded rows and more held-out ones over 40 seeds, but was worse than random on
-    more rows); ``swap``: the untried swaps (:meth:`Grid.swaps`: the values of two tile axes exchanged,
-    BLOCK_M=256, BLOCK_N=128 -> BLOCK_M=128, BLOCK_N=256) of the best ``swap`` configs are asked before the
-    other guided picks, the model's fastest first, so a transposed basin is one move away: on the recorded
-    matmul 4096 runs ended at the transposed tile (1.072) beside the best, a two-axis move of two grid steps
-    the local step ranks low next to the BLOCK_M=BLOCK_N=256 spill cliff (1, the best config's swaps, by
-    default: session 11, benchmarks/results/2026-12-02-cpu/search_eval_session11, over 40 seeds at a 25%
-    budget it met the targets on as many rows as ``swap=0``, 27 of 30 recorded and 25 of 38 held out, none lost
-    and none newly worse than random, and narrowed the p90 of recorded matmul 4096 from 1.072-1.073 to
-    1.052-1.057 (still a miss) and of matmul 8192x1024x4096 from 1.019-1.038 to 1.007-1.017; it changes nothing
-    on spaces without two tile axes sharing values, such as gelu and layernorm); ``polish``: a share (0 to 1) of
-    the finalists' reserve (:meth:`finals`; the tuning driver holds one back once this is > 0) spent on the
-    untried one-axis moves and swaps of the incumbent, the fastest measured config (of the next fastest once
-    it has none left), the model's fastest first: a last local check around the config the final race leads
-    with (0, off, by default: session 11, with ``swap=0`` over 40 seeds it met the targets on 28 of 38 held-out
-    rows against 25, three fitted matmul rows whose worst runs ended beside an isolated optimum going from p90 1.42-1.54 to
-    1.000, and on 27 of 30 recorded rows as before, but it lost one held-out row, an 80-config gelu space where
-    3 of 20 evaluations no longer explore, p90 1.031 -> 1.121, and with ``swap=1`` it was worse than random on
-    one more held-out row); ``swap_reach``: where swaps are asked (``swap`` > 0) and the grid has swap axes, the
-    local step's ``reach`` becomes this (1 by default since session 12, 0 for the earlier behaviour: on the
-    recorded matmul 4096 every run that ended
-    more than 2% off the best (27 of 120: 40 seeds x 3 noise levels) never measured the best, a one-axis move (one stage
-    less) of a config it had often measured, likely ranked below the diagonal moves of ``reach=2``; ``reach=1`` everywhere
-    took that row's p90 at 0/1/2% from 1.052/1.052/1.057 to 1.000/1.000/1.052 but was worse than random on a
-    held-out layernorm row (no swap axes); ``swap_reach=1`` keeps those rows as the default and, over 40 seeds,
-    met 29 of 30 recorded rows and 27 of 38 held out (``swap_reach=0``: 27 and 25), none lost and no new row
-    worse than random, but matmul 4096 at 2% still misses (p90 1.052) and matmul 8192x1024x4096's p90 at 1-2%
-    rises from 1.007-1.017 to 1.038-1.042, still met; session 12, benchmarks/results/2026-12-02-cpu/p90_s12: the
-    default by session 10's rule, more rows met and none lost); ``tile_per_warp``: give the Gaussian process one more
-    input, the output tile per warp (:meth:`Grid.tile_per_warp`: log2 of BLOCK_M x BLOCK_N / num_warps, the
-    accumulator's registers per thread), where the grid has a 2-D tile and varying warps: a matmul's register-spill
-    cliff (BLOCK_M=128, BLOCK_N=256 fast with 8 warps, 5-8x slower with 4, like BLOCK_M=BLOCK_N=256 with 8) runs
-    along that diagonal, which an axis-aligned length scale cannot follow (True by default since session 24: with
-    it the recorded matmul 4096's p90 at 2% over seeds 0-19 went from 1.052 to 1.005 and a held-out fitted matmul's
-    at 0-1% from 1.396 to 1.040; over 400 fresh seeds its runs more than 2% off went 38/42/53 -> 38/35/46 at
-    0/1/2%, and on two H100 recordings of the same kernel 41/19/30 -> 30/15/30 and 46/15/16 -> 36/11/24; grids
-    without a 2-D tile, gelu and layer norm, are unchanged; docs/strategies.md, "Session 24").
+    (an exploration floor that reaches edges and isolated optima; 0, off, by default: it did not beat the default on
+    ``benchmarks/search_eval.py``'s suites); ``probe``: a share (0 to 1) of the finalists' reserve (:meth:`finals`,
+    called by the simulator's race before the ties are re-measured, and by the tuning driver once the rest of the
+    budget is spent) spent on untried configs one local move from a tie, the model's fastest first, so an isolated
+    optimum next to the ties is measured rather than the ties re-timed (0, off, by default); ``sweep``: a share (0
+    to 1) of the guided asks that go to the model's fastest untried one-axis move from the best config (from the
+    next best once the best has none left): a trust region around the incumbent, for an optimum one move from it
+    that the model ranks below moves around the other top configs (0, off, by default: over 40 seeds ``sweep=0.34``
+    met the targets on as many recorded rows and more held-out ones, but was worse than random on more rows);
+    ``swap``: the untried swaps (:meth:`Grid.swaps`: the values of two tile axes exchanged, BLOCK_M=256, BLOCK_N=128
+    -> BLOCK_M=128, BLOCK_N=256) of the best ``swap`` configs are asked before the other guided picks, the model's
+    fastest first, so a transposed basin is one move away: on the recorded matmul 4096 runs ended at the transposed
+    tile (1.072) beside the best, a two-axis move of two grid steps the local step ranks low next to the
+    BLOCK_M=BLOCK_N=256 spill cliff (1, the best config's swaps, by default: over 40 seeds at a 25% budget it met
+    the targets on as many rows as ``swap=0``, 27 of 30 recorded and 25 of 38 held out, none lost and none newly
+    worse than random, and narrowed the p90 of recorded matmul 4096 from 1.072-1.073 to 1.052-1.057 (still a miss)
+    and of matmul 8192x1024x4096 from 1.019-1.038 to 1.007-1.017; it changes nothing on spaces without two tile axes
+    sharing values, such as gelu and layernorm); ``polish``: a share (0 to 1) of the finalists' reserve
+    (:meth:`finals`; the tuning driver holds one back once this is > 0) spent on the untried one-axis moves and
+    swaps of the incumbent, the fastest measured config (of the next fastest once it has none left), the model's
+    fastest first: a last local check around the config the final race leads with (0, off, by default: with
+    ``swap=0`` over 40 seeds it met the targets on 28 of 38 held-out rows against 25, three fitted matmul rows whose
+    worst runs ended beside an isolated optimum going from p90 1.42-1.54 to 1.000, and on 27 of 30 recorded rows as
+    without it, but it lost one held-out row, an 80-config gelu space where 3 of 20 evaluations no longer explore,
+    p90 1.031 -> 1.121, and with ``swap=1`` it was worse than random on one more held-out row); ``swap_reach``:
+    where swaps are asked (``swap`` > 0) and the grid has swap axes, the local step's ``reach`` becomes this (1 by
+    default; 0 leaves ``reach`` as given: with ``reach=2``, on the recorded matmul 4096 every run that ended more
+    than 2% off the best (27 of 120: 40 seeds x 3 noise levels) never measured the best, a one-axis move (one stage
+    less) of a config it had often measured, likely ranked below the diagonal moves of ``reach=2``; ``reach=1``
+    everywhere took that row's p90 at 0/1/2% from 1.052/1.052/1.057 to 1.000/1.000/1.052 but was worse than random
+    on a held-out layernorm row (no swap axes); ``swap_reach=1`` keeps those rows as the default and, over 40 seeds,
+    met 29 of 30 recorded rows and 27 of 38 held out (``swap_reach=0``: 27 and 25), none lost and no new row worse
+    than random, but matmul 4096 at 2% still misses (p90 1.052) and matmul 8192x1024x4096's p90 at 1-2% rises from
+    1.007-1.017 to 1.038-1.042, still met; the default because more rows met and none was lost); ``tile_per_warp``:
+    give the Gaussian process one more input, the output tile per warp (:meth:`Grid.tile_per_warp`: log2 of BLOCK_M
+    x BLOCK_N / num_warps, the accumulator's registers per thread), where the grid has a 2-D tile and varying warps:
+    a matmul's register-spill cliff (BLOCK_M=128, BLOCK_N=256 fast with 8 warps, 5-8x slower with 4, like
+    BLOCK_M=BLOCK_N=256 with 8) runs along that diagonal, which an axis-aligned length scale cannot follow (True by
+    default: with it the recorded matmul 4096's p90 at 2% over seeds 0-19 went from 1.052 to 1.005 and a held-out
+    fitted matmul's at 0-1% from 1.396 to 1.040; over 400 fresh seeds its runs more than 2% off went 38/42/53 ->
+    38/35/46 at 0/1/2%, and on two H100 recordings of the same kernel 41/19/30 -> 30/15/30 and 46/15/16 -> 36/11/24;
+    grids without a 2-D tile, gelu and layer norm, are unchanged; docs/search.md, "Kernel knowledge enters as grid
+    geometry").
 
     Defaults were chosen by benchmarks/search_eval.py at 0-2% replay noise, with the interval-aware
     race of the finalists: pattern steps every 3rd guided ask met the targets on more development
     landscapes (recorded and fitted) but on fewer held-out ones (fitted with unseen seeds), so they stay
-    off; smoothed centres and ``kappa`` changed neither count (see
-    benchmarks/results/2026-12-01-cpu/search_eval_session5); smoothing stays on, as it does not chase noise.
+    off; smoothed centres and ``kappa`` changed neither count; smoothing stays on, as it does not chase noise.
     """
 
     name = "surrogate"
@@ -261,7 +257,7 @@ class SurrogateSearch(Strategy):
             raise SearchError(f"surrogate swap={swap!r} must be how many of the best configs (an integer >= 0)")
         self.swap = swap
         if self.swap_reach and self.swap > 0 and self.grid.swap_axes:
-            # Swaps now reach the transposed tile the diagonals used to; the local step keeps to one-axis moves.
+            # Swaps reach the transposed tile that diagonal moves would; the local step keeps to one-axis moves.
             self.reach = self.swap_reach
         if not 0.0 <= float(polish) <= 1.0:
             raise SearchError(

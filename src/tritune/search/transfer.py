@@ -28,18 +28,17 @@ uses the tuned keys twice:
    **After an unconfirmed opening, cached configs first?** (``cached_next=True``, off by default.) The next
    ask then takes, before anything else, the unasked configs some neighbour measured (binaries in the tuning
    machine's Triton cache), fastest by the prior first, at most as many as the opening held; then the warm
-   start's rest (the variants) and the model's picks as without it. On the H200 (session 17, 6144^3 after 3
-   keys, 1,672 configs) 2 of 6 openings did not confirm, and the second batch's compiles (0.67 s) took the
-   transfer from 0.66-0.81 s to 1.47-1.57 s. Replayed (session 18, ``transfer_opening.py --cached-next
-   old,cached``, SYNTHETIC fitted families, 440 runs per noise level,
-   ``benchmarks/results/2026-12-04-cpu/transfer_cached_s18``): runs with a compile after the opening went from
+   start's rest (the variants) and the model's picks as without it. On an H200 (6144^3 after 3 tuned keys,
+   1,672 configs) 2 of 6 openings did not confirm, and the second batch's compiles (0.67 s) took the
+   transfer from 0.66-0.81 s to 1.47-1.57 s. Replayed without and with the rule (SYNTHETIC fitted families,
+   440 runs per noise level): runs with a compile after the opening went from
    14/10/9% (0/1/2% noise) to none, configs measured the same (11.1/10.5/10.2), but quality was worse: p90
    1.086/1.088/1.088 -> 1.093/1.095/1.093, and 14/12/15 runs worse against 1/1/3 better, nearly all on the
    large host-descriptor matmul family, the one like the H200's: there the nearest winner's unmeasured cheap
    variants beat the opening's best even when that winner was up to 18%
    behind it, and the neighbours' other recorded configs were 5-50% slower (that family alone, 100 runs: median
-   1.054/1.054/1.065 -> 1.071/1.072/1.079, p90 1.143/1.143/1.174 -> 1.169/1.155/1.174). So the rule stays off
-   until a GPU run says otherwise. Ranking the cached configs by the model (prior plus the opening's
+   1.054/1.054/1.065 -> 1.071/1.072/1.079, p90 1.143/1.143/1.174 -> 1.169/1.155/1.174). So the rule is off by
+   default, on the replay's evidence. Ranking the cached configs by the model (prior plus the opening's
    departures, :data:`CACHED_RANK`) instead of the prior was no better.
 3. **Their landscape as the model's prior.** Each tuned key's times, relative to its own best, are
    averaged (weighted by ``1 / (1 + distance)`` in log2 key space) into a prior log time per candidate;
@@ -72,10 +71,10 @@ VARIANT_PENALTY = 0.03
 VARIANT_SLOWER = math.log(1.10)
 #: A neighbour's winner this close to the first batch's best (relative) confirms the transfer: the race's
 #: resolution, within which tuning reports configs as tied. A batch of long kernels can time intervals much
-#: narrower than that: on the H200 (session 10) a 6144^3 transfer whose 3 neighbours had picked 3 near-tied
+#: narrower than that: on an H200 a 6144^3 transfer whose 3 neighbours had picked 3 near-tied
 #: winners (EPILOGUE_SUBTILE 1/2, maxnreg on/off) confirmed none of them and spent a second, compiled batch
-#: (transfer 1.91 s against 1.06-1.14 s confirmed), for the same quality. Replayed (``transfer_opening.py``,
-#: 30 fitted families x 4 keys x 5 seeds, SYNTHETIC): at 1% noise no change; at 0.2% noise 56% of transfers
+#: (transfer 1.91 s against 1.06-1.14 s confirmed), for the same quality. Replayed (30 fitted families x 4
+#: keys x 5 seeds, SYNTHETIC): at 1% noise no change; at 0.2% noise 56% of transfers
 #: confirmed against 52%, 11.5 configs measured against 11.8, quality the same (median 1.000, p90 1.069).
 CONFIRM_TOL = 0.01
 #: How ``cached_next`` ranks the recorded configs after the opening: ``"prior"``, or ``"model"`` (the surrogate's
@@ -248,10 +247,10 @@ class TransferSearch(SurrogateSearch):
     ) -> None:
         n_warm = max(4, 2 * len(neighbours)) if warm is None else int(warm)
         options.setdefault("initial", n_warm)
-        # The surrogate's swap step (its default since session 11) was evaluated on cold searches only; the
-        # transfer's evaluation (search_eval.py --transfer) predates it, so it stays off here unless asked.
+        # The surrogate's swap step (on by default) was evaluated on cold searches only; the transfer's
+        # evaluation (search_eval.py --transfer) was made without it, so it stays off here unless asked.
         options.setdefault("swap", 0)
-        # Likewise the tile-per-warp coordinate (session 24): the transfer's model is the prior plus this key's
+        # Likewise the tile-per-warp coordinate: the transfer's model is the prior plus this key's
         # departures from it, evaluated without that coordinate.
         options.setdefault("tile_per_warp", False)
         super().__init__(space, seed=seed, illegal=illegal, **options)

@@ -157,7 +157,7 @@ class Incremental:
         #: comparison) ms of each check whose spans no other thread stretched.
         self.check_parts: list[tuple[float, float, float]] = []
         #: Each check call's host time on the caller's thread, ms by step (:data:`CHECK_STEPS`), for benchmarks:
-        #: on the H200 a check call held the caller 0.5-0.9 ms against ~0.05 ms for a racing call (session 17).
+        #: on an H200 a check call held the caller 0.5-0.9 ms against ~0.05 ms for a racing call.
         self.check_host: list[tuple[float, ...]] = []
         #: By the call's phase (``last_phase``): [calls, seconds in the call itself, seconds resolving the event
         #: pairs the device passed (with ``resolve="inline"``: their bookkeeping and the decisions they made due)].
@@ -306,8 +306,8 @@ class Incremental:
     def _first_call(self, tuned: Autotuned, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
                     grid: Any, ck: tuple[Any, ...] | None) -> Any:  # fmt: skip
         """A new key's first call (under the kernel's lock): its state (:meth:`_begin`), then its first launch as
-        :meth:`run` makes any other; each part's host time goes to :attr:`first_parts` (on the H200 a key's first
-        call cost 2.3-3.5 ms p50 against ~0.02 ms for a cached call, session 11: this says where)."""
+        :meth:`run` makes any other; each part's host time goes to :attr:`first_parts` (on an H200 a key's first
+        call cost 2.3-3.5 ms p50 against ~0.02 ms for a cached call: this says where)."""
         t0 = time.perf_counter()
         parts: dict[str, float] = {}
         st = self._begin(tuned, key, args, kwargs, grid, parts)
@@ -373,15 +373,15 @@ class Incremental:
         by the other keys' buckets and by promoted keys' savings (:meth:`GpuBudget.lend`: a lent token leaves
         its bucket, so no token is spent twice and all checks together stay within the fraction). A key below
         an even share, once it has ``burst_calls`` calls, may borrow from the kernel's pool only (promoted keys'
-        savings and earnings beyond the buckets' caps, which no key's own calls are owed): on the H200 (session
-        10, 60,000 calls) three RMSNorm keys of 520-660 calls, each below the even share of 24 keys, were never
-        promoted, each waiting for one or two checks while the pool held 0.37 ms, six checks' worth (the CPU
-        replay, ``race_replay.py --calls 60000 --check-span 4/6/8``, 8 seeds: 189/170/148 of 192 hot buckets
+        savings and earnings beyond the buckets' caps, which no key's own calls are owed): on the H200 (60,000
+        calls) three RMSNorm keys of 520-660 calls, each below the even share of 24 keys, were never
+        promoted, each waiting for one or two checks while the pool held 0.37 ms, six checks' worth (a CPU
+        replay of the serving race, 60,000 calls, check spans 4/6/8, 8 seeds: 189/170/148 of 192 hot buckets
         converged against 188/166/142, no promotion further off), and only while all keys together keep
         another check's estimate unspent: a check can cost more than its estimate, and the H200's 6,000-call
-        GEMM stream ended at 10.1% with the pool lent freely. The earlier
-        rule let a frequent key spend the kernel's unspent total and refused every key's check while that total
-        was short: keys that had earned their check waited for the ones that spent it."""
+        GEMM stream ended at 10.1% with the pool lent freely. A rule that lets a frequent key spend the kernel's
+        unspent total refuses every key's check while that total is short: keys that have earned their check
+        wait for the ones that spent it."""
         est = st.check_estimate_ms()
         if self.distributed:  # scheduled at the last agreement step, the same on every rank
             if st.applied.stop != "check":
@@ -925,10 +925,10 @@ class Incremental:
 
     def _protected(self, known: Mapping[tuple[Any, ...], Config]) -> frozenset[Config]:
         """Configs no neighbour prunes: every tuned key's winner and every tuning key's current leader. A
-        pruned config is never restored, and keys are promoted in the order their calls come: on the H200
-        (session 10, 6,000 calls) the GEMM's best config at M = 96 was pruned there by M = 128's promotion
-        (1.34x its best, 0.42 away) while M = 64 was still racing with it in the lead; M = 64 then won with it,
-        and M = 96 was promoted 1.19x off."""
+        pruned config is never restored, and keys are promoted in the order their calls come: on an H200 (6,000
+        calls), without this protection, the GEMM's best config at M = 96 was pruned there by M = 128's promotion
+        (1.34x its best, 0.42 away) while M = 64 was still racing with it in the lead; M = 64 then won with it, and
+        M = 96 was promoted 1.19x off."""
         leaders = {c for st in list(self.states.values()) if (c := st.leader()) is not None}
         return frozenset(known.values()) | frozenset(leaders)
 
@@ -951,12 +951,12 @@ class Incremental:
     def _warm_comparison(self, dtypes: Sequence[str], device: Any) -> None:
         """Have the fused comparison kernel compiled and loaded for these output dtypes by a thread of its own,
         before any check of them runs (:meth:`_comparable`): the device code a check launches is loaded off the
-        caller's path. Until session 13 torch's comparison was also run here once, on small tensors, to load
-        its kernels: on the H200 that load (~80 ms in all, PyTorch loading each kernel's module at its first
-        launch) ran beside the stream's first calls and held them up: their launches waited 8-29 ms (a stack
-        sampler put the compile thread inside torch.isclose in 83 of 134 samples of slow first calls). With
-        ``distributed`` the checks come at agreement steps, whatever is ready: torch's comparison is loaded here
-        as before."""
+        caller's path. Torch's comparison is not run here to load its kernels, except with ``distributed``: run
+        once on small tensors, that load (~80 ms in all on an H200, PyTorch loading each kernel's module at its
+        first launch) ran beside the stream's first calls and held them up: their launches waited 8-29 ms (a
+        stack sampler put the compile thread inside torch.isclose in 83 of 134 samples of slow first calls).
+        With ``distributed`` the checks come at agreement steps, whatever is ready: torch's comparison is loaded
+        here."""
         todo = [d for d in dtypes if (d, str(device)) not in self._warm]
         if device is None or not todo:
             return

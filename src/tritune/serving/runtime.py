@@ -55,7 +55,7 @@ def stop_at_exit(stop: Callable[[float], None]) -> None:
     releases the interpreter's lock in PyTorch's C++). A daemon thread that returns from such a call after the
     interpreter began to finalize is ended by ``pthread_exit``, whose unwinding through C++ frames aborts the
     process: "terminate called without an active exception", exit status 134, after the server's last line
-    (the H200's serving benchmark, in sessions 8 and 9). ``atexit`` callbacks run while daemon threads
+    (seen in the serving benchmark on an H200). ``atexit`` callbacks run while daemon threads
     still run, so each thread is told to stop there and joined (:data:`EXIT_WAIT_S` in all)."""
     with _STOPPERS_LOCK:
         if not _STOPPERS:
@@ -106,7 +106,7 @@ def driver_event_calls() -> DriverEvents | None:
     it, and a release with another thread waiting hands the lock over: a thread wake-up each way). None where
     the driver library cannot be opened.
 
-    Cheaper for the caller's thread too (H200, torch 2.11, ``benchmarks/host_costs.py``):
+    Cheaper for the caller's thread too (H200, torch 2.11):
     ``torch.cuda.current_stream()`` 5.4 us against 0.14 us for the raw handle
     (``torch._C._cuda_getCurrentRawStream``), ``Event.record`` 2.9 us against 1.9 us, ``Stream.query`` 1.1 us
     against 0.76 us: a racing call's span makes one look-up, one query and two records."""
@@ -136,28 +136,26 @@ def cuda_clock(spin_idle: bool = True, detect_late: bool = False, gate: bool = F
     """The incremental mode's clock: :class:`CudaClock` (torch's calls make the spans), whose resolver resolves
     the pairs the device has passed with the driver's calls where they can be made (:meth:`CudaClock.ready_ms`),
     and which finds the caller's stream by its raw handle (``cache_stream``, :meth:`CudaClock._stream`): a span
-    9.5 us cheaper (16.1 against 25.5 us over an untimed launch, H200 session 12, call 6). It was left off in
-    session 12 because back to back, in ``clock_cost.py``'s loop of spans with no work between them, the shorter
-    span let the previous span's spin run into the next start, which then found the stream busy and queued no
-    spin: 75% of its spans were late (median 11.0 us, host time inside) against 35% (median 3.3 us) without it.
-    On the serving stream it is the better clock: session 17 (the H200, the RMSNorm stream of 60,000 calls, two
-    processes, three repetitions each, every engine interleaved in chunks of 500 calls, ``benchmarks/serving.py
-    --interleave 500 --variant cached:clock=cached``) it cut the incremental stream's total by 63-280 ms in all six
-    repetitions (median 204 ms, 7-9% of the stream), its racing calls by 7-10%, and converged 92-100% of the hot
-    buckets against the torch lookup's 83-96%. Late spans are samples all the same (``drop_late`` is off), and
-    lateness depends on the work before a span, never on the config timed.
+    9.5 us cheaper (16.1 against 25.5 us over an untimed launch, on an H200). Back to back, in a loop of spans with
+    no work between them, the shorter span lets the previous span's spin run into the next start, which then finds
+    the stream busy and queues no spin: 75% of such spans were late (median 11.0 us, host time inside) against 35%
+    (median 3.3 us) without it. On the serving stream it is the better clock: on an H200 (the RMSNorm stream of
+    60,000 calls, two processes, three repetitions each, every engine interleaved in chunks of 500 calls,
+    ``benchmarks/serving.py --interleave 500 --variant cached:clock=cached``) it cut the incremental stream's total
+    by 63-280 ms in all six repetitions (median 204 ms, 7-9% of the stream), its racing calls by 7-10%, and
+    converged 92-100% of the hot buckets against the torch lookup's 83-96%. Late spans are samples all the same
+    (``drop_late`` is off), and lateness depends on the work before a span, never on the config timed.
 
-    Measured on the H200 (``benchmarks/clock_cost.py``, session 12, 4,000 back-to-back spans x 7 rounds, the
-    resolver thread running): torch's calls throughout cost 44.6 us of the caller's thread per span over an
-    untimed launch; with the driver's resolution 34.5 us, the spans' statistics unchanged (median 3.42 against
-    3.36 us, the same late share). :class:`DriverClock` costs 19-23 us, but is not the default: with its spin
-    (``gate=False``) 76% of back-to-back spans were late (median 15 us: host time inside) against torch's 39%,
-    and its gate hangs the stream whenever anything inside a span synchronizes (see its docstring). Gating only
-    the incremental mode's racing calls through a direct launcher (session 12's ``IncrementalOptions.gate``,
-    off) hung too: on the H200 (session 13) the second call of a key's first launches never returned and its
-    serving stream timed out; the option was removed.
+    Measured on an H200 (4,000 back-to-back spans x 7 rounds, the resolver thread running): torch's calls throughout
+    cost 44.6 us of the caller's thread per span over an untimed launch; with the driver's resolution 34.5 us, the
+    spans' statistics unchanged (median 3.42 against 3.36 us, the same late share). :class:`DriverClock` costs
+    19-23 us, but is not the default: with its spin (``gate=False``) 76% of back-to-back spans were late (median
+    15 us: host time inside) against torch's 39%, and its gate hangs the stream whenever anything inside a span
+    synchronizes (see its docstring). An unwatched gate on the incremental mode's racing calls alone, through a
+    direct launcher, hangs too: on an H200 the second call of a key's first launches never returned and its serving
+    stream timed out.
 
-    ``gate`` (``IncrementalOptions.gate``, session 15): :class:`DriverClock` with its gate, now watched
+    ``gate`` (``IncrementalOptions.gate``): :class:`DriverClock` with its gate, watched
     (:class:`GateWatch`: a gate the host does not open within :data:`GATE_TIMEOUT_US` is opened by the device),
     on the spans of configs timed before; the other spans spin. Where the driver has no ``cuStreamWaitValue32``
     or the watch cannot be loaded, the spin throughout."""
@@ -174,8 +172,8 @@ class CudaClock:
     (``Stream.query()``), the start event would be passed at once, and the span
     would time the rest of the launch's host work (10-20 us of Python and driver on the H200) before the
     kernel: a 3-20 us kernel's span is then mostly host time, which compresses the gaps between configs until
-    they look tied (session 6: RMSNorm buckets promoted to configs 1.09-1.3x the best). With ``spin_idle``,
-    such a start is queued behind a GPU spin of 1.5x the recent start-to-stop host time (at most
+    they look tied (without the spin, RMSNorm buckets were promoted to configs 1.09-1.3x the best). With
+    ``spin_idle``, such a start is queued behind a GPU spin of 1.5x the recent start-to-stop host time (at most
     :data:`MAX_SPIN_US`), so the kernel is already queued when the start event is passed. The spin runs on
     an otherwise idle device; it can delay the kernel by the margin (about half the launch's host time) and
     costs one more launch on the host. Not used while the device is busy (the start then waits its turn).
@@ -227,7 +225,7 @@ class CudaClock:
         self._seq = 0
         #: What releases a gate the host does not release in time (GateWatch; "auto": loaded at the first gate).
         #: No watch, no gate: a gate nothing else can open hangs the stream when a span's host work waits for
-        #: the device (session 12).
+        #: the device.
         self._watch = watch
         self._gate_ok = bool(gate and driver is not None and driver.wait_value is not None and watch is not None)
         if self._gate_ok:
@@ -336,7 +334,7 @@ class CudaClock:
         """The next :meth:`start` that finds the stream idle spins ``us`` (at most :data:`MAX_SPIN_US`), not 1.5x
         the recent launches' host time: for a span whose work costs the host more than a launch (a check's
         scratch copies are torch calls: on the H200 their span charged 0.05 ms median, ten times the 5 us
-        scratch run, the device idle while the host queued them, session 11)."""
+        scratch run, the device idle while the host queued them)."""
         self._next_spin_us = us
 
     def stop(self, token: Any) -> Any:
@@ -460,8 +458,8 @@ class GateWatch:
     """The safety net of :class:`DriverClock`'s gate: for every gated span, one thread of a tiny kernel
     (:data:`GATE_WATCH_PTX`) on a non-blocking stream of its own waits until the host released the gate or
     ``timeout_us`` passed, and then releases it itself. Without it, anything inside a span that waits for the
-    device (a first launch that loads a module, an allocation that frees cached memory, a synchronize) waited
-    for a device that waited for the gate: the stream hung (H200, sessions 12 and 13). With it, such a span
+    device (a first launch that loads a module, an allocation that frees cached memory, a synchronize) waits
+    for a device that waits for the gate: the stream hangs (as it did on an H200). With it, such a span
     costs at most the timeout, and :meth:`CudaClock._released_early` finds it (no sample).
 
     The kernel exits within a read of the counter (~1-2 us over the bus) of the host's release, so it holds one
@@ -522,11 +520,10 @@ CU_STREAM_WAIT_VALUE_GEQ = 0
 
 class DriverClock(CudaClock):
     """:class:`CudaClock` whose spans are made with the driver's calls (:func:`driver_event_calls`) on the raw
-    handle of the caller's current stream: the same events (torch's, pooled; a new one is recorded once by
-    torch, which creates it), the same statistics; fewer microseconds of the caller's thread per span (H200,
-    ``benchmarks/clock_cost.py``: 44 us over an untimed launch with torch's calls, 22 us with these), and no
-    release of the interpreter's lock inside a span but the launch's. A record the driver refuses is made by
-    torch instead (which raises what is wrong).
+    handle of the caller's current stream: the same events (torch's, pooled; a new one is recorded once by torch,
+    which creates it), the same statistics; fewer microseconds of the caller's thread per span (on an H200: 44 us
+    over an untimed launch with torch's calls, 22 us with these), and no release of the interpreter's lock inside a
+    span but the launch's. A record the driver refuses is made by torch instead (which raises what is wrong).
 
     ``gate`` (on by default, where the driver has ``cuStreamWaitValue32`` and the watch loads): instead of the
     idle spin, each span of a config timed before queues a wait on a pinned host counter before its start event
@@ -535,20 +532,20 @@ class DriverClock(CudaClock):
     from the recent launches' host time and was applied only to an idle stream: in a loop of launches back to
     back the previous span's spin was still running at the next start, the stream looked busy, no spin was
     queued, and 39% (torch's calls) to 79% (these calls, whose spans are shorter) of the spans were late, holding
-    host time (``clock_cost.py``). A stop releases every span started before it (the counter goes to the latest
+    host time. A stop releases every span started before it (the counter goes to the latest
     number given out), so a span of another thread never waits for more than its own stop, and
     :meth:`abandon` releases a span whose launch raised.
 
-    Gated spans were never late (0 of 28,000 back to back; median 3.0 us, p90 3.5 us, against torch's clock's
-    3.4 / 18.7 us), but anything that synchronizes inside a gated span (an allocation that frees cached memory,
-    a module load, a comparison that reads a result) waits for the device, which waits for the gate: on the H200
-    (session 12) the incremental mode's serving stream and its GPU tests hung. Since session 15 every gate is
-    watched (:class:`GateWatch`: the device opens a gate the host has not opened within
-    :data:`GATE_TIMEOUT_US`; such a span is late), only spans of a config timed before are gated (a first span
-    may hold a first launch that loads the module), and a quarter of spans opened by the watch turns the gate
-    off. On the H200's serving stream (``IncrementalOptions(gate=True)``, session 15) it never hung and paid
-    nothing beyond the runs' spread (RMSNorm +108 ms median, GEMM -21 ms against the default): not the
-    default; back to back it was late in 3 of 9,999 spans against the default clock's 3,792 of 10,000."""
+    Gated spans were never late (0 of 28,000 back to back; median 3.0 us, p90 3.5 us, against torch's clock's 3.4 /
+    18.7 us), but anything that synchronizes inside a gated span (an allocation that frees cached memory, a module
+    load, a comparison that reads a result) waits for the device, which waits for the gate: with an unwatched gate,
+    the incremental mode's serving stream and its GPU tests hung on an H200. So every gate is watched
+    (:class:`GateWatch`: the device opens a gate the host has not opened within :data:`GATE_TIMEOUT_US`; such a span
+    is late), only spans of a config timed before are gated (a first span may hold a first launch that loads the
+    module), and a quarter of spans opened by the watch turns the gate off. On an H200's serving stream
+    (``IncrementalOptions(gate=True)``) it never hung and paid nothing beyond the runs' spread (RMSNorm +108 ms
+    median, GEMM -21 ms against the default): not the default; back to back it was late in 3 of 9,999 spans against
+    the default clock's 3,792 of 10,000."""
 
     def __init__(self, driver: DriverEvents, spin_idle: bool = True, torch_module: Any = None,
                  host: Callable[[], float] = time.perf_counter, detect_late: bool = False,

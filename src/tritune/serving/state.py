@@ -41,7 +41,7 @@ from tritune.config import Config
 #: The share of ``gpu_fraction`` that the keys' buckets and the kernel's pool earn: checks are scheduled against
 #: 97% of the bound, and the rest absorbs checks that measure dearer than their estimate (corrected only when
 #: their events resolve, so the debt they leave at a stream's end is never repaid). The H200's 60,000-call
-#: RMSNorm stream ended at 10.1% of a 10% bound with every key scheduling against the whole bound (session 11).
+#: RMSNorm stream ended at 10.1% of a 10% bound with every key scheduling against the whole bound.
 CHECK_SHARE = 0.97
 
 #: ``IncrementalOptions.decision``'s values: ``"intervals"``, each racer's own interval of its median (the race's
@@ -92,24 +92,23 @@ class IncrementalOptions:
     and earn the budget at its recent median (no event pair, no resolver work: a timed call cost the H200's
     caller ~50 us of host time more than a cached one). The same while several racers wait for another
     candidate's check with every window full (:meth:`KeyState.waiting_leader`): the untimed calls go to the
-    leader (``wait_leader=False``: round-robin timed calls, as before session 9). 1 times every call.
-    ``drop_late`` (default off, pending its measurement on the H200): a span whose start event had already
+    leader (``wait_leader=False``: round-robin timed calls). 1 times every call.
+    ``drop_late`` (default off): a span whose start event had already
     passed when its launch returned (:meth:`~tritune.serving.runtime.CudaClock.late`: the device waited for
     the launch, so the span holds host time) is no sample; the call still earns the budget, at the config's
-    recent median (nothing while it has none), not at the span's inflated time. Session 8: 8% of the serving
-    stream's spans were late; dropping them and earning nothing for them starved RMSNorm's checks (2 keys of 24
+    recent median (nothing while it has none), not at the span's inflated time. On the H200's serving stream 8%
+    of the spans were late; dropping them and earning nothing for them starved RMSNorm's checks (2 keys of 24
     promoted); the hottest RMSNorm bucket, which converged 1.081x and 1.149x off the best in the runs without
-    the drop, converged to the best with it (one run). The CPU replay (``benchmarks/race_replay.py``, FAKE
-    samples) converges fewer hot buckets with it (79.5% against 88.8% over 30 seeds): it stays off until the
-    device says otherwise (``gpu.sh`` part ``servinglate``).
+    the drop, converged to the best with it (one run). A CPU replay of the serving race (FAKE samples)
+    converges fewer hot buckets with it (79.5% against 88.8% over 30 seeds), so it is off by default.
     ``resolve``: who resolves the event pairs. ``"inline"`` (the default): each tuning call of the kernel,
     after its launch, resolves the pairs the device has already passed (a driver query that keeps the
     interpreter's lock; never a wait) and runs their bookkeeping and decisions on its own thread, while the
     device runs the call's kernel; the resolver thread takes over only pairs the callers left (a key whose
     calls stopped: within ~55 ms). ``"thread"``: the resolver thread, woken by each pair, resolves them in
-    batches of ``Resolver.batch_s`` (sessions 6-13). Python has one interpreter lock: the thread's work is the
+    batches of ``Resolver.batch_s``. Python has one interpreter lock: the thread's work is the
     caller's time either way, and a second thread adds a hand-over of the lock at the caller's releases (each
-    launch, event record and synchronize). On the H200 (session 14, ``benchmarks/serving.py --resolve``, the
+    launch, event record and synchronize). On the H200 (``benchmarks/serving.py --resolve``, the
     RMSNorm stream of 60,000 calls, two runs each) the incremental stream's excess over the pretuned one was
     457 / 686 ms inline against 808 / 1,157 ms with the thread; promoted keys' calls, which the thread's work
     slowed while other keys raced, ran as fast as the pretuned engine's (-53 / -105 ms against +91 / +311).
@@ -117,28 +116,28 @@ class IncrementalOptions:
     ``max(round_samples, racers)`` samples). A decision (:meth:`KeyState.propose`, every racer's interval, and
     :meth:`KeyState.apply`) cost ~12 us of this project's CPU against ~3 us for a sample's bookkeeping, and with two
     to four racers a round of one sample per racer came every two to four samples: 1,948 decisions for 3,180
-    samples in the CPU replay (``benchmarks/race_replay.py --landscape h200 --calls 60000``), most of a racing
-    call's resolution. At 4 (session 15): 979 decisions, the racing calls' host time 66 against 82 ms in all
+    samples in a CPU replay of the serving race on the H200's landscapes (60,000 calls), most of a racing
+    call's resolution. At 4: 979 decisions, the racing calls' host time 66 against 82 ms in all
     (p50 13.6 against 19.5 us), convergence over 20 seeds 99.2% against 99.0%, racing calls 2,882 against 2,939,
     the median promotion 6 calls later; at 8, 97.9% and 2,943; at 16, 98.8% and 3,131. 1: a decision every round.
-    On the H200 (session 15, three processes, nine repetitions each way) no difference beyond the runs' spread.
+    On the H200 (three processes, nine repetitions each way) no difference beyond the runs' spread.
     ``gate`` (default off): the clock gates a racing call's span instead of spinning before it
     (:func:`~tritune.serving.runtime.cuda_clock`): the device waits on a host counter, opened once the
     span's stop event is queued, or by the device itself after 0.5 ms
     (:class:`~tritune.serving.runtime.GateWatch`); a span opened that way is no sample. On the H200
-    (session 15, six RMSNorm and three GEMM repetitions beside the default) it never hung and paid nothing beyond
+    (six RMSNorm and three GEMM repetitions beside the default) it never hung and paid nothing beyond
     the spread in a stream that synchronizes after every call; on a busy stream its spans hold no host time
     (late in 3 of 9,999 back-to-back spans against the default clock's 3,792 of 10,000).
     ``decision`` (default ``"intervals"``): how racers are compared. ``"intervals"``: each racer's own interval of
     its median (ranks, distribution-free), as the race does; a tie needs both intervals within ``rel_tol``, so
     at 2-3% noise two tied racers usually run to ``max_samples``. ``"difference"``: an interval on the difference
     of two medians (a normal approximation with a robust spread, the IQR, at least :data:`SPREAD_FLOOR`), about
-    half as wide for two racers of equal noise; ``"indifference"``: also drops a racer that cannot be
-    ``rel_tol`` faster than the leader. The CPU replay (``race_replay.py --landscape h200 --calls 60000``, 20
-    seeds): racing calls 2,882 / 2,759 / 2,698, converged 99.2% / 98.8% / 98.8%. On the H200 (session 16, the
-    RMSNorm stream, nine repetitions in three processes beside the default) the racing calls fell 10-20% but the
-    stream's total did not (difference minus default +209, +61, -84 ms median by process; indifference +25,
-    +115, +137), and with ``spin_idle=False`` both converged 67-79%: the default stays.
+    half as wide for two racers of equal noise; ``"indifference"``: also drops a racer that cannot be ``rel_tol``
+    faster than the leader. The CPU replay (the H200's landscapes, 60,000 calls, 20 seeds): racing calls 2,882 /
+    2,759 / 2,698, converged 99.2% / 98.8% / 98.8%. On the H200 (the RMSNorm stream, nine repetitions in three
+    processes beside the default) the racing calls fell 10-20% but the stream's total did not (difference minus
+    default +209, +61, -84 ms median by process; indifference +25, +115, +137), and with ``spin_idle=False`` both
+    converged 67-79%: the default is ``"intervals"``.
     """
 
     gpu_fraction: float = 0.10
@@ -193,8 +192,8 @@ class GpuBudget:
     every check spends its estimate at once and is corrected to its measured time when the events resolve.
     A check starts only when the bucket holds its whole estimate, so the bucket may save up one check's
     estimate even where that is more than ``burst_calls`` calls' earnings (a check of a short kernel costs
-    a few calls: the earlier rule, "run a dearer check when the bucket is full", left each key in debt
-    after its last check, and the H200's stream ended 11.5-12.7% over a 10% bound). Only an estimate
+    a few calls: the rule "run a dearer check when the bucket is full" leaves each key in debt after its
+    last check, and with it the H200's stream ended 11.5-12.7% over a 10% bound). Only an estimate
     below the measured cost (corrected at once) can leave a debt. Thread-safe."""
 
     def __init__(self, fraction: float, burst_calls: int, parent: GpuBudget | None = None,
@@ -362,7 +361,7 @@ PRUNE_NEAR = 0.5
 def prune_threshold(ratio: float, distance: float) -> float:
     """The ratio to the neighbour's best beyond which a candidate is pruned, for a neighbour ``distance`` away.
 
-    A landscape changes with the key: on the H200's serving stream (session 9, 60,000 calls) the GEMM's best
+    A landscape changes with the key: on the H200's serving stream (60,000 calls) the GEMM's best
     config at M = 64 ran 1.30x the best at M = 128 (tile quantization: BM = 16 against 32), and the best at
     M = 1152 ran 1.29x the best at M = 2048; a flat 1.3 pruned both winners, and 4 of 24 buckets were promoted
     to configs 1.09-1.27x the best. A far neighbour must rate a candidate worse before it is left out."""
@@ -376,7 +375,7 @@ def prune(timings: Mapping[Config, Sequence[float]] | None, legal: Sequence[Conf
     ``ratio`` is 0 or nothing was timed. ``protect``: never pruned (the incremental mode passes every config
     that won at a tuned key of the kernel: the GEMM's winner at M = 1152 and 1280 on the H200 ran 1.56-1.69x
     the best at M = 1024, only 0.17 away, where tile and wave quantization differ; pruned, those buckets were
-    promoted 1.09-1.11x off in every session-9 run. Replayed on the H200's landscapes at 60,000 calls: GEMM
+    promoted 1.09-1.11x off in every run. Replayed on the H200's landscapes at 60,000 calls: GEMM
     converged 100% of hot buckets with it against 91.7% without, RMSNorm 100% either way)."""
     if not timings or ratio == 0:
         return {}
@@ -505,7 +504,7 @@ class KeyState:
         The median, not the last: one check whose spans another thread stretched (the H200's stream: a check of
         ~0.1 ms measured at several ms) set the next estimate, and the key then saved up for a thousand calls.
         The kernel's estimate (``check_calls`` calls, learned from every key's checks) votes with the key's own
-        checks: a key's one first check measured 0.49 ms on the H200 (session 10, 60,000 calls) where the other
+        checks: a key's one first check measured 0.49 ms on the H200 (60,000 calls) where the other
         keys' cost 0.03-0.07 ms, and the key saved up for it for 800 calls and was never promoted."""
         call = self.recent_ms(self.provisional)
         prior = None if call is None else self.check_calls * call

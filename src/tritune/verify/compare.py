@@ -65,12 +65,12 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
 
     An element is *unwritten* when it still holds the poison while the expected value is not the poison.
     NaN where NaN is expected, and equal infinities, count as equal, and only the same infinity agrees with an
-    infinite expected value (``torch.isclose(equal_nan=True)``; before session 10 equal infinities differed and
-    any number agreed with an infinity).
+    infinite expected value (``torch.isclose(equal_nan=True)``; the bare bound would call equal infinities
+    different, inf - inf being NaN, and let any number agree with an infinity).
     Floats are compared in float64, large tensors chunk by chunk; the counts and the largest error stay on
     the device until the end, so a comparison waits for the device once (the first differing element is looked
-    up only when something differs). Each check of a new key's 8 opening candidates compared a 6144x6144 output
-    (9 chunks) with three waits per chunk on the H200 (session 10).
+    up only when something differs). Waiting chunk by chunk instead cost three waits per chunk of a 6144x6144
+    output (9 chunks) in each check of a new key's 8 opening candidates on an H200.
     """
     import torch
 
@@ -116,15 +116,14 @@ _WARMED: set[tuple[Any, Any]] = set()
 
 
 def warm_compare(outputs: Sequence[Any], *, atol: float, rtol: float) -> int:
-    """Run :func:`compare` once on small tensors of each CUDA output's dtype and device, on a side stream, and
-    wait: PyTorch loads a kernel's device code at its first launch (CUDA's lazy loading), and the comparison
-    launches about twenty kernels of its own. Run aside beside a key's setup (``tune_key``), that load leaves
-    the first candidate's check: on the H200 a new key's 8 opening checks of a 6144^3 matmul spent 0.21 s in
-    the comparison, about 0.16 s of it once per process, against ~5 ms a comparison after (session 13). Once
-    per process and (dtype, device): the loads are done then, and a later key's warm-up only repeated them (on
-    the H200, in one ``tritune tune`` of three keys, 0.020-0.025 s of the helper thread for each later key,
-    session 16). The number of dtypes warmed now (outputs on the CPU, and dtypes warmed before in this process,
-    are skipped)."""
+    """Run :func:`compare` once on small tensors of each CUDA output's dtype and device, on a side stream, and wait:
+    PyTorch loads a kernel's device code at its first launch (CUDA's lazy loading), and the comparison launches
+    about twenty kernels of its own. Run aside beside a key's setup (``tune_key``), that load leaves the first
+    candidate's check: on the H200 a new key's 8 opening checks of a 6144^3 matmul spent 0.21 s in the comparison,
+    about 0.16 s of it once per process, against ~5 ms a comparison after. Once per process and (dtype, device): the
+    loads are done then, and a later key's warm-up would only repeat them (on the H200, in one ``tritune tune`` of
+    three keys, 0.020-0.025 s of the helper thread for each later key). The number of dtypes warmed now (outputs on
+    the CPU, and dtypes warmed before in this process, are skipped)."""
     import torch
 
     pairs = [(t.dtype, t.device) for t in outputs if isinstance(t, torch.Tensor) and t.device.type == "cuda"]
@@ -137,7 +136,7 @@ def warm_compare_dtypes(pairs: Sequence[tuple[Any, Any]], *, atol: float = 0.0, 
     the output's dtype. ``tune_key`` warms float32 this way at its start, beside the arguments, when this
     process has compared nothing on the device yet: the outputs' own warm-up, which must wait for the arguments,
     then has only their casts left (on the H200 the comparison's warm-up took 0.11-0.14 s of a fresh process
-    from the arguments' end, and the first check waited 0.04-0.06 s of it, session 23). The number warmed now."""
+    from the arguments' end, and the first check waited 0.04-0.06 s of it). The number warmed now."""
     import torch
 
     warmed = 0
