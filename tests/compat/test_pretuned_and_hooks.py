@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 import triton
+import triton.language as tl
 from kernels_compat import add_kernel, grid1
 
 import tritune
@@ -187,3 +188,45 @@ def test_pretuned_entries_for_this_key_but_other_dtypes_are_reported_once(tmp_pa
     assert "n=300" in called[0] or "'n': 300" in called[0]
     assert "dtypes" in called[0] and "torch.float16" in called[0] and "ignored" in called[0]
     assert {c.source for c in k.choices().values()} == {"untuned"}
+
+
+@triton.jit
+def scale_per_256(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Each program scales BLOCK elements starting at 256 * pid: right only when BLOCK is 256, as its grid assumes."""
+    offs = tl.program_id(0) * 256 + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+
+
+def test_a_pretuned_winner_that_computes_other_results_is_refused_and_the_key_tuned() -> None:
+    """A pretuned file (FAKE layer here) naming a listed config that writes only half the output at this call: its
+    outputs are checked against the first legal config's on copies of the call's arguments before it serves, it is
+    refused with one warning naming the kernel, the config and what differed, and the call's output is right."""
+    configs = [Config({"BLOCK": 256}), Config({"BLOCK": 128})]
+    k = tritune.autotune(configs, ["n"])(scale_per_256)
+    k.tuner.pretuned, k.tuner._pretuned = "fake.json", FakePretuned(Config({"BLOCK": 128}))
+    x = torch.randn(1000)
+    out = torch.zeros(1000)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        k[lambda meta: (triton.cdiv(1000, 256),)](x, out, 1000)
+    refused = [str(w.message) for w in rec if issubclass(w.category, tritune.PretunedIgnoredWarning)]
+    assert len(refused) == 1 and "scale_per_256" in refused[0] and "BLOCK=128" in refused[0]
+    assert "differ" in refused[0] and "BLOCK=256" in refused[0]
+    assert torch.equal(out, x * 2) and k.best_config == Config({"BLOCK": 256})
+    assert {c.source for c in k.choices().values()} == {"untuned"}
+
+
+def test_a_pretuned_winner_that_agrees_with_the_reference_serves() -> None:
+    """The same check passes a pretuned winner whose outputs match the first legal config's: it serves, silently."""
+    configs = [Config({"BLOCK": 256}), Config({"BLOCK": 256}, num_warps=8)]
+    k = tritune.autotune(configs, ["n"])(scale_per_256)
+    k.tuner.pretuned, k.tuner._pretuned = "fake.json", FakePretuned(configs[1])
+    x = torch.randn(1000)
+    out = torch.zeros(1000)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        k[lambda meta: (triton.cdiv(1000, 256),)](x, out, 1000)
+    assert not [w for w in rec if issubclass(w.category, tritune.PretunedIgnoredWarning)]
+    assert torch.equal(out, x * 2) and k.best_config == configs[1]
+    assert {c.source for c in k.choices().values()} == {"pretuned"}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 import triton
-from fake_compiling import FakeCompiling
 
 import tritune
+from fake_compiling import FakeCompiling
 from kernels import scale_kernel
 from tritune.bench import ReplayTimer
 from tritune.engine import precompile as pc

@@ -7,9 +7,9 @@ load, and SYNTHETIC times replayed by a ReplayTimer with 1% noise.
 from __future__ import annotations
 
 import pytest
-from fake_compiling import FakeCompiling
 
 import tritune
+from fake_compiling import FakeCompiling
 from tritune.bench import Failure, ReplayTimer
 from tritune.engine.finals import FINAL_LIMIT
 from tritune.engine.loop import LocalField, Parts, run_batches

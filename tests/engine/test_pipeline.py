@@ -9,8 +9,8 @@ test's choosing, and the TIMINGS ARE SYNTHETIC (a made-up landscape, replayed).
 from __future__ import annotations
 
 import pytest
-from fake_compiling import FakeCompiling
 
+from fake_compiling import FakeCompiling
 from tritune.bench import Failure, ReplayTimer, synthetic_landscape
 from tritune.config import Config
 from tritune.engine import precompile as pc

@@ -13,9 +13,9 @@ import json
 import pytest
 import torch
 import triton
-from fake_compiling import FakeCompiling
 
 import tritune
+from fake_compiling import FakeCompiling
 from kernels import scale_kernel
 from tritune.bench import Failure, ReplayTimer
 from tritune.engine import plan as searching

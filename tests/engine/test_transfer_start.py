@@ -152,8 +152,8 @@ def test_tune_screens_and_writes_each_key_with_the_objects_alive_before_it_froze
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
-    from fake_compiling import FakeCompiling
 
+    from fake_compiling import FakeCompiling
     from tritune.engine import precompile as pc
     from tritune.engine.options import TuneOptions
     from tritune.offline import tune as session
@@ -196,8 +196,8 @@ def test_a_searched_key_does_not_store_the_statically_illegal_configs_an_exhaust
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ranks"))
     import session_workers as sw
-    from fake_compiling import FakeCompiling
 
+    from fake_compiling import FakeCompiling
     from tritune.engine import precompile as pc
     from tritune.engine.options import TuneOptions
     from tritune.offline.tune import tune

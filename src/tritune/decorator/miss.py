@@ -162,6 +162,22 @@ class KeyTuner:
                 found = agree_on_cached(_label(tuned, key), found)
         return Choice(found, "store", "stored winner") if found is not None else None
 
+    def pretuned_disagrees(self, tuned: TunedKernel, cfg: Config, legal: Sequence[Config], args: Sequence[Any],
+                           kwargs: Mapping[str, Any], grid: Any) -> str | None:  # fmt: skip
+        """Why a pretuned winner must not serve this key: its outputs on this call differ from those of the first legal
+        config beyond the output dtype's tolerance (a file made for another version of the kernel, or written by
+        someone else); None when they agree. Both run on fresh copies of the call's arguments, once per key and
+        process (the key's choice is kept)."""
+        from tritune.decorator.timing import run_once
+        from tritune.verify.reference import ReferenceRun
+
+        if not legal or cfg == legal[0]:
+            return None
+        run = ReferenceRun(lambda c, a: run_once(tuned, c, a, kwargs, grid), args, tuned.info.arg_names)
+        run.set_reference(legal[0])
+        got = run.check(cfg)
+        return None if got.close else got.reason
+
     def _searched_enough(self, tuned: TunedKernel, hit: Any, st: Any, tkey: Any, legal: set[Config]) -> bool:
         """A stored winner of a search serves a lookup when this tuner would search too, within what was spent."""
         from tritune.engine.plan import searched_enough

@@ -55,6 +55,20 @@ def candidate_call(
     return call, cleanup
 
 
+def run_once(tuned: TunedKernel, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> None:
+    """Launch ``cfg`` once on ``args`` as a benchmark run starts: the config's ``pre_hook``, the kernel's
+    ``pre_hook`` (by default: the ``reset_to_zero`` arguments zeroed), the launch. For runs on scratch copies of the
+    call's arguments (a reference check), so the ``post_hook`` (by default: the ``restore_value`` arguments put back)
+    does not run: it would undo what the run wrote."""
+    named = tuned.named_args(args, kwargs)
+    opts = cfg.launch_options()
+    full = {**named, **cfg.kwargs, **opts}
+    if cfg.pre_hook is not None:
+        cfg.pre_hook(full)
+    tuned.pre_hook(full)
+    tuned.launcher().run(*args, grid=grid, warmup=False, **kwargs, **cfg.kwargs, **opts)
+
+
 def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Mapping[str, Any]) -> list[float]:
     """``Autotuner._bench`` with tritune's checks and timer: ``[median, q1, q3]`` milliseconds for ``config``.
 

@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from tritune.config import Config
+from tritune.verify.reference import tolerance as default_tolerance
 
 #: The one config of :data:`differ_kernel` (a streaming pass: wide blocks, four warps).
 DIFFER_CONFIG = Config({"BLOCK": 2048}, num_warps=4)
@@ -110,27 +111,6 @@ def prepare_fused(dtype: Any, device: Any) -> str | None:
     if fl is not None:
         _FAST_DIFFER[(str(dt), torch.device(device).index)] = fl.launch
     return None
-
-
-def default_tolerance(dtype: Any) -> tuple[float, float]:
-    """``(atol, rtol)`` for comparing a candidate's float output with the provisional config's: 8 units in
-    the last place of the output dtype (2**-7 for float16, 2**-4 for bfloat16, 2**-3 for 8-bit floats),
-    and 1e-4 for float32 and 1e-10 for float64. Configs of one kernel differ in the order of their sums
-    (block sizes, split-K), which moves a result rounded to the output dtype by one or two ulps; eight
-    leaves margin, while a wrong value (a missed block, a bad mask) is off by far more.
-    ``benchmarks/serving.py`` records the largest difference seen between agreeing configs on the GPU."""
-    name = str(dtype).replace("torch.", "")
-    if name in ("float64",):
-        return 1e-10, 1e-10
-    if name in ("float32",):
-        return 1e-4, 1e-4
-    if name in ("float16",):
-        return 2.0**-7, 2.0**-7
-    if name in ("bfloat16",):
-        return 2.0**-4, 2.0**-4
-    if name.startswith("float8"):
-        return 2.0**-3, 2.0**-3
-    return 0.0, 0.0
 
 
 def _run_then(go: Callable[[], None], count: Any) -> Any:
