@@ -17,6 +17,7 @@
     │   └── StoreSchemaError (ValueError) an import file that does not match the schema
     ├── SearchError                       a search strategy was misused or is unknown
     ├── ReportInputError (ValueError)     a result JSON that ``tritune report`` cannot read
+    ├── OutputPathError (OSError)         an output destination refused: a symlink, a device, a source file
     └── DistributedError (RuntimeError)   multi-rank tuning failed (a rank crashed or timed out)
 
 Every message names the kernel, the config and the fix where they are known.
@@ -87,6 +88,11 @@ class SearchError(TrituneError):
 
 class ReportInputError(TrituneError, ValueError):
     """A result JSON that ``tritune report`` cannot read; the message names the file and the field."""
+
+
+class OutputPathError(TrituneError, OSError):
+    """An output destination that is never written: a symlink, a directory, a device or other non-regular file,
+    or an existing source file. The message names the path and the fix."""
 
 
 class DistributedError(TrituneError, RuntimeError):

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +29,7 @@ from tritune.bucket import from_name
 from tritune.config import Config
 from tritune.errors import ConfigError, StoreError, StoreSchemaError
 from tritune.outcome import Status
+from tritune.paths import write_output
 from tritune.store.base import Snapshot
 from tritune.store.jsonpos import JSONSyntaxError, Located, path_text
 from tritune.store.jsonpos import Path as JPath
@@ -75,18 +74,11 @@ def export_doc(snapshots: list[Snapshot]) -> dict[str, Any]:
 
 
 def write_export(snapshots: list[Snapshot], dest: str | Path | IO[str]) -> int:
-    """Write ``snapshots`` as JSON to a path (atomically, via a temporary file) or a text stream."""
+    """Write ``snapshots`` as JSON to a path (:func:`tritune.paths.write_output`: atomically, never through a
+    symlink, never over a source file or a device) or a text stream."""
     text = json.dumps(export_doc(snapshots), indent=1, allow_nan=False) + "\n"
     if isinstance(dest, (str, Path)):
-        path = Path(dest)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_output(dest, text)
     else:
         dest.write(text)
     return len(snapshots)
