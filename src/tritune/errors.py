@@ -14,6 +14,7 @@
     ├── CaptureMissError (RuntimeError)   a tuning miss while a CUDA graph is being captured
     ├── StoreError                        the persistent store failed
     │   ├── StoreCorruptError             the file at the store path is not a tritune store
+    │   │   └── StoreRowError                 one stored row does not decode (damaged)
     │   └── StoreSchemaError (ValueError) an import file that does not match the schema
     ├── SearchError                       a search strategy was misused or is unknown
     ├── ReportInputError (ValueError)     a result JSON that ``tritune report`` cannot read
@@ -76,6 +77,11 @@ class StoreError(TrituneError):
 
 class StoreCorruptError(StoreError):
     """The file at the store path is corrupt or is not a tritune store; it is never overwritten."""
+
+
+class StoreRowError(StoreCorruptError):
+    """One row of a store that does not decode (damaged JSON, an unknown status, a bad config); the message names
+    the kernel and key. Listings skip such a row and say so; ``tritune cache check`` lists them all."""
 
 
 class StoreSchemaError(StoreError, ValueError):

@@ -72,13 +72,23 @@ def _path(args: argparse.Namespace) -> Path:
     return Path(args.store).expanduser() if args.store else default_store_path()
 
 
+def _warn(message: str) -> None:
+    print(f"tritune: warning: {printable(message)}", file=sys.stderr)
+
+
 def _open(path: Path, *, write: bool) -> Any:
-    """The store at ``path``; for reading, opened read-only (an empty one when there is no file yet)."""
+    """The store at ``path``; for reading, opened read-only (an empty one when there is no file yet): a damaged
+    row is skipped with one line on stderr, and so is said what a read-only open cannot show (a left ``-wal``)."""
     from tritune.store import SQLiteStore, open_store
 
     if write:
         return SQLiteStore(path, create=True)
-    return open_store(path, read_only=True)
+    store = open_store(path, read_only=True)
+    if isinstance(store, SQLiteStore):
+        store.on_damaged = _warn
+        if store.notice:
+            _warn(store.notice)
+    return store
 
 
 def _ms(t: float | None) -> str:

@@ -1,42 +1,66 @@
-"""Checks run before SQLite touches a store file: who owns it, how it is reached, whether it may be written.
+"""Checks run before a store or a pretuned file is read: who owns it and every folder on its way, how it is
+reached, and, for a store, its SQLite sidecars; then the file is held open while SQLite opens it by name.
 
-A store decides which config a kernel runs, so a store another user can write is a way to make
-your kernels run their configs. Before a store (or any of its ``-wal``, ``-shm``, ``-journal``
-sidecars) is opened, :func:`safe_store_path` refuses, with a :class:`~tritune.errors.StoreError`
-naming the path and the fix:
+A store or a pretuned file decides which config a kernel runs, so one another user can change is a way to make
+your kernels run their configs. "Another user" is anyone but you and root (root can rewrite any file anyway,
+and a pretuned file baked into an image is usually root's). :func:`trusted_path` walks the path one component
+at a time, following symlinks itself, and refuses, with a :class:`~tritune.errors.StoreError` naming the path
+and the fix:
 
-* a store path that is a directory, or a store that is not a regular file;
-* a store, a sidecar, or the directory holding the store, owned by another user (root is trusted:
-  it can rewrite any file anyway, and a pretuned store baked into an image is usually root's);
-* a directory holding the store that others can write to without the sticky bit (they could
-  replace the file); likewise, for a store whose folders do not exist yet, the nearest existing
-  folder, where tritune would create them (its owner could rename them away and plant their own);
-* a symlink at the store path that another user owns, or that sits in a world-writable directory
-  (anyone there could have planted it before you). Your own symlink in your own directory is
-  followed: pointing ``~/.cache/tritune/store.sqlite`` at a bigger disk is legitimate;
-* any symlinked sidecar (SQLite creates sidecars itself, so a symlink there was planted). A sidecar
-  you own is trusted like the store: in a directory others cannot write, only you could have put it
-  there, and processes creating the store at once legitimately leave a ``-wal`` beside an empty file.
+* a folder anywhere on the way (the file's own included) owned by another user, or writable by everyone
+  without the sticky bit: its owner, or anyone, could rename what it holds and put their own in its place;
+  likewise the nearest existing folder of a path whose folders tritune would create;
+* a symlink anywhere on the way owned by another user, or sitting in a world-writable folder (anyone there
+  could have planted it before you). Your own symlink in your own folder is followed: pointing
+  ``~/.cache/tritune/store.sqlite`` at a bigger disk is legitimate;
+* a file that is not a regular file, or owned by another user.
 
-New stores are created like other per-user caches: missing directories 0700, the file 0600
-(SQLite gives its sidecars the file's mode).
+Once every component is one that only you or root can change, nothing another user does can change what the
+path names: the checks and the open that follows see the same file. :class:`StoreFile` then holds the store
+open (``O_NOFOLLOW``; the file is judged by ``fstat`` of that descriptor), reads its header from it, and checks
+after SQLite's open that the name still leads to that very file.
 
-:func:`read_only_reason` says why a store cannot be written, judged by what survives running as
-root: a read-only filesystem (``statvfs``), or the owner's write bit cleared on the file or its
-directory (``chmod a-w``), or ``os.access`` denying the current user.
+Sidecars. SQLite opens ``-wal``, ``-shm`` and ``-journal`` by name, and would use (and, for a ``-wal`` or a hot
+``-journal``, copy into the store) whatever file it finds there. A sidecar that is a symlink, not a regular
+file, or owned by another user is refused before SQLite runs. In a folder others can write to (a sticky one
+such as ``/tmp``), a sidecar could be planted between that check and SQLite's open, so a writer first
+*claims* each name: it creates the missing sidecars itself (empty, 0600), and since nobody else may remove or
+rename your file in a sticky folder, SQLite finds yours. :meth:`StoreFile.verify` checks the sidecars again
+after the open; a connection that met a refused sidecar is closed by :func:`close_unchecked`, which keeps
+SQLite from copying that sidecar into the store.
+
+New stores are created like other per-user caches: missing folders 0700, the file 0600 (SQLite gives its
+sidecars the file's mode).
+
+:func:`read_only_reason` says why a store cannot be written, judged by what survives running as root: a
+read-only filesystem (``statvfs``), or the owner's write bit cleared on the file or its folder (``chmod a-w``),
+or ``os.access`` denying the current user.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import sqlite3
 import stat
+import struct
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from tritune.errors import StoreError
 
 #: The files SQLite keeps next to a store.
 SIDECARS = ("-wal", "-shm", "-journal")
 _FIX = "point TRITUNE_STORE / --store at a path in a directory only you can write"
+_PRETUNED_FIX = "copy it to a folder only you (or root) can write, owned by you or root, and pass that path"
+#: Symlinks followed on one path at most (as the kernel's ELOOP).
+MAX_LINKS = 40
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+#: SQLite's "dead man switch" byte of the ``-shm`` file: every live connection holds a shared lock on it.
+_SHM_DMS = 128
 
 
 def _trusted(uid: int) -> bool:
@@ -52,85 +76,363 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def _unsafe(path: Path, why: str) -> StoreError:
-    return StoreError(f"refusing the store {path}: {why}; {_FIX}")
+def _world_writable(st: os.stat_result) -> bool:
+    return bool(st.st_mode & stat.S_IWOTH)
+
+
+def _open_to_all(st: os.stat_result) -> bool:
+    """World-writable without the sticky bit: anyone may rename or replace what the folder holds."""
+    return _world_writable(st) and not st.st_mode & stat.S_ISVTX
 
 
 def _lstat(path: Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
-def _world_writable(st: os.stat_result) -> bool:
-    return bool(st.st_mode & stat.S_IWOTH)
+@dataclass(frozen=True)
+class Kind:
+    """What is being checked: how a refusal starts and what fix it suggests."""
+
+    noun: str
+    fix: str
+
+    def refuse(self, path: Path, why: str) -> StoreError:
+        return StoreError(f"refusing the {self.noun} {path}: {why}; {self.fix}")
+
+
+STORE = Kind("store", _FIX)
+PRETUNED = Kind("pretuned file", _PRETUNED_FIX)
+
+
+@dataclass(frozen=True)
+class Walked:
+    """Where a path leads: ``real`` (symlinks resolved), the folders on the way from ``/`` with their stats (the
+    last one holds ``real``, or is the nearest existing folder when folders are ``missing``), and the file's
+    stat (None when it does not exist)."""
+
+    real: Path
+    folders: tuple[tuple[Path, os.stat_result], ...]
+    st: os.stat_result | None
+    #: How many folders of ``real`` do not exist yet (tritune would create them).
+    missing: int = 0
+
+
+def _walk(given: Path, kind: Kind) -> Walked:
+    """Follow ``given`` one component at a time, resolving symlinks here (their checks are made on the way)."""
+    todo = list((given if given.is_absolute() else Path(os.getcwd()) / given).parts)[1:]
+    cur = Path("/")
+    folders: list[tuple[Path, os.stat_result]] = [(cur, os.stat(cur))]
+    links = 0
+    while todo:
+        name = todo.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if len(folders) > 1:
+                folders.pop()
+            cur = folders[-1][0]
+            continue
+        nxt = cur / name
+        st = _lstat(nxt)
+        rest = [n for n in todo if n not in ("", ".")]
+        if st is None:
+            return Walked(Path(os.path.normpath(Path(nxt, *rest))), tuple(folders), None, len(rest))
+        if stat.S_ISLNK(st.st_mode):
+            shown = "it" if nxt == given else f"{nxt} on its way"
+            if not _trusted(st.st_uid):
+                raise kind.refuse(given, f"{shown} is a symlink owned by {_owner(st.st_uid)}")
+            if _world_writable(folders[-1][1]):
+                raise kind.refuse(given, f"{shown} is a symlink in the world-writable directory {cur}")
+            links += 1
+            if links > MAX_LINKS:
+                raise kind.refuse(given, f"more than {MAX_LINKS} symlinks on its way")
+            target = Path(os.readlink(nxt))
+            if target.is_absolute():
+                cur = Path("/")
+                del folders[1:]
+                todo = list(target.parts[1:]) + todo
+            else:
+                todo = list(target.parts) + todo
+            continue
+        if rest:
+            if not stat.S_ISDIR(st.st_mode):
+                raise kind.refuse(given, f"{nxt} on its way is not a directory")
+            folders.append((nxt, st))
+            cur = nxt
+            continue
+        return Walked(nxt, tuple(folders), st)
+    # the path names a folder ("/", or one ending in ".."): the caller says what is wrong with that
+    return Walked(cur, tuple(folders[:-1]) or tuple(folders), folders[-1][1])
+
+
+def trusted_path(path: Path, kind: Kind = PRETUNED) -> Walked:
+    """Walk ``path`` and check every folder on its way, every symlink and the file itself (module docstring).
+
+    A missing file is not an error here (a store may be created); the folders that exist are checked.
+    """
+    given = Path(path).expanduser()
+    w = _walk(given, kind)
+    last = len(w.folders) - 1
+    for i, (d, st) in enumerate(w.folders):
+        if i == last and w.missing:
+            where, sep = f"its directory would be created in {d}", ", "
+        elif i == last:
+            where, sep = f"its directory {d}", " is "
+        else:
+            where, sep = f"the folder {d} on its way", " is "
+        if not _trusted(st.st_uid):
+            raise kind.refuse(given, f"{where}{sep}owned by {_owner(st.st_uid)}")
+        if _open_to_all(st):
+            raise kind.refuse(given, f"{where}{sep}world-writable without the sticky bit")
+    if w.st is None:
+        return w
+    if stat.S_ISDIR(w.st.st_mode):
+        if os.path.islink(given):
+            raise StoreError(f"the {kind.noun} path {given} links to the directory {w.real}: pass a file path")
+        if kind is STORE:
+            raise StoreError(
+                f"the store path {given} is a directory, not a store file: pass a file path such as "
+                f"{given / 'store.sqlite'} to TRITUNE_STORE / --store"
+            )
+        raise StoreError(f"the {kind.noun} path {given} is a directory: pass the path of a tritune.store/1 file")
+    if not stat.S_ISREG(w.st.st_mode):
+        raise kind.refuse(given, "it is not a regular file")
+    if not _trusted(w.st.st_uid):
+        raise kind.refuse(given, f"the file is owned by {_owner(w.st.st_uid)}")
+    return w
+
+
+def _sidecar_problem(side: Path, st: os.stat_result) -> str | None:
+    if stat.S_ISLNK(st.st_mode):
+        return f"its sidecar {side} is a symlink"
+    if not stat.S_ISREG(st.st_mode):
+        return f"its sidecar {side} is not a regular file"
+    if not _trusted(st.st_uid):
+        return f"its sidecar {side} is owned by {_owner(st.st_uid)}"
+    return None
+
+
+def sidecar(real: Path, suffix: str) -> Path:
+    return real.with_name(real.name + suffix)
 
 
 def safe_store_path(path: Path) -> Path:
-    """The file to open for the store at ``path`` (symlinks resolved), after the checks above."""
-    if path.is_dir():
-        raise StoreError(
-            f"the store path {path} is a directory, not a store file: pass a file path such as "
-            f"{path / 'store.sqlite'} to TRITUNE_STORE / --store"
-        )
-    parent_st = _lstat(path.parent) if path.parent.exists() else None
-    st = _lstat(path)
-    real = path
-    if st is not None and stat.S_ISLNK(st.st_mode):
-        if not _trusted(st.st_uid):
-            raise _unsafe(path, f"it is a symlink owned by {_owner(st.st_uid)}")
-        if parent_st is not None and _world_writable(os.stat(path.parent)):
-            raise _unsafe(path, f"it is a symlink in the world-writable directory {path.parent}")
-        real = path.resolve()
-        if real.is_dir():
-            raise StoreError(f"the store path {path} links to the directory {real}: pass a file path")
-        st = _lstat(real)
-    if not real.parent.exists():  # tritune will create the missing folders: not where others could swap them
-        base = next(p for p in real.parent.parents if p.exists())
-        bst = os.stat(base)
-        if not _trusted(bst.st_uid):
-            raise _unsafe(path, f"its directory would be created in {base}, owned by {_owner(bst.st_uid)}")
-        if _world_writable(bst) and not bst.st_mode & stat.S_ISVTX:
-            raise _unsafe(path, f"its directory would be created in {base}, world-writable without the sticky bit")
-    if real.parent.exists():
-        dst = os.stat(real.parent)
-        if not _trusted(dst.st_uid):
-            raise _unsafe(path, f"its directory {real.parent} is owned by {_owner(dst.st_uid)}")
-        if _world_writable(dst) and not dst.st_mode & stat.S_ISVTX:
-            raise _unsafe(path, f"its directory {real.parent} is world-writable without the sticky bit")
-    if st is not None:
-        if not stat.S_ISREG(st.st_mode):
-            raise _unsafe(path, "it is not a regular file")
-        if not _trusted(st.st_uid):
-            raise _unsafe(path, f"the file is owned by {_owner(st.st_uid)}")
+    """The file to open for the store at ``path`` (symlinks resolved), after every check above, sidecars too."""
+    w = trusted_path(path, STORE)
     for suffix in SIDECARS:
-        side = real.with_name(real.name + suffix)
+        side = sidecar(w.real, suffix)
         sst = _lstat(side)
-        if sst is None:
-            continue
-        if stat.S_ISLNK(sst.st_mode):
-            raise _unsafe(path, f"its sidecar {side} is a symlink")
-        if not stat.S_ISREG(sst.st_mode):
-            raise _unsafe(path, f"its sidecar {side} is not a regular file")
-        if not _trusted(sst.st_uid):
-            raise _unsafe(path, f"its sidecar {side} is owned by {_owner(sst.st_uid)}")
-    return real
+        if sst is not None:
+            problem = _sidecar_problem(side, sst)
+            if problem is not None:
+                raise STORE.refuse(path, problem)
+    return w.real
 
 
-def create_store_file(real: Path) -> None:
-    """Create missing directories 0700 and the store file 0600 (nothing happens if it exists)."""
-    missing = [p for p in (real.parent, *real.parent.parents) if not p.exists()]
+def shared_folder(real: Path) -> bool:
+    """Whether others may create files in the folder of ``real`` (a sticky world-writable one, such as /tmp)."""
+    try:
+        return _world_writable(os.stat(real.parent))
+    except OSError:
+        return False
+
+
+def create_store_file(real: Path, shown: Path) -> bool:
+    """Create missing folders 0700 and the store file 0600; True when this call created the file.
+
+    A folder or file that appears meanwhile is checked again by the caller (:func:`safe_store_path`): one made
+    by another user in a shared folder is refused, never used.
+    """
+    missing = [p for p in (real.parent, *real.parent.parents) if not os.path.lexists(p)]
     for d in reversed(missing):
         try:
             os.mkdir(d, 0o700)
         except FileExistsError:
             pass
     try:
-        fd = os.open(real, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = os.open(real, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600)
     except FileExistsError:
-        return
+        safe_store_path(shown)
+        return False
     os.close(fd)
+    if safe_store_path(shown) != real:
+        raise StoreError(f"the store path {shown} changed while it was being created; try again")
+    return True
+
+
+class StoreFile:
+    """The store file held open while SQLite opens it by name, and its sidecars as they were found.
+
+    ``claim=True`` (a writer in a folder others can write to) creates the missing sidecars first, so that the
+    names SQLite opens are this user's files (module docstring).
+    """
+
+    def __init__(self, real: Path, shown: Path, *, claim: bool = False) -> None:
+        self.real = real
+        self.shown = shown
+        self._claimed: list[Path] = []
+        try:
+            self.fd = os.open(real, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            raise StoreError(f"no store at {shown}: nothing has been tuned into it yet") from None
+        except OSError as e:
+            raise STORE.refuse(shown, f"it cannot be opened ({e.strerror or e})") from None
+        try:
+            st = os.fstat(self.fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise STORE.refuse(shown, "it is not a regular file")
+            if not _trusted(st.st_uid):
+                raise STORE.refuse(shown, f"the file is owned by {_owner(st.st_uid)}")
+            self.identity = (st.st_dev, st.st_ino)
+            self.sidecars: dict[str, os.stat_result | None] = {}
+            for suffix in SIDECARS:
+                side = sidecar(real, suffix)
+                if claim:
+                    self._claim(side)
+                sst = _lstat(side)
+                if sst is not None:
+                    problem = _sidecar_problem(side, sst)
+                    if problem is not None:
+                        raise STORE.refuse(shown, problem)
+                self.sidecars[suffix] = sst
+        except BaseException:
+            self.close()
+            raise
+
+    def _claim(self, side: Path) -> None:
+        try:
+            fd = os.open(side, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW | _NONBLOCK, 0o600)
+        except FileExistsError:
+            return  # judged below, as any sidecar found
+        except OSError:
+            return  # a folder that takes no file: SQLite will say so
+        os.close(fd)
+        self._claimed.append(side)
+
+    def header(self) -> bytes:
+        """The first 100 bytes of the file (SQLite's header), read from the descriptor that was checked."""
+        return os.pread(self.fd, 100, 0)
+
+    def size(self, suffix: str) -> int:
+        st = self.sidecars.get(suffix)
+        return 0 if st is None else st.st_size
+
+    def state(self) -> tuple[int, int, int]:
+        """Size, modification time and inode of the file now: a read from it must see these unchanged."""
+        st = os.fstat(self.fd)
+        return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+    def live_writer(self) -> bool:
+        """Whether another process has the store open in WAL mode now (it holds a lock on the ``-shm``)."""
+        side = sidecar(self.real, "-shm")
+        try:
+            fd = os.open(side, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        except OSError:
+            return False
+        try:
+            return _locked_by_others(fd, _SHM_DMS, 1)
+        finally:
+            os.close(fd)
+
+    def verify(self) -> None:
+        """After SQLite's open: the name still leads to the checked file, and no sidecar is one refused above."""
+        try:
+            st = os.stat(self.real)
+        except OSError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self.identity:
+            raise StoreError(f"the store path {self.shown} changed while it was being opened; try again")
+        for suffix in SIDECARS:
+            side = sidecar(self.real, suffix)
+            sst = _lstat(side)
+            if sst is not None:
+                problem = _sidecar_problem(side, sst)
+                if problem is not None:
+                    raise STORE.refuse(self.shown, problem)
+
+    def close(self) -> None:
+        fd, self.fd = getattr(self, "fd", -1), -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __enter__(self) -> StoreFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def close_unchecked(conn: sqlite3.Connection, real: Path) -> None:
+    """Close ``conn`` without SQLite copying its ``-wal`` into the store (a WAL that was refused).
+
+    A connection's last close checkpoints the WAL into the file when it can lock the file exclusively. A
+    read-only connection to the same file, open in this process meanwhile, holds the shared lock that prevents
+    it, and a read-only connection never checkpoints when it closes.
+    """
+    guard = None
+    try:
+        guard = sqlite3.connect(f"file:{quote(str(real))}?mode=ro", uri=True, isolation_level=None)
+        guard.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.Error:
+        pass
+    try:
+        conn.close()
+    finally:
+        if guard is not None:
+            guard.close()
+
+
+def _locked_by_others(fd: int, start: int, length: int) -> bool:
+    try:
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, start, length, 0))
+        return bool(struct.unpack("hhqqi", got)[0] != fcntl.F_UNLCK)
+    except OSError:
+        return True  # cannot tell: leave the file alone
+
+
+def remove_new_store(real: Path) -> None:
+    """Remove a store file this process has just created, with its sidecars, when no other process has it open:
+    a store whose creation failed (a full disk) leaves nothing behind. Only regular files of this user go."""
+    try:
+        fd = os.open(real, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or _locked_by_others(fd, 0, 0):
+            return
+    finally:
+        os.close(fd)
+    for suffix in ("-shm", "-wal", "-journal", ""):
+        p = sidecar(real, suffix)
+        sst = _lstat(p)
+        if sst is not None and stat.S_ISREG(sst.st_mode) and sst.st_uid == os.geteuid():
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+
+
+def space_problem(real: Path) -> str | None:
+    """Why a write into ``real`` may have failed for lack of room: its disk is (nearly) full, or a file size
+    limit (``ulimit -f``) is set; None when neither holds."""
+    try:
+        v = os.statvfs(real.parent)
+        if v.f_bavail * v.f_frsize < 1 << 20:
+            return f"the disk holding {real.parent} is full"
+    except OSError:
+        pass
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+        if soft != resource.RLIM_INFINITY:
+            return f"the file size limit (ulimit -f) is {soft} bytes"
+    except (ImportError, ValueError, OSError):
+        pass
+    return None
 
 
 def read_only_reason(real: Path) -> str | None:
