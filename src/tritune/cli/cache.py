@@ -187,8 +187,25 @@ def _export(store: Any, path: Path, args: argparse.Namespace) -> int:
 
 
 def _import(store: Any, path: Path, args: argparse.Namespace) -> int:
-    store.record_many(args.writes)  # validated in run(), before the store was opened
-    _console().print(_t(f"imported {len(args.writes)} entries from {args.file} into {path}"))
+    """Record the writes (validated in run(), before the store was opened), then read them back through a new
+    read-only open and check the store: an import into a damaged store is never reported as a success."""
+    store.record_many(args.writes)
+    store.close()
+    with _open(path, write=False) as reader:
+        problems = reader.unreadable(args.writes)
+        damage = [] if problems else reader.check()
+    n = len(args.writes)
+    if problems:
+        return fail_usage(
+            f"{path}: the import from {args.file} was written, but {len(problems)} of its {n} entries cannot be "
+            f"read back ({problems[0]}); the store is damaged: `tritune cache check --store {path}` says where"
+        )
+    if damage:
+        return fail_usage(
+            f"{path}: the {n} entries of {args.file} were written and read back, but the store is damaged "
+            f"({damage[0]}); `tritune cache check --store {path}` lists every problem"
+        )
+    _console().print(_t(f"imported {n} entries from {args.file} into {path}"))
     return EXIT_OK
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from tritune.errors import StoreError
 from tritune.store.base import Store
 from tritune.store.exchange import FORMAT, load_export, parse_export
+from tritune.store.failsafe import FAILURES, LOCK_WAIT_S, FailSafeStore, StoreFailureWarning
 from tritune.store.keys import (
     INTERPRETER,
     TuningKey,
@@ -41,7 +42,9 @@ from tritune.store.sqlite import SQLiteStore, default_store_path
 from tritune.store.sqlite_check import check_path
 
 
-def open_store(path: str | Path | None = None, *, create: bool = True, read_only: bool = False) -> Store:
+def open_store(
+    path: str | Path | None = None, *, create: bool = True, read_only: bool = False, tolerant: bool = False
+) -> Store:
     """The store at ``path``, else ``$TRITUNE_STORE``, else the user cache dir's.
 
     Normally a :class:`SQLiteStore`. Where the store cannot be written (a read-only filesystem or
@@ -49,21 +52,35 @@ def open_store(path: str | Path | None = None, *, create: bool = True, read_only
     :class:`OverlayStore`: lookups are served from it, and new results stay in memory with one
     warning. ``read_only=True`` is for reading commands: it never creates or changes a file, and a
     missing store reads as an empty one. Unsafe stores (see :mod:`tritune.store.safety`) raise
-    StoreError in every mode.
+    StoreError in every mode but ``tolerant``.
+
+    ``tolerant=True`` is for kernel calls: the store returned (a :class:`FailSafeStore`) never raises because
+    the store failed. A damaged row, an I/O error or another process's write lock held past
+    :data:`~tritune.store.failsafe.LOCK_WAIT_S` is one :class:`StoreFailureWarning`, and results stay in memory;
+    a store that cannot be opened at all (unsafe, corrupt, newer) is such a warning too, and an in-memory store.
     """
     p = Path(path).expanduser() if path is not None else default_store_path()
+    if tolerant:
+        try:
+            return FailSafeStore(_open(p, create=create, read_only=read_only, timeout=LOCK_WAIT_S))
+        except FAILURES as e:
+            return FailSafeStore(MemoryStore(), path=p, why=e)
+    return _open(p, create=create, read_only=read_only, timeout=60.0)
+
+
+def _open(p: Path, *, create: bool, read_only: bool, timeout: float) -> Store:
     real = safe_store_path(p)
     if read_only:
         if not real.exists():
             empty = MemoryStore()
             empty.path = p
             return empty
-        return SQLiteStore(p, create=False, read_only=True)
+        return SQLiteStore(p, create=False, read_only=True, timeout=timeout)
     why = read_only_reason(real)
     if why is None:
-        return SQLiteStore(p, create=create)
+        return SQLiteStore(p, create=create, timeout=timeout)
     if real.exists() and real.stat().st_size > 0:
-        base: Store = SQLiteStore(p, create=False, read_only=True)
+        base: Store = SQLiteStore(p, create=False, read_only=True, timeout=timeout)
     elif create:
         base = MemoryStore()
         base.path = p
@@ -77,6 +94,7 @@ __all__ = [
     "INTERPRETER",
     "CandidateRecord",
     "Entry",
+    "FailSafeStore",
     "KernelSummary",
     "MemoryStore",
     "OverlayStore",
@@ -84,6 +102,7 @@ __all__ = [
     "ReadOnlyStoreWarning",
     "SQLiteStore",
     "Store",
+    "StoreFailureWarning",
     "TuningKey",
     "WinnerRecord",
     "Write",

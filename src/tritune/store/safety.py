@@ -205,6 +205,30 @@ def trusted_path(path: Path, kind: Kind = PRETUNED) -> Walked:
     return w
 
 
+def read_trusted(path: Path, kind: Kind = PRETUNED) -> bytes:
+    """The bytes of the file at ``path`` after :func:`trusted_path`'s checks, read from a descriptor opened
+    without following a symlink and judged by its own ``fstat`` (the very file that was checked).
+    A missing or unreadable file raises OSError."""
+    w = trusted_path(path, kind)
+    if w.st is None:
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    fd = os.open(w.real, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (w.st.st_dev, w.st.st_ino) or not stat.S_ISREG(st.st_mode):
+            raise kind.refuse(Path(path), "it changed while it was being opened; try again")
+        if not _trusted(st.st_uid):
+            raise kind.refuse(Path(path), f"the file is owned by {_owner(st.st_uid)}")
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def _sidecar_problem(side: Path, st: os.stat_result) -> str | None:
     if stat.S_ISLNK(st.st_mode):
         return f"its sidecar {side} is a symlink"

@@ -372,7 +372,9 @@ class SQLiteStore(Store):
             conn.execute(f"PRAGMA user_version={version}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # (SQLite may have rolled back itself: a full disk)
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
 
     # -- plumbing ------------------------------------------------------------------------------
