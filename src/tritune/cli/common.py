@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -106,8 +107,23 @@ def output_path_problem(option: str, value: str, *, directory: bool = False) -> 
     return None
 
 
+def option_problem(args: argparse.Namespace) -> str | None:
+    """A bad number among the options commands share (``--rows``, ``--compile-timeout``), or None."""
+    rows = getattr(args, "rows", None)
+    if rows is not None and rows < 0:
+        return f"--rows must be 0 (every row) or a positive number of rows, got {rows}"
+    timeout = getattr(args, "compile_timeout", None)
+    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+        return f"--compile-timeout must be positive (a number of seconds), got {timeout:g}"
+    return None
+
+
 def check_outputs(args: argparse.Namespace, *options: str) -> str | None:
-    """The first problem with the output paths among ``options`` (``"json"``, ``"record"``...) in ``args``."""
+    """The first problem with the shared options (:func:`option_problem`), then with the output paths among
+    ``options`` (``"json"``, ``"record"``...) in ``args``."""
+    problem = option_problem(args)
+    if problem is not None:
+        return problem
     for name in options:
         value = getattr(args, name, None)
         if not value or (name == "json" and value == "-"):

@@ -130,8 +130,6 @@ def _option_problem(args: argparse.Namespace) -> str | None:
     """Bad option values and unwritable output paths, found before any work starts."""
     if args.jobs is not None and args.jobs < 1:
         return f"--jobs must be at least 1 (compile worker processes), got {args.jobs}"
-    if not args.compile_timeout > 0:
-        return f"--compile-timeout must be a positive number of seconds, got {args.compile_timeout:g}"
     if args.exhaustive and (args.strategy not in (None, "exhaustive") or args.budget is not None):
         return "--exhaustive times every legal config to completion; it takes no --strategy or --budget"
     from tritune.tune.searching import plan
