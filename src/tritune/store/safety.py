@@ -45,6 +45,7 @@ import os
 import sqlite3
 import stat
 import struct
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -287,25 +288,89 @@ def create_store_file(real: Path, shown: Path) -> bool:
     return True
 
 
+class _Pins:
+    """Descriptors on store files and their ``-shm``, one per file per process, closed only when no store of this
+    process uses that file any more.
+
+    Closing *any* descriptor of a file drops every POSIX lock this process holds on it, SQLite's included: its
+    connections lock the store file and its ``-shm``, and a lost lock lets another process believe it is the
+    last one and delete the ``-wal`` in use. So tritune opens each such file once per process and counts who
+    uses it: the count reaches zero only after every connection of this process's stores to it was closed.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fds: dict[tuple[int, int], list[int]] = {}  # (dev, ino) -> [fd, users]
+        #: Descriptors opened on a file pinned already (a name that moved on meanwhile): closed with its pin.
+        self._extra: dict[tuple[int, int], list[int]] = {}
+
+    def acquire(self, path: Path) -> tuple[int, os.stat_result]:
+        """A pinned descriptor on the file at ``path`` (not following a symlink) and its stat; FileNotFoundError
+        when there is none. Give it back with :meth:`release`."""
+        with self._lock:
+            st = os.lstat(path)
+            held = self._fds.get((st.st_dev, st.st_ino))
+            if held is not None:
+                held[1] += 1
+                return held[0], os.fstat(held[0])
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fst = os.fstat(fd)
+            key = (fst.st_dev, fst.st_ino)
+            if key in self._fds:  # the name moved on to a file pinned already: use that descriptor
+                self._extra.setdefault(key, []).append(fd)  # (closing this one would drop SQLite's locks)
+                held = self._fds[key]
+                held[1] += 1
+                return held[0], fst
+            self._fds[key] = [fd, 1]
+            return fd, fst
+
+    def release(self, fd: int) -> None:
+        with self._lock:
+            for key, held in self._fds.items():
+                if held[0] == fd:
+                    held[1] -= 1
+                    if held[1] <= 0:
+                        del self._fds[key]
+                        for one in (fd, *self._extra.pop(key, ())):
+                            with contextlib.suppress(OSError):
+                                os.close(one)
+                    return
+
+    def users(self, fd: int) -> int:
+        """How many stores of this process hold the pinned descriptor ``fd``."""
+        with self._lock:
+            return next((held[1] for held in self._fds.values() if held[0] == fd), 0)
+
+
+PINS = _Pins()
+
+
 class StoreFile:
     """The store file held open while SQLite opens it by name, and its sidecars as they were found.
 
     ``claim=True`` (a writer in a folder others can write to) creates the missing sidecars first, so that the
-    names SQLite opens are this user's files (module docstring).
+    names SQLite opens are this user's files (module docstring). Keep it until the connections opened with it are
+    closed (:class:`_Pins` says why), then :meth:`close` it.
     """
 
     def __init__(self, real: Path, shown: Path, *, claim: bool = False) -> None:
         self.real = real
         self.shown = shown
-        self._claimed: list[Path] = []
+        self.fd = -1
+        self._shm_fd = -1
+        #: Descriptors on the ``-wal`` and ``-journal`` found, held until :meth:`verify`: while one is open its
+        #: inode cannot be reused by a file planted under its name. (SQLite locks neither file.)
+        self._window: dict[str, int] = {}
+        #: Sidecars whose name led to another file after SQLite's open than before it (see :meth:`verify`).
+        self.swapped: list[Path] = []
+        self.shared = shared_folder(real)
         try:
-            self.fd = os.open(real, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            self.fd, st = PINS.acquire(real)
         except FileNotFoundError:
             raise StoreError(f"no store at {shown}: nothing has been tuned into it yet") from None
         except OSError as e:
             raise STORE.refuse(shown, f"it cannot be opened ({e.strerror or e})") from None
         try:
-            st = os.fstat(self.fd)
             if not stat.S_ISREG(st.st_mode):
                 raise STORE.refuse(shown, "it is not a regular file")
             if not _trusted(st.st_uid):
@@ -313,28 +378,57 @@ class StoreFile:
             self.identity = (st.st_dev, st.st_ino)
             self.sidecars: dict[str, os.stat_result | None] = {}
             for suffix in SIDECARS:
-                side = sidecar(real, suffix)
-                if claim:
-                    self._claim(side)
-                sst = _lstat(side)
-                if sst is not None:
-                    problem = _sidecar_problem(side, sst)
-                    if problem is not None:
-                        raise STORE.refuse(shown, problem)
-                self.sidecars[suffix] = sst
+                self.sidecars[suffix] = self._found(suffix, claim)
         except BaseException:
             self.close()
             raise
 
+    def _found(self, suffix: str, claim: bool) -> os.stat_result | None:
+        """The sidecar at ``suffix`` as found (held open) and judged; with ``claim``, created first when missing,
+        and claimed again when it vanished between the claim and the look (another user's file, taken back), so
+        that every sidecar name is held, and checked, before SQLite opens it."""
+        side = sidecar(self.real, suffix)
+        for _ in range(20):
+            if claim:
+                self._claim(side)
+            sst = _lstat(side)
+            if sst is not None:
+                problem = _sidecar_problem(side, sst)
+                if problem is not None:
+                    raise STORE.refuse(self.shown, problem)
+                held = self._hold(suffix, side)
+                if held is not None and (held.st_dev, held.st_ino) == (sst.st_dev, sst.st_ino):
+                    return held
+                continue  # it changed between the look and the open: look again
+            if not claim:
+                return None
+        raise STORE.refuse(self.shown, f"its sidecar {side} keeps appearing and vanishing (another user is "
+                                       "racing for its name); try again")  # fmt: skip
+
     def _claim(self, side: Path) -> None:
         try:
             fd = os.open(side, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW | _NONBLOCK, 0o600)
-        except FileExistsError:
-            return  # judged below, as any sidecar found
+        except OSError:  # there already (judged as any sidecar found), or a folder that takes no file
+            return
+        os.close(fd)  # (a new file: nobody holds a lock on it)
+
+    def _hold(self, suffix: str, side: Path) -> os.stat_result | None:
+        """Keep the sidecar found open (its stat, as opened); None when it went away meanwhile."""
+        try:
+            if suffix == "-shm":
+                if self._shm_fd >= 0:
+                    PINS.release(self._shm_fd)
+                    self._shm_fd = -1
+                self._shm_fd, st = PINS.acquire(side)
+                return st
+            fd = os.open(side, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError:
-            return  # a folder that takes no file: SQLite will say so
-        os.close(fd)
-        self._claimed.append(side)
+            return None
+        old = self._window.pop(suffix, None)
+        if old is not None:
+            os.close(old)
+        self._window[suffix] = fd
+        return os.fstat(fd)
 
     def header(self) -> bytes:
         """The first 100 bytes of the file (SQLite's header), read from the descriptor that was checked."""
@@ -351,37 +445,70 @@ class StoreFile:
 
     def live_writer(self) -> bool:
         """Whether another process has the store open in WAL mode now (it holds a lock on the ``-shm``)."""
-        side = sidecar(self.real, "-shm")
-        try:
-            fd = os.open(side, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
-        except OSError:
-            return False
-        try:
-            return _locked_by_others(fd, _SHM_DMS, 1)
-        finally:
-            os.close(fd)
+        return self._shm_fd >= 0 and _locked_by_others(self._shm_fd, _SHM_DMS, 1)
 
-    def verify(self) -> None:
-        """After SQLite's open: the name still leads to the checked file, and no sidecar is one refused above."""
+    def in_use_elsewhere(self) -> bool:
+        """Whether another process has the store open (every SQLite connection locks the file)."""
+        return self.fd < 0 or _locked_by_others(self.fd, 0, 0)
+
+    def verify(self, *, sidecars: bool = True) -> None:
+        """After SQLite's open: the name still leads to the checked file, and (unless ``sidecars`` is False: an
+        ``immutable`` connection opens none) no sidecar is one refused above.
+
+        In a shared folder each sidecar found (or claimed) before the open must be the very same file after it:
+        its owner proves nothing then, since SQLite running as root gives a ``-wal`` or ``-journal`` it opens the
+        store's owner. A refused sidecar is listed in :attr:`swapped` for :meth:`discard_swapped`."""
         try:
-            st = os.stat(self.real)
-        except OSError:
-            st = None
-        if st is None or (st.st_dev, st.st_ino) != self.identity:
-            raise StoreError(f"the store path {self.shown} changed while it was being opened; try again")
-        for suffix in SIDECARS:
-            side = sidecar(self.real, suffix)
-            sst = _lstat(side)
-            if sst is not None:
+            try:
+                st = os.stat(self.real)
+            except OSError:
+                st = None
+            if st is None or (st.st_dev, st.st_ino) != self.identity:
+                raise StoreError(f"the store path {self.shown} changed while it was being opened; try again")
+            for suffix in SIDECARS if sidecars else ():
+                side = sidecar(self.real, suffix)
+                sst = _lstat(side)
+                if sst is None:
+                    continue
+                before = self.sidecars.get(suffix)
+                if self.shared and before is not None and (sst.st_dev, sst.st_ino) != (before.st_dev, before.st_ino):
+                    self.swapped.append(side)
+                    raise STORE.refuse(
+                        self.shown, f"its sidecar {side} was replaced while the store was being opened (another "
+                        "user may have planted it), and is removed unless a process uses the store; open it again"
+                    )  # fmt: skip
                 problem = _sidecar_problem(side, sst)
                 if problem is not None:
+                    self.swapped.append(side)
                     raise STORE.refuse(self.shown, problem)
+        finally:
+            self._end_window()
 
-    def close(self) -> None:
-        fd, self.fd = getattr(self, "fd", -1), -1
-        if fd >= 0:
+    def discard_swapped(self) -> None:
+        """Remove the sidecars :meth:`verify` refused, once the connection that met them is closed and no other
+        process has the store open: nobody's data is in them, and a later open must not meet them again (running
+        as root, SQLite made such a file root's when it opened it: its owner would no longer give it away)."""
+        if not self.swapped or self.in_use_elsewhere():
+            return
+        for side in self.swapped:
+            with contextlib.suppress(OSError):
+                os.unlink(side)
+
+    def _end_window(self) -> None:
+        window, self._window = self._window, {}
+        for fd in window.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+    def close(self) -> None:
+        """Give the descriptors back; call it once the connections opened with this file are closed."""
+        self._end_window()
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            PINS.release(fd)
+        shm, self._shm_fd = self._shm_fd, -1
+        if shm >= 0:
+            PINS.release(shm)
 
     def __enter__(self) -> StoreFile:
         return self
@@ -419,24 +546,26 @@ def _locked_by_others(fd: int, start: int, length: int) -> bool:
 
 
 def remove_new_store(real: Path) -> None:
-    """Remove a store file this process has just created, with its sidecars, when no other process has it open:
-    a store whose creation failed (a full disk) leaves nothing behind. Only regular files of this user go."""
+    """Remove a store file this process has just created, with its sidecars, when no other process (and no other
+    store of this one) has it open: a store whose creation failed (a full disk) leaves nothing behind. Only
+    regular files of this user go."""
     try:
-        fd = os.open(real, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        fd, st = PINS.acquire(real)
     except OSError:
         return
     try:
-        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or _locked_by_others(fd, 0, 0):
             return
+        if PINS.users(fd) > 1:
+            return  # another store of this process holds it
+        for suffix in ("-shm", "-wal", "-journal", ""):
+            p = sidecar(real, suffix)
+            sst = _lstat(p)
+            if sst is not None and stat.S_ISREG(sst.st_mode) and sst.st_uid == os.geteuid():
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
     finally:
-        os.close(fd)
-    for suffix in ("-shm", "-wal", "-journal", ""):
-        p = sidecar(real, suffix)
-        sst = _lstat(p)
-        if sst is not None and stat.S_ISREG(sst.st_mode) and sst.st_uid == os.geteuid():
-            with contextlib.suppress(OSError):
-                os.unlink(p)
+        PINS.release(fd)
 
 
 def space_problem(real: Path) -> str | None:

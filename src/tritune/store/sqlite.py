@@ -23,7 +23,9 @@ import errno
 import functools
 import json
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -165,7 +167,9 @@ class SQLiteStore(Store):
         #: row they skip, once per row; None: a damaged row raises :class:`~tritune.errors.StoreRowError`.
         self.on_damaged: Callable[[str], None] | None = None
         self._told: set[str] = set()
-        #: A read-only store's file, held open while the store is: its immutable reads check it did not change.
+        #: The files this store's connections were opened with, held until those are closed (``StoreFile``).
+        self._files: list[StoreFile] = []
+        #: A read-only store's file (one of ``_files``): its immutable reads check it did not change.
         self._file: StoreFile | None = None
         self._immutable = False
         #: For a read-only store: a sentence on what it cannot show (a ``-wal`` left by a killed writer), or None.
@@ -183,7 +187,7 @@ class SQLiteStore(Store):
             if read_only or not create:
                 raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
             try:
-                created = create_store_file(self._real, self._shown)
+                created = self._create()
             except OSError as e:
                 raise self._os_error(e, "create") from None
         try:
@@ -192,6 +196,28 @@ class SQLiteStore(Store):
             if created:
                 remove_new_store(self._real)
             raise
+
+    def _create(self) -> bool:
+        """Create the missing store file; True when this call created it.
+
+        In a folder others can write to, the store is made complete in a private folder beside it (0700) and then
+        linked into place: it appears whole, never empty. SQLite deletes the sidecars of an empty store at its
+        first open, which would free their names for another user between the claim and SQLite's open."""
+        if not shared_folder(self._real):
+            return create_store_file(self._real, self._shown)
+        work = Path(tempfile.mkdtemp(prefix=f".{self._real.name}.new-", dir=self._real.parent))
+        try:
+            made = work / self._real.name
+            SQLiteStore(made, timeout=self.timeout).close()  # schema and WAL mode, checkpointed: no sidecar left
+            try:
+                os.link(made, self._real)  # never replaces a store another process made meanwhile
+            except FileExistsError:
+                return False
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if safe_store_path(self._shown) != self._real:
+            raise StoreError(f"the store path {self._shown} changed while it was being created; try again")
+        return True
 
     def _open_checked(self) -> sqlite3.Connection:
         """Open a connection with the file held and checked (:class:`~tritune.store.safety.StoreFile`), then check
@@ -202,21 +228,22 @@ class SQLiteStore(Store):
         try:
             conn = self._open(f)
             try:
-                f.verify()
+                f.verify(sidecars=not self._immutable)
                 if not self.read_only:
                     conn.execute("PRAGMA wal_autocheckpoint=1000")  # SQLite's default, held off until verified
             except BaseException:
-                close_unchecked(conn, self._real)
+                if self.read_only:
+                    conn.close()  # (a read-only connection never checkpoints)
+                else:
+                    close_unchecked(conn, self._real)
+                    f.discard_swapped()
                 raise
         except BaseException:
             f.close()
             raise
+        self._files.append(f)
         if self.read_only:
-            if self._file is not None:
-                self._file.close()
             self._file = f
-        else:
-            f.close()
         return conn
 
     def _os_error(self, e: OSError, verb: str) -> StoreError:
@@ -279,12 +306,20 @@ class SQLiteStore(Store):
             if not self.read_only:
                 self._prepare(conn)
         except sqlite3.Error as e:
-            close_unchecked(conn, self._real)
+            self._close_failed(conn)
             raise self._sqlite_error(e, "read" if self.read_only else "open") from None
         except BaseException:
-            close_unchecked(conn, self._real)
+            self._close_failed(conn)
             raise
         return conn
+
+    def _close_failed(self, conn: sqlite3.Connection) -> None:
+        """Close a connection whose open failed: a writer's without a checkpoint (it may have met a refused
+        ``-wal``); a reader's as it is (a read-only connection never checkpoints, and must open no sidecar)."""
+        if self.read_only:
+            conn.close()
+        else:
+            close_unchecked(conn, self._real)
 
     def _connect_read_only(self, head: bytes, f: StoreFile) -> sqlite3.Connection:
         """A connection that cannot write the file, and creates or changes no file next to it either.
@@ -397,7 +432,8 @@ class SQLiteStore(Store):
                 self._connection()  # the writer's open (and its fork check) first
             if safe_store_path(self._shown) != self._real:
                 raise StoreError(f"the store path {self.path} changed since it was opened; open it again")
-            with StoreFile(self._real, self._shown) as f:
+            f = StoreFile(self._real, self._shown)
+            try:
                 # mode=rw: never creates the file (a store removed since it was opened is an error, not a new
                 # empty file with default permissions); create_store_file made it.
                 uri = f"file:{quote(str(self._real))}?mode=rw"
@@ -408,13 +444,19 @@ class SQLiteStore(Store):
                     raise self._sqlite_error(e, "read") from None
                 try:
                     conn.execute("PRAGMA foreign_keys=ON")
+                    conn.execute("PRAGMA schema_version").fetchone()  # opens the sidecars, before they are checked
                     f.verify()
                 except sqlite3.Error as e:
                     close_unchecked(conn, self._real)
                     raise self._sqlite_error(e, "read") from None
                 except BaseException:
                     close_unchecked(conn, self._real)
+                    f.discard_swapped()
                     raise
+            except BaseException:
+                f.close()
+                raise
+            self._files.append(f)
             self._read_conn, self._read_pid = conn, pid  # (a parent's reader is left to the parent)
         return self._read_conn
 
@@ -438,6 +480,9 @@ class SQLiteStore(Store):
         """A fresh read-only connection (an immutable one keeps pages that may be stale now)."""
         if self._conn is not None:
             self._conn.close()
+        for f in self._files:
+            f.close()
+        self._files, self._file = [], None
         self._conn, self._immutable, self.notice = None, False, None
         self._conn = self._open_checked()
 
@@ -684,4 +729,8 @@ class SQLiteStore(Store):
                 self._conn.close()
             if self._read_conn is not None and not self._closed:
                 self._read_conn.close()
+            if not self._closed:
+                for f in self._files:  # after the connections: their locks are gone with them
+                    f.close()
+                self._files, self._file = [], None
             self._closed = True
