@@ -158,7 +158,6 @@ def test_a_folder_anyone_may_rename_is_refused_anywhere_on_the_path(tmp_path: Pa
         with pytest.raises(StoreError, match=r"folder .*open on its way is world-writable without the sticky bit"):
             open_store(mine / "store.sqlite", read_only=read_only)
     theirs = tmp_path / "theirs"
-    as_attacker(lambda: None)
     theirs.mkdir()
     os.chown(theirs, 54_321, 54_321)
     (theirs / "sub").mkdir()

@@ -17,6 +17,7 @@ never create, convert or change a file.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from tritune.errors import StoreError
@@ -57,14 +58,19 @@ def open_store(
     ``tolerant=True`` is for kernel calls: the store returned (a :class:`FailSafeStore`) never raises because
     the store failed. A damaged row, an I/O error or another process's write lock held past
     :data:`~tritune.store.failsafe.LOCK_WAIT_S` is one :class:`StoreFailureWarning`, and results stay in memory;
-    a store that cannot be opened at all (unsafe, corrupt, newer) is such a warning too, and an in-memory store.
+    a store that cannot be opened for writing is such a warning too: it serves what it holds when it can be read
+    (a full disk), else nothing (unsafe, corrupt, newer), and results stay in memory.
     """
     p = Path(path).expanduser() if path is not None else default_store_path()
     if tolerant:
         try:
             return FailSafeStore(_open(p, create=create, read_only=read_only, timeout=LOCK_WAIT_S))
         except FAILURES as e:
-            return FailSafeStore(MemoryStore(), path=p, why=e)
+            base: Store = MemoryStore()
+            if not read_only:  # it may still serve what it holds (a full disk takes no -wal): read it, if it is safe
+                with contextlib.suppress(*FAILURES):
+                    base = SQLiteStore(p, create=False, read_only=True, timeout=LOCK_WAIT_S)
+            return FailSafeStore(base, path=p, why=e)
     return _open(p, create=create, read_only=read_only, timeout=60.0)
 
 

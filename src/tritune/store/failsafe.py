@@ -10,8 +10,8 @@ this wrapper:
 * **Writes** (:meth:`record_many`, :meth:`record`) never raise. The store waits at most :data:`LOCK_WAIT_S` for
   another process's write lock (not SQLite's usual minute); a write that fails then, or for any other reason,
   is kept in memory with one warning, and this process's reads are served from it from then on.
-* A store that cannot be opened at all (:func:`tritune.store.open_store` raised StoreError) becomes an
-  in-memory store, with one warning naming the reason.
+* A store that cannot be opened for writing (:func:`tritune.store.open_store` raised StoreError) is one warning
+  naming the reason; it serves what it holds where it can still be read (a full disk), and results stay in memory.
 
 One warning for reads and one for writes per store, each naming the store, the error and what happens instead.
 """
@@ -52,6 +52,7 @@ class FailSafeStore(Store):
         self._warned: set[str] = set()
         if why is not None:
             self._warn("open", why)
+            self._warned.add("write")  # (said already: its results stay in memory)
 
     def _warn(self, what: str, why: object) -> None:
         with self._lock:
@@ -59,7 +60,7 @@ class FailSafeStore(Store):
                 return
             self._warned.add(what)
         then = {
-            "open": "this process tunes without it and keeps its results in memory",
+            "open": "this process's results are kept in memory only",
             "read": "the key is tuned as if nothing were stored",
             "write": "the result is kept in memory for this process only",
         }[what]

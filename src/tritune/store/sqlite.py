@@ -374,7 +374,7 @@ class SQLiteStore(Store):
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         finally:
-            if own_txn:
+            if own_txn and conn.in_transaction:  # (a failed read, a full disk, may have ended it: say that instead)
                 conn.execute("COMMIT")
         if app_id == APPLICATION_ID:
             return "ours"
