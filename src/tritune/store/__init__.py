@@ -4,15 +4,17 @@ Open the default store with :func:`open_store` (``$TRITUNE_STORE`` or the user c
 See :mod:`tritune.store.base` for what every store guarantees.
 
 Shared and read-only disks. A store decides which config your kernels run, so it is refused
-(StoreError naming the path and the fix) when it, its directory or its ``-wal``/``-shm``/``-journal``
-sidecars belong to another user (root excepted), when it is reached through another user's symlink
-or a symlink in a world-writable directory, or when a sidecar is a symlink or was planted next to a
-missing or empty store; new stores are created 0600 in 0700 directories (:mod:`tritune.store.safety`).
+(StoreError naming the path and the fix) when it, any folder on its path or its ``-wal``/``-shm``/``-journal``
+sidecars belong to another user (root excepted), when a folder on its path is world-writable without the
+sticky bit, when it is reached through another user's symlink or a symlink in a world-writable directory,
+or when a sidecar is a symlink; the file is held open while SQLite opens it, and its sidecars are checked
+again after; new stores are created 0600 in 0700 directories (:mod:`tritune.store.safety`).
 A store that cannot be written (read-only filesystem, or the write bit cleared on the file or its
 directory: mode bits, because root ignores them for access) is opened read-only with SQLite's
 ``immutable=1``/``mode=ro``: it serves lookups, and new results stay in memory with one
 :class:`ReadOnlyStoreWarning` (:class:`OverlayStore`). Reading commands open stores read-only and
-never create, convert or change a file.
+never create, convert or change a file. A kernel call opens its store with ``tolerant=True``
+(:class:`FailSafeStore`): a store that fails is a warning, never an exception.
 """
 
 from __future__ import annotations
