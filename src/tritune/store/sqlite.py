@@ -508,23 +508,33 @@ class SQLiteStore(Store):
             "lists every damaged row, and a new tuning of that key replaces it"
         )
 
-    def _cand(self, row: tuple[Any, ...], where: str = "") -> CandidateRecord:
+    @staticmethod
+    def _cand(row: tuple[Any, ...]) -> CandidateRecord:
         cfg, status, t, reason, meas, prov, at = row
+        return CandidateRecord(
+            _config_of(cfg), Status(status), t, reason,
+            None if meas is None else json.loads(meas), json.loads(prov), at,
+        )  # fmt: skip
+
+    @staticmethod
+    def _winner(key: TuningKey, row: tuple[Any, ...]) -> WinnerRecord:
+        cfg, t, ties, prov, at = row
+        return WinnerRecord(
+            key, Config.from_json(cfg), t, tuple(Config.from_json(c) for c in json.loads(ties)),
+            json.loads(prov), at,
+        )  # fmt: skip
+
+    def _record(self, row: tuple[Any, ...], where: str = "") -> CandidateRecord:
+        """:meth:`_cand`, a damaged row raising :class:`~tritune.errors.StoreRowError` naming it."""
         try:
-            return CandidateRecord(
-                _config_of(cfg), Status(status), t, reason,
-                None if meas is None else json.loads(meas), json.loads(prov), at,
-            )  # fmt: skip
+            return self._cand(row)
         except _DECODE_ERRORS as e:
             raise self._damaged(f"a candidate record{where}", e) from None
 
-    def _winner(self, key: TuningKey, row: tuple[Any, ...]) -> WinnerRecord:
-        cfg, t, ties, prov, at = row
+    def _won(self, key: TuningKey, row: tuple[Any, ...]) -> WinnerRecord:
+        """:meth:`_winner`, a damaged row raising :class:`~tritune.errors.StoreRowError` naming it."""
         try:
-            return WinnerRecord(
-                key, Config.from_json(cfg), t, tuple(Config.from_json(c) for c in json.loads(ties)),
-                json.loads(prov), at,
-            )  # fmt: skip
+            return self._winner(key, row)
         except _DECODE_ERRORS as e:
             raise self._damaged(f"the winner of kernel {key.kernel} at {key.describe_key() or 'its key'}", e) from None
 
@@ -561,7 +571,7 @@ class SQLiteStore(Store):
                         (d, cfg.dumps()),
                     ).fetchone()
                     if row is not None:
-                        stored[cfg] = self._cand(row)
+                        stored[cfg] = self._record(row, self._at(w.key))
                 stamped, winner = apply_write(w, stored, t)
                 conn.executemany(
                     f"INSERT OR REPLACE INTO candidates(digest, {self._CAND_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -599,7 +609,7 @@ class SQLiteStore(Store):
             row = conn.execute(
                 f"SELECT {self._WIN_COLS} FROM winners WHERE digest=?", (key.digest,)
             ).fetchone()
-            return None if row is None else self._winner(key, row)
+            return None if row is None else self._won(key, row)
 
         return self._run(do, write=False)  # type: ignore[no-any-return]
 
@@ -610,7 +620,7 @@ class SQLiteStore(Store):
             if asked is None:
                 rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
                 return self._cands(rows, key)
-            return [self._cand(r, self._at(key)) for r in self._wanted(conn, key, asked, self._CAND_COLS)]
+            return [self._record(r, self._at(key)) for r in self._wanted(conn, key, asked, self._CAND_COLS)]
 
         return sorted(self._run(do, write=False), key=lambda r: r.config.id)
 
@@ -654,7 +664,7 @@ class SQLiteStore(Store):
         out = []
         for r in rows:
             try:
-                out.append(self._cand(r, self._at(key)))
+                out.append(self._record(r, self._at(key)))
             except StoreRowError as e:
                 self._skip(e)
         return out
@@ -677,7 +687,7 @@ class SQLiteStore(Store):
         if row is None:
             return None
         try:
-            return self._winner(key, row)
+            return self._won(key, row)
         except StoreRowError as e:
             self._skip(e)
             return None
