@@ -27,7 +27,7 @@ from tritune.config import Config
 from tritune.errors import StoreError
 from tritune.outcome import Status
 from tritune.store import CandidateRecord, SQLiteStore, open_store
-from tritune.store import safety as safety_mod
+from tritune.store import opening as opening_mod
 from tritune.testing.store_contract import make_test_key
 
 GOOD = Config({"BLOCK": 64})
@@ -81,16 +81,16 @@ def test_a_wal_that_reaches_sqlite_after_the_checks_is_refused_and_never_copied_
     victim = _victim_store(shared / "store.sqlite")
     before = _digest(victim)
     wal = attacker_wal(tmp_path, KEY)
-    real_init = safety_mod.StoreFile.__init__
+    real_init = opening_mod.StoreFile.__init__
 
-    def claimed_then_lost(self: safety_mod.StoreFile, *a: object, **kw: object) -> None:
+    def claimed_then_lost(self: opening_mod.StoreFile, *a: object, **kw: object) -> None:
         real_init(self, *a, **kw)  # type: ignore[arg-type]
         side = Path(str(victim) + "-wal")
         if side.exists():
             side.unlink()
         assert as_attacker(plant, str(side), wal)
 
-    monkeypatch.setattr(safety_mod.StoreFile, "__init__", claimed_then_lost)
+    monkeypatch.setattr(opening_mod.StoreFile, "__init__", claimed_then_lost)
     with pytest.raises(StoreError, match=r"-wal was replaced while the store was being opened") as e:
         open_store(victim)  # (as root, SQLite made the planted -wal root's when it opened it: its owner proves nothing)
     assert "\n" not in str(e.value)
@@ -106,15 +106,15 @@ def test_a_victim_claims_its_sidecars_first_in_a_shared_folder(shared: Path, tmp
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     victim = _victim_store(shared / "store.sqlite")
     wal = attacker_wal(tmp_path, KEY)
-    real_init = safety_mod.StoreFile.__init__
+    real_init = opening_mod.StoreFile.__init__
     planted: list[bool] = []
 
-    def right_after_the_checks(self: safety_mod.StoreFile, *a: object, **kw: object) -> None:
+    def right_after_the_checks(self: opening_mod.StoreFile, *a: object, **kw: object) -> None:
         real_init(self, *a, **kw)  # type: ignore[arg-type]
         for suffix in ("-wal", "-journal"):
             planted.append(as_attacker(plant, f"{victim}{suffix}", wal))
 
-    monkeypatch.setattr(safety_mod.StoreFile, "__init__", right_after_the_checks)
+    monkeypatch.setattr(opening_mod.StoreFile, "__init__", right_after_the_checks)
     with open_store(victim) as s:
         assert s.lookup_winner(KEY).config == GOOD  # type: ignore[union-attr]
     assert planted and not any(planted)  # the names were the victim's files already: nobody else may replace them

@@ -39,13 +39,11 @@ from tritune.outcome import Status
 from tritune.paths import user_cache_dir
 from tritune.store.base import Snapshot, Store, apply_write, now
 from tritune.store.keys import TuningKey
+from tritune.store.opening import StoreFile, close_unchecked, remove_new_store
 from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write, check_time, thaw_json
 from tritune.store.safety import (
-    StoreFile,
-    close_unchecked,
     create_store_file,
     read_only_reason,
-    remove_new_store,
     safe_store_path,
     shared_folder,
     space_problem,
@@ -220,7 +218,7 @@ class SQLiteStore(Store):
         return True
 
     def _open_checked(self) -> sqlite3.Connection:
-        """Open a connection with the file held and checked (:class:`~tritune.store.safety.StoreFile`), then check
+        """Open a connection with the file held and checked (:class:`~tritune.store.opening.StoreFile`), then check
         again: a file or sidecar planted meanwhile (in a shared sticky directory) is refused before any lookup is
         served, and the connection that met it is closed without copying that sidecar into the store."""
         claim = not self.read_only and shared_folder(self._real)
