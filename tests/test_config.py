@@ -53,6 +53,9 @@ def test_equal_regardless_of_kwargs_order(d):
 
 def test_id_is_readable_and_stable():
     assert Config({"BLOCK": 1024}, num_warps=8, num_stages=3).id == "BLOCK=1024,num_warps=8,num_stages=3"
+    # a string value is quoted: an illegal "64" never shares the id (nor a table's bit group) of the int 64
+    assert Config({"BLOCK": "64"}).id == "BLOCK='64',num_warps=4,num_stages=3" != Config({"BLOCK": 64}).id
+    assert Config({"M": "None"}).id != Config({"M": None}).id and Config({"M": "a,b=1"}).id.startswith("M='a,b=1'")
     assert Config({"BN": 64, "BM": 128}, num_ctas=2, maxnreg=128).id == (
         "BM=128,BN=64,num_warps=4,num_stages=3,num_ctas=2,maxnreg=128"
     )

@@ -220,9 +220,10 @@ class Config:
 
     @property
     def id(self) -> str:
-        """Stable readable id: ``BLOCK=1024,num_warps=8,num_stages=3`` (num_ctas/maxnreg when set)."""
+        """Stable readable id: ``BLOCK=1024,num_warps=8,num_stages=3`` (num_ctas/maxnreg when set). A string
+        value is quoted (``MODE='fast'``), so ``BLOCK='64'`` and ``BLOCK=64`` never share an id."""
         if self._id is None:
-            parts = [f"{k}={v}" for k, v in self._items]
+            parts = [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in self._items]
             parts += [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
             if self.num_ctas != 1:
                 parts.append(f"num_ctas={self.num_ctas}")

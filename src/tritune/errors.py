@@ -14,9 +14,11 @@
     ├── CaptureMissError (RuntimeError)   a tuning miss while a CUDA graph is being captured
     ├── StoreError                        the persistent store failed
     │   ├── StoreCorruptError             the file at the store path is not a tritune store
+    │   │   └── StoreRowError                 one stored row does not decode (damaged)
     │   └── StoreSchemaError (ValueError) an import file that does not match the schema
     ├── SearchError                       a search strategy was misused or is unknown
     ├── ReportInputError (ValueError)     a result JSON that ``tritune report`` cannot read
+    ├── OutputPathError (OSError)         an output destination refused: a symlink, a device, a source file
     └── DistributedError (RuntimeError)   multi-rank tuning failed (a rank crashed or timed out)
 
 Every message names the kernel, the config and the fix where they are known.
@@ -77,6 +79,11 @@ class StoreCorruptError(StoreError):
     """The file at the store path is corrupt or is not a tritune store; it is never overwritten."""
 
 
+class StoreRowError(StoreCorruptError):
+    """One row of a store that does not decode (damaged JSON, an unknown status, a bad config); the message names
+    the kernel and key. Listings skip such a row and say so; ``tritune cache check`` lists them all."""
+
+
 class StoreSchemaError(StoreError, ValueError):
     """An import file that does not match the export schema; the message names the line and field."""
 
@@ -87,6 +94,11 @@ class SearchError(TrituneError):
 
 class ReportInputError(TrituneError, ValueError):
     """A result JSON that ``tritune report`` cannot read; the message names the file and the field."""
+
+
+class OutputPathError(TrituneError, OSError):
+    """An output destination that is never written: a symlink, a directory, a device or other non-regular file,
+    or an existing source file. The message names the path and the fix."""
 
 
 class DistributedError(TrituneError, RuntimeError):

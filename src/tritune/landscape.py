@@ -80,7 +80,10 @@ class Landscape:
         return d
 
     def write(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        """Write the JSON to ``path`` (:func:`tritune.paths.write_output`: never through a symlink)."""
+        from tritune.paths import write_output
+
+        write_output(path, json.dumps(self.to_json(), indent=1) + "\n")
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], *, source: str = "landscape") -> Landscape:

@@ -103,7 +103,10 @@ class RunResult:
         return json.dumps(self.to_json(), indent=2, default=_default)
 
     def write(self, path: str | Path) -> None:
-        Path(path).write_text(self.dumps() + "\n")
+        """Write the JSON to ``path`` (:func:`tritune.paths.write_output`: never through a symlink)."""
+        from tritune.paths import write_output
+
+        write_output(path, self.dumps() + "\n")
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> RunResult:

@@ -191,6 +191,12 @@ class Workload:
         if not 1 <= len(grid) <= 3:
             raise WorkloadError(f"workload {self.name!r}: {what} returned {_short(g)}; return a tuple of 1 to 3 "
                                 "ints (programs along each axis)")  # fmt: skip
+        if any(not 0 <= n <= limit for n, limit in zip(grid, GRID_LIMITS)):
+            raise WorkloadError(
+                f"workload {self.name!r}: {what} returned {_short(g)}: no launch takes more than "
+                f"{GRID_LIMITS[0]:,} programs along x or {GRID_LIMITS[1]:,} along y and z (nor fewer than 0), so "
+                f"{config.id} is not launched"
+            )
         return grid
 
     def triton_meta(self, config: Config, key: Key) -> dict[str, Any]:
@@ -240,6 +246,11 @@ def scalar_arguments(names: Sequence[str], args: Sequence[Any]) -> dict[str, Any
         n: a for n, a in zip(names, args)
         if a is None or isinstance(a, (bool, int, float, str))
     }
+
+
+#: The most programs a launch takes along x, y and z (CUDA's grid limits, which Triton's launcher passes on). A
+#: bigger grid is refused before the launch: the GPU would reject it, and Triton's interpreter would run it for ever.
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
 
 
 def output_tensor(value: Any) -> Any:

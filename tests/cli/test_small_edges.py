@@ -72,3 +72,19 @@ def test_a_users_error_is_the_last_line_not_followed_by_progress(tmp_path, comma
     assert main([command, str(tmp_path)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[-1].startswith("tritune: error:") and "is a directory" in lines[-1], lines
+
+
+@pytest.mark.parametrize("command", ["screen", "tune"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_compile_timeout_that_is_no_positive_number_is_refused(command, value, capsys):
+    store = ["--no-store"] if command == "tune" else []
+    assert main([command, GELU, *store, "--compile-timeout", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--compile-timeout must be positive" in err, err
+
+
+@pytest.mark.parametrize("command", ["verify", "screen", "tune"])
+def test_a_negative_row_count_is_refused(command, capsys):
+    assert main([command, GELU, "--rows", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--rows must be 0" in err, err

@@ -41,7 +41,7 @@ def test_worker_is_replaced_after_crash_hang_and_error() -> None:
 
         crashed = iso.run(_task("exit"))
         assert isinstance(crashed, Failure) and crashed.status is Status.LAUNCH_FAILED
-        assert "exit code 77" in crashed.reason and "MODE=exit" in crashed.reason
+        assert "exit code 77" in crashed.reason and "MODE='exit'" in crashed.reason
         pid1 = _pid(iso.run(_task("ok")))
         assert pid1 != pid0 and iso.restarts == 1
 

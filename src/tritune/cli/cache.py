@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tritune.cli.common import EXIT_FAILED, EXIT_OK, fail_usage
+from tritune.cli.common import EXIT_FAILED, EXIT_OK, fail_usage, output_path_problem
 from tritune.errors import StoreError
+from tritune.terminal import printable
 
 
 def add_parser(sub: Any) -> None:
@@ -57,19 +58,37 @@ def _console() -> Any:
     return con
 
 
+def _t(value: object) -> Any:
+    """A table cell or line from data (a kernel name, a key, a reason, a path): rich ``Text``, so neither its
+    ``[...]`` markup nor its control characters (escaped by :func:`tritune.terminal.printable`) take effect."""
+    from rich.text import Text
+
+    return Text(printable(value))
+
+
 def _path(args: argparse.Namespace) -> Path:
     from tritune.store import default_store_path
 
     return Path(args.store).expanduser() if args.store else default_store_path()
 
 
+def _warn(message: str) -> None:
+    print(f"tritune: warning: {printable(message)}", file=sys.stderr)
+
+
 def _open(path: Path, *, write: bool) -> Any:
-    """The store at ``path``; for reading, opened read-only (an empty one when there is no file yet)."""
+    """The store at ``path``; for reading, opened read-only (an empty one when there is no file yet): a damaged
+    row is skipped with one line on stderr, and so is said what a read-only open cannot show (a left ``-wal``)."""
     from tritune.store import SQLiteStore, open_store
 
     if write:
         return SQLiteStore(path, create=True)
-    return open_store(path, read_only=True)
+    store = open_store(path, read_only=True)
+    if isinstance(store, SQLiteStore):
+        store.on_damaged = _warn
+        if store.notice:
+            _warn(store.notice)
+    return store
 
 
 def _ms(t: float | None) -> str:
@@ -112,13 +131,13 @@ def _ls(store: Any, path: Path, args: argparse.Namespace) -> int:
     kernels = store.kernels()
     con = _console()
     if not kernels:
-        con.print(f"no entries in {path}")
+        con.print(_t(f"no entries in {path}"))
         return EXIT_OK
-    table = Table(title=f"tuning store {path}")
+    table = Table(title=_t(f"tuning store {path}"))
     for col in ("kernel", "keys", "winners", "candidates"):
         table.add_column(col, justify="left" if col == "kernel" else "right", overflow="fold")
     for k in kernels:
-        table.add_row(k.kernel, str(k.entries), str(k.winners), str(k.candidates))
+        table.add_row(_t(k.kernel), str(k.entries), str(k.winners), str(k.candidates))
     con.print(table)
     return EXIT_OK
 
@@ -131,26 +150,26 @@ def _show(store: Any, path: Path, args: argparse.Namespace) -> int:
         known = ", ".join(k.kernel for k in store.kernels()) or "none"
         return fail_usage(f"no entries for kernel {args.kernel!r} in {path}; kernels there: {known}")
     con = _console()
-    table = Table(title=f"{args.kernel} in {path}")
+    table = Table(title=_t(f"{args.kernel} in {path}"))
     for col in ("key (bucket: values)", "dtypes", "device", "triton", "winner", "ms", "timed", "ties"):
         table.add_column(col, justify="right" if col in ("ms", "timed") else "left", overflow="fold")
     for e in entries:
         k, w = e.key, e.winner
         table.add_row(
-            k.describe_key() or "(no key)", ", ".join(d.removeprefix("torch.") for d in k.dtypes),
-            f"{k.device} ({k.capability})", k.triton_version, "—" if w is None else w.config.id,
+            _t(k.describe_key() or "(no key)"), _t(", ".join(d.removeprefix("torch.") for d in k.dtypes)),
+            _t(f"{k.device} ({k.capability})"), _t(k.triton_version), _t("—" if w is None else w.config.id),
             _ms(None if w is None else w.time_ms), f"{e.n_measured}/{e.n_candidates}",
-            "" if w is None else "; ".join(c.id for c in w.ties),
+            _t("" if w is None else "; ".join(c.id for c in w.ties)),
         )  # fmt: skip
     con.print(table)
     if args.candidates:
         for e in entries:
-            sub = Table(title=f"{args.kernel} at {e.key.describe_key() or '(no key)'} on {e.key.device}")
+            sub = Table(title=_t(f"{args.kernel} at {e.key.describe_key() or '(no key)'} on {e.key.device}"))
             for col in ("config", "status", "ms", "reason"):
                 sub.add_column(col, justify="right" if col == "ms" else "left", overflow="fold")
             for c in store.candidates(e.key):
                 mark = " *" if e.winner is not None and c.config == e.winner.config else ""
-                sub.add_row(c.config.id + mark, c.status.value, _ms(c.time_ms), c.reason or "")
+                sub.add_row(_t(c.config.id + mark), c.status.value, _ms(c.time_ms), _t(c.reason or ""))
             con.print(sub)
     return EXIT_OK
 
@@ -159,14 +178,34 @@ def _export(store: Any, path: Path, args: argparse.Namespace) -> int:
     if args.file == "-":
         store.export(sys.stdout, kernel=args.kernel)
         return EXIT_OK
+    problem = output_path_problem("cache export", args.file)
+    if problem is not None:
+        return fail_usage(problem)
     n = store.export(args.file, kernel=args.kernel)
-    _console().print(f"exported {n} entries from {path} to {args.file}")
+    _console().print(_t(f"exported {n} entries from {path} to {args.file}"))
     return EXIT_OK
 
 
 def _import(store: Any, path: Path, args: argparse.Namespace) -> int:
-    store.record_many(args.writes)  # validated in run(), before the store was opened
-    _console().print(f"imported {len(args.writes)} entries from {args.file} into {path}")
+    """Record the writes (validated in run(), before the store was opened), then read them back through a new
+    read-only open and check the store: an import into a damaged store is never reported as a success."""
+    store.record_many(args.writes)
+    store.close()
+    with _open(path, write=False) as reader:
+        problems = reader.unreadable(args.writes)
+        damage = [] if problems else reader.check()
+    n = len(args.writes)
+    if problems:
+        return fail_usage(
+            f"{path}: the import from {args.file} was written, but {len(problems)} of its {n} entries cannot be "
+            f"read back ({problems[0]}); the store is damaged: `tritune cache check --store {path}` says where"
+        )
+    if damage:
+        return fail_usage(
+            f"{path}: the {n} entries of {args.file} were written and read back, but the store is damaged "
+            f"({damage[0]}); `tritune cache check --store {path}` lists every problem"
+        )
+    _console().print(_t(f"imported {n} entries from {args.file} into {path}"))
     return EXIT_OK
 
 
@@ -180,7 +219,7 @@ def _clear(store: Any, path: Path, args: argparse.Namespace) -> int:
             f"nothing to clear: no entries for kernel {args.kernel!r} in {path}; kernels there: {known}"
         )
     if n == 0:
-        _console().print(f"nothing to clear: no entries in {path}")
+        _console().print(_t(f"nothing to clear: no entries in {path}"))
         return EXIT_OK
     if not args.yes:
         question = f"remove {n} entries ({what}) from {path}?"
@@ -188,14 +227,14 @@ def _clear(store: Any, path: Path, args: argparse.Namespace) -> int:
             return fail_usage(
                 f"{question} stdin is not a terminal, so nothing was removed: pass --yes to confirm"
             )
-        print(f"{question} [y/N] ", end="", flush=True)
+        print(f"{printable(question)} [y/N] ", end="", flush=True)
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
             print("nothing removed")
             return EXIT_FAILED
     store.close()
     with _open(path, write=True) as writer:
         n = writer.clear(args.kernel)
-    _console().print(f"removed {n} entries ({what}) from {path}")
+    _console().print(_t(f"removed {n} entries ({what}) from {path}"))
     return EXIT_OK
 
 
@@ -204,17 +243,17 @@ def _check(path: Path) -> int:
 
     con = _console()
     if not path.exists() and not path.is_symlink():
-        con.print(f"ok: no store at {path} yet")
+        con.print(_t(f"ok: no store at {path} yet"))
         return EXIT_OK
     problems = check_path(path)
     if problems:
         for p in problems:
-            con.print(f"[red]problem[/red]: {p}", markup=True)
-        con.print(f"{len(problems)} problem(s) in {path}")
+            con.print("[red]problem[/red]: ", _t(p), sep="", markup=True)
+        con.print(_t(f"{len(problems)} problem(s) in {path}"))
         return EXIT_FAILED
     with _open(path, write=False) as store:
         n = len(store.entries())
-    con.print(f"ok: {path} ({n} entries)")
+    con.print(_t(f"ok: {path} ({n} entries)"))
     return EXIT_OK
 
 

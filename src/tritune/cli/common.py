@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from tritune.errors import TrituneError
+from tritune.paths import output_problem, write_output
+from tritune.terminal import printable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -86,33 +89,25 @@ def load(args: argparse.Namespace) -> list[Any]:
     return load_workloads(args.path, args.workload)
 
 
-#: Suffixes of files an output option never overwrites: a workload's or a project's own sources.
-SOURCE_SUFFIXES = frozenset(
-    {".py", ".pyi", ".pyx", ".ipynb", ".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp", ".sh", ".toml",
-     ".cfg", ".ini", ".md", ".rst"}
-)
-
-
 def output_path_problem(option: str, value: str, *, directory: bool = False) -> str | None:
     """Why ``value`` cannot receive the output of ``option`` (checked before any work starts), or ``None``.
 
-    The parent folder must exist and be writable, a directory is not a file (and a file not a directory
-    when ``directory``), and an existing source file (``.py`` and the like) is never overwritten.
+    The parent folder must exist and be writable; a file output must be one :func:`tritune.paths.write_output`
+    may replace (not a symlink, a directory, a device or an existing source file such as ``.py``); a folder
+    output must be a real folder (not a symlink), or not exist yet.
     """
     p = Path(value)
     if directory:
+        if p.is_symlink():
+            return f"{option} {value}: is a symlink; outputs never follow one: give a real folder"
         if p.exists() and not p.is_dir():
             return f"{option} {value}: exists and is not a directory; give a folder for the output"
         if p.is_dir():
             return None if os.access(p, os.W_OK | os.X_OK) else f"{option} {value}: folder is not writable"
     else:
-        if p.is_dir():
-            return f"{option} {value}: is a directory; give a file name such as {p / 'result.json'}"
-        if p.exists() and p.suffix.lower() in SOURCE_SUFFIXES:
-            return (
-                f"{option} {value}: refusing to overwrite an existing {p.suffix} file; "
-                "give a new file name ending in .json"
-            )
+        problem = output_problem(p)
+        if problem is not None:
+            return f"{option} {problem}"
         if p.exists() and not os.access(p, os.W_OK):
             return f"{option} {value}: the file exists and is not writable"
     parent = p.parent if str(p.parent) else Path(".")
@@ -123,8 +118,23 @@ def output_path_problem(option: str, value: str, *, directory: bool = False) -> 
     return None
 
 
+def option_problem(args: argparse.Namespace) -> str | None:
+    """A bad number among the options commands share (``--rows``, ``--compile-timeout``), or None."""
+    rows = getattr(args, "rows", None)
+    if rows is not None and rows < 0:
+        return f"--rows must be 0 (every row) or a positive number of rows, got {rows}"
+    timeout = getattr(args, "compile_timeout", None)
+    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+        return f"--compile-timeout must be positive (a number of seconds), got {timeout:g}"
+    return None
+
+
 def check_outputs(args: argparse.Namespace, *options: str) -> str | None:
-    """The first problem with the output paths among ``options`` (``"json"``, ``"record"``...) in ``args``."""
+    """The first problem with the shared options (:func:`option_problem`), then with the output paths among
+    ``options`` (``"json"``, ``"record"``...) in ``args``."""
+    problem = option_problem(args)
+    if problem is not None:
+        return problem
     for name in options:
         value = getattr(args, name, None)
         if not value or (name == "json" and value == "-"):
@@ -143,8 +153,7 @@ def emit_json(args: argparse.Namespace, payload: str) -> bool:
         sys.stdout.write(payload + "\n")
         return True
     try:
-        with open(args.json, "w") as f:
-            f.write(payload + "\n")
+        write_output(args.json, payload + "\n")
     except OSError as e:
         # The path passed the checks made before the work, yet the write failed: keep the work anyway.
         import tempfile
@@ -162,7 +171,8 @@ def emit_json(args: argparse.Namespace, payload: str) -> bool:
 
 
 def fail_usage(message: str) -> int:
-    print(f"tritune: error: {message}", file=sys.stderr)
+    """One line on stderr (data in ``message``, such as a kernel name from a file, shown escaped); exit code 2."""
+    print(f"tritune: error: {printable(message, lines=True)}", file=sys.stderr)
     return EXIT_USAGE
 
 

@@ -9,11 +9,14 @@ and files that cannot be loaded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
+import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 #: command name -> module under tritune.cli that implements it.
 COMMANDS: dict[str, str] = {
@@ -61,16 +64,57 @@ def silence_triton_notices() -> None:
         os.environ["PYTHONWARNINGS"] = f"{current},{entry}" if current else entry
 
 
+class Stopped(BaseException):
+    """A termination signal (SIGTERM, SIGHUP), raised where the command is, as Ctrl-C raises KeyboardInterrupt:
+    every ``with`` block unwinds, so worker services kill their workers and what those started."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: object) -> None:
+    for s in STOP_SIGNALS:  # a second signal during the unwinding ends the process at once
+        signal.signal(s, signal.SIG_DFL)
+    raise Stopped(signum)
+
+
+#: The signals that end a command the way Ctrl-C does (``timeout`` sends SIGTERM; a closed terminal SIGHUP).
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def stop_signals_raise() -> Iterator[None]:
+    """Within: :data:`STOP_SIGNALS` raise :class:`Stopped` (main thread only; elsewhere nothing changes). The
+    handlers found on entry are restored on exit, so a caller of :func:`main` keeps its own."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for s, h in before.items():
+        if h is signal.SIG_DFL:
+            signal.signal(s, _stop)
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     silence_triton_notices()
     parser = build_parser()
     args = parser.parse_args(argv)
     mod = importlib.import_module(COMMANDS[args.command])
     try:
-        return int(mod.run(args))
+        with stop_signals_raise():
+            return int(mod.run(args))
     except KeyboardInterrupt:
         print("tritune: interrupted", file=sys.stderr)
         return 130
+    except Stopped as e:
+        print(f"tritune: stopped by {signal.Signals(e.signum).name}", file=sys.stderr)
+        return 128 + e.signum
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,26 @@ from tritune.errors import WorkloadError
 
 
 def _identity(v: Any) -> Any:
+    return v
+
+
+#: The one NaN a key holds: a NaN key argument becomes this very object, so two NaN keys are equal (a fresh
+#: ``float("nan")`` equals nothing, and a key holding one would add a cache entry on every call).
+NAN = float("nan")
+
+
+def key_value(name: str, v: Any) -> Any:
+    """``v`` as a key holds it: a NaN as :data:`NAN`; an unhashable value (a list, dict or set) is refused with
+    one WorkloadError naming the argument, instead of a raw TypeError from a cache lookup."""
+    if isinstance(v, float):
+        return v if v == v else NAN
+    try:
+        hash(v)
+    except TypeError:
+        raise WorkloadError(
+            f"the key argument {name!r} is a {type(v).__name__}, which cannot be part of a tuning key: key on "
+            "hashable values (int, float, str, bool, a tuple), or bucket it (key={name: len})"
+        ) from None
     return v
 
 
@@ -95,7 +116,7 @@ class KeySpec:
         n = len(args)
         for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
             v = args[pos] if pos < n else kwargs.get(name, default)
-            out.append(bucket(v))
+            out.append(key_value(name, bucket(v)))
         for a in args:
             dt = getattr(a, "dtype", None)
             if dt is not None:
@@ -110,7 +131,7 @@ class KeySpec:
     def _fact(self, i: int, a: Any, out: list[Any]) -> None:
         """Append what selects Triton's binary for argument ``a`` at parameter index ``i``."""
         if i in self.exact:
-            out.append((type(a), a))
+            out.append((type(a), a if a == a else NAN))
             return
         dp = getattr(a, "data_ptr", None)
         if dp is not None:
@@ -129,8 +150,8 @@ class KeySpec:
         ``tl.constexpr``: its value)."""
         out: list[Any] = []
         n = len(args)
-        for pos, default, bucket in zip(self.positions, self.defaults, self.buckets):
-            out.append(bucket(args[pos] if pos < n else default))
+        for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
+            out.append(key_value(name, bucket(args[pos] if pos < n else default)))
         for i, a in enumerate(args):
             self._fact(i, a, out)
         return tuple(out)
@@ -143,7 +164,7 @@ class KeySpec:
         out: list[Any] = [names]
         n = len(args)
         for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
-            out.append(bucket(args[pos] if pos < n else kwargs.get(name, default)))
+            out.append(key_value(name, bucket(args[pos] if pos < n else kwargs.get(name, default))))
         for i, a in enumerate(args):
             self._fact(i, a, out)
         index = self._index
@@ -161,7 +182,9 @@ class KeySpec:
         return {n: i for i, n in enumerate(self.arg_names)}
 
     def _fact_src(self, i: int, a: Any, var: str, env: dict[str, Any]) -> list[str]:
-        if i in self.exact or i < 0:
+        if i in self.exact:
+            return [f"(type({var}), {var} if {var} == {var} else NAN)"]
+        if i < 0:
             return [f"(type({var}), {var})"]
         if getattr(a, "data_ptr", None) is not None:
             return [f"{var}.dtype", f"{var}.data_ptr() % 16 == 0"]
@@ -181,7 +204,7 @@ class KeySpec:
         any call; a call of another arity or argument kind falls back to ``call_key`` itself."""
         n = len(args)
         env: dict[str, Any] = {"generic": self.call_key, "other": _other, "desc": _desc, "miss": _miss}
-        items = self._key_items_src(n, {}, env)
+        items = self._key_items_src(n, {}, env, args, {})
         for i, a in enumerate(args):
             items += self._fact_src(i, a, f"a{i}", env)
         names = "".join(f"a{i}, " for i in range(n))
@@ -196,23 +219,39 @@ class KeySpec:
         fn: Callable[[Sequence[Any]], tuple[Any, ...]] = env["call_key"]
         return fn
 
-    def _key_items_src(self, n: int, kw_vars: Mapping[str, str], env: dict[str, Any]) -> list[str]:
+    def _key_items_src(self, n: int, kw_vars: Mapping[str, str], env: dict[str, Any], args: Sequence[Any],
+                       kwargs: Mapping[str, Any]) -> list[str]:  # fmt: skip
         items: list[str] = []
+        env["NAN"] = NAN
         for j, (pos, name, default, bucket) in enumerate(zip(self.positions, self.names, self.defaults, self.buckets)):
             if pos < n:
-                var = f"a{pos}"
+                var, sample = f"a{pos}", args[pos]
             elif name in kw_vars:
-                var = kw_vars[name]
+                var, sample = kw_vars[name], kwargs[name]
             else:
-                env[f"c{j}"] = bucket(default)
+                env[f"c{j}"] = key_value(name, bucket(default))
                 items.append(f"c{j}")
                 continue
-            if bucket is _identity:
-                items.append(var)
-            else:
-                env[f"b{j}"] = bucket
-                items.append(f"b{j}({var})")
+            items.append(self._key_item_src(j, name, var, sample, bucket, env))
         return items
+
+    def _key_item_src(self, j: int, name: str, var: str, sample: Any, bucket: Callable[[Any], Any],
+                      env: dict[str, Any]) -> str:  # fmt: skip
+        """One key value's expression, as :func:`key_value` of it: checked inline for the sample's type (an int
+        argument needs nothing: its fact already misses for any other type), through ``key_value`` otherwise."""
+        env[f"v{j}"] = functools.partial(key_value, name)
+        if bucket is not _identity:
+            env[f"b{j}"] = bucket
+            return f"v{j}(b{j}({var}))" if isinstance(bucket(sample), float) else f"b{j}({var})"
+        kind = type(sample)
+        if kind is int and self._index[name] not in self.exact:
+            return var
+        if kind is float:
+            return f"({var} if type({var}) is float and {var} == {var} else v{j}({var}))"
+        if kind in (int, str, bool, type(None)):
+            env[f"T{j}"] = kind
+            return f"({var} if type({var}) is T{j} else v{j}({var}))"
+        return f"v{j}({var})"
 
     def compiled_kw_call_key(self, args: Sequence[Any], kwargs: Mapping[str, Any]
                              ) -> Callable[[Sequence[Any], Mapping[str, Any]], tuple[Any, ...]]:  # fmt: skip
@@ -223,7 +262,7 @@ class KeySpec:
         index = self._index
         env: dict[str, Any] = {"generic": self.kw_call_key, "other": _other, "desc": _desc, "miss": _miss, "names": names}
         kw_vars = {name: f"k{j}" for j, name in enumerate(names)}
-        items = ["names", *self._key_items_src(n, kw_vars, env)]
+        items = ["names", *self._key_items_src(n, kw_vars, env, args, kwargs)]
         for i, a in enumerate(args):
             items += self._fact_src(i, a, f"a{i}", env)
         for j, name in enumerate(names):

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritune.paths import write_output
 from tritune.report.data import (
     Ceilings,
     ceilings_of,
@@ -191,5 +192,5 @@ def build_report(result: RunResult | str | Path, out_dir: str | Path, *, source:
         source,
     )
     html = out / "report.html"
-    html.write_text(page, encoding="utf-8")
+    write_output(html, page)
     return Report(html, tuple(figures), tuple(skipped))

@@ -48,8 +48,14 @@ def new_figure(width: float, height: float, *, layout: Literal["constrained"] | 
 
 
 def save(fig: Any, path: Path) -> Path:
-    fig.savefig(path, format="png", dpi=100)
-    return path
+    """Render ``fig`` as a PNG and write it to ``path`` (:func:`tritune.paths.write_output`)."""
+    import io
+
+    from tritune.paths import write_output
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return write_output(path, buf.getvalue())
 
 
 def wrap(text: str, width: int = 70) -> str:

@@ -144,6 +144,7 @@ def render_simulate_html(sim: SimulateResult, figure: Path, source: str) -> str:
 
 def build_simulate_report(data: Mapping[str, Any], out_dir: Path, source: str) -> tuple[Path, list[Path]]:
     """Write ``out_dir/report.html`` and ``convergence.png``; returns (html, [figure paths])."""
+    from tritune.paths import write_output
     from tritune.report.mpl import require_matplotlib, save
 
     sim = parse_simulate(data, source)
@@ -151,5 +152,5 @@ def build_simulate_report(data: Mapping[str, Any], out_dir: Path, source: str) -
     out_dir.mkdir(parents=True, exist_ok=True)
     png = save(convergence_figure(sim), out_dir / "convergence.png")
     html = out_dir / "report.html"
-    html.write_text(render_simulate_html(sim, png, source), encoding="utf-8")
+    write_output(html, render_simulate_html(sim, png, source))
     return html, [png]

@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from tritune.config import Config, as_config
-from tritune.errors import StoreError
+from tritune.errors import StoreCorruptError, StoreError
 from tritune.outcome import Status
 from tritune.store.keys import TuningKey
 from tritune.store.records import CandidateRecord, Entry, KernelSummary, WinnerRecord, Write, summarize
@@ -141,7 +141,32 @@ class Store(ABC):
 
         writes = load_export(src)
         self.record_many(writes)
+        problems = self.unreadable(writes)
+        if problems:
+            raise StoreCorruptError(
+                f"{self.path}: the import was written, but {len(problems)} of its {len(writes)} entries cannot be "
+                f"read back ({problems[0]}); `tritune cache check` says what is damaged"
+            )
         return len(writes)
+
+    def unreadable(self, writes: Iterable[Write]) -> list[str]:
+        """What of ``writes`` cannot be read back from this store, one line per entry (empty when all of it can):
+        an import checks what it wrote, so a damaged store is never reported as holding it."""
+        problems: list[str] = []
+        for w in writes:
+            where = f"kernel {w.key.kernel} at {w.key.describe_key() or 'its key'}"
+            try:
+                have = {c.config for c in self.candidates(w.key)}
+                lost = sum(1 for c in w.candidates if c.config not in have)
+                got = self.lookup_winner(w.key) if w.winner is not None else None
+            except StoreError as e:
+                problems.append(f"{where}: {e}")
+                continue
+            if lost:
+                problems.append(f"{where}: {lost} of its {len(w.candidates)} candidate records are missing")
+            elif w.winner is not None and (got is None or got.config != w.winner):
+                problems.append(f"{where}: its winner is missing")
+        return problems
 
     def _read_only(self, what: str) -> StoreError:
         return StoreError(f"{what}: this store is read-only")

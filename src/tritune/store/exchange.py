@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +29,7 @@ from tritune.bucket import from_name
 from tritune.config import Config
 from tritune.errors import ConfigError, StoreError, StoreSchemaError
 from tritune.outcome import Status
+from tritune.paths import write_output
 from tritune.store.base import Snapshot
 from tritune.store.jsonpos import JSONSyntaxError, Located, path_text
 from tritune.store.jsonpos import Path as JPath
@@ -75,18 +74,11 @@ def export_doc(snapshots: list[Snapshot]) -> dict[str, Any]:
 
 
 def write_export(snapshots: list[Snapshot], dest: str | Path | IO[str]) -> int:
-    """Write ``snapshots`` as JSON to a path (atomically, via a temporary file) or a text stream."""
+    """Write ``snapshots`` as JSON to a path (:func:`tritune.paths.write_output`: atomically, never through a
+    symlink, never over a source file or a device) or a text stream."""
     text = json.dumps(export_doc(snapshots), indent=1, allow_nan=False) + "\n"
     if isinstance(dest, (str, Path)):
-        path = Path(dest)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_output(dest, text)
     else:
         dest.write(text)
     return len(snapshots)
@@ -295,6 +287,8 @@ def _implausible(v: Any, path: JPath, bad: Callable[[JPath, str], None]) -> None
         for k, x in v.items():
             if len(k) > MAX_STRING:
                 bad(path, f"a field name of {len(k)} characters (at most {MAX_STRING})")
+            elif not _unicode(k):
+                bad(path, "a field name that is not valid Unicode text (a lone surrogate such as \\ud800)")
             _implausible(x, (*path, k), bad)
     elif isinstance(v, list):
         for i, x in enumerate(v):
@@ -302,9 +296,20 @@ def _implausible(v: Any, path: JPath, bad: Callable[[JPath, str], None]) -> None
     elif isinstance(v, str):
         if len(v) > MAX_STRING:
             bad(path, f"a string of {len(v)} characters (at most {MAX_STRING})")
+        elif not _unicode(v):
+            bad(path, "not valid Unicode text (a lone surrogate such as \\ud800)")
     elif isinstance(v, (int, float)) and not isinstance(v, bool) and not _number(v):
         shown = f"an integer of {len(str(abs(v)))} digits" if isinstance(v, int) else "a number"
         bad(path, f"{shown} out of range (integers must fit in 64 bits, floats must be finite)")
+
+
+def _unicode(s: str) -> bool:
+    """Whether ``s`` is text UTF-8 can hold: JSON's ``\\ud800`` escapes make strings no file or database can."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _kind(v: Any) -> str:
@@ -346,11 +351,18 @@ def parse_export(text: str, source: str = "<export>") -> list[Write]:
     return writes
 
 
-def load_export(src: str | Path | IO[str]) -> list[Write]:
-    """Read and validate an export file (path or text stream)."""
+def load_export(src: str | Path | IO[str], *, trusted: bool = False) -> list[Write]:
+    """Read and validate an export file (path or text stream). ``trusted=True`` (a pretuned file, which decides
+    what kernels run) reads a path only after the ownership and path checks of
+    :func:`tritune.store.safety.read_trusted`."""
     if isinstance(src, (str, Path)):
         try:
-            text = Path(src).read_text(encoding="utf-8")
+            if trusted:
+                from tritune.store.safety import read_trusted
+
+                text = read_trusted(Path(src)).decode("utf-8")
+            else:
+                text = Path(src).read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise StoreSchemaError(f"{src}: not a text (UTF-8) file: {e}") from None
         except OSError as e:

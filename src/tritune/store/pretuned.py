@@ -12,6 +12,11 @@ first, then, in this order, the same kernel source, key values and dtypes
 
 Ties inside a step are broken by device, capability, Triton version and digest, so the result is
 the same in every process.
+
+The file decides which configs your kernels run, so it gets a store's checks
+(:func:`tritune.store.safety.trusted_path`): a file owned by another user, or reached through a folder or
+symlink another user could change (anywhere on its path, relative paths from the working directory), is
+refused with one StoreError naming the path and the fix, and read from the very descriptor that was checked.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ class PretunedStore(Store):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._mem = MemoryStore()
-        self._mem.record_many(load_export(self.path))
+        self._mem.record_many(load_export(self.path, trusted=True))
 
     def _refuse(self, what: str) -> StoreError:
         return StoreError(

@@ -18,10 +18,14 @@ The path is ``$TRITUNE_STORE``, else ``<user cache dir>/tritune/store.sqlite`` (
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import json
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -30,13 +34,24 @@ from typing import Any
 from urllib.parse import quote
 
 from tritune.config import Config
-from tritune.errors import StoreCorruptError, StoreError
+from tritune.errors import StoreCorruptError, StoreError, StoreRowError
 from tritune.outcome import Status
 from tritune.paths import user_cache_dir
 from tritune.store.base import Snapshot, Store, apply_write, now
 from tritune.store.keys import TuningKey
+from tritune.store.opening import StoreFile, close_unchecked, remove_new_store
 from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write, check_time, thaw_json
-from tritune.store.safety import create_store_file, read_only_reason, safe_store_path
+from tritune.store.safety import (
+    create_store_file,
+    read_only_reason,
+    safe_store_path,
+    shared_folder,
+    space_problem,
+)
+from tritune.store.sqlite_check import DECODE_ERRORS
+
+#: What decoding a stored row can raise when the row is damaged (bad JSON, an unknown status, a bad config).
+_DECODE_ERRORS = DECODE_ERRORS
 
 SCHEMA_VERSION = 1
 #: ``PRAGMA application_id`` of a tritune store: "TRTN" in ASCII.
@@ -130,7 +145,8 @@ class SQLiteStore(Store):
         timeout: float = 60.0,
         read_only: bool = False,
     ) -> None:
-        self.path = Path(path).expanduser() if path is not None else default_store_path()
+        self._shown: Path = Path(path).expanduser() if path is not None else default_store_path()
+        self.path = self._shown
         self.timeout = timeout
         self.read_only = read_only
         self.writable = not read_only
@@ -145,7 +161,18 @@ class SQLiteStore(Store):
         self._pid = os.getpid()
         self._read_pid = self._pid
         self._closed = False
-        self._real = safe_store_path(self.path)
+        #: Where listings (:meth:`entries`, :meth:`snapshot`, :meth:`candidates` of a whole key) report a damaged
+        #: row they skip, once per row; None: a damaged row raises :class:`~tritune.errors.StoreRowError`.
+        self.on_damaged: Callable[[str], None] | None = None
+        self._told: set[str] = set()
+        #: The files this store's connections were opened with, held until those are closed (``StoreFile``).
+        self._files: list[StoreFile] = []
+        #: A read-only store's file (one of ``_files``): its immutable reads check it did not change.
+        self._file: StoreFile | None = None
+        self._immutable = False
+        #: For a read-only store: a sentence on what it cannot show (a ``-wal`` left by a killed writer), or None.
+        self.notice: str | None = None
+        self._real = safe_store_path(self._shown)
         if not read_only:
             reason = read_only_reason(self._real)
             if reason is not None:
@@ -153,23 +180,88 @@ class SQLiteStore(Store):
                     f"cannot write the store {self.path}: {reason}; point TRITUNE_STORE / --store at a "
                     "writable path"
                 )
-        if not self._real.exists():
+        created = False
+        if not os.path.lexists(self._real):
             if read_only or not create:
                 raise StoreError(f"no store at {self.path}: nothing has been tuned into it yet")
-            create_store_file(self._real)
-        self._conn = self._checked(self._open)
-
-    def _checked(self, opener: Callable[[], sqlite3.Connection]) -> sqlite3.Connection:
-        """Open, then check the path again: a file or sidecar planted between the first check and
-        SQLite's open (in a shared sticky directory) is refused before any lookup is served."""
-        conn = opener()
+            try:
+                created = self._create()
+            except OSError as e:
+                raise self._os_error(e, "create") from None
         try:
-            if safe_store_path(self._real) != self._real:
-                raise StoreError(f"the store path {self.path} changed while it was being opened; try again")
+            self._conn = self._open_checked()
         except BaseException:
-            conn.close()
+            if created:
+                remove_new_store(self._real)
             raise
+
+    def _create(self) -> bool:
+        """Create the missing store file; True when this call created it.
+
+        In a folder others can write to, the store is made complete in a private folder beside it (0700) and then
+        linked into place: it appears whole, never empty. SQLite deletes the sidecars of an empty store at its
+        first open, which would free their names for another user between the claim and SQLite's open."""
+        if not shared_folder(self._real):
+            return create_store_file(self._real, self._shown)
+        work = Path(tempfile.mkdtemp(prefix=f".{self._real.name}.new-", dir=self._real.parent))
+        try:
+            made = work / self._real.name
+            SQLiteStore(made, timeout=self.timeout).close()  # schema and WAL mode, checkpointed: no sidecar left
+            try:
+                os.link(made, self._real)  # never replaces a store another process made meanwhile
+            except FileExistsError:
+                return False
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if safe_store_path(self._shown) != self._real:
+            raise StoreError(f"the store path {self._shown} changed while it was being created; try again")
+        return True
+
+    def _open_checked(self) -> sqlite3.Connection:
+        """Open a connection with the file held and checked (:class:`~tritune.store.opening.StoreFile`), then check
+        again: a file or sidecar planted meanwhile (in a shared sticky directory) is refused before any lookup is
+        served, and the connection that met it is closed without copying that sidecar into the store."""
+        claim = not self.read_only and shared_folder(self._real)
+        f = StoreFile(self._real, self._shown, claim=claim)
+        try:
+            conn = self._open(f)
+            try:
+                f.verify(sidecars=not self._immutable)
+                if not self.read_only:
+                    conn.execute("PRAGMA wal_autocheckpoint=1000")  # SQLite's default, held off until verified
+            except BaseException:
+                if self.read_only:
+                    conn.close()  # (a read-only connection never checkpoints)
+                else:
+                    close_unchecked(conn, self._real)
+                    f.discard_swapped()
+                raise
+        except BaseException:
+            f.close()
+            raise
+        self._files.append(f)
+        if self.read_only:
+            self._file = f
         return conn
+
+    def _os_error(self, e: OSError, verb: str) -> StoreError:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            return StoreError(f"no space left on device: cannot {verb} the store {self.path} ({e.strerror}); free "
+                              "some space on its disk, or point TRITUNE_STORE / --store at another disk")  # fmt: skip
+        return StoreError(f"cannot {verb} the store {self.path}: {e.strerror or e}")
+
+    def _sqlite_error(self, e: sqlite3.Error, verb: str) -> StoreError:
+        """A StoreError for a failed SQLite call; a full disk (or file size limit) is named as such."""
+        code = (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF
+        room = space_problem(self._real) if code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR) else None
+        if code == sqlite3.SQLITE_FULL or room is not None:
+            return StoreError(
+                f"no space left on device: {self.path} could not be written ({room or e}); free some space on "
+                "its disk, or point TRITUNE_STORE / --store at another disk"
+            )
+        if isinstance(e, sqlite3.OperationalError) or code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN):
+            return StoreError(f"cannot {verb} the store {self.path}: {e}")
+        return self._corrupt(str(e))
 
     # -- opening -------------------------------------------------------------------------------
     def _corrupt(self, why: str) -> StoreCorruptError:
@@ -178,24 +270,21 @@ class SQLiteStore(Store):
             "TRITUNE_STORE / --store at another path"
         )
 
-    def _header(self) -> bytes:
-        """The first 100 bytes of the file (the SQLite header); refuses a file that is not SQLite."""
-        with open(self._real, "rb") as f:
-            head = f.read(100)
+    def _open(self, f: StoreFile) -> sqlite3.Connection:
+        """One open path for readers and writers: the header (read from the held file), then the file's identity
+        and schema version are checked before anything is written (not even the journal mode of a foreign or
+        newer file). A writer then sets WAL mode and creates or migrates the schema; a reader needs the current
+        schema. A writer checkpoints nothing until :meth:`_open_checked` has checked the sidecars again."""
+        head = f.header()
         if head and not head.startswith(_HEADER):
             raise self._corrupt("not a SQLite database")
-        return head
-
-    def _open(self) -> sqlite3.Connection:
-        """One open path for readers and writers: the header, then the file's identity and schema version
-        are checked before anything is written (not even the journal mode of a foreign or newer file).
-        A writer then sets WAL mode and creates or migrates the schema; a reader needs the current schema."""
-        head = self._header()
         if self.read_only:
-            conn = self._connect_read_only(head)
+            conn = self._connect_read_only(head, f)
         else:
             conn = sqlite3.connect(self._real, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         try:
+            if not self.read_only:
+                conn.execute("PRAGMA wal_autocheckpoint=0")
             state = self._state(conn)
             if state == "foreign":
                 raise self._corrupt("a SQLite database of another application")
@@ -214,30 +303,41 @@ class SQLiteStore(Store):
             conn.execute("PRAGMA foreign_keys=ON")
             if not self.read_only:
                 self._prepare(conn)
-        except sqlite3.OperationalError as e:
-            conn.close()
-            verb = "read" if self.read_only else "open"
-            raise StoreError(f"cannot {verb} the store {self.path}: {e}") from None
-        except sqlite3.DatabaseError as e:
-            conn.close()
-            raise self._corrupt(str(e)) from None
+        except sqlite3.Error as e:
+            self._close_failed(conn)
+            raise self._sqlite_error(e, "read" if self.read_only else "open") from None
         except BaseException:
-            conn.close()
+            self._close_failed(conn)
             raise
         return conn
 
-    def _connect_read_only(self, head: bytes) -> sqlite3.Connection:
-        """A connection that cannot write the file: ``immutable=1`` where the location is read-only and
-        no ``-wal`` holds newer data, else ``mode=ro``. A WAL-mode store in a writable place is opened
-        normally (so SQLite can share the ``-shm`` with live writers) but nothing is ever written."""
+    def _close_failed(self, conn: sqlite3.Connection) -> None:
+        """Close a connection whose open failed: a writer's without a checkpoint (it may have met a refused
+        ``-wal``); a reader's as it is (a read-only connection never checkpoints, and must open no sidecar)."""
+        if self.read_only:
+            conn.close()
+        else:
+            close_unchecked(conn, self._real)
+
+    def _connect_read_only(self, head: bytes, f: StoreFile) -> sqlite3.Connection:
+        """A connection that cannot write the file, and creates or changes no file next to it either.
+
+        ``mode=ro`` while another process writes the store (its ``-wal`` and ``-shm`` exist and it holds them), so
+        the reads see its last commit. Otherwise ``immutable=1``: SQLite reads the file alone and opens no sidecar.
+        A ``-wal`` with no process behind it (left by a ``kill -9``, or copied without its ``-shm``) may hold
+        commits not yet in the file; a reader must not fold them in (that writes the file), so they are not
+        read, and :attr:`notice` says so."""
         if len(head) < 100:
             raise StoreError(f"{self.path} is empty: nothing has been tuned into it yet")
-        wal = self._real.with_name(self._real.name + "-wal")
-        has_wal = wal.exists() and wal.stat().st_size > 0
-        if read_only_reason(self._real) is not None:
-            mode = "ro" if has_wal else "ro&immutable=1"
-        else:
-            mode = "rw" if head[18] == 2 else "ro"  # header byte 18 is 2 in WAL mode
+        self._immutable = not (f.size("-wal") > 0 and f.live_writer())
+        if self._immutable and f.size("-wal") > 0:
+            wal = self._real.with_name(self._real.name + "-wal")
+            self.notice = (
+                f"{wal} holds results that are not in the store file yet (a process writing it was killed, or the "
+                "store was copied without its -shm): they are not shown; the next tune or `tritune cache import` "
+                "into this store folds them in"
+            )
+        mode = "ro&immutable=1" if self._immutable else "ro"
         uri = f"file:{quote(str(self._real))}?mode={mode}"
         return sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False)
 
@@ -272,7 +372,7 @@ class SQLiteStore(Store):
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         finally:
-            if own_txn:
+            if own_txn and conn.in_transaction:  # (a failed read, a full disk, may have ended it: say that instead)
                 conn.execute("COMMIT")
         if app_id == APPLICATION_ID:
             return "ours"
@@ -305,7 +405,9 @@ class SQLiteStore(Store):
             conn.execute(f"PRAGMA user_version={version}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # (SQLite may have rolled back itself: a full disk)
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -314,7 +416,7 @@ class SQLiteStore(Store):
             raise StoreError(f"the store {self.path} is closed")
         if os.getpid() != self._pid:  # a forked child must not share its parent's connection
             self._pid = os.getpid()
-            self._conn = self._checked(self._open)
+            self._conn = self._open_checked()
         return self._conn
 
     def _reader(self) -> sqlite3.Connection:
@@ -326,17 +428,33 @@ class SQLiteStore(Store):
         if self._read_conn is None or self._read_pid != pid:
             with self._lock:  # lock order: _read_lock, then _lock (close takes them so too)
                 self._connection()  # the writer's open (and its fork check) first
+            if safe_store_path(self._shown) != self._real:
+                raise StoreError(f"the store path {self.path} changed since it was opened; open it again")
+            f = StoreFile(self._real, self._shown)
             try:
-                if safe_store_path(self._real) != self._real:
-                    raise StoreError(f"the store path {self.path} changed since it was opened; open it again")
                 # mode=rw: never creates the file (a store removed since it was opened is an error, not a new
                 # empty file with default permissions); create_store_file made it.
                 uri = f"file:{quote(str(self._real))}?mode=rw"
-                conn = self._checked(lambda: sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None,
-                                                             check_same_thread=False))  # fmt: skip
-                conn.execute("PRAGMA foreign_keys=ON")
-            except sqlite3.Error as e:
-                raise StoreError(f"cannot read the store {self.path}: {e}") from None
+                try:
+                    conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None,
+                                           check_same_thread=False)  # fmt: skip
+                except sqlite3.Error as e:
+                    raise self._sqlite_error(e, "read") from None
+                try:
+                    conn.execute("PRAGMA foreign_keys=ON")
+                    conn.execute("PRAGMA schema_version").fetchone()  # opens the sidecars, before they are checked
+                    f.verify()
+                except sqlite3.Error as e:
+                    close_unchecked(conn, self._real)
+                    raise self._sqlite_error(e, "read") from None
+                except BaseException:
+                    close_unchecked(conn, self._real)
+                    f.discard_swapped()
+                    raise
+            except BaseException:
+                f.close()
+                raise
+            self._files.append(f)
             self._read_conn, self._read_pid = conn, pid  # (a parent's reader is left to the parent)
         return self._read_conn
 
@@ -345,7 +463,26 @@ class SQLiteStore(Store):
             with self._read_lock:
                 return self._transaction(self._reader(), fn, write=False)
         with self._lock:
-            return self._transaction(self._connection(), fn, write=write)
+            if not self._immutable:
+                return self._transaction(self._connection(), fn, write=write)
+            for _ in range(3):  # an immutable read is only good if the file did not change under it
+                assert self._file is not None
+                before = self._file.state()
+                out = self._transaction(self._connection(), fn, write=write)
+                if self._file.state() == before:
+                    return out
+                self._reopen()
+            raise StoreError(f"the store {self.path} kept changing while it was read; run the command again")
+
+    def _reopen(self) -> None:
+        """A fresh read-only connection (an immutable one keeps pages that may be stale now)."""
+        if self._conn is not None:
+            self._conn.close()
+        for f in self._files:
+            f.close()
+        self._files, self._file = [], None
+        self._conn, self._immutable, self.notice = None, False, None
+        self._conn = self._open_checked()
 
     def _transaction(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], *, write: bool) -> Any:
         try:
@@ -356,12 +493,18 @@ class SQLiteStore(Store):
                 return out
             except BaseException:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):  # (SQLite may have rolled back itself: disk full)
+                        conn.execute("ROLLBACK")
                 raise
-        except sqlite3.OperationalError as e:
-            raise StoreError(f"store {self.path}: {e}") from None
-        except sqlite3.DatabaseError as e:
-            raise self._corrupt(str(e)) from None
+        except sqlite3.Error as e:
+            raise self._sqlite_error(e, "write" if write else "read") from None
+
+    # -- rows --------------------------------------------------------------------------------------
+    def _damaged(self, what: str, e: BaseException) -> StoreRowError:
+        return StoreRowError(
+            f"{self.path}: {what} is damaged and was not used ({type(e).__name__}: {e}); `tritune cache check` "
+            "lists every damaged row, and a new tuning of that key replaces it"
+        )
 
     @staticmethod
     def _cand(row: tuple[Any, ...]) -> CandidateRecord:
@@ -378,6 +521,29 @@ class SQLiteStore(Store):
             key, Config.from_json(cfg), t, tuple(Config.from_json(c) for c in json.loads(ties)),
             json.loads(prov), at,
         )  # fmt: skip
+
+    def _record(self, row: tuple[Any, ...], where: str = "") -> CandidateRecord:
+        """:meth:`_cand`, a damaged row raising :class:`~tritune.errors.StoreRowError` naming it."""
+        try:
+            return self._cand(row)
+        except _DECODE_ERRORS as e:
+            raise self._damaged(f"a candidate record{where}", e) from None
+
+    def _won(self, key: TuningKey, row: tuple[Any, ...]) -> WinnerRecord:
+        """:meth:`_winner`, a damaged row raising :class:`~tritune.errors.StoreRowError` naming it."""
+        try:
+            return self._winner(key, row)
+        except _DECODE_ERRORS as e:
+            raise self._damaged(f"the winner of kernel {key.kernel} at {key.describe_key() or 'its key'}", e) from None
+
+    def _skip(self, e: StoreRowError) -> None:
+        """A damaged row met by a listing: told once to :attr:`on_damaged`, or raised when nobody listens."""
+        if self.on_damaged is None:
+            raise e
+        msg = str(e)
+        if msg not in self._told:
+            self._told.add(msg)
+            self.on_damaged(msg)
 
     _CAND_COLS = "config, status, time_ms, reason, measurement, provenance, recorded_at"
     _WIN_COLS = "config, time_ms, ties, provenance, recorded_at"
@@ -403,7 +569,7 @@ class SQLiteStore(Store):
                         (d, cfg.dumps()),
                     ).fetchone()
                     if row is not None:
-                        stored[cfg] = self._cand(row)
+                        stored[cfg] = self._record(row, self._at(w.key))
                 stamped, winner = apply_write(w, stored, t)
                 conn.executemany(
                     f"INSERT OR REPLACE INTO candidates(digest, {self._CAND_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -441,7 +607,7 @@ class SQLiteStore(Store):
             row = conn.execute(
                 f"SELECT {self._WIN_COLS} FROM winners WHERE digest=?", (key.digest,)
             ).fetchone()
-            return None if row is None else self._winner(key, row)
+            return None if row is None else self._won(key, row)
 
         return self._run(do, write=False)  # type: ignore[no-any-return]
 
@@ -451,8 +617,8 @@ class SQLiteStore(Store):
         def do(conn: sqlite3.Connection) -> list[CandidateRecord]:
             if asked is None:
                 rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (key.digest,))
-                return [self._cand(r) for r in rows]
-            return [self._cand(r) for r in self._wanted(conn, key, asked, self._CAND_COLS)]
+                return self._cands(rows, key)
+            return [self._record(r, self._at(key)) for r in self._wanted(conn, key, asked, self._CAND_COLS)]
 
         return sorted(self._run(do, write=False), key=lambda r: r.config.id)
 
@@ -465,8 +631,11 @@ class SQLiteStore(Store):
         def do(conn: sqlite3.Connection) -> list[tuple[Config, float | None]]:
             out = []
             for text, status, t in self._wanted(conn, key, asked, "config, status, time_ms"):
-                cfg, st = _config_of(text), Status(status)
-                out.append((cfg, check_time(t, st, cfg)))  # as a record checks it (candidates() would raise too)
+                try:
+                    cfg, st = _config_of(text), Status(status)
+                    out.append((cfg, check_time(t, st, cfg)))  # as a record checks it (candidates() would raise too)
+                except _DECODE_ERRORS as e:
+                    raise self._damaged(f"a candidate record{self._at(key)}", e) from None
             return out
 
         return dict(sorted(self._run(do, write=False), key=lambda x: x[0].id))
@@ -484,12 +653,42 @@ class SQLiteStore(Store):
             out += conn.execute(f"SELECT {cols} FROM candidates WHERE rowid IN ({','.join('?' * len(part))})", part)
         return out
 
+    @staticmethod
+    def _at(key: TuningKey) -> str:
+        return f" of kernel {key.kernel} at {key.describe_key() or 'its key'}"
+
+    def _cands(self, rows: Iterable[tuple[Any, ...]], key: TuningKey) -> list[CandidateRecord]:
+        """A key's candidate records; a damaged one is skipped (:meth:`_skip`)."""
+        out = []
+        for r in rows:
+            try:
+                out.append(self._record(r, self._at(key)))
+            except StoreRowError as e:
+                self._skip(e)
+        return out
+
     def _keys(self, conn: sqlite3.Connection, kernel: str | None) -> list[tuple[str, TuningKey]]:
+        """The stored keys (of ``kernel``); one whose key does not decode is skipped (:meth:`_skip`)."""
         rows = conn.execute(
-            "SELECT digest, key_json FROM keys WHERE ? IS NULL OR kernel=? ORDER BY kernel, digest",
+            "SELECT digest, kernel, key_json FROM keys WHERE ? IS NULL OR kernel=? ORDER BY kernel, digest",
             (kernel, kernel),
         )
-        return [(d, TuningKey.from_json(json.loads(k))) for d, k in rows]
+        out = []
+        for d, name, k in rows:
+            try:
+                out.append((d, TuningKey.from_json(json.loads(k))))
+            except _DECODE_ERRORS as e:
+                self._skip(self._damaged(f"the key {str(d)[:12]} of kernel {name}", e))
+        return out
+
+    def _listed_winner(self, key: TuningKey, row: tuple[Any, ...] | None) -> WinnerRecord | None:
+        if row is None:
+            return None
+        try:
+            return self._won(key, row)
+        except StoreRowError as e:
+            self._skip(e)
+            return None
 
     def entries(self, kernel: str | None = None) -> list[Entry]:
         def do(conn: sqlite3.Connection) -> list[Entry]:
@@ -499,7 +698,7 @@ class SQLiteStore(Store):
                     "SELECT count(*), count(time_ms) FROM candidates WHERE digest=?", (d,)
                 ).fetchone()
                 w = conn.execute(f"SELECT {self._WIN_COLS} FROM winners WHERE digest=?", (d,)).fetchone()
-                out.append(Entry(key, None if w is None else self._winner(key, w), n, n_meas))
+                out.append(Entry(key, self._listed_winner(key, w), n, n_meas))
             return out
 
         return self._run(do, write=False)  # type: ignore[no-any-return]
@@ -509,9 +708,15 @@ class SQLiteStore(Store):
             out: list[Snapshot] = []
             for d, key in self._keys(conn, kernel):
                 rows = conn.execute(f"SELECT {self._CAND_COLS} FROM candidates WHERE digest=?", (d,))
-                cands = sorted((self._cand(r) for r in rows), key=lambda r: r.config.id)
+                cands = sorted(self._cands(rows, key), key=lambda r: r.config.id)
                 w = conn.execute(f"SELECT {self._WIN_COLS} FROM winners WHERE digest=?", (d,)).fetchone()
-                out.append((key, None if w is None else self._winner(key, w), cands))
+                win = self._listed_winner(key, w)
+                have = {c.config for c in cands}
+                if win is not None and not {win.config, *win.ties} <= have:  # its record was a damaged row
+                    self._skip(StoreRowError(f"{self.path}: the winner{self._at(key)} lost its damaged candidate "
+                                             "record and was not exported"))  # fmt: skip
+                    win = None
+                out.append((key, win, cands))
             return out
 
         return self._run(do, write=False)  # type: ignore[no-any-return]
@@ -532,4 +737,8 @@ class SQLiteStore(Store):
                 self._conn.close()
             if self._read_conn is not None and not self._closed:
                 self._read_conn.close()
+            if not self._closed:
+                for f in self._files:  # after the connections: their locks are gone with them
+                    f.close()
+                self._files, self._file = [], None
             self._closed = True

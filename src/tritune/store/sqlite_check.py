@@ -10,7 +10,12 @@ from tritune.config import Config
 from tritune.errors import StoreError, TrituneError
 from tritune.outcome import Status
 from tritune.store.keys import TuningKey
-from tritune.store.records import CandidateRecord
+from tritune.store.records import CandidateRecord, WinnerRecord
+
+#: What decoding a damaged row can raise.
+DECODE_ERRORS = (ValueError, TypeError, KeyError, AttributeError, RecursionError, TrituneError)
+#: A stand-in key for decoding a winner row on its own.
+_KEY = TuningKey("check", "-", "-", "-", "-", "-", (), (), ())
 
 MAX_PROBLEMS = 50
 
@@ -39,8 +44,8 @@ def check_connection(conn: sqlite3.Connection, where: str) -> list[str]:
                     problems.append(
                         f"{where}: key of kernel {kernel} is filed under digest {digest[:12]}, not its own"
                     )
-            except (ValueError, TypeError, KeyError, TrituneError) as e:
-                problems.append(f"{where}: key {digest[:12]} of kernel {kernel} does not decode: {e}")
+            except DECODE_ERRORS as e:
+                problems.append(f"{where}: key {str(digest)[:12]} of kernel {kernel} does not decode: {e}")
         for digest, cfg, status, t, reason, meas, prov, at in conn.execute(
             "SELECT digest, config, status, time_ms, reason, measurement, provenance, recorded_at FROM candidates"
         ):
@@ -52,8 +57,19 @@ def check_connection(conn: sqlite3.Connection, where: str) -> list[str]:
                     problems.append(
                         f"{where}: candidate {c.id} at key {digest[:12]} is not in canonical form"
                     )
-            except (ValueError, TypeError, TrituneError) as e:
-                problems.append(f"{where}: candidate {cfg} at key {digest[:12]} does not decode: {e}")
+            except DECODE_ERRORS as e:
+                problems.append(f"{where}: candidate {cfg} at key {str(digest)[:12]} does not decode: {e}")
+        for digest, cfg, t, ties, prov, at in conn.execute(
+            "SELECT digest, config, time_ms, ties, provenance, recorded_at FROM winners"
+        ):
+            try:
+                c = Config.from_json(cfg)
+                tied = json.loads(ties)
+                if not isinstance(tied, list):
+                    raise ValueError(f"ties is {type(tied).__name__}, not a list")
+                WinnerRecord(_KEY, c, t, tuple(Config.from_json(x) for x in tied), json.loads(prov), at)
+            except DECODE_ERRORS as e:
+                problems.append(f"{where}: the winner {cfg} at key {str(digest)[:12]} does not decode: {e}")
         for digest, cfg in conn.execute(
             "SELECT w.digest, w.config FROM winners w LEFT JOIN candidates c "
             "ON c.digest = w.digest AND c.config = w.config WHERE c.config IS NULL"

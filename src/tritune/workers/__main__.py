@@ -1,4 +1,4 @@
-"""``python -m tritune.workers FD FACTORY``: a spawned worker (see :mod:`tritune.workers.child`).
+"""``python -P -m tritune.workers FD FACTORY LIFELINE...``: a spawned worker (see :mod:`tritune.workers.child`).
 
 The entry point lives here and not in ``child.py``: the package imports ``child`` (through ``service``), and
 ``python -m`` of a module already imported makes runpy print a RuntimeWarning into the shared stderr.

@@ -2,9 +2,9 @@
 
 A worker answers tasks ``(id, payload)`` with ``("done", id, result)``, or ``("raised", id, exception)``
 and then exits (a raising task may leave the process broken: a CUDA context after an illegal address).
-``None`` or a closed socket ends it. A spawned worker is ``python -m tritune.workers FD FACTORY``:
-it receives ``init``, builds its handler with ``FACTORY(init)`` (``"package.module:function"``), then
-says ``("ready",)`` or ``("fatal", exception)``.
+``None`` or a closed socket ends it. A spawned worker is ``python -P -m tritune.workers FD FACTORY LIFELINE...``
+(:mod:`tritune.workers.lifeline`: it dies with its caller): it receives ``init``, builds its handler with
+``FACTORY(init)`` (``"package.module:function"``), then says ``("ready",)`` or ``("fatal", exception)``.
 """
 
 from __future__ import annotations
@@ -68,6 +68,10 @@ def resolve(spec: str) -> Callable[..., object]:
 
 
 def main(argv: list[str]) -> int:
+    from tritune.workers.lifeline import Lifeline, hold
+
+    if len(argv) > 2:
+        hold(Lifeline.from_argv(argv[2:5]))
     conn = Connection(int(argv[0]))
     quiet_stdout()
     try:

@@ -2,7 +2,9 @@
 
 Each worker is one process in a process group of its own, with ``ptxas`` and whatever else it starts:
 a task past its timeout kills the whole group at once, and so does an interrupt (Ctrl-C) or any exception
-while the service is open, so no worker outlives its caller or prints into the shell afterwards. A worker
+while the service is open, so no worker outlives its caller or prints into the shell afterwards. A caller that
+dies without closing the service (SIGKILL, or a signal it does not handle) takes its workers with it
+(:mod:`tritune.workers.lifeline`). A worker
 takes one task at a time, so a worker that dies (a compiler crash, an illegal address) costs exactly its
 task, which is tried again ``retries`` times in a fresh worker before it is :class:`Lost`.
 
@@ -12,8 +14,9 @@ Workers start in one of two ways:
   process's very objects (a kernel defined in a function compiles too). The garbage collector is frozen
   across the fork so a worker never finalizes an object it inherited (a CUDA tensor, say); forked workers
   never touch the GPU.
-* :class:`Spawned`: ``python -m tritune.workers`` builds its handler from ``factory(init)``; for work
-  that needs a fresh process (a CUDA context of its own, or no Triton interpreter).
+* :class:`Spawned`: ``python -P -m tritune.workers`` builds its handler from ``factory(init)``; for work
+  that needs a fresh process (a CUDA context of its own, or no Triton interpreter). Nothing is imported from
+  the caller's working directory.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import gc
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -37,6 +39,7 @@ from typing import Literal
 
 from tritune.errors import TrituneError
 from tritune.workers.child import quiet_stdout, serve
+from tritune.workers.lifeline import Lifeline, hold, import_path, lifeline, worker_command
 from tritune.workers.procs import kill_group
 
 Handler = Callable[[object], object]
@@ -99,11 +102,12 @@ class _Worker:
     def __init__(self, start: Forked | Spawned) -> None:
         ours, theirs = socket.socketpair()
         self.proc: subprocess.Popen[bytes] | None = None
+        line = lifeline()
         if isinstance(start, Forked):
-            self.pid = _fork(start.handler, ours, theirs)
+            self.pid = _fork(start.handler, ours, theirs, line)
             self.ready = True
         else:
-            self.proc = _spawn(start, theirs)
+            self.proc = _spawn(start, theirs, line)
             self.pid = self.proc.pid
             self.ready = False
         theirs.close()
@@ -193,7 +197,7 @@ def freeze_more() -> bool:
     return True
 
 
-def _fork(handler: Handler, ours: socket.socket, theirs: socket.socket) -> int:
+def _fork(handler: Handler, ours: socket.socket, theirs: socket.socket, line: Lifeline) -> int:
     with _FORK_LOCK:
         outer = _OWN_FREEZES[0] > 0  # a caller's freeze (tune's, per key) is the caller's to thaw
         gc.freeze()
@@ -207,6 +211,7 @@ def _fork(handler: Handler, ours: socket.socket, theirs: socket.socket) -> int:
     if pid == 0:  # the worker
         try:
             os.setpgid(0, 0)
+            hold(line)
             ours.close()
             for fd in list(_PARENT_FDS):
                 with contextlib.suppress(OSError):
@@ -220,19 +225,19 @@ def _fork(handler: Handler, ours: socket.socket, theirs: socket.socket) -> int:
     return pid
 
 
-def _spawn(start: Spawned, theirs: socket.socket) -> subprocess.Popen[bytes]:
+def _spawn(start: Spawned, theirs: socket.socket, line: Lifeline) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     for k, v in start.env.items():
         if v is None:
             env.pop(k, None)
         else:
             env[k] = v
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = import_path(_SRC, env.get("PYTHONPATH", ""))
     fd = theirs.fileno()
     return subprocess.Popen(
-        [sys.executable, "-m", "tritune.workers", str(fd), start.factory],
+        [*worker_command(), str(fd), start.factory, *line.argv()],
         stdin=subprocess.DEVNULL,
-        pass_fds=(fd,),
+        pass_fds=(fd, line.fd),
         start_new_session=True,  # its own process group, out of reach of the terminal's Ctrl-C
         env=env,
     )
