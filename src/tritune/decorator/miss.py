@@ -46,12 +46,15 @@ class KeyTuner:
     _pretuned: Any = field(default=None, init=False, repr=False)
 
     def open_store(self) -> Any:
+        """The kernel's store, opened at its first use; fail-safe: a store that is damaged, locked by another
+        process, on a full disk or refused never makes a kernel call fail (one warning; results stay in memory)."""
         if self.store is False:
             return None
         if self._store is None:
-            from tritune.store import Store, open_store
+            from tritune.store import FailSafeStore, Store, open_store
 
-            self._store = self.store if isinstance(self.store, Store) else open_store(self.store)
+            self._store = (FailSafeStore(self.store) if isinstance(self.store, Store)
+                           else open_store(self.store, tolerant=True))  # fmt: skip
         return self._store
 
     def open_pretuned(self) -> Any:

@@ -15,8 +15,8 @@ over ranks, a :class:`~tritune.engine.loop.Place` (``tritune.ranks.Farm``). The 
 A key raced whole records the statically rejected configs too (a later process serves the winner when every
 candidate has a record); a searched key leaves them out (its search provenance tells a later lookup what was
 searched). With ``reuse=True`` (the decorator) a key raced whole races only the configs the store has no record of
-and keeps the stored winner when it is as fast, and a searched key whose budget earlier runs already spent serves
-its stored winner without timing.
+and keeps the stored winner when it is as fast (with no stored winner to keep, every legal config races), and a
+searched key whose budget earlier runs already spent serves its stored winner without timing.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def tune_key(job: KeyJob, options: TuneOptions, *, store: Any = None, farm: Plac
     partial = False
     if p is None:
         todo = legal
-        if reuse and store is not None and farm is None:
+        if reuse and store is not None and farm is None and old is not None:
             todo = store.missing(job.key, legal)  # adding a config to the list measures only it
             partial = len(todo) < len(legal)
         stats["setup_s"] = round(time.perf_counter() - clock, 3)

@@ -41,8 +41,7 @@ from tritune.store.overlay import OverlayStore, ReadOnlyStoreWarning
 from tritune.store.pretuned import PretunedStore
 from tritune.store.records import CandidateRecord, Entry, KernelSummary, WinnerRecord, Write
 from tritune.store.safety import read_only_reason, safe_store_path
-from tritune.store.sqlite import SQLiteStore, default_store_path
-from tritune.store.sqlite_check import check_path
+from tritune.store.sqlite import SQLiteStore, check_path, default_store_path
 
 
 def open_store(

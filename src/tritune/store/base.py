@@ -26,7 +26,6 @@ faster, as SQLite does from fewer columns, with the same result: the contract su
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -37,10 +36,15 @@ from tritune.config import Config, as_config
 from tritune.errors import StoreCorruptError, StoreError
 from tritune.outcome import Status
 from tritune.store.keys import TuningKey
-from tritune.store.records import CandidateRecord, Entry, KernelSummary, WinnerRecord, Write, summarize
-
-#: One exported key: its TuningKey, its winner (or None) and its candidate records.
-Snapshot = tuple[TuningKey, "WinnerRecord | None", list[CandidateRecord]]
+from tritune.store.records import (
+    CandidateRecord,
+    Entry,
+    KernelSummary,
+    Snapshot,
+    WinnerRecord,
+    Write,
+    summarize,
+)
 
 
 class Store(ABC):
@@ -178,11 +182,6 @@ class Store(ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def now() -> float:
-    """Unix seconds, the ``recorded_at`` clock."""
-    return time.time()
 
 
 def apply_write(

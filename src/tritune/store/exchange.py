@@ -30,11 +30,10 @@ from tritune.config import Config
 from tritune.errors import ConfigError, StoreError, StoreSchemaError
 from tritune.outcome import Status
 from tritune.paths import write_output
-from tritune.store.base import Snapshot
 from tritune.store.jsonpos import JSONSyntaxError, Located, path_text
 from tritune.store.jsonpos import Path as JPath
 from tritune.store.keys import TuningKey
-from tritune.store.records import CandidateRecord, Write
+from tritune.store.records import CandidateRecord, Snapshot, Write
 
 FORMAT = "tritune.store/1"
 MAX_REPORTED = 20
@@ -60,7 +59,7 @@ _WIN_FIELDS = {"config", "time_ms", "ties", "provenance", "recorded_at"}
 def export_doc(snapshots: list[Snapshot]) -> dict[str, Any]:
     """The export document of ``snapshots`` (see the module docstring)."""
     from tritune._version import __version__
-    from tritune.store.base import now
+    from tritune.store.records import now
 
     entries = [
         {

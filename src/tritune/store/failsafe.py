@@ -26,10 +26,10 @@ from pathlib import Path
 
 from tritune.config import Config
 from tritune.errors import StoreError
-from tritune.store.base import Snapshot, Store
+from tritune.store.base import Store
 from tritune.store.keys import TuningKey
 from tritune.store.memory import MemoryStore
-from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+from tritune.store.records import CandidateRecord, Entry, Snapshot, WinnerRecord, Write
 
 #: Seconds a write waits for another process's write lock before its result stays in memory.
 LOCK_WAIT_S = 2.0

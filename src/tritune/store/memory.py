@@ -12,9 +12,9 @@ from collections.abc import Iterable
 
 from tritune.config import Config
 from tritune.errors import StoreError
-from tritune.store.base import Snapshot, Store, apply_write, now
+from tritune.store.base import Store, apply_write
 from tritune.store.keys import TuningKey
-from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+from tritune.store.records import CandidateRecord, Entry, Snapshot, WinnerRecord, Write, now
 
 
 class MemoryStore(Store):

@@ -14,10 +14,10 @@ import warnings
 from collections.abc import Iterable
 
 from tritune.config import Config
-from tritune.store.base import Snapshot, Store
+from tritune.store.base import Store
 from tritune.store.keys import TuningKey
 from tritune.store.memory import MemoryStore
-from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+from tritune.store.records import CandidateRecord, Entry, Snapshot, WinnerRecord, Write
 
 
 class ReadOnlyStoreWarning(UserWarning):

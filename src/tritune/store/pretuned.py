@@ -26,11 +26,11 @@ from pathlib import Path
 
 from tritune.config import Config
 from tritune.errors import StoreError
-from tritune.store.base import Snapshot, Store
+from tritune.store.base import Store
 from tritune.store.exchange import load_export
 from tritune.store.keys import INTERPRETER, TuningKey
 from tritune.store.memory import MemoryStore
-from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write
+from tritune.store.records import CandidateRecord, Entry, Snapshot, WinnerRecord, Write
 
 
 class PretunedStore(Store):

@@ -21,6 +21,12 @@ from tritune.outcome import Status
 from tritune.store.keys import TuningKey
 
 
+def now() -> float:
+    """Unix seconds, the ``recorded_at`` clock."""
+    return time.time()
+
+
+
 def freeze_json(value: Any, where: str) -> Any:
     """A read-only copy of a JSON value; anything that is not JSON (or a non-finite float) is an error."""
     if isinstance(value, Mapping):
@@ -230,3 +236,7 @@ def summarize(entries: Iterable[Entry]) -> list[KernelSummary]:
         a[1] += e.winner is not None
         a[2] += e.n_candidates
     return [KernelSummary(k, *v) for k, v in sorted(acc.items())]
+
+
+#: One key's stored state: its key, its winner (or None) and its candidate records.
+Snapshot = tuple[TuningKey, "WinnerRecord | None", list[CandidateRecord]]

@@ -37,10 +37,19 @@ from tritune.config import Config
 from tritune.errors import StoreCorruptError, StoreError, StoreRowError
 from tritune.outcome import Status
 from tritune.paths import user_cache_dir
-from tritune.store.base import Snapshot, Store, apply_write, now
+from tritune.store.base import Store, apply_write
 from tritune.store.keys import TuningKey
 from tritune.store.opening import StoreFile, close_unchecked, remove_new_store
-from tritune.store.records import CandidateRecord, Entry, WinnerRecord, Write, check_time, thaw_json
+from tritune.store.records import (
+    CandidateRecord,
+    Entry,
+    Snapshot,
+    WinnerRecord,
+    Write,
+    check_time,
+    now,
+    thaw_json,
+)
 from tritune.store.safety import (
     create_store_file,
     read_only_reason,
@@ -48,7 +57,7 @@ from tritune.store.safety import (
     shared_folder,
     space_problem,
 )
-from tritune.store.sqlite_check import DECODE_ERRORS
+from tritune.store.sqlite_check import DECODE_ERRORS, check_connection
 
 #: What decoding a stored row can raise when the row is damaged (bad JSON, an unknown status, a bad config).
 _DECODE_ERRORS = DECODE_ERRORS
@@ -722,14 +731,13 @@ class SQLiteStore(Store):
         return self._run(do, write=False)  # type: ignore[no-any-return]
 
     def check(self) -> list[str]:
-        from tritune.store.sqlite_check import check_connection
-
         with self._lock:
             try:
                 conn = self._connection()
             except StoreError as e:
                 return [str(e)]
-            return check_connection(conn, str(self.path))
+            return check_connection(conn, str(self.path), application_id=APPLICATION_ID,
+                                    schema_version=SCHEMA_VERSION)
 
     def close(self) -> None:
         with self._read_lock, self._lock:
@@ -742,3 +750,22 @@ class SQLiteStore(Store):
                     f.close()
                 self._files, self._file = [], None
             self._closed = True
+
+
+def check_path(path: str | Path | None = None) -> list[str]:
+    """Problems of the store at ``path`` (default path when None), without creating or changing it.
+
+    A missing file is not a problem (nothing was tuned yet); an unsafe, corrupt or foreign one, or
+    one that is not a store yet, is reported.
+    """
+    p = Path(path).expanduser() if path is not None else default_store_path()
+    if not p.exists() and not p.is_symlink():
+        return []
+    try:
+        store = SQLiteStore(p, create=False, read_only=True)
+    except StoreError as e:  # unsafe, corrupt, foreign, empty or newer: one line each
+        return [str(e)]
+    try:
+        return store.check()
+    finally:
+        store.close()

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 
 from tritune.config import Config
-from tritune.errors import StoreError, TrituneError
+from tritune.errors import TrituneError
 from tritune.outcome import Status
 from tritune.store.keys import TuningKey
 from tritune.store.records import CandidateRecord, WinnerRecord
@@ -20,10 +19,10 @@ _KEY = TuningKey("check", "-", "-", "-", "-", "-", (), (), ())
 MAX_PROBLEMS = 50
 
 
-def check_connection(conn: sqlite3.Connection, where: str) -> list[str]:
-    """Every problem found (at most :data:`MAX_PROBLEMS`), each naming ``where``; never raises."""
-    from tritune.store.sqlite import APPLICATION_ID, SCHEMA_VERSION
-
+def check_connection(conn: sqlite3.Connection, where: str, *, application_id: int, schema_version: int) -> list[str]:
+    """Every problem found (at most :data:`MAX_PROBLEMS`), each naming ``where``; never raises. ``application_id``
+    and ``schema_version``: what tritune's stores of this version carry."""
+    APPLICATION_ID, SCHEMA_VERSION = application_id, schema_version
     problems: list[str] = []
     try:
         rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
@@ -78,24 +77,3 @@ def check_connection(conn: sqlite3.Connection, where: str) -> list[str]:
     except sqlite3.DatabaseError as e:
         problems.append(f"{where}: {e}")
     return problems[:MAX_PROBLEMS]
-
-
-def check_path(path: str | Path | None = None) -> list[str]:
-    """Problems of the store at ``path`` (default path when None), without creating or changing it.
-
-    A missing file is not a problem (nothing was tuned yet); an unsafe, corrupt or foreign one, or
-    one that is not a store yet, is reported.
-    """
-    from tritune.store.sqlite import SQLiteStore, default_store_path
-
-    p = Path(path).expanduser() if path is not None else default_store_path()
-    if not p.exists() and not p.is_symlink():
-        return []
-    try:
-        store = SQLiteStore(p, create=False, read_only=True)
-    except StoreError as e:  # unsafe, corrupt, foreign, empty or newer: one line each
-        return [str(e)]
-    try:
-        return store.check()
-    finally:
-        store.close()
