@@ -11,7 +11,6 @@ import sqlite3
 import warnings
 from pathlib import Path
 
-import pytest
 import torch
 import triton
 
