@@ -263,7 +263,7 @@ def interleave(fns: Mapping[str, Callable[[], None]], rounds: int) -> dict[str, 
 
 
 class Plain:
-    """CUDA events around single calls after a 256 MB memset (``matmul_probe.py``'s ``Timer``), optionally with a
+    """CUDA events around single calls after a 256 MB memset , optionally with a
     GPU spin between the memset and the start event; the median of ``reps`` calls."""
 
     def __init__(self, pad_us: float = 0.0) -> None:

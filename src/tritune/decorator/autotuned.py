@@ -292,7 +292,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         if not kwargs:
             # The choice and its config's values, by the generated call key (key values and the binary's
             # specialization, a finer split than the key): the generic key and a dict merge per call cost
-            # ~2 us of the ~13 us a call under heuristics took on the H200 (session 5, compat_dispatch).
+            # ~2 us of the ~13 us a call under heuristics took on the H200 (``benchmarks/dispatch.py``).
             if self._heur_key is None:
                 self._heur_key = self.key_spec.compiled_call_key(args)
             try:

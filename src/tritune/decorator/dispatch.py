@@ -31,7 +31,7 @@ def _current_device(triton_default: Callable[[], int]) -> Callable[[], int]:
 # sha256 of the source of ``CudaLauncher.__call__`` (Triton's NVIDIA driver) whose per-call work is known to be,
 # for a kernel without global or profile scratch (and, in 3.9, without GSan): pass its own fixed values with
 # the arguments to ``self.launch``. Launching through ``self.launch`` directly skips that Python frame (its
-# nested scratch allocators, called to return None): ~1.5 us of a cached call on the H200 (session 7 profile:
+# nested scratch allocators, called to return None): ~1.5 us of a cached call on the H200 (profiled:
 # 3 us of own time a call under cProfile). Any other source, or scratch, keeps the launcher's own path.
 _KNOWN_LAUNCHERS = {
     "ead77febd3d441d4": "3.6",  # triton 3.6.0

@@ -163,8 +163,7 @@ class SQLiteStore(Store):
         self._conn: sqlite3.Connection | None = None
         #: Reads go through a connection of their own (:meth:`_reader`), so a lookup never waits for a write
         #: transaction in progress on ``_conn`` (WAL: readers see the last commit): a serving key's first call
-        #: looks its key up while the writer thread commits other keys' promotions. (On the H200 a few first
-        #: calls' lookups took 2.4-6.2 ms before and 4.6-6.3 ms after this, session 13: that wait was elsewhere.)
+        #: looks its key up while the writer thread commits other keys' promotions.
         self._read_lock = threading.Lock()
         self._read_conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
@@ -634,7 +633,7 @@ class SQLiteStore(Store):
     def times(self, key: TuningKey, configs: Iterable[Config]) -> dict[Config, float | None]:
         """:meth:`Store.times` from the config, status and time columns only: a transfer's start read every record
         of its 3 tuned keys whole (the measurement's and provenance's JSON, frozen copies) to use these, 0.017 s of
-        a fresh process's start profiled on this project's CPU (``benchmarks/transfer_setup.py --fresh``)."""
+        a fresh process's start, profiled on a 2-core CPU."""
         asked = list(configs)
 
         def do(conn: sqlite3.Connection) -> list[tuple[Config, float | None]]:

@@ -157,8 +157,8 @@ class _Worker:
 
 #: How many of tritune's own ``gc.freeze`` scopes (:func:`objects_frozen`) are open in this process. A fork
 #: reads this, not ``gc.get_freeze_count()``, which walks every frozen object: with a heap frozen by someone
-#: else it took 33-64 ms a fork on the H200's host, 16 forks per tuned key (session 8, the libraries' cold
-#: tuning). A freeze made outside tritune is thawed by the first fork, as it always was before session 7.
+#: else it took 33-64 ms a fork on the H200's host, 16 forks per tuned key (the libraries' cold
+#: tuning). A freeze made outside tritune is thawed by the first fork.
 _OWN_FREEZES = [0]
 
 
@@ -189,7 +189,7 @@ def freeze_more() -> bool:
     """Inside an :func:`objects_frozen` scope: move what was allocated since its entry to the permanent generation
     too (``gc.freeze`` again; the scope's exit thaws everything at once). A key's setup imports Triton's code
     generator and makes its arguments after the key's freeze; a full collection later walked all of it: 0.10-0.11 s
-    inside a new key's results on the H200 (session 13). Outside such a scope nothing is frozen (no one would
+    inside a new key's results on the H200. Outside such a scope nothing is frozen (no one would
     thaw it). Whether it froze."""
     if _OWN_FREEZES[0] <= 0:
         return False
