@@ -69,6 +69,7 @@ def autotune(
     race: RaceOptions | None = None,
     retime_finalists: bool = True,
     precompile: bool = True,
+    numerics: str | None = None,
     incremental: bool | IncrementalOptions | Any | None = None,
     outputs: Iterable[str] | None = None,
     atol: float | None = None,
@@ -98,7 +99,9 @@ def autotune(
     configs are searched; ``"exhaustive"``; a strategy name), ``budget`` (``"5%"``, ``200``, ``"90s"``),
     ``measure`` (``"cold"``, ``"warm"``, ``"graph"``), ``jobs`` (compile workers), ``compile_timeout`` (seconds
     per config), ``race`` (a :class:`tritune.RaceOptions`), ``retime_finalists`` (over ranks, rank 0 re-times the
-    finalists), ``precompile`` (compile in worker processes ahead of the first load).
+    finalists), ``precompile`` (compile in worker processes ahead of the first load), ``numerics`` (``"exact"``: only
+    configs that compute the first legal config's bits may win, so tuning never changes a result; ``"any"``; default
+    ``$TRITUNE_NUMERICS``, else ``"any"``).
 
     Tuning while serving: ``incremental`` (True, an ``IncrementalOptions``, or ``$TRITUNE_INCREMENTAL=1``) runs a new
     key at once on a provisional config and tunes it on the real calls; ``outputs``, ``atol``, ``rtol`` set its check
@@ -119,7 +122,8 @@ def autotune(
         try:
             options = TuneOptions(search=search, budget=budget, measure=measure, jobs=jobs,
                                   compile_timeout=compile_timeout, race=race if race is not None else RaceOptions(),
-                                  retime_finalists=retime_finalists, precompile=precompile)  # fmt: skip
+                                  retime_finalists=retime_finalists, precompile=precompile,
+                                  numerics=numerics)  # fmt: skip
         except TrituneError as e:
             raise type(e)(f"{name}: {e}") from None
         serving = serving_mode(incremental, outputs=outputs, atol=atol, rtol=rtol, on_promote=on_promote,

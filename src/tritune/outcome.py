@@ -11,7 +11,9 @@ class Status(str, Enum):
     Screening gives ``fits``/``illegal``/``compile_failed``/``compile_timeout``; verification gives
     ``correct``/``incorrect``/``illegal``/``error``, and ``compared`` where no oracle was given (the
     candidate ran and wrote every output; it was only compared with the others: see its agreement group); timing gives ``measured``/``illegal``/``compile_failed``/
-    ``compile_timeout``/``launch_failed``/``incorrect``, and ``not_timed`` where no GPU timing was possible.
+    ``compile_timeout``/``launch_failed``/``incorrect``, ``not_timed`` where no GPU timing was possible, and
+    ``other_numerics`` for a correct config left out because it computes other bits than the reference
+    (``numerics="exact"``).
     """
 
     FITS = "fits"
@@ -25,6 +27,8 @@ class Status(str, Enum):
     COMPILE_TIMEOUT = "compile_timeout"
     LAUNCH_FAILED = "launch_failed"
     NOT_TIMED = "not_timed"
+    #: Correct, but computes other bits than the reference config: not a candidate under ``numerics="exact"``.
+    OTHER_NUMERICS = "other_numerics"
 
     def __str__(self) -> str:
         return self.value
@@ -44,4 +48,5 @@ class Status(str, Enum):
             Status.COMPILE_FAILED,
             Status.COMPILE_TIMEOUT,
             Status.LAUNCH_FAILED,
+            Status.OTHER_NUMERICS,
         )

@@ -118,7 +118,8 @@ class KeyTuner:
         dev = (INTERPRETER, INTERPRETER) if interpreter else None
         dtypes = tuple(str(d) for d in key[len(names):])
         return make_key(tuned.info, values, buckets=buckets, dtypes=dtypes, device=dev,
-                        measure=measure if measure is not None else self.options.policy(tuned.info.name))  # fmt: skip
+                        measure=measure if measure is not None else self.options.policy(tuned.info.name),
+                        numerics=self.options.numerics or "any")  # fmt: skip
 
     def lookup(self, tuned: TunedKernel, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any],
                allowed: Sequence[Config] | None = None) -> Choice | None:  # fmt: skip
@@ -214,13 +215,20 @@ class KeyTuner:
             cleanups.append(cleanup)
             return call
 
+        numerics = NumericsClass.of(tuned, legal, args, kwargs, grid) if self.options.numerics == "exact" else None
+
         def prepare(cfg: Config) -> Prepared:
+            got: Prepared
             if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
                 why = frontend_rejection(tuned.fn, args, cfg, cuda_target(90), tuned.launch_kwargs(cfg, args, kwargs))
-                return None if why is None else Failure(Status.ILLEGAL, why)
-            if cfg.pre_hook is not None:  # as Triton: it may set what the compile depends on (a descriptor's block)
-                cfg.pre_hook({**named, **cfg.kwargs, **cfg.launch_options()})
-            return load_binary(tuned.launcher(), tuned.info.name, cfg, args, kwargs, grid)
+                got = None if why is None else Failure(Status.ILLEGAL, why)
+            else:
+                if cfg.pre_hook is not None:  # as Triton: it may set what the compile depends on (a descriptor's block)
+                    cfg.pre_hook({**named, **cfg.kwargs, **cfg.launch_options()})
+                got = load_binary(tuned.launcher(), tuned.info.name, cfg, args, kwargs, grid)
+            if numerics is not None and not isinstance(got, Failure):
+                return numerics.check(cfg) or got
+            return got
 
         opts = self.options
         measure: ConfigMeasure
@@ -250,6 +258,8 @@ class KeyTuner:
             for c in cleanups:
                 c()
         rejected.update(got.failures)
+        if numerics is not None:
+            stats["numerics"] = numerics.summary()
         if got.winner is None:
             searched = (f" (searched {got.search['evaluated']} of {len(legal)} legal configs with "
                         f"{got.search['strategy']})") if got.search else ""  # fmt: skip
@@ -292,3 +302,75 @@ class _UserBench:
 
 def _label(tuned: TunedKernel, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
+
+
+class NumericsClass:
+    """``numerics="exact"``: the configs of a key that compute the reference config's bits (the first legal config's)
+    on the call's arguments and on two perturbed copies of them (:func:`~tritune.verify.reference.perturbed_inputs`).
+    Every run is on fresh copies; the caller's arguments are never written. :meth:`check` is the tuning's check of a
+    candidate: a Failure ``other_numerics`` for a config outside the class."""
+
+    def __init__(self, name: str, legal: list[Config], runs: list[Any]) -> None:
+        self.name = name
+        self._legal = legal
+        self.reference = legal[0]
+        self._runs = runs
+        self._ready = False
+        self.members: list[Config] = []
+        self.others: dict[Config, str] = {}
+
+    @classmethod
+    def of(cls, tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+           grid: Any, inputs: int = 3) -> NumericsClass | None:  # fmt: skip
+        """The class of ``legal[0]`` for this call; None with fewer than two legal configs (nothing to choose)."""
+        from tritune.decorator.timing import run_once
+        from tritune.verify.reference import ReferenceRun, perturbed_inputs
+
+        if len(legal) < 2:
+            return None
+
+        def launch(c: Config, a: list[Any]) -> None:
+            run_once(tuned, c, a, kwargs, grid)
+
+        sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs))]
+        names = tuned.info.arg_names
+        return cls(tuned.info.name, list(legal), [ReferenceRun(launch, a, names) for a in sets])
+
+    def check(self, cfg: Config) -> Any:
+        """None when ``cfg`` computes the reference's bits on every input, else the Failure to record."""
+        from tritune.bench import Failure
+        from tritune.outcome import Status
+
+        if not self._ready:
+            self._set_reference()
+        for i, r in enumerate(self._runs):
+            got = r.check(cfg)
+            if not got.identical:
+                what = got.reason or "within the output's tolerance, but not bit for bit"
+                self.others[cfg] = what
+                where = "the call's arguments" if i == 0 else f"perturbed input {i}"
+                return Failure(Status.OTHER_NUMERICS, f"{self.name} {cfg.id} computes other bits than the reference "
+                                                      f"{self.reference.id} on {where}: {what}")  # fmt: skip
+        self.members.append(cfg)
+        return None
+
+    def _set_reference(self) -> None:
+        """The reference: the first legal config that runs here (a config whose binary this GPU refuses cannot be
+        one); every config before it that failed to run is in no class."""
+        for cfg in self._legal:
+            try:
+                for r in self._runs:
+                    r.set_reference(cfg)
+            except Exception as e:  # it cannot run here: the next legal config is the reference
+                self.others[cfg] = f"cannot be the reference: {type(e).__name__}: {e}"
+                continue
+            self.reference = cfg
+            self._ready = True
+            return
+        raise NoLegalConfigError(f"{self.name}: no legal config runs, so no config can be the numerics reference")
+
+    def summary(self) -> dict[str, Any]:
+        """The class for ``choices()``: the reference, the configs checked into it and those left out."""
+        return {"mode": "exact", "reference": self.reference.id, "inputs": len(self._runs),
+                "class": [c.id for c in self.members], "class_size": len(self.members),
+                "other": {c.id: why for c, why in self.others.items()}}  # fmt: skip

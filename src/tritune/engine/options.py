@@ -34,6 +34,9 @@ class TuneOptions:
       time the same kernel a few percent apart).
     * ``precompile``: compile the candidates in worker processes ahead of their first load (``False``: the JIT
       compiles each at its load, in this process).
+    * ``numerics``: ``"any"`` lets the fastest config win; ``"exact"`` lets only the configs that compute the
+      reference config's bits (the first legal config's, on the call's inputs and perturbed copies of them) win,
+      so tuning never changes a result. ``None``: ``$TRITUNE_NUMERICS``, else ``"any"``. Part of the store key.
     """
 
     search: str | None = None
@@ -45,8 +48,10 @@ class TuneOptions:
     sweep: bool = False
     retime_finalists: bool = True
     precompile: bool = True
+    numerics: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "numerics", resolve_numerics(self.numerics))
         if self.jobs is not None and (isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1):
             raise ConfigError(f"jobs={self.jobs!r} must be a positive number of compile worker processes")
         t = self.compile_timeout
@@ -67,3 +72,20 @@ class TuneOptions:
     def plan(self, n_legal: int, *, where: str = "") -> SearchPlan | None:
         """How to search ``n_legal`` legal configs, or None to race (or sweep) every one (:func:`plan`)."""
         return None if self.sweep else plan(self.search, self.budget, n_legal, where=where)
+
+
+#: The environment variable that sets ``numerics`` when the kernel or run does not.
+NUMERICS_ENV = "TRITUNE_NUMERICS"
+
+
+def resolve_numerics(value: str | None) -> str:
+    """``value``, else ``$TRITUNE_NUMERICS``, else ``"any"``; a ConfigError names the choices."""
+    import os
+
+    from tritune.store.keys import NUMERICS
+
+    v = value if value is not None else (os.environ.get(NUMERICS_ENV, "").strip().lower() or "any")
+    if v not in NUMERICS:
+        where = "numerics" if value is not None else f"${NUMERICS_ENV}"
+        raise ConfigError(f"{where}={v!r}: use one of {', '.join(repr(n) for n in NUMERICS)}")
+    return v

@@ -31,6 +31,8 @@ from tritune.measure import DEFAULT_POLICY, MeasurePolicy
 
 #: Device and capability recorded when no GPU is active.
 INTERPRETER = "interpreter"
+#: What a key's winner may compute: any config's bits (``"any"``), or the reference config's (``"exact"``).
+NUMERICS = ("any", "exact")
 
 #: Environment variables read on the Python side of Triton that change the code it generates, in
 #: addition to the C++ list ``triton._C.libtriton.get_cache_invalidating_env_vars()`` (Triton 3.6-3.9).
@@ -115,6 +117,9 @@ class TuningKey:
     dtypes: tuple[str, ...] = field(default=())
     #: How candidates were timed (:class:`~tritune.measure.MeasurePolicy`); absent in old keys = cold.
     measure: MeasurePolicy = DEFAULT_POLICY
+    #: ``"any"``, or ``"exact"``: only configs that compute the reference config's bits could win
+    #: (:class:`~tritune.engine.options.TuneOptions`); absent in JSON when ``"any"``.
+    numerics: str = "any"
 
     def __post_init__(self) -> None:
         for name in ("kernel", "source_hash", "triton_version", "device", "capability", "env_hash"):
@@ -136,6 +141,8 @@ class TuningKey:
             raise ConfigError(f"TuningKey.dtypes must be a sequence of strings, got {self.dtypes!r}")
         set_(self, "dtypes", tuple(self.dtypes))
         set_(self, "measure", MeasurePolicy.parse(self.measure, where=f"TuningKey({self.kernel}).measure"))
+        if self.numerics not in NUMERICS:
+            raise ConfigError(f"TuningKey({self.kernel}).numerics={self.numerics!r}: use one of {', '.join(NUMERICS)}")
 
     @property
     def key_dict(self) -> dict[str, Any]:
@@ -160,6 +167,8 @@ class TuningKey:
         }
         if self.measure is not DEFAULT_POLICY:
             d["measure"] = self.measure.value
+        if self.numerics != "any":
+            d["numerics"] = self.numerics
         return d
 
     def dumps(self) -> str:
@@ -174,7 +183,7 @@ class TuningKey:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> TuningKey:
         fields = ("kernel", "source_hash", "triton_version", "device", "capability", "env_hash")
-        unknown = set(d) - {*fields, "key", "buckets", "dtypes", "measure"}
+        unknown = set(d) - {*fields, "key", "buckets", "dtypes", "measure", "numerics"}
         if unknown:
             raise ConfigError(f"unknown TuningKey field(s) {sorted(unknown)}")
         return cls(
@@ -183,6 +192,7 @@ class TuningKey:
             buckets=tuple(dict(d.get("buckets", {})).items()),
             dtypes=tuple(d.get("dtypes", ())),
             measure=MeasurePolicy.parse(d.get("measure", DEFAULT_POLICY.value), where="TuningKey JSON measure"),
+            numerics=d.get("numerics", "any"),
         )
 
     def describe_key(self) -> str:
@@ -251,6 +261,7 @@ def make_key(
     dtypes: Iterable[str] = (),
     device: tuple[str, str] | None = None,
     measure: MeasurePolicy | str = DEFAULT_POLICY,
+    numerics: str = "any",
 ) -> TuningKey:
     """The TuningKey of ``kernel`` (a jitted kernel or a ``KernelInfo``) on the current device.
 
@@ -274,6 +285,7 @@ def make_key(
         buckets=tuple((buckets or {}).items()),
         dtypes=tuple(dtypes),
         measure=MeasurePolicy.parse(measure, where=f"{info.name}: measure"),
+        numerics=numerics,
     )
 
 

@@ -1,0 +1,74 @@
+"""``numerics="exact"``: only configs that compute the reference config's bits may win.
+
+A row sum that adds in chunks of BLOCK: configs that differ in BLOCK sum in another order (other float bits),
+configs that differ only in ``num_warps`` compute the same bits (the interpreter ignores warps). TIMINGS ARE
+SYNTHETIC (a replay timer: no GPU here) and make a config outside the reference's class the fastest; the kernel
+really runs, in Triton's interpreter, for the class checks and the call.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+import tritune
+from tritune.bench import ReplayTimer
+from tritune.landscape import Landscape, LandscapePoint
+from tritune.outcome import Status
+
+
+@triton.jit
+def row_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (32, 128) for w in (2, 4)]
+#: SYNTHETIC: BLOCK=128 is fastest; within the reference's class (BLOCK=32), 4 warps beat 2.
+TIMES = {(32, 2): 1.0, (32, 4): 0.8, (128, 2): 0.3, (128, 4): 0.4}
+
+
+def _kernel(numerics: str):  # type: ignore[no-untyped-def]
+    pts = [LandscapePoint(tritune.Config({"BLOCK": b}, num_warps=w), Status.MEASURED, t) for (b, w), t in TIMES.items()]
+    timer = ReplayTimer(Landscape.from_points("row_sum", "synthetic", {}, pts), seed=0)
+    return tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=timer, numerics=numerics)(row_sum)
+
+
+def _run(k, x):  # type: ignore[no-untyped-def]
+    out = torch.empty(x.shape[0])
+    k[(x.shape[0],)](x, out, x.shape[1])
+    return out
+
+
+def test_exact_picks_the_fastest_config_that_computes_the_references_bits() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(8, 1000)
+    exact, free = _kernel("exact"), _kernel("any")
+    got, fast = _run(exact, x), _run(free, x)
+    assert free.best_config.kwargs["BLOCK"] == 128  # the unconstrained winner sums in another order
+    assert exact.best_config.kwargs == {"BLOCK": 32} and exact.best_config.num_warps == 4
+    ref = tritune.autotune([CONFIGS[0]], ["n_cols"], store=False)(row_sum)
+    assert torch.equal(got, _run(ref, x))  # bit for bit the reference config's result
+    assert not torch.equal(got, fast)  # what the constraint protects against: the fastest config's other bits
+    (choice,) = exact.choices().values()
+    n = choice.stats["numerics"]
+    assert n["reference"] == tritune.Config({"BLOCK": 32}, num_warps=2).id and n["inputs"] == 3
+    assert n["class_size"] == 2 and len(n["other"]) == 2 and all("BLOCK=128" in c for c in n["other"])
+
+
+def test_exact_and_any_are_different_store_keys() -> None:
+    exact, free = _kernel("exact"), _kernel("any")
+    keys = [k.tuner.tuning_key(k, (1000, "torch.float32", "torch.float32"), interpreter=True) for k in (exact, free)]
+    assert keys[0].numerics == "exact" and keys[1].numerics == "any" and keys[0].digest != keys[1].digest
+
+
+def test_a_bad_numerics_value_names_the_kernel() -> None:
+    import pytest
+
+    with pytest.raises(tritune.ConfigError, match=r"row_sum: numerics='fast'"):
+        tritune.autotune(CONFIGS, ["n_cols"], numerics="fast")(row_sum)
