@@ -4,6 +4,8 @@
 tuning engine, the store, ``verify`` and the workload tools load at their first use.
 """
 
+import os as _os
+
 from tritune import bucket
 from tritune._version import __version__
 from tritune.adapters.interpreter import snapshot as _snapshot_language
@@ -63,6 +65,10 @@ def __dir__() -> list[str]:
 
 
 _patch_from_environment()  # TRITUNE_PATCH_TRITON=1
+if _os.environ.get("TRITUNE_RECORD"):  # record every choice at exit (tritune.fleet)
+    from tritune.fleet import record_at_exit_from_environment as _record_at_exit
+
+    _record_at_exit()
 
 __all__ = [
     "Autotuned",

@@ -70,6 +70,8 @@ def autotune(
     retime_finalists: bool = True,
     precompile: bool = True,
     numerics: str | None = None,
+    pinned: bool | None = None,
+    sensitivity: int | None = None,
     incremental: bool | IncrementalOptions | Any | None = None,
     outputs: Iterable[str] | None = None,
     atol: float | None = None,
@@ -103,6 +105,12 @@ def autotune(
     configs that compute the first legal config's bits may win, so tuning never changes a result; ``"any"``; default
     ``$TRITUNE_NUMERICS``, else ``"any"``).
 
+    Reproducible runs: ``pinned=True`` (``$TRITUNE_PINNED=1``) times nothing: the ``pretuned`` table (``tritune pin
+    merge`` makes one from the ranks' recorded choices) decides, and a key it does not hold runs the first legal
+    config. ``sensitivity=SEED`` (``$TRITUNE_SENSITIVITY``) draws, reproducibly from the seed, the rank, the kernel and
+    the key, a legal config whose outputs agree with the first legal config's: runs with different seeds show how
+    much a model's numbers depend on tuning.
+
     Tuning while serving: ``incremental`` (True, an ``IncrementalOptions``, or ``$TRITUNE_INCREMENTAL=1``) runs a new
     key at once on a provisional config and tunes it on the real calls; ``outputs``, ``atol``, ``rtol`` set its check
     of candidates and ``on_promote(key, choice)`` hears each promotion (``docs/serving.md``).
@@ -128,8 +136,11 @@ def autotune(
             raise type(e)(f"{name}: {e}") from None
         serving = serving_mode(incremental, outputs=outputs, atol=atol, rtol=rtol, on_promote=on_promote,
                                distributed=distributed)  # fmt: skip
-        tuner = KeyTuner(options, store=store, pretuned=pretuned, distributed=distributed, timer=timer,
-                         served=serving is not None)  # fmt: skip
+        try:
+            tuner = KeyTuner(options, store=store, pretuned=pretuned, distributed=distributed, timer=timer,
+                             served=serving is not None, pinned=pinned, sensitivity=sensitivity)  # fmt: skip
+        except TrituneError as e:
+            raise type(e)(f"{name}: {e}") from None
         tuner.open_pretuned()  # a broken pretuned file fails here, at decoration, not at the first call
         tuned = Autotuned(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                           restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "simulate": "tritune.cli.simulate",
     "report": "tritune.cli.report",
     "run": "tritune.cli.run",
+    "pin": "tritune.cli.pin",
 }
 
 

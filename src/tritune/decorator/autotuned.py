@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Protocol
@@ -46,6 +47,8 @@ from tritune.errors import CaptureMissError, ConfigError
 from tritune.space import Space, check_static
 
 _MISS = object()
+#: Every decorated kernel made in this process (weakly held): what ``tritune.fleet`` lists, records and checks.
+REACHED: weakref.WeakSet[Autotuned] = weakref.WeakSet()
 #: What a :class:`Serving` mode's ``run`` returns when it leaves a call to the blocking path.
 SERVING_MISS = object()
 
@@ -157,6 +160,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._fast_ok = on_gpu and not self._heuristics
         self._heur_fast = on_gpu and bool(self._heuristics)
         self.__name__ = name
+        REACHED.add(self)
         self.__doc__ = getattr(fn, "__doc__", None)
         # tune while serving (incremental=True, or TRITUNE_INCREMENTAL=1): chosen by the caller at decoration
         self._incremental = serving
@@ -586,6 +590,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 hit = None
         if hit is not None:
             return hit
+        if self.tuner.sensitivity is not None:
+            return self.tuner.sensitive_pick(self, key, legal, args, kwargs, grid)
         why = gpu_unavailable_reason()
         if why is not None and getattr(self.tuner, "timer", None) is None:
             choice = self._untuned(key, legal, rejected, args, kwargs, why)

@@ -24,8 +24,9 @@ class PretunedIgnoredWarning(UserWarning):
 @dataclass(frozen=True)
 class Choice:
     """The config a key dispatches to, and how it was chosen: ``timed``, ``store``, ``pretuned``, ``untuned``
-    (no GPU, nothing measured), ``replayed`` (recorded timings replayed by a test timer, not a measurement)
-    or ``user`` (set by the caller through ``kernel.cache[key] = config``)."""
+    (no GPU, nothing measured), ``replayed`` (recorded timings replayed by a test timer, not a measurement),
+    ``user`` (set by the caller through ``kernel.cache[key] = config``), ``pinned`` (a pinned run's rule for a key
+    its table does not hold: the first legal config) or ``sensitivity`` (drawn by sensitivity mode's seed)."""
 
     config: Config
     source: str

@@ -21,7 +21,7 @@ from tritune.decorator.choice import Choice, PretunedIgnoredWarning
 from tritune.decorator.timing import candidate_call
 from tritune.decorator.tuned import TunedKernel
 from tritune.device import gpu_unavailable_reason
-from tritune.errors import NoLegalConfigError
+from tritune.errors import ConfigError, NoLegalConfigError
 
 if TYPE_CHECKING:
     from tritune.engine.options import TuneOptions
@@ -42,8 +42,29 @@ class KeyTuner:
     distributed: bool = False
     timer: Any = None
     served: bool = False
+    #: Pinned: no timing at all. The pretuned table decides; a key it does not hold runs the first legal config
+    #: (the stated rule), never a timed choice. None: ``$TRITUNE_PINNED``.
+    pinned: bool | None = None
+    #: Sensitivity: a key missing from the pretuned table runs a legal config drawn reproducibly from this seed, the
+    #: rank, the kernel and the key, among those whose outputs agree with the first legal config's; nothing is timed.
+    #: None: ``$TRITUNE_SENSITIVITY`` (an integer seed), else off.
+    sensitivity: int | None = None
     _store: Any = field(default=None, init=False, repr=False)
     _pretuned: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        import os
+
+        if self.pinned is None:
+            self.pinned = os.environ.get("TRITUNE_PINNED", "").strip().lower() in ("1", "true", "yes", "on")
+        if self.sensitivity is None and os.environ.get("TRITUNE_SENSITIVITY", "").strip():
+            text = os.environ["TRITUNE_SENSITIVITY"].strip()
+            try:
+                self.sensitivity = int(text)
+            except ValueError:
+                raise ConfigError(f"$TRITUNE_SENSITIVITY={text!r} must be an integer seed") from None
+        if self.pinned and self.sensitivity is not None:
+            raise ConfigError("pinned and sensitivity exclude each other: a pinned run computes the table's choices")
 
     def open_store(self) -> Any:
         """The kernel's store, opened at its first use; fail-safe: a store that is damaged, locked by another
@@ -144,6 +165,13 @@ class KeyTuner:
                     "Regenerate the pretuned file for the current configs.",
                     PretunedIgnoredWarning,
                 )
+        if self.pinned:  # the table decided nothing for this key: the stated rule, never a timed choice
+            ordered = list(tuned.candidates if allowed is None else allowed)
+            if not ordered:
+                return None
+            return Choice(ordered[0], "pinned", "no entry in the pinned table: the first legal config")
+        if self.sensitivity is not None:
+            return None  # never the store's timed winner: the caller draws (sensitive_pick)
         if interp and self.timer is None:
             return None
         st = self.open_store()
@@ -181,6 +209,31 @@ class KeyTuner:
         run.set_reference(legal[0])
         got = run.check(cfg)
         return None if got.close else got.reason
+
+    def sensitive_pick(self, tuned: TunedKernel, key: tuple[Any, ...], legal: Sequence[Config], args: Sequence[Any],
+                       kwargs: Mapping[str, Any], grid: Any) -> Choice:  # fmt: skip
+        """Sensitivity mode's choice (:attr:`sensitivity`): configs in an order drawn from the seed, the rank, the
+        kernel and the key; the first whose outputs agree with the first legal config's within the output's tolerance
+        (a correct config; each checked on copies of the call's arguments) runs. Reproducible, untimed."""
+        import hashlib
+
+        from tritune.decorator.timing import run_once
+        from tritune.ranks.group import rank_and_world
+        from tritune.verify.reference import ReferenceRun
+
+        if not legal:
+            raise NoLegalConfigError(f"{tuned.info.name}: no legal config for key {tuned.key_spec.as_dict(key)}")
+        rank = rank_and_world()[0]
+        text = f"{self.sensitivity}|{rank}|{tuned.info.name}|{tuned.key_spec.public(key)!r}"
+        start = int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(legal)
+        order = [*legal[start:], *legal[:start]]
+        run = ReferenceRun(lambda c, a: run_once(tuned, c, a, kwargs, grid), args, tuned.info.arg_names)
+        run.set_reference(legal[0])
+        for cfg in order:
+            if run.check(cfg).close:
+                return Choice(cfg, "sensitivity", f"seed {self.sensitivity}, rank {rank}: drawn among the configs "
+                                                  f"that agree with {legal[0].id}")  # fmt: skip
+        return Choice(legal[0], "sensitivity", f"seed {self.sensitivity}: no other config agrees; the first legal")
 
     def _searched_enough(self, tuned: TunedKernel, hit: Any, st: Any, tkey: Any, legal: set[Config]) -> bool:
         """A stored winner of a search serves a lookup when this tuner would search too, within what was spent."""

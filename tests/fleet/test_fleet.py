@@ -1,0 +1,189 @@
+"""Choices across a fleet: record each rank's choices, merge them by majority into a pinned table, run pinned (no
+timing at all) with the recording run's bits, see what changed since a table was made, draw configs for a
+sensitivity run, and check that ranks chose alike.
+
+The kernel runs in Triton's interpreter. TIMINGS ARE SYNTHETIC: a replay timer (which counts what it times) stands
+in for the GPU, so "nothing was timed" is a count of zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import tritune
+from tritune import fleet
+from tritune.bench import ReplayTimer
+from tritune.cli.main import main as cli
+from tritune.landscape import Landscape, LandscapePoint
+from tritune.outcome import Status
+
+
+@triton.jit
+def row_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+CONFIGS = [triton.Config({"BLOCK": b}) for b in (32, 64, 128)]
+
+
+class CountingReplay(ReplayTimer):
+    """SYNTHETIC timings (BLOCK=64 fastest) that count every config timed."""
+
+    def __init__(self, fastest: int = 64) -> None:
+        pts = [LandscapePoint(tritune.Config({"BLOCK": b}), Status.MEASURED, 0.5 if b == fastest else 1.0 + b / 1000)
+               for b in (32, 64, 128)]  # fmt: skip
+        super().__init__(Landscape.from_points("row_sum", "synthetic", {}, pts), seed=0)
+        self.timed = 0
+
+    def measure_config(self, config: Any, budget_s: float) -> Any:
+        self.timed += 1
+        return super().measure_config(config, budget_s)
+
+
+def _run(k: Any, cols: int = 1000, seed: int = 0) -> torch.Tensor:
+    torch.manual_seed(seed)
+    x = torch.randn(4, cols)
+    out = torch.empty(4)
+    k[(4,)](x, out, cols)
+    return out
+
+
+def _recording(tmp_path: Path, name: str, fastest: int, rank: int = 0) -> Path:
+    """A recording of a run whose (SYNTHETIC) fastest config is ``fastest``, as rank ``rank`` wrote it."""
+    k = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=CountingReplay(fastest))(row_sum)
+    _run(k)
+    path = fleet.record_choices(tmp_path / name, kernels=[k])
+    doc = json.loads(path.read_text())
+    doc["provenance"]["rank"] = rank  # as rank ``rank`` of a job would have written it
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_choices_list_every_kernel_reached_and_how_each_key_was_chosen(tmp_path: Path) -> None:
+    k = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=CountingReplay())(row_sum)
+    _run(k, 1000)
+    _run(k, 500)
+    mine = fleet.choices([k])
+    assert sorted(c["key"] for c in mine) == [f"({n}, 'torch.float32', 'torch.float32')" for n in (1000, 500)]
+    assert {c["source"] for c in mine} == {"replayed"} and all(c["tuning_key"]["kernel"] == "row_sum" for c in mine)
+    assert k in fleet.autotuners()
+    doc = json.loads(fleet.record_choices(tmp_path / "r{rank}.json").read_text())
+    assert (tmp_path / "r0.json").exists() and doc["format"] == fleet.RECORDING
+    assert {"gpu", "triton", "torch", "libraries", "rank"} <= set(doc["provenance"])
+
+
+def test_merge_keeps_the_majority_and_breaks_a_tie_by_the_lowest_rank(tmp_path: Path) -> None:
+    recs = [_recording(tmp_path, "a.json", 64, rank=2), _recording(tmp_path, "b.json", 64, rank=1),
+            _recording(tmp_path, "c.json", 128, rank=0)]  # fmt: skip
+    doc = fleet.merge_recordings(recs)
+    (entry,) = doc["entries"]
+    assert entry["winner"]["config"]["kwargs"] == {"BLOCK": 64}  # 2 of 3
+    assert entry["winner"]["provenance"]["votes"] == {"BLOCK=128,num_warps=4,num_stages=3": 1,
+                                                      "BLOCK=64,num_warps=4,num_stages=3": 2}
+    tie = fleet.merge_recordings(recs[1:])  # 64 (rank 1) against 128 (rank 0): rank 0's choice
+    assert tie["entries"][0]["winner"]["config"]["kwargs"] == {"BLOCK": 128}
+
+
+def test_a_pinned_run_times_nothing_and_computes_the_recording_runs_bits(tmp_path: Path) -> None:
+    rec = _recording(tmp_path, "rank0.json", 128)
+    table = tmp_path / "pinned.json"
+    assert cli(["pin", "merge", str(rec), "--out", str(table)]) == 0
+    timer = CountingReplay(fastest=32)  # this run's own timing would pick BLOCK=32: it must not be asked
+    pinned = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=timer, pretuned=table, pinned=True)(row_sum)
+    got = _run(pinned)
+    recorded = tritune.autotune([CONFIGS[2]], ["n_cols"], store=False)(row_sum)
+    assert timer.timed == 0 and pinned.best_config.kwargs == {"BLOCK": 128}
+    assert torch.equal(got, _run(recorded))
+    other = _run(pinned, cols=777)  # a key the table does not hold: the stated rule, the first legal config
+    assert timer.timed == 0 and pinned.best_config.kwargs == {"BLOCK": 32} and other.shape == (4,)
+    assert {c.source for c in pinned.choices().values()} == {"pretuned", "pinned"}
+
+
+def test_stale_names_what_changed_since_the_table_was_made(tmp_path: Path) -> None:
+    rec = _recording(tmp_path, "rank0.json", 64)
+    table = tmp_path / "pinned.json"
+    doc = fleet.merge_recordings([rec])
+    table.write_text(json.dumps(doc))
+    assert fleet.stale(table) == []
+    doc["provenance"][0]["torch"] = "1.0.0"
+    table.write_text(json.dumps(doc))
+    assert len(fleet.stale(table)) == 1 and "torch 1.0.0" in fleet.stale(table)[0]
+    assert cli(["pin", "stale", str(table)]) == 1
+
+
+def test_sensitivity_draws_a_correct_config_reproducibly_without_timing() -> None:
+    picks = {}
+    for seed in range(6):
+        timer = CountingReplay()
+        k = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=timer, sensitivity=seed)(row_sum)
+        out = _run(k)
+        torch.manual_seed(0)
+        assert torch.allclose(out, torch.randn(4, 1000).sum(1), atol=1e-4) and timer.timed == 0
+        picks[seed] = k.best_config.kwargs["BLOCK"]
+        assert next(iter(k.choices().values())).source == "sensitivity"
+    again = tritune.autotune(CONFIGS, ["n_cols"], store=False, sensitivity=3)(row_sum)
+    _run(again)
+    assert again.best_config.kwargs["BLOCK"] == picks[3]  # reproducible
+    assert len(set(picks.values())) > 1  # the seeds spread over the configs
+
+
+def test_pinned_and_sensitivity_exclude_each_other() -> None:
+    with pytest.raises(tritune.ConfigError, match="row_sum: pinned and sensitivity"):
+        tritune.autotune(CONFIGS, ["n_cols"], pinned=True, sensitivity=1)(row_sum)
+
+
+def _ranks_choose(rank: int, world: int, init_file: str, out_dir: str, differ: bool) -> None:
+    """Rank process: tune one key (replayed), then check that the ranks chose alike."""
+    import sys
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    data: dict[str, Any] = {"rank": rank}
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
+                                timeout=timedelta(seconds=60))  # fmt: skip
+        fastest = 128 if (differ and rank == 1) else 64
+        k = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=CountingReplay(fastest))(row_sum)
+        _run(k)
+        try:
+            data["digest"] = fleet.check_choices()
+        except tritune.TrituneError as e:
+            data["raised"] = str(e)
+    except BaseException:
+        import traceback
+
+        data["exception"] = traceback.format_exc()
+    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(data))
+    sys.stdout.flush()
+    os._exit(0)
+
+
+@pytest.mark.parametrize("differ", [False, True])
+def test_ranks_that_chose_alike_agree_and_a_rank_that_did_not_is_named(tmp_path: Path, differ: bool) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ranks"))
+    from ranks import run_ranks
+
+    out = tmp_path / "out"
+    out.mkdir()
+    res = run_ranks(_ranks_choose, 2, out, (str(tmp_path / "rdv"), str(out), differ),
+                    ["torch.distributed", "triton", "tritune"])  # fmt: skip
+    if not differ:
+        assert res[0]["digest"] == res[1]["digest"] and "raised" not in res[0]
+    else:
+        assert all("rank 1" in r["raised"] and "row_sum" in r["raised"] and "BLOCK=128" in r["raised"] for r in res)
