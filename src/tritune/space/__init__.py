@@ -6,6 +6,7 @@ from tritune.space.derive import DerivedParam, DerivedSpace, derive_space
 from tritune.space.legality import Rejection, check_static, check_static_all
 from tritune.space.params import pow2, values
 from tritune.space.space import Constraint, Space, constraint
+from tritune.space.widen import Widened, WidenedSpace, widen
 
 __all__ = [
     "Constraint",
@@ -15,10 +16,13 @@ __all__ = [
     "Limits",
     "Rejection",
     "Space",
+    "Widened",
+    "WidenedSpace",
     "check_static",
     "check_static_all",
     "constraint",
     "derive_space",
     "pow2",
     "values",
+    "widen",
 ]

@@ -101,7 +101,7 @@ def heuristics_of(kernel: Any) -> set[str]:
     return out
 
 
-def _shapes_blocks(name: str, reading: Reading, caller_set: Collection[str]) -> bool:
+def shapes_blocks(name: str, reading: Reading, caller_set: Collection[str]) -> bool:
     """Whether ``name`` sets a tensor's extent, or tiles a size the caller passes (``tl.cdiv(K, BLOCK_K)``)."""
     return bool(reading.uses_of(name)) or any(name in r.blocks and r.sizes & set(caller_set) for r in reading.relations)
 
@@ -165,7 +165,7 @@ def derive_space(
                 unresolved.append(f"{name} is a kernel parameter named like a launch option: a config cannot set it")
             else:
                 fixed.append(DerivedParam(name, (default,), "left at its default (named like a launch option)"))
-        elif _shapes_blocks(name, reading, caller_set) and not (has_default and not isinstance(default, int)):
+        elif shapes_blocks(name, reading, caller_set) and not (has_default and not isinstance(default, int)):
             r = block_range(name, reading, sizes, caller_set, limits)
             blocks.append(r)
             tuned.append(DerivedParam(name, tuple(r.values), "shapes blocks", r.evidence))
