@@ -192,7 +192,9 @@ def derive_space(
     env.update({k: v for k, v in sizes.items() if k in caller_set})
     tiles = TileCheck(reading, [p.name for p in tuned], env, limits)
     launch_params = _launch_params(reading, launch, tiles, limits)
-    return _assemble(info.name, tuned, launch_params, fixed, tiles.constraints(), limits, {b.name for b in blocks})
+    values = {p.name: p.values for p in tuned}
+    constraints = tiles.constraints(values, min(launch.num_warps))
+    return _assemble(info.name, tuned, launch_params, fixed, constraints, limits, {b.name for b in blocks})
 
 
 def _nothing_free(info: KernelInfo, passed: Collection[str], set_by: Collection[str], fixed: list[DerivedParam]) -> str:
@@ -266,7 +268,7 @@ def _trim_one(params: list[DerivedParam], blocks: set[str]) -> tuple[str, Any] |
 def _live(params: list[DerivedParam], configs: list[Config]) -> None:
     """Drop the values no allowed config has (a block too small for one warp, say): the configs stay the same."""
     for i, p in enumerate(params):
-        seen = {c[p.name] for c in configs}
+        seen = {c.get(p.name) for c in configs}
         gone = tuple(v for v in p.values if v not in seen)
         if gone and len(gone) < len(p.values):
             _drop(params, i, gone, "no config within the constraints")
@@ -286,7 +288,7 @@ def _assemble(kernel: str, tuned: list[DerivedParam], launch_params: list[Derive
     _live(params, configs)
     while len(configs) > limits.max_configs and (d := _trim_one(params, blocks)) is not None:
         dropped.append(f"{d[0]}={d[1]}")
-        configs = [c for c in configs if c[d[0]] != d[1]]
+        configs = [c for c in configs if c.get(d[0]) != d[1]]
         _live(params, configs)
     notes = []
     if dropped:

@@ -11,7 +11,19 @@ import ast
 from typing import Any
 
 from tritune.space.shapes import Shapes
-from tritune.space.source import Dim, Function, Reading, Relation, Scope, Site, Tile, Use, blocks_of, names_of
+from tritune.space.source import (
+    Dim,
+    Function,
+    Reading,
+    Relation,
+    Scope,
+    Site,
+    Tile,
+    Use,
+    blocks_of,
+    dim_of,
+    names_of,
+)
 
 
 class _Reader(Shapes):
@@ -88,7 +100,7 @@ class _Reader(Shapes):
             dims = self.resolve(extent, scope) if extent is not None else None
             if block is not None and isinstance(dims, ast.Tuple) and len(dims.elts) == len(block):
                 for extent_of, e in zip(block, dims.elts):
-                    self._add_relation(extent_of.blocks, names_of(e), "block_ptr", False, node, scope)
+                    self._add_relation(extent_of.blocks, e, "block_ptr", False, node, scope)
         elif name == "dot":
             lhs, rhs = self.dot_operands(node, scope)
             acc = node.args[2] if len(args) > 2 else next((k.value for k in node.keywords if k.arg == "acc"), None)
@@ -125,18 +137,17 @@ class _Reader(Shapes):
             return
         resolved = self.resolve(size, scope)
         whole = kind == "mask" and isinstance(resolved, ast.Name) and self._bare_arange(offsets, scope, 0)
-        self._add_relation(wide[0].blocks, names_of(resolved), kind, whole, node, scope)
+        self._add_relation(wide[0].blocks, resolved, kind, whole, node, scope)
 
     def _relation(self, block: ast.expr, size: ast.expr, kind: str, whole: bool, node: ast.AST, scope: Scope) -> None:
-        self._add_relation(blocks_of(self.resolve(block, scope)), names_of(self.resolve(size, scope)), kind, whole,
-                           node, scope)  # fmt: skip
+        self._add_relation(blocks_of(self.resolve(block, scope)), self.resolve(size, scope), kind, whole, node, scope)
 
-    def _add_relation(self, blocks: frozenset[str], sizes: frozenset[str], kind: str, whole: bool, node: ast.AST,
+    def _add_relation(self, blocks: frozenset[str], extent: ast.expr, kind: str, whole: bool, node: ast.AST,
                       scope: Scope) -> None:  # fmt: skip
         blocks &= self.kernel_params
-        sizes = (sizes & self.kernel_params) - blocks
+        sizes = (names_of(extent) & self.kernel_params) - blocks
         if blocks and sizes:
-            self.relations.append(Relation(blocks, sizes, kind, whole, self.site(node, scope)))
+            self.relations.append(Relation(blocks, sizes, kind, whole, self.site(node, scope), dim_of(extent)))
 
     def _bare_arange(self, node: ast.expr, scope: Scope, depth: int) -> bool:
         """Whether ``node`` is ``tl.arange(0, ...)`` itself (maybe indexed with ``None``), with no offset added."""

@@ -67,14 +67,16 @@ class Tile:
 class Relation:
     """A block tied to a size: ``offs < N`` (``mask``), ``offs % N`` (``modulo``), ``tl.cdiv(N, BLOCK)``
     (``cdiv``), ``range(0, N, BLOCK)`` (``loop``) or a block pointer's or descriptor's block and tensor shapes
-    (``block_ptr``). ``whole``: an un-offset ``tl.arange(0, BLOCK)`` compared with
-    the size itself, so one block must cover all of it."""
+    (``block_ptr``). ``sizes``: the parameters the size reads; ``extent``: the size itself (``N``,
+    ``Z * N_CTX``, ``K - k * BLOCK_K``). ``whole``: an un-offset ``tl.arange(0, BLOCK)`` compared with the size
+    itself, so one block must cover all of it."""
 
     blocks: frozenset[str]
     sizes: frozenset[str]
     kind: str
     whole: bool
     site: Site
+    extent: Dim
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 A block size is multiplied and divided by ``factor`` (a power of 2 stays a power of 2; any other value gets the
 powers of 2 on either side), ``num_warps`` doubled and halved, ``num_stages`` one more and one less. The given
 configs come first and are never dropped; every generated config names the config it came from and what changed.
-Given the kernel, only the parameters that shape its blocks are widened, within the bounds a derivation would
-give them (:mod:`tritune.space.derive`).
+Given the kernel, only the parameters that shape its blocks are widened, each step within the bounds a derivation
+would give the value it changes (:mod:`tritune.space.derive`) and within the constraints over the kernel's tiles
+that its origin keeps.
 """
 
 from __future__ import annotations
@@ -97,20 +98,22 @@ class _Bounds:
         self.ranges = dict(ranges)
         self.constraints = tuple(constraints)
 
-    def rejection(self, config: Config) -> str | None:
-        for name, r in self.ranges.items():
-            v = config.get(name)
-            if v is not None and not r.allows(v):
-                why = [e for e in r.evidence if e.startswith(("at most", "bounded", "covers", "must cover"))]
-                return f"{name}={v} is outside {r.lo}..{r.hi}: " + "; ".join(why)
+    def rejection(self, config: Config, changed: str, origin: Config) -> str | None:
+        """Why the neighbour ``config`` of ``origin`` (``changed`` changed) is left out, or None. Only the changed
+        value is held to its range, and only the constraints ``origin`` keeps: the library chose the rest."""
+        r = self.ranges.get(changed)
+        v = config.get(changed)
+        if r is not None and not r.allows(v):
+            why = [e for e in r.evidence if e.startswith(("at most", "bounded", "covers", "must cover"))]
+            return f"{changed}={v} is outside {r.lo}..{r.hi}: " + "; ".join(why)
         for c in self.constraints:
-            if not c.check(config):
+            if not c.check(config) and c.check(origin):
                 return c.explain(config)
         return None
 
 
 def _kernel_bounds(kernel: Any, names: Collection[str], heuristics: Collection[str], sizes: Mapping[str, Any],
-                   limits: Limits) -> tuple[list[str], _Bounds]:  # fmt: skip
+                   limits: Limits, min_warps: int) -> tuple[list[str], _Bounds]:  # fmt: skip
     """The configs' meta-parameters that shape the kernel's blocks, and the bounds a derivation gives them."""
     jit = unwrap_jit(kernel)
     info = KernelInfo.of(jit)
@@ -125,7 +128,7 @@ def _kernel_bounds(kernel: Any, names: Collection[str], heuristics: Collection[s
     ranges = {n: block_range(n, reading, sizes, caller_set, limits) for n in blocks}
     env = {k: v for k, v in sizes.items() if k in caller_set}
     env.update({n: v for n, v in info.defaults if n not in names and n not in env})
-    return blocks, _Bounds(ranges, TileCheck(reading, names, env, limits).constraints())
+    return blocks, _Bounds(ranges, TileCheck(reading, names, env, limits).constraints(min_warps=min_warps))
 
 
 def widen(
@@ -155,7 +158,8 @@ def widen(
     names = sorted({n for c in given for n in c.names})
     bounds: _Bounds | None = None
     if kernel is not None:
-        blocks, bounds = _kernel_bounds(kernel, names, heuristics, dict(sizes or {}), limits or Limits())
+        blocks, bounds = _kernel_bounds(kernel, names, heuristics, dict(sizes or {}), limits or Limits(),
+                                        min(launch.num_warps))
     else:
         blocks = [n for n in names if _block_like(n, given)]
     if params is not None:
@@ -174,7 +178,7 @@ def widen(
             if n in seen:
                 continue
             seen.add(n)
-            why = bounds.rejection(n) if bounds is not None else None
+            why = bounds.rejection(n, name, c) if bounds is not None else None
             if why is None:
                 entries.append(Widened(n, c, f"{name} {old}->{new}"))
             else:
