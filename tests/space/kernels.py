@@ -332,3 +332,11 @@ def helper_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, HALF: tl.constexpr = 2):
 def scalar_kernel(x_ptr, y_ptr, n):
     i = tl.program_id(0)
     tl.store(y_ptr + i, tl.load(x_ptr + i) * 2)
+
+
+@triton.jit
+def persistent_kernel(x_ptr, n, BLOCK: tl.constexpr, NUM_SMS: tl.constexpr):
+    tiles = tl.cdiv(n, BLOCK)
+    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)

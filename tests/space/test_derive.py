@@ -92,13 +92,14 @@ def test_matmul_tiles_are_dot_operands_of_16_to_256_and_group_size_gets_the_smal
     for name in d.blocks:
         assert "tl.dot operand: tl.dot(a, b, acc)" in _evidence(d, name)
         assert set(_values(d, name)) <= {16, 32, 64, 128, 256}
-    assert _values(d, "GROUP_SIZE_M") == [1, 2, 4, 8]
+    assert _values(d, "GROUP_SIZE_M") == [4, 8]  # of Limits.other_ints, the first values trimmed
     assert "ACTIVATION" not in d.space.params  # passed by keyword
     names = {c.name for c in d.space.constraints}
     assert {"tile(BLOCK_SIZE_M, BLOCK_SIZE_N)", "tile(BLOCK_SIZE_M, BLOCK_SIZE_K)", "tile(BLOCK_SIZE_K, BLOCK_SIZE_N)"} <= names
     assert "bounded by K=512 (tl.cdiv(K, BLOCK_SIZE_K)" in _evidence(d, "BLOCK_SIZE_K")
     assert len(d.space) <= Limits().max_configs
-    assert any("dropped" in n for n in d.notes)  # 4 x 5^3 x 25 combinations are trimmed, and it says which
+    (note,) = d.notes  # 4 x 5^3 x 25 combinations are trimmed, and it says which
+    assert note.endswith("dropped GROUP_SIZE_M=1, GROUP_SIZE_M=2, BLOCK_SIZE_M=16")
 
 
 def test_matmul_sizes_below_a_dot_tile_keep_the_dot_minimum() -> None:
@@ -306,12 +307,13 @@ def test_launch_sets_are_a_parameter() -> None:
     assert {c.maxnreg for c in d.space} == {None, 128}
 
 
-def test_the_cap_trims_small_blocks_first_and_says_so() -> None:
+def test_the_cap_trims_free_ints_then_small_blocks_and_says_so() -> None:
     d = derive_space(K.grouped_matmul_kernel, passed=K.MATMUL_CALL, sizes={"M": 4096, "N": 4096, "K": 4096},
                      limits=Limits(max_configs=500))  # fmt: skip
     assert len(d.space) <= 500
     (note,) = d.notes
-    assert note.startswith(f"trimmed to {len(d.space)} configs (Limits.max_configs=500): dropped BLOCK_SIZE_M=16")
+    assert note.startswith(f"trimmed to {len(d.space)} configs (Limits.max_configs=500): "
+                           "dropped GROUP_SIZE_M=1, GROUP_SIZE_M=2, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16")  # fmt: skip
     assert 256 in _values(d, "BLOCK_SIZE_M")
 
 
@@ -379,3 +381,18 @@ def test_derived_softmax_config_is_right_and_a_block_short_of_the_row_would_not_
         y = torch.empty_like(x)
         K.fused_softmax_kernel[(2,)](y, x, x.stride(0), y.stride(0), rows, cols, BLOCK_SIZE=b, num_stages=1)
         assert torch.allclose(y, torch.softmax(x, dim=1), atol=1e-6) is right
+
+
+def test_a_loop_over_programs_is_no_block_tiling() -> None:
+    d = derive_space(K.persistent_kernel, passed=("x_ptr", "n"), sizes={"n": 1 << 20})
+    assert d.blocks == ("BLOCK",)
+    assert d.param("NUM_SMS").why == "a free int without a default: the small set Limits.other_ints"
+
+
+def test_a_source_that_cannot_be_read_is_a_reason_not_a_crash() -> None:
+    from tritune.space.reading import read_kernel
+
+    scope: dict = {}
+    exec("def made(x, BLOCK):\n    return x\n", scope)
+    reading = read_kernel(scope["made"], ("x", "BLOCK"), frozenset({"BLOCK"}))
+    assert reading.error is not None and reading.error.startswith("its source cannot be read (OSError")

@@ -30,8 +30,9 @@ class Limits:
     ``min_dot``: the smallest extent of a ``tl.dot`` operand dimension (Triton needs K >= 16 for 16-bit
     operands; M and N below 16 pad the tensor-core instruction).
     ``max_dot``: the largest (256, the widest tile edge of Hopper's ``wgmma``; larger edges only add registers).
-    ``max_configs``: the size a derived space is trimmed to (before the screen), by dropping the smallest block
-    values first; the search handles spaces of thousands of configs.
+    ``max_configs``: the size a derived space is trimmed to (before the screen): the smallest values of free ints
+    that shape no block go first (down to two), then the smallest block values, then the deepest ``num_stages``;
+    the search handles spaces of thousands of configs.
     ``other_ints``: the values of a free integer meta-parameter that shapes no block and has no default.
     """
 

@@ -249,10 +249,16 @@ def _drop(params: list[DerivedParam], i: int, gone: tuple[Any, ...], why: str) -
 
 
 def _trim_one(params: list[DerivedParam], blocks: set[str]) -> tuple[str, Any] | None:
-    """Drop one value to shrink the space: the smallest of the block parameter with the most values (at least 3),
+    """Drop one value to shrink the space, the least informed first: the smallest of a free int that shapes no
+    block (down to its two largest), else the smallest of the block parameter with the most values (at least 3),
     else the largest ``num_stages``; the (name, value) dropped, or None when nothing is left to drop."""
+    launch = {"num_warps", "num_stages", "num_ctas", "maxnreg"}
+    ints = [i for i, p in enumerate(params) if p.name not in blocks and p.name not in launch and len(p.values) >= 3]
     cands = [(len(p.values), -i, i) for i, p in enumerate(params) if p.name in blocks and len(p.values) >= 3]
-    if cands:
+    if ints:
+        i = ints[0]
+        value = params[i].values[0]
+    elif cands:
         i = max(cands)[2]
         value = params[i].values[0]
     else:

@@ -106,7 +106,7 @@ class _Reader(Shapes):
             acc = node.args[2] if len(args) > 2 else next((k.value for k in node.keywords if k.arg == "acc"), None)
             out = self.shape(acc, scope) if acc is not None else None
             self._use((*(lhs or ())[-2:], *(rhs or ())[-1:], *(out or ())[-2:]), "dot", node, scope)
-        elif name in ("range", "static_range") and len(args) >= 3:
+        elif name in ("range", "static_range") and len(args) >= 3 and self._tiling_loop(args[0], args[2], scope):
             self._relation(args[2], args[1], "loop", False, node, scope)
         elif name == "cdiv" and len(args) == 2:
             self._relation(args[1], args[0], "cdiv", False, node, scope)
@@ -114,6 +114,14 @@ class _Reader(Shapes):
             self._use(self.shape(node, scope), "shape", node, scope)
         elif name is None and (callee := self.callee(node.func, scope)) is not None:
             self.enter(callee, node, scope)
+
+    def _tiling_loop(self, start: ast.expr, step: ast.expr, scope: Scope) -> bool:
+        """A loop that walks a size in blocks starts at 0 or at a multiple of its block (``pid * BLOCK``); one that
+        starts at the program id (``range(pid, tiles, NUM_SMS)``) walks programs, not a size."""
+        first = self.resolve(start, scope)
+        if isinstance(first, ast.Constant):
+            return first.value == 0
+        return bool(blocks_of(first) & blocks_of(self.resolve(step, scope)))
 
     def _visit_compare(self, node: ast.Compare, scope: Scope) -> None:
         if len(node.ops) != 1:
@@ -189,7 +197,10 @@ def read_kernel(py_fn: Any, params: tuple[str, ...], constexprs: frozenset[str])
     except (OSError, TypeError, SyntaxError, StopIteration) as e:
         return Reading(name, error=f"its source cannot be read ({type(e).__name__}: {e})")
     reader = _Reader(frozenset(params), constexprs)
-    reader.visit(Scope(fn, None, 0))
+    try:
+        reader.visit(Scope(fn, None, 0))
+    except Exception as e:  # a construct the reading does not know: no space, and the caller keeps its list
+        return Reading(name, error=f"its source could not be read ({type(e).__name__}: {e})")
     return Reading(
         kernel=name,
         uses=tuple(reader.uses),
