@@ -285,6 +285,8 @@ def test_a_kernel_without_constexprs_says_so() -> None:
 def test_names_the_kernel_does_not_have_are_refused() -> None:
     with pytest.raises(ConfigError, match="add_kernel has no parameter BLOCK \\(passed\\)"):
         derive_space(K.add_kernel, passed=("BLOCK",))
+    with_launch = derive_space(K.add_kernel, passed=(*K.ADD_CALL, "num_warps"))  # a launch option is no parameter
+    assert with_launch.blocks == ("BLOCK_SIZE",)
     with pytest.raises(ConfigError, match="power of 2"):
         Limits(max_tile=1000)
     with pytest.raises(ConfigError, match="powers of 2"):

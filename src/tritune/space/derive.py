@@ -107,7 +107,8 @@ def shapes_blocks(name: str, reading: Reading, caller_set: Collection[str]) -> b
 
 
 def _check_names(kind: str, names: Collection[str], info: KernelInfo) -> None:
-    unknown = sorted(set(names) - set(info.arg_names))
+    """Refuse names the kernel does not have (a launch option the call passes is not a parameter: left alone)."""
+    unknown = sorted(set(names) - set(info.arg_names) - set(LAUNCH_OPTIONS))
     if unknown:
         raise ConfigError(
             f"{info.name} has no parameter {', '.join(unknown)} ({kind}); its parameters are {', '.join(info.arg_names)}"
@@ -131,7 +132,8 @@ def derive_space(
 ) -> DerivedSpace:
     """The search space of ``kernel``'s free ``tl.constexpr`` parameters and launch options.
 
-    ``passed``: the parameter names the call binds, positionally or by keyword. ``heuristics``: names set by
+    ``passed``: the parameter names the call binds, positionally or by keyword (launch options among them are
+    ignored). ``heuristics``: names set by
     ``@triton.heuristics`` (those of heuristics wrapping ``kernel`` are added). ``sizes``: integer values of the
     call's arguments (``{"M": 4096, "HEAD_DIM": 64}``): a block tied to a size by the source (``offs < N``,
     ``range(0, N, BLOCK)``, ``tl.cdiv(N, BLOCK)``) is bounded by its next power of 2, and passed constexprs' values
