@@ -95,7 +95,8 @@ def test_matmul_tiles_are_dot_operands_of_16_to_256_and_group_size_gets_the_smal
     assert _values(d, "GROUP_SIZE_M") == [4, 8]  # of Limits.other_ints, the first values trimmed
     assert "ACTIVATION" not in d.space.params  # passed by keyword
     names = {c.name for c in d.space.constraints}
-    assert {"tile(BLOCK_SIZE_M, BLOCK_SIZE_N)", "tile(BLOCK_SIZE_M, BLOCK_SIZE_K)", "tile(BLOCK_SIZE_K, BLOCK_SIZE_N)"} <= names
+    tiles = ("tile(BLOCK_SIZE_M, BLOCK_SIZE_N)", "tile(BLOCK_SIZE_M, BLOCK_SIZE_K)", "tile(BLOCK_SIZE_K, BLOCK_SIZE_N)")
+    assert set(tiles) <= names
     assert "bounded by K=512 (tl.cdiv(K, BLOCK_SIZE_K)" in _evidence(d, "BLOCK_SIZE_K")
     assert len(d.space) <= Limits().max_configs
     (note,) = d.notes  # 4 x 5^3 x 25 combinations are trimmed, and it says which
@@ -279,7 +280,9 @@ def test_blocks_shaped_inside_a_helper_are_found_with_the_helpers_line() -> None
 
 def test_a_kernel_without_constexprs_says_so() -> None:
     d = derive_space(K.scalar_kernel, passed=("x_ptr", "y_ptr", "n"))
-    assert d.reason == "scalar_kernel: no tunable tl.constexpr parameter (it has no tl.constexpr parameter); keep its config list"
+    assert d.reason == (
+        "scalar_kernel: no tunable tl.constexpr parameter (it has no tl.constexpr parameter); keep its config list"
+    )
 
 
 def test_names_the_kernel_does_not_have_are_refused() -> None:

@@ -133,11 +133,11 @@ def derive_space(
     """The search space of ``kernel``'s free ``tl.constexpr`` parameters and launch options.
 
     ``passed``: the parameter names the call binds, positionally or by keyword (launch options among them are
-    ignored). ``heuristics``: names set by
-    ``@triton.heuristics`` (those of heuristics wrapping ``kernel`` are added). ``sizes``: integer values of the
-    call's arguments (``{"M": 4096, "HEAD_DIM": 64}``): a block tied to a size by the source (``offs < N``,
-    ``range(0, N, BLOCK)``, ``tl.cdiv(N, BLOCK)``) is bounded by its next power of 2, and passed constexprs' values
-    size the tiles. ``limits``/``launch``: :class:`Limits` and :class:`Launch`. ``launch_only``: a kernel without
+    ignored). ``heuristics``: names set by ``@triton.heuristics`` (those of heuristics wrapping ``kernel`` are
+    added). ``sizes``: integer values of the call's arguments (``{"M": 4096, "HEAD_DIM": 64}``), and of heuristics'
+    names where known: a block tied to sizes by the source (``offs < N``, ``range(0, N, BLOCK)``,
+    ``tl.cdiv(N, BLOCK)``) is bounded by the next power of 2 of the smallest, and passed constexprs' values size
+    the tiles. ``limits``/``launch``: :class:`Limits` and :class:`Launch`. ``launch_only``: a kernel without
     tunable meta-parameters gets a space of launch options alone instead of none.
     """
     limits = limits or Limits()
@@ -190,7 +190,7 @@ def derive_space(
     if not tuned and not launch_only:
         return DerivedSpace(info.name, None, (), tuple(fixed), reason=_nothing_free(info, passed, set_by, fixed))
 
-    env = {n: v for n, v in defaults.items() if n not in free or n in {p.name for p in fixed}}
+    env = {p.name: p.values[0] for p in fixed}
     env.update({k: v for k, v in sizes.items() if k in caller_set})
     tiles = TileCheck(reading, [p.name for p in tuned], env, limits)
     launch_params = _launch_params(reading, launch, tiles, limits)
@@ -211,7 +211,8 @@ def _nothing_free(info: KernelInfo, passed: Collection[str], set_by: Collection[
         if by_heuristics:
             parts.append(f"{', '.join(by_heuristics)} set by @triton.heuristics")
         if fixed:
-            parts.append(f"{', '.join(p.name for p in fixed)} left at {'its default' if len(fixed) == 1 else 'their defaults'}")
+            whose = "its default" if len(fixed) == 1 else "their defaults"
+            parts.append(f"{', '.join(p.name for p in fixed)} left at {whose}")
         why = "; ".join(parts)
     return f"{info.name}: no tunable tl.constexpr parameter ({why}); keep its config list"
 

@@ -106,7 +106,8 @@ class _Reader(Shapes):
             acc = node.args[2] if len(args) > 2 else next((k.value for k in node.keywords if k.arg == "acc"), None)
             out = self.shape(acc, scope) if acc is not None else None
             self._use((*(lhs or ())[-2:], *(rhs or ())[-1:], *(out or ())[-2:]), "dot", node, scope)
-        elif name in ("range", "static_range") and len(args) >= 3 and self._tiling_loop(args[0], args[2], scope):
+        elif name in ("py:range", "range", "static_range") and len(args) >= 3 \
+                and self._tiling_loop(args[0], args[2], scope):  # fmt: skip
             self._relation(args[2], args[1], "loop", False, node, scope)
         elif name == "cdiv" and len(args) == 2:
             self._relation(args[1], args[0], "cdiv", False, node, scope)

@@ -24,8 +24,8 @@ _SAME_SHAPE = frozenset((
 ))  # fmt: skip
 _REDUCTIONS = frozenset(("sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "reduce_or", "prod"))
 _NO_TENSOR = frozenset((
-    "store", "store_tensor_descriptor", "static_print", "static_assert", "device_print", "device_assert",
-    "debug_barrier", "range", "static_range", "split", "cat", "constexpr", "inline_asm_elementwise",
+    "py:range", "store", "store_tensor_descriptor", "static_print", "static_assert", "device_print",
+    "device_assert", "debug_barrier", "range", "static_range", "split", "cat", "constexpr", "inline_asm_elementwise",
 ))  # fmt: skip
 _SCALAR = frozenset(("program_id", "num_programs"))
 
@@ -65,8 +65,8 @@ class Shapes:
             name = self.tl_name(node.func, scope)
             if name == "constexpr" and len(node.args) == 1:
                 return self.resolve(node.args[0], scope)
-            if name in ("min", "max") and not node.keywords:
-                return ast.Call(ast.Name(name), [self.resolve(a, scope) for a in node.args], [])
+            if name in ("py:min", "py:max") and not node.keywords:
+                return ast.Call(ast.Name(name[3:]), [self.resolve(a, scope) for a in node.args], [])
         return self._substituted(node, scope)
 
     def _substituted(self, node: ast.expr, scope: Scope) -> ast.expr:
@@ -343,7 +343,8 @@ class Shapes:
 
     # -- names --------------------------------------------------------------------------------------
     def tl_name(self, func: ast.expr, scope: Scope) -> str | None:
-        """The Triton language function (or ``range``/``min``/``max``) a call names, else None."""
+        """The Triton language function a call names (``"arange"``), Python's ``range``, ``min`` and ``max`` as
+        ``"py:range"``, ``"py:min"``, ``"py:max"``; else None."""
         if isinstance(func, ast.Attribute):
             root: ast.expr = func
             while isinstance(root, ast.Attribute):
@@ -358,7 +359,7 @@ class Shapes:
         if isinstance(func, ast.Name) and not scope.fn.local(func.id):
             obj = scope.fn.lookup(func.id)
             if obj is range or obj is min or obj is max:
-                return func.id
+                return f"py:{func.id}"
             module = getattr(obj, "__module__", None) or ""
             if module.startswith("triton.language"):
                 return str(getattr(obj, "__name__", func.id))
