@@ -149,3 +149,25 @@ def test_refusals() -> None:
         widen(MATMUL_LIST, params=("BLOCK",))
     with pytest.raises(ConfigError, match="has no parameter BLOCK"):
         widen([Config({"BLOCK": 64})], kernel=K.grouped_matmul_kernel)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    blocks=st.lists(st.tuples(*(st.sampled_from([16, 32, 64, 128, 256]) for _ in range(3))), min_size=1, max_size=4),
+    m=st.integers(1, 1 << 13),
+    n=st.integers(1, 1 << 13),
+)
+def test_kernel_informed_steps_stay_within_the_dot_and_size_bounds(blocks, m: int, n: int) -> None:
+    library = [Config({"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8}, num_warps=4)
+               for bm, bn, bk in blocks]  # fmt: skip
+    w = widen(library, kernel=K.grouped_matmul_kernel, sizes={"M": m, "N": n, "K": 4096})
+    assert w.configs()[: len(set(library))] == list(dict.fromkeys(library))
+    hi = {"BLOCK_SIZE_M": max(16, min(256, next_pow2(m))), "BLOCK_SIZE_N": max(16, min(256, next_pow2(n))),
+          "BLOCK_SIZE_K": 256}  # fmt: skip
+    for e in w.generated:
+        name = e.change.split()[0]
+        if name in hi:
+            assert 16 <= e.config[name] <= hi[name], e
+        assert "GROUP_SIZE_M" not in e.change
+    for c, why in w.skipped:
+        assert c not in w.configs() and why
