@@ -4,16 +4,15 @@ shape blocks, their power-of-2 ranges and the evidence, the bounds from sizes, a
 from __future__ import annotations
 
 import pytest
+import space_kernels as K
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from space_support import line_of
 
 import tritune
 from tritune import ConfigError, Space
 from tritune.space import DerivedSpace, Launch, Limits, derive_space
 from tritune.space.bounds import TRITON_MAX_TENSOR_NUMEL, is_pow2, next_pow2
-
-from . import kernels as K
-from .support import line_of
 
 
 def _values(d: DerivedSpace, name: str) -> list:
@@ -159,18 +158,18 @@ EXAMPLE_KERNELS = [
 
 @pytest.fixture(scope="module")
 def example_workloads():
-    from tritune.workload import load_workloads
+    from space_support import EXAMPLES
 
-    from .support import EXAMPLES
+    from tritune.workload import load_workloads
 
     return {name: load_workloads(EXAMPLES / file, name)[0] for file, name, _ in EXAMPLE_KERNELS}
 
 
 @pytest.mark.parametrize(("file", "name", "blocks"), EXAMPLE_KERNELS)
 def test_each_example_derives_its_hand_written_block_parameters(example_workloads, file, name, blocks) -> None:
-    from tritune.space import check_static_all
+    from space_support import first_call
 
-    from .support import first_call
+    from tritune.space import check_static_all
 
     w = example_workloads[name]
     passed, sizes, _, kwargs = first_call(w, w.keys[0])

@@ -4,12 +4,11 @@ front end for sm_90, and the compile screen removes those that do not fit the GP
 from __future__ import annotations
 
 import pytest
+from space_support import EXAMPLES, first_call
 
 from tritune import Config
 from tritune.outcome import Status
 from tritune.space import check_static_all, derive_space
-
-from .support import EXAMPLES, first_call
 
 SMALL = [("gelu.py", "gelu"), ("softmax.py", "softmax"), ("layernorm.py", "layernorm_small"),
          ("matmul.py", "matmul_small"), ("attention.py", "attention_small")]  # fmt: skip
@@ -42,9 +41,8 @@ def test_derived_configs_pass_the_static_rules_and_the_front_end(sm90, file: str
 
 
 def _tutorial_calls():
+    import space_kernels as K
     import torch
-
-    from . import kernels as K
 
     h = torch.float16
     a, b, c = torch.randn(256, 128).to(h), torch.randn(128, 192).to(h), torch.empty(256, 192, dtype=h)

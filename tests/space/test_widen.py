@@ -4,14 +4,13 @@ origin; given the kernel, only block parameters, within their derived bounds."""
 from __future__ import annotations
 
 import pytest
+import space_kernels as K
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tritune import Config, ConfigError
 from tritune.space import Launch, check_static_all, widen
 from tritune.space.bounds import is_pow2, next_pow2, prev_pow2
-
-from . import kernels as K
 
 MATMUL_LIST = [
     Config({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}, num_warps=8,
