@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritune.config import LAUNCH_OPTIONS, Config, as_config, check_value, columns
 from tritune.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tritune.space.bounds import Launch, Limits
+
+#: What :meth:`Space.auto` runs: :func:`tritune.space.derive.derive_space`, which builds Spaces and so registers
+#: itself here when it is imported (``tritune.space`` imports it) instead of this module importing it.
+_derive_space: Callable[..., Any] | None = None
+
+
+def use_derivation(derive_space: Callable[..., Any]) -> None:
+    """Set the function :meth:`Space.auto` derives spaces with."""
+    global _derive_space
+    _derive_space = derive_space
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,32 @@ class Space:
         return space
 
     _order: list[Config] | None = None
+    #: How the space was derived from a kernel (a :class:`~tritune.space.derive.DerivedSpace`, see :meth:`auto`);
+    #: None for a space written by hand.
+    derivation: Any = None
+
+    @classmethod
+    def auto(
+        cls,
+        kernel: Any,
+        *,
+        passed: Collection[str],
+        heuristics: Collection[str] = (),
+        sizes: Mapping[str, int] | None = None,
+        limits: Limits | None = None,
+        launch: Launch | None = None,
+        launch_only: bool = False,
+    ) -> Space:
+        """The space derived from ``kernel``'s source (:func:`tritune.space.derive_space`, same arguments), with
+        the derivation in :attr:`derivation`. Raises ``ConfigError`` with the one-line reason when no space can
+        be derived (the caller then keeps its own configs)."""
+        if _derive_space is None:  # pragma: no cover (tritune.space imports the derivation)
+            raise ConfigError("Space.auto needs tritune.space.derive: import tritune.space")
+        derived = _derive_space(kernel, passed=passed, heuristics=heuristics, sizes=sizes, limits=limits,
+                                launch=launch, launch_only=launch_only)  # fmt: skip
+        if derived.space is None:
+            raise ConfigError(derived.reason or f"{derived.kernel}: no space could be derived")
+        return derived.space
 
     def make(self, values: Mapping[str, Any]) -> Config:
         """The Config for one assignment of parameter values."""

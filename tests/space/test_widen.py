@@ -1,0 +1,172 @@
+"""widen: the given configs first and never dropped, each neighbour one step along one axis and labelled with its
+origin; given the kernel, only block parameters, within their derived bounds."""
+
+from __future__ import annotations
+
+import pytest
+import space_kernels as K
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tritune import Config, ConfigError
+from tritune.space import Launch, check_static_all, widen
+from tritune.space.bounds import is_pow2, next_pow2, prev_pow2
+
+MATMUL_LIST = [
+    Config({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}, num_warps=8,
+           num_stages=3),
+    Config({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}, num_warps=4,
+           num_stages=4),
+]  # fmt: skip
+
+
+def _axes(a: Config, b: Config) -> list[str]:
+    """The parameters (meta-parameters and launch options) in which two configs differ."""
+    da, db = a.as_dict(), b.as_dict()
+    return sorted(k for k in set(da) | set(db) if da.get(k) != db.get(k))
+
+
+configs_st = st.lists(
+    st.builds(
+        lambda m, n, w, s, g: Config({"BLOCK_M": m, "BLOCK_N": n, "GROUP": g, "EVEN": True}, num_warps=w, num_stages=s),
+        st.sampled_from([16, 32, 48, 64, 96, 128, 256]),
+        st.sampled_from([1, 2, 8, 64, 100, 512]),
+        st.sampled_from([1, 2, 4, 8, 16]),
+        st.integers(1, 5),
+        st.sampled_from([4, 8]),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs=configs_st, factor=st.sampled_from([2, 4]))
+def test_laws_of_widening(configs: list[Config], factor: int) -> None:
+    w = widen(configs, factor=factor)
+    given_once = list(dict.fromkeys(configs))
+    out = w.configs()
+    assert out[: len(given_once)] == given_once  # the given configs, first, in order, none dropped
+    assert list(w.given) == given_once
+    assert len(out) == len(set(out))  # no duplicates
+    assert w.space.configs() == out
+    for e in w.generated:
+        assert e.origin in given_once and e.config not in given_once
+        (axis,) = _axes(e.config, e.origin)  # one axis at a time
+        old, new = e.origin.as_dict()[axis], e.config.as_dict()[axis]
+        assert e.change == f"{axis} {old}->{new}"
+        if axis == "num_warps":
+            assert new in (old // 2, old * 2) and 1 <= new <= 16
+        elif axis == "num_stages":
+            assert abs(new - old) == 1 and 1 <= new <= 5
+        else:
+            assert axis in ("BLOCK_M", "BLOCK_N", "GROUP")  # GROUP varies or not: never the bool EVEN
+            if is_pow2(old):
+                assert new in (old // factor, old * factor)
+            else:
+                assert new in (prev_pow2(old), next_pow2(old))
+            assert is_pow2(new)
+
+
+def test_without_a_kernel_ints_named_like_blocks_or_varied_by_the_list_are_widened() -> None:
+    w = widen(MATMUL_LIST)
+    assert w.params == ("BLOCK_SIZE_K", "BLOCK_SIZE_M", "BLOCK_SIZE_N")  # GROUP_SIZE_M is 8 in both: not widened
+    assert len(w.given) == 2
+    assert {e.change for e in w.generated if e.origin == MATMUL_LIST[0]} == {
+        "BLOCK_SIZE_K 64->32", "BLOCK_SIZE_K 64->128", "BLOCK_SIZE_M 128->64", "BLOCK_SIZE_M 128->256",
+        "BLOCK_SIZE_N 256->128", "BLOCK_SIZE_N 256->512", "num_warps 8->4", "num_warps 8->16",
+        "num_stages 3->2", "num_stages 3->4",
+    }  # fmt: skip
+    # The second config's neighbour BLOCK_SIZE_M 64->128 differs from the first config: it is generated once.
+    assert len(w.configs()) == len(set(w.configs()))
+
+
+def test_the_kernel_limits_widening_to_its_block_parameters_and_their_bounds() -> None:
+    w = widen(MATMUL_LIST, kernel=K.grouped_matmul_kernel, sizes={"M": 512, "N": 256, "K": 4096})
+    assert w.params == ("BLOCK_SIZE_K", "BLOCK_SIZE_M", "BLOCK_SIZE_N")
+    assert all(e.config["BLOCK_SIZE_N"] <= 256 for e in w.generated)
+    skipped = dict(w.skipped)
+    bad = MATMUL_LIST[0].replace(BLOCK_SIZE_N=512)
+    assert skipped[bad].startswith("BLOCK_SIZE_N=512 is outside 16..256")
+    assert "bounded by N=256" in skipped[bad]
+
+
+def test_given_configs_outside_the_bounds_are_kept() -> None:
+    odd = Config({"BLOCK_SIZE_M": 512, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 8, "GROUP_SIZE_M": 8}, num_warps=4)
+    w = widen([odd], kernel=K.grouped_matmul_kernel, sizes={"M": 4096, "N": 4096, "K": 4096})
+    assert w.configs()[0] == odd
+    assert odd.replace(BLOCK_SIZE_K=16) in w.configs()  # back into the dot's range
+    assert odd.replace(BLOCK_SIZE_K=4) in dict(w.skipped)
+
+
+def test_a_heuristic_set_parameter_is_the_callers_and_the_tile_bounded_by_the_row() -> None:
+    library = [Config({"TILE_N": 1024}, num_warps=4, num_stages=1), Config({"TILE_N": 4096}, num_warps=8, num_stages=1)]
+    w = widen(library, kernel=K.row_softmax_kernel, sizes={"N": 3000})
+    assert w.params == ("TILE_N",)
+    assert max(c["TILE_N"] for c in w.configs()) == 4096  # 8192 is above next_pow2(3000)
+    assert Config({"TILE_N": 512}, num_warps=4, num_stages=1) in w.configs()
+
+
+def test_launch_bounds_the_warps_and_stages() -> None:
+    w = widen([Config({"BLOCK": 128}, num_warps=4, num_stages=2)], launch=Launch(num_warps=(4, 8), num_stages=(2, 3)))
+    assert {c.num_warps for c in w.configs()} == {4, 8}
+    assert {c.num_stages for c in w.configs()} == {2, 3}
+
+
+def test_explicit_params_and_kernel_examples() -> None:
+    import gelu
+
+    w = widen(gelu.gelu.configs, kernel=gelu.gelu_forward_kernel, sizes={"n": 10_000})
+    assert w.params == ("BLOCK",)
+    assert w.configs()[:4] == list(gelu.gelu.configs)
+    info = gelu.gelu.info
+    assert all(r is None for r in check_static_all(w.configs(), info))
+    only = widen(MATMUL_LIST, params=("GROUP_SIZE_M",))
+    assert only.params == ("GROUP_SIZE_M",)
+    assert {e.change.split()[0] for e in only.generated} == {"GROUP_SIZE_M", "num_warps", "num_stages"}
+
+
+def test_pre_hooks_travel_with_the_neighbours_and_triton_configs_are_taken() -> None:
+    import triton
+
+    def hook(nargs):
+        return None
+
+    w = widen([triton.Config({"BLOCK": 64}, num_warps=2, num_stages=1, pre_hook=hook)])
+    assert all(c.pre_hook is hook for c in w.configs())
+    entry = w.entry(Config({"BLOCK": 128}, num_warps=2, num_stages=1))
+    assert entry is not None and entry.change == "BLOCK 64->128" and not entry.given
+    assert "BLOCK 64->128 from BLOCK=64" in w.explain()
+
+
+def test_refusals() -> None:
+    with pytest.raises(ConfigError, match="at least one config"):
+        widen([])
+    with pytest.raises(ConfigError, match="power of 2"):
+        widen(MATMUL_LIST, factor=3)
+    with pytest.raises(ConfigError, match="no given config sets BLOCK"):
+        widen(MATMUL_LIST, params=("BLOCK",))
+    with pytest.raises(ConfigError, match="has no parameter BLOCK"):
+        widen([Config({"BLOCK": 64})], kernel=K.grouped_matmul_kernel)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    blocks=st.lists(st.tuples(*(st.sampled_from([16, 32, 64, 128, 256]) for _ in range(3))), min_size=1, max_size=4),
+    m=st.integers(1, 1 << 13),
+    n=st.integers(1, 1 << 13),
+)
+def test_kernel_informed_steps_stay_within_the_dot_and_size_bounds(blocks, m: int, n: int) -> None:
+    library = [Config({"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8}, num_warps=4)
+               for bm, bn, bk in blocks]  # fmt: skip
+    w = widen(library, kernel=K.grouped_matmul_kernel, sizes={"M": m, "N": n, "K": 4096})
+    assert w.configs()[: len(set(library))] == list(dict.fromkeys(library))
+    hi = {"BLOCK_SIZE_M": max(16, min(256, next_pow2(m))), "BLOCK_SIZE_N": max(16, min(256, next_pow2(n))),
+          "BLOCK_SIZE_K": 256}  # fmt: skip
+    for e in w.generated:
+        name = e.change.split()[0]
+        if name in hi:
+            assert 16 <= e.config[name] <= hi[name], e
+        assert "GROUP_SIZE_M" not in e.change
+    for c, why in w.skipped:
+        assert c not in w.configs() and why
