@@ -1,0 +1,175 @@
+"""Tuning that never changes the numbers: fresh tunings under ``numerics="any"`` and ``numerics="exact"``.
+
+    PYTHONPATH=src python benchmarks/numerics.py --out DIR [--runs 5] [--ops gelu,softmax,rmsnorm,layernorm,matmul,attention]
+
+The ops are the examples' kernels at their GPU keys, each decorated with ``@tritune.autotune`` over the example's
+own config list. For each mode, ``--runs`` fresh processes (an empty Triton cache, no store) tune every op once and
+record each op's output digest, winner and (exact) class. Then one process times, per op, the exact-mode winner
+against the unconstrained winner (``triton.testing.do_bench``, interleaved, the median of 5 alternations) and the
+reference config (the first legal one, what a pinned run without a table would run). Prints per op: the number of
+distinct outputs each mode gave over its runs (exact: must be 1, equal to the reference config's bits), and the
+per-call ratio exact/any; writes DIR/numerics.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OPS = ("gelu", "softmax", "rmsnorm", "layernorm", "matmul", "attention")
+#: Where the ops run: ``cuda``; ``cpu`` (with ``TRITON_INTERPRET=1``) only checks the script itself.
+DEVICE = os.environ.get("NUMERICS_DEVICE", "cuda")
+
+
+def _sync() -> None:
+    if DEVICE == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _workload(op: str) -> Any:
+    sys.path.insert(0, str(ROOT / "examples"))
+    from tritune.workload import load_workloads
+
+    (w,) = load_workloads(str(ROOT / "examples" / f"{op}.py"), op)
+    return w
+
+
+def _setup(op: str, configs: Any = None, numerics: str = "any") -> tuple[Any, Any, Any, Any]:
+    """(decorated kernel, args, kwargs, grid) of ``op`` at its GPU key."""
+    import torch
+
+    import tritune
+    from tritune.adapters.kernel import unwrap_jit
+
+    w = _workload(op)
+    key = w.keys[-1]
+    torch.manual_seed(0)
+    args = w.make_args(key, DEVICE)
+    kw = w.caller_kwargs(key)
+    cands = list(w.candidates()) if configs is None else configs
+    k = tritune.autotune(cands, (), store=False, numerics=numerics)(unwrap_jit(w.kernel))  # one key: this call
+
+    def grid(meta: dict[str, Any]) -> tuple[int, ...]:
+        cfg = tritune.Config({n: meta[n] for n in cands[0].kwargs}, num_warps=meta.get("num_warps", 4))
+        return w.grid_for(cfg, key)
+
+    return k, args, kw, grid
+
+
+def _digest(tensors: list[Any]) -> str:
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().contiguous().cpu().view(-1).view(__import__("torch").uint8).numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def child(mode: str, ops: list[str], out: str) -> None:
+    """One fresh process: tune every op once under ``mode``; its outputs' digests, winners and classes."""
+
+    res: dict[str, Any] = {}
+    for op in ops:
+        k, args, kw, grid = _setup(op, numerics=mode)
+        w = _workload(op)
+        k[grid](*args, **kw)
+        _sync()
+        (choice,) = k.choices().values()
+        res[op] = {"winner": choice.config.to_json(), "winner_id": choice.config.id,
+                   "digest": _digest(w.output_tensors(args)), "numerics": (choice.stats or {}).get("numerics"),
+                   "source": choice.source}  # fmt: skip
+    Path(out).write_text(json.dumps(res))
+
+
+def compare(results: dict[str, Any], ops: list[str]) -> dict[str, Any]:
+    """Per op: the exact winner, the unconstrained winner and the reference config, timed interleaved."""
+    from triton.testing import do_bench
+
+    import tritune
+
+    out: dict[str, Any] = {}
+    for op in ops:
+        w = _workload(op)
+        ref_id = ((results["exact"][0][op].get("numerics") or {}).get("reference")
+                  or next(iter(w.candidates())).id)  # the exact runs' reference: the first legal config that ran
+        ref = next(c for c in w.candidates() if c.id == ref_id)
+        picks = {"exact": tritune.Config.from_json(results["exact"][0][op]["winner"]),
+                 "any": tritune.Config.from_json(results["any"][0][op]["winner"]), "reference": ref}
+        fns, digests = {}, {}
+        for name, cfg in picks.items():
+            k, args, kw, grid = _setup(op, configs=[cfg])
+            fns[name] = (lambda k=k, a=args, kw=kw, g=grid: k[g](*a, **kw))
+            fns[name]()
+            _sync()
+            digests[name] = _digest(w.output_tensors(args))
+        times: dict[str, list[float]] = {n: [] for n in fns}
+        for _ in range(5):
+            for n, f in fns.items():
+                times[n].append(float(do_bench(f, warmup=25, rep=100)))
+        med = {n: statistics.median(t) for n, t in times.items()}
+        out[op] = {"ms": med, "exact_over_any": med["exact"] / med["any"],
+                   "reference_over_any": med["reference"] / med["any"], "reference_digest": digests["reference"],
+                   "winners": {n: c.id for n, c in picks.items()}}  # fmt: skip
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    ops = [o for o in a.ops.split(",") if o]
+    if a.child:
+        child(a.child[0], ops, a.child[1])
+        return
+    a.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, list[dict[str, Any]]] = {"any": [], "exact": []}
+    for run in range(a.runs):
+        for mode in ("any", "exact"):
+            path = a.out / f"{mode}_{run}.json"
+            env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(), "PYTHONPATH": str(ROOT / "src")}
+            p = subprocess.run([sys.executable, __file__, "--ops", a.ops, "--child", mode, str(path)], env=env,
+                               capture_output=True, text=True)  # fmt: skip
+            if p.returncode != 0:
+                print(f"{mode} run {run}: rc={p.returncode}\n{p.stderr[-3000:]}")
+                continue
+            results[mode].append(json.loads(path.read_text()))
+    summary: dict[str, Any] = {"runs": {m: len(r) for m, r in results.items()}, "ops": {}}
+    timed = compare(results, ops) if results["any"] and results["exact"] else {}
+    print(f"{'op':10} {'any: distinct outputs':>22} {'exact: distinct':>16} {'exact = reference':>18} "
+          f"{'class':>6} {'exact/any':>10} {'reference/any':>14}")
+    for op in ops:
+        d_any = {r[op]["digest"] for r in results["any"] if op in r}
+        d_exact = {r[op]["digest"] for r in results["exact"] if op in r}
+        ref_digest = timed.get(op, {}).get("reference_digest")
+        n = (results["exact"][0][op].get("numerics") or {}) if results["exact"] else {}
+        t = timed.get(op, {})
+        summary["ops"][op] = {"any_distinct": len(d_any), "exact_distinct": len(d_exact),
+                              "exact_is_reference": d_exact == {ref_digest}, "class_size": n.get("class_size"),
+                              "reference": n.get("reference"), "timing": t,
+                              "winners_any": sorted({r[op]["winner_id"] for r in results["any"] if op in r}),
+                              "winners_exact": sorted({r[op]["winner_id"] for r in results["exact"] if op in r})}  # fmt: skip
+        print(f"{op:10} {len(d_any):>22} {len(d_exact):>16} {d_exact == {ref_digest}!s:>18} "
+              f"{n.get('class_size', '-')!s:>6} {t.get('exact_over_any', float('nan')):>10.3f} "
+              f"{t.get('reference_over_any', float('nan')):>14.3f}")
+    ratios = [v["timing"]["exact_over_any"] for v in summary["ops"].values() if v["timing"]]
+    if ratios:
+        summary["median_exact_over_any"] = statistics.median(ratios)
+        summary["worst_exact_over_any"] = max(ratios)
+        print(f"exact/any per call: median {summary['median_exact_over_any']:.3f}, worst {max(ratios):.3f}")
+    (a.out / "numerics.json").write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
