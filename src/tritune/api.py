@@ -44,7 +44,7 @@ __all__ = ["TritonAutotuner", "autotune", "is_patched", "patch_triton", "patched
 
 
 def autotune(
-    configs: Sequence[Any] | Space,
+    configs: Sequence[Any] | Space | None = None,
     key: Any = (),
     prune_configs_by: Mapping[str, Any] | None = None,
     reset_to_zero: Iterable[str] | None = None,
@@ -72,6 +72,7 @@ def autotune(
     numerics: str | None = None,
     pinned: bool | None = None,
     sensitivity: int | None = None,
+    widen: bool | None = None,
     incremental: bool | IncrementalOptions | Any | None = None,
     outputs: Iterable[str] | None = None,
     atol: float | None = None,
@@ -104,6 +105,13 @@ def autotune(
     finalists), ``precompile`` (compile in worker processes ahead of the first load), ``numerics`` (``"exact"``: only
     configs that compute the first legal config's bits may win, so tuning never changes a result; ``"any"``; default
     ``$TRITUNE_NUMERICS``, else ``"any"``).
+
+    Spaces nobody wrote: ``configs=None`` derives the candidates from the kernel's source at each call's sizes (its
+    free ``tl.constexpr`` block sizes over powers of 2, ``num_warps``, ``num_stages``: :func:`tritune.space.derive_space`),
+    and ``widen=True`` (``$TRITUNE_WIDEN=1``) adds each given config's neighbours (:func:`tritune.space.widen`); the
+    screen removes what cannot compile or fit, large spaces are searched, and a generated config serves only after its
+    outputs agree with the first legal config's on the call's arguments and two perturbed copies. ``choices()`` says
+    how the space was made and how the winner compares with the best written config, measured in the same race.
 
     Reproducible runs: ``pinned=True`` (``$TRITUNE_PINNED=1``) times nothing: the ``pretuned`` table (``tritune pin
     merge`` makes one from the ranks' recorded choices) decides, and a key it does not hold runs the first legal
@@ -145,7 +153,8 @@ def autotune(
         tuned = Autotuned(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                           restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
                           on_no_gpu=on_no_gpu, tuner=tuner, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
-                          cache_results=cache_results, serving=serving)  # fmt: skip
+                          cache_results=cache_results, serving=serving,
+                          widen=_widen(widen))  # fmt: skip
         tuner.check_pretuned(tuned)  # a file that can serve this kernel nothing is said here, once
         return tuned
 
@@ -211,7 +220,8 @@ class TritonAutotuner(Autotuned, metaclass=_StandIn):
         super().__init__(fn, configs, list(key), prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                          restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
                          tuner=KeyTuner(TuneOptions(), served=serving is not None), warmup=warmup, rep=rep,
-                         use_cuda_graph=use_cuda_graph, cache_results=cache_results, serving=serving)  # fmt: skip
+                         use_cuda_graph=use_cuda_graph, cache_results=cache_results, serving=serving,
+                         widen=_widen(None) and bool(configs))  # fmt: skip
 
 
 def _known_key_names(fn: Any, arg_names: list[str], key: list[str]) -> list[str]:
@@ -255,6 +265,13 @@ def triton_autotune(
     return decorator
 
 
+def _widen(value: bool | None) -> bool:
+    """``widen=``, else ``$TRITUNE_WIDEN`` (what :func:`patch_triton` sets with ``widen=True``)."""
+    if value is not None:
+        return bool(value)
+    return os.environ.get("TRITUNE_WIDEN", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 #: (module name, attribute, which replacement) for every place Triton exposes its autotuner.
 _SITES = (
     ("triton", "autotune", "autotune"),
@@ -271,12 +288,16 @@ def is_patched() -> bool:
     return bool(_saved)
 
 
-def patch_triton() -> None:
+def patch_triton(*, widen: bool | None = None) -> None:
     """Make Triton's autotuner names use tritune's engine, for code that looks them up from now on.
 
     Idempotent. Every kernel tuned through them gets the store, the screen before launch, the race and the
-    fast dispatch; ``triton.Config`` and ``triton.heuristics`` stay Triton's own.
+    fast dispatch; ``triton.Config`` and ``triton.heuristics`` stay Triton's own. ``widen=True`` (or
+    ``$TRITUNE_WIDEN=1``) explores around each kernel's own configs: their neighbouring block sizes, warps and
+    stages, screened, searched and checked against the kernel's first config, the library's configs always included.
     """
+    if widen is not None:
+        os.environ["TRITUNE_WIDEN"] = "1" if widen else "0"
     if _saved:
         return
     new = {"autotune": triton_autotune, "Autotuner": TritonAutotuner}

@@ -77,7 +77,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def __init__(
         self,
         fn: Any,
-        configs: Sequence[Any] | Space,
+        configs: Sequence[Any] | Space | None,
         key: Any,
         *,
         prune_configs_by: Mapping[str, Any] | None = None,
@@ -93,6 +93,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         use_cuda_graph: bool = False,
         cache_results: bool = False,
         serving: Serving | None = None,
+        widen: bool = False,
     ) -> None:
         self.fn = fn
         self.info = KernelInfo.of(fn)
@@ -108,7 +109,15 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._heur_hot: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._heur_names = tuple(n for layer in self._heuristics for n in layer.values)
         self.cache = LiveCache(self)
-        self._set_configs(configs)
+        #: Where the candidates come from: "given" (the list), "derived" (configs=None: from the kernel's source,
+        #: per call's sizes) or "widened" (the list and its neighbours): see :meth:`_call_space`.
+        self.space_source = "derived" if configs is None else "widened" if widen else "given"
+        self._declared = [] if configs is None else configs
+        #: Generated candidates of the last call's space (not in the list anyone wrote): config -> where it came from.
+        self.generated: dict[Config, str] = {}
+        self.space_report: dict[str, Any] | None = None
+        self._space_ident: Any = None
+        self._set_configs([] if configs is None else configs)
         self.key_spec = KeySpec.build(name, self.info.arg_names, dict(self.info.defaults), key,
                                       constexprs=self.info.constexprs)  # fmt: skip
         self.keys = list(self.key_spec.names)
@@ -550,8 +559,44 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._last_pruned = list(pruned)  # what a library's own loop will time next (simple.precompile_for_library_loop)
         return pruned
 
+    def _call_space(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        """A derived or widened space for this call (once per set of argument names and integer sizes): derived
+        from the kernel's source (:func:`~tritune.space.derive_space`), or the list and its neighbours
+        (:func:`~tritune.space.widen`). Its configs become the candidates; the generated ones are checked against
+        the first legal config's outputs before they may serve (``decorator.miss``)."""
+        if self.space_source == "given":
+            return
+        from tritune.space import derive_space, widen
+
+        passed = [*self.info.arg_names[: len(args)], *kwargs]
+        named = {**dict(zip(self.info.arg_names, args)), **kwargs}
+        sizes = {n: v for n, v in named.items() if isinstance(v, int) and not isinstance(v, bool)}
+        ident = (tuple(passed), tuple(sorted(sizes.items())))
+        if ident == self._space_ident:
+            return
+        if self.space_source == "derived":
+            d = derive_space(self.fn, passed=passed, sizes=sizes)
+            if d.space is None:
+                raise ConfigError(f"{self.info.name}: configs=None asks for a space derived from the kernel, and "
+                                  f"none could be: {d.reason}. Pass configs=[...].")  # fmt: skip
+            self._set_configs(d.space)
+            self.generated = {c: "derived from the kernel's source" for c in self._configs}
+            self.space_report = {"source": "derived", "configs": len(self._configs), "how": d.explain()}
+        else:
+            w = widen(normalize(self._declared)[0], kernel=self.fn, sizes=sizes)
+            given = {c: o for c, o in normalize(self._declared)[1].items()}
+            self._set_configs(w.configs())
+            for c, o in given.items():  # the library's own objects stay what callers see
+                self._originals[c] = o
+            self._given = [self._originals[c] for c in self._configs]
+            self.generated = {g.config: str(g) for g in w.generated}
+            self.space_report = {"source": "widened", "given": len(given), "generated": len(self.generated),
+                                 "how": w.explain()}  # fmt: skip
+        self._space_ident = ident
+
     def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Config], dict[Config, str]]:
         """Pruned candidates (in the pruner's order) that pass the static rules, and the reasons of the rejected."""
+        self._call_space(args, kwargs)
         rejected: dict[Config, str] = {}
         legal: list[Config] = []
         declared = set(self._configs)

@@ -268,7 +268,13 @@ class KeyTuner:
             cleanups.append(cleanup)
             return call
 
-        numerics = NumericsClass.of(tuned, legal, args, kwargs, grid) if self.options.numerics == "exact" else None
+        exact = self.options.numerics == "exact"
+        generated = tuned.generated
+        # A widened list's generated configs are checked against a config someone wrote, never against one of their own.
+        references = [c for c in legal if c not in generated] if tuned.space_source == "widened" else list(legal)
+        numerics = (OutputCheck.of(tuned, legal, args, kwargs, grid, exact=exact, references=references,
+                                   only=None if exact else [c for c in legal if c in generated])
+                    if exact or any(c in generated for c in legal) else None)  # fmt: skip
 
         def prepare(cfg: Config) -> Prepared:
             got: Prepared
@@ -302,8 +308,9 @@ class KeyTuner:
             from tritune.ranks import Farm, rank_and_world
 
             farm = Farm() if rank_and_world()[1] > 1 else None
+        written = tuple(c for c in legal if c not in generated) if generated else ()
         job = KeyJob(_label(tuned, key), tkey, tuple(legal), prepare, measure, compiler, rejected,
-                     probe=cuda_context_error if gpu else None)  # fmt: skip
+                     probe=cuda_context_error if gpu else None, include=written)  # fmt: skip
         stats: dict[str, Any] = {"candidates": len(legal), "measure": tkey.measure.value}
         try:
             got = tune_key(job, opts, store=self.open_store(), farm=farm, reuse=True, stats=stats)
@@ -312,7 +319,9 @@ class KeyTuner:
                 c()
         rejected.update(got.failures)
         if numerics is not None:
-            stats["numerics"] = numerics.summary()
+            stats["numerics" if exact else "checked"] = numerics.summary()
+        if tuned.space_report is not None and got.timings:
+            stats["space"] = _space_report(tuned.space_report, legal, generated, got.timings, got.winner)
         if got.winner is None:
             searched = (f" (searched {got.search['evaluated']} of {len(legal)} legal configs with "
                         f"{got.search['strategy']})") if got.search else ""  # fmt: skip
@@ -357,16 +366,26 @@ def _label(tuned: TunedKernel, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
 
 
-class NumericsClass:
-    """``numerics="exact"``: the configs of a key that compute the reference config's bits (the first legal config's)
-    on the call's arguments and on two perturbed copies of them (:func:`~tritune.verify.reference.perturbed_inputs`).
-    Every run is on fresh copies; the caller's arguments are never written. :meth:`check` is the tuning's check of a
-    candidate: a Failure ``other_numerics`` for a config outside the class."""
+class OutputCheck:
+    """The check of candidates' outputs against a reference config's (the first legal config that runs) before they
+    are timed, on the call's arguments and on two perturbed copies of them
+    (:func:`~tritune.verify.reference.perturbed_inputs`); every run is on fresh copies, the caller's arguments are
+    never written.
 
-    def __init__(self, name: str, legal: list[Config], runs: list[Any]) -> None:
+    * ``exact`` (``numerics="exact"``): every candidate must compute the reference's bits; one outside the class ends
+      ``other_numerics``.
+    * otherwise the configs in ``only`` (generated: derived from the kernel or widened from a list) must agree with
+      the reference within the output dtype's tolerance; one that does not ends ``incorrect`` (a block size that does
+      not divide the size, a missing mask): a config nobody wrote never serves unchecked.
+    """
+
+    def __init__(self, name: str, references: list[Config], runs: list[Any], *, exact: bool,
+                 only: Sequence[Config] | None = None) -> None:  # fmt: skip
         self.name = name
-        self._legal = legal
-        self.reference = legal[0]
+        self.exact = exact
+        self._references = references
+        self._only = None if only is None else set(only)
+        self.reference: Config | None = references[0] if references else None
         self._runs = runs
         self._ready = False
         self.members: list[Config] = []
@@ -374,8 +393,10 @@ class NumericsClass:
 
     @classmethod
     def of(cls, tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-           grid: Any, inputs: int = 3) -> NumericsClass | None:  # fmt: skip
-        """The class of ``legal[0]`` for this call; None with fewer than two legal configs (nothing to choose)."""
+           grid: Any, *, exact: bool, references: Sequence[Config], only: Sequence[Config] | None = None,
+           inputs: int = 3) -> OutputCheck | None:  # fmt: skip
+        """The check for this call; None with fewer than two legal configs (nothing to choose between).
+        ``references``: the configs that may be the reference, in order (a widened list's written configs)."""
         from tritune.decorator.timing import run_once
         from tritune.verify.reference import ReferenceRun, perturbed_inputs
 
@@ -387,30 +408,42 @@ class NumericsClass:
 
         sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs))]
         names = tuned.info.arg_names
-        return cls(tuned.info.name, list(legal), [ReferenceRun(launch, a, names) for a in sets])
+        return cls(tuned.info.name, list(references), [ReferenceRun(launch, a, names) for a in sets], exact=exact,
+                   only=only)  # fmt: skip
 
     def check(self, cfg: Config) -> Any:
-        """None when ``cfg`` computes the reference's bits on every input, else the Failure to record."""
+        """None when ``cfg`` passes (module docstring), else the Failure to record."""
         from tritune.bench import Failure
         from tritune.outcome import Status
 
+        if self._only is not None and cfg not in self._only:
+            return None
         if not self._ready:
             self._set_reference()
+        if self.reference is None:
+            self.others[cfg] = "no written config ran here to check it against"
+            return Failure(Status.INCORRECT, f"{self.name} {cfg.id} (generated): {self.others[cfg]}")
         for i, r in enumerate(self._runs):
             got = r.check(cfg)
-            if not got.identical:
-                what = got.reason or "within the output's tolerance, but not bit for bit"
-                self.others[cfg] = what
-                where = "the call's arguments" if i == 0 else f"perturbed input {i}"
+            if got.identical or (not self.exact and got.close):
+                continue
+            what = got.reason or "within the output's tolerance, but not bit for bit"
+            self.others[cfg] = what
+            where = "the call's arguments" if i == 0 else f"perturbed input {i}"
+            if self.exact:
                 return Failure(Status.OTHER_NUMERICS, f"{self.name} {cfg.id} computes other bits than the reference "
                                                       f"{self.reference.id} on {where}: {what}")  # fmt: skip
+            return Failure(Status.INCORRECT, f"{self.name} {cfg.id} (generated) disagrees with {self.reference.id} "
+                                             f"on {where}: {what}")  # fmt: skip
         self.members.append(cfg)
         return None
 
     def _set_reference(self) -> None:
-        """The reference: the first legal config that runs here (a config whose binary this GPU refuses cannot be
-        one); every config before it that failed to run is in no class."""
-        for cfg in self._legal:
+        """The reference: the first of the references that runs here (a config whose binary this GPU refuses cannot
+        be one); None when none does."""
+        self._ready = True
+        self.reference = None
+        for cfg in self._references:
             try:
                 for r in self._runs:
                     r.set_reference(cfg)
@@ -418,12 +451,33 @@ class NumericsClass:
                 self.others[cfg] = f"cannot be the reference: {type(e).__name__}: {e}"
                 continue
             self.reference = cfg
-            self._ready = True
             return
-        raise NoLegalConfigError(f"{self.name}: no legal config runs, so no config can be the numerics reference")
+        if self.exact:
+            raise NoLegalConfigError(f"{self.name}: no legal config runs, so no config can be the reference")
 
     def summary(self) -> dict[str, Any]:
-        """The class for ``choices()``: the reference, the configs checked into it and those left out."""
-        return {"mode": "exact", "reference": self.reference.id, "inputs": len(self._runs),
-                "class": [c.id for c in self.members], "class_size": len(self.members),
-                "other": {c.id: why for c, why in self.others.items()}}  # fmt: skip
+        """For ``choices()``: the reference, the configs that passed and those left out, with what differed."""
+        out = {"mode": "exact" if self.exact else "agree", "inputs": len(self._runs),
+               "reference": None if self.reference is None else self.reference.id,
+               "class": [c.id for c in self.members], "class_size": len(self.members),
+               "other": {c.id: why for c, why in self.others.items()}}  # fmt: skip
+        if not self.exact:
+            out = {**out, "passed": out.pop("class"), "checked": len(self.members) + len(self.others)}
+            out.pop("class_size")
+        return out
+
+
+def _space_report(report: Mapping[str, Any], legal: Sequence[Config], generated: Mapping[Config, str],
+                  timings: Mapping[Config, list[float]], winner: Config | None) -> dict[str, Any]:
+    """How the space was made and what it bought: the winner against the best config of the list anyone wrote (or,
+    for a derived space, the reference), both measured in the same race."""
+    out = {k: v for k, v in report.items()}
+    out["legal"] = len(legal)
+    out["generated_legal"] = sum(1 for c in legal if c in generated)
+    written = [c for c in legal if c not in generated and c in timings] or ([legal[0]] if legal[0] in timings else [])
+    if written and winner is not None and winner in timings:
+        best = min(written, key=lambda c: timings[c][0])
+        out["best_written"] = {"config": best.id, "ms": timings[best][0]}
+        out["winner_generated"] = winner in generated
+        out["winner_over_best_written"] = timings[winner][0] / timings[best][0]
+    return out

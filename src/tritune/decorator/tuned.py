@@ -25,6 +25,12 @@ class TunedKernel(Protocol):
     post_hook: Callable[..., Any]
     on_no_gpu: str
     nargs: dict[str, Any] | None
+    #: The generated candidates of the last call's space (derived or widened): config -> where it came from.
+    generated: dict[Config, str]
+    #: How the last call's space was made (None for a given list).
+    space_report: dict[str, Any] | None
+    #: Where the candidates come from: ``"given"``, ``"derived"`` or ``"widened"``.
+    space_source: str
 
     @property
     def configs(self) -> list[Any]: ...

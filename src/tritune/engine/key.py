@@ -61,6 +61,9 @@ class KeyJob:
     rejected: Mapping[Config, str] = field(default_factory=dict)
     recover: Callable[[], ConfigMeasure] | None = None
     probe: Callable[[], str | None] | None = None
+    #: Configs that race in a searched key's first batch whatever the strategy proposes (the list someone wrote,
+    #: when the space was widened: the winner is then compared with them in the same race).
+    include: tuple[Config, ...] = ()
 
 
 @dataclass
@@ -129,7 +132,8 @@ def tune_key(job: KeyJob, options: TuneOptions, *, store: Any = None, farm: Plac
             stats["search"] = summary
             return KeyResult(None, old.config, old.time_ms, tuple(old.ties), None, "store", dict(job.rejected), {},
                              summary, stats, p)  # fmt: skip
-        result = run_batches(driver, parts, field=place, finalists=searching.stored_finalists(store, job.key, legal),
+        first = [*job.include, *searching.stored_finalists(store, job.key, legal)]
+        result = run_batches(driver, parts, field=place, finalists=first,
                              final=FINAL_LIMIT, stats=stats, recover=job.recover, probe=job.probe)  # fmt: skip
         place.share_summary(driver)
     stats["total_s"] = round(time.perf_counter() - clock, 3)  # to the end of the races

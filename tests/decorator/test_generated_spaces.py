@@ -1,0 +1,112 @@
+"""Spaces nobody wrote, through the decorator: ``configs=None`` derives the candidates from the kernel's source,
+``widen=True`` adds each given config's neighbours, and a generated config serves only after its outputs agree
+with the first legal config's.
+
+TIMINGS ARE SYNTHETIC: a FAKE timer gives every config a time from its values (no GPU here), so the test can make a
+generated config the fastest; the kernels really run, in Triton's interpreter, for the checks and the calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+import tritune
+from tritune.bench import Measurement
+from tritune.config import Config
+
+
+@triton.jit
+def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+
+
+@triton.jit
+def scale_whole_blocks(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Right only when BLOCK divides n: its grid (n // BLOCK) leaves the tail unwritten otherwise."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+class FakeTimer:
+    """FAKE timings: the larger the block, the faster (so a generated, larger block wins when it may)."""
+
+    def __init__(self) -> None:
+        self.timed: list[Config] = []
+
+    def measure_config(self, config: Config, budget_s: float) -> Measurement:
+        self.timed.append(config)
+        t = 1.0 / config.kwargs.get("BLOCK", 1) + 0.0001 * config.num_warps
+        return Measurement.from_samples([t] * 8, stop="budget")
+
+
+def _call(k: Any, n: int, grid: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(n)
+    out = torch.full((n,), -1.0)
+    k[grid](x, out, n)
+    return x, out
+
+
+def test_configs_none_derives_a_space_from_the_kernel_and_tunes_it() -> None:
+    timer = FakeTimer()
+    k = tritune.autotune(key=["n"], store=False, timer=timer)(scale)
+    x, out = _call(k, 3000, lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
+    assert torch.equal(out, x * 2)
+    assert k.space_source == "derived" and len(k.configs) > 10
+    blocks = {c.kwargs["BLOCK"] for c in k.candidates}
+    assert all(b & (b - 1) == 0 for b in blocks) and max(blocks) <= 4096  # powers of 2, bounded by n
+    (choice,) = k.choices().values()
+    space = choice.stats["space"]
+    assert space["source"] == "derived" and "BLOCK" in space["how"] and space["legal"] > 0
+    assert choice.stats["checked"]["mode"] == "agree" and choice.stats["checked"]["checked"] >= 1
+
+
+def test_a_kernel_with_nothing_to_derive_says_so_in_one_line() -> None:
+    @triton.jit
+    def fixed(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    k = tritune.autotune(key=["n"], store=False, timer=FakeTimer())(fixed)
+    x = torch.randn(64)
+    out = torch.empty(64)
+    try:
+        k[(1,)](x, out, 64, BLOCK=64)  # the caller passes the only constexpr
+    except tritune.ConfigError as e:
+        assert "fixed" in str(e) and "Pass configs=[...]" in str(e) and "\n" not in str(e)
+    else:
+        raise AssertionError("a kernel with no free constexpr must say it cannot derive a space")
+
+
+def test_widened_neighbours_that_compute_wrong_results_are_caught_and_never_serve() -> None:
+    """The trap: the given blocks 4 and 8 divide n=1000; the widened neighbour 16 does not, leaves the tail
+    unwritten, and would win on (FAKE) speed. The check against the first given config stops it."""
+    timer = FakeTimer()
+    k = tritune.autotune([triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], ["n"], store=False,
+                         timer=timer, widen=True)(scale_whole_blocks)  # fmt: skip
+    x, out = _call(k, 1000, lambda meta: (1000 // meta["BLOCK"],))
+    assert torch.equal(out, x * 2)
+    assert k.best_config.kwargs["BLOCK"] in (4, 8)
+    (choice,) = k.choices().values()
+    checked, space = choice.stats["checked"], choice.stats["space"]
+    assert checked["reference"].startswith("BLOCK=4,")  # a config someone wrote
+    wrong = [c for c in checked["other"] if c.startswith("BLOCK=16,")]
+    assert wrong and all("differ" in checked["other"][c] for c in wrong)
+    assert space["source"] == "widened" and space["generated"] >= 2 and space["given"] == 2
+    assert not any(c.kwargs["BLOCK"] == 16 for c in timer.timed)  # failed before any timing
+
+
+def test_widened_neighbours_that_agree_may_win_and_say_so() -> None:
+    timer = FakeTimer()
+    k = tritune.autotune([triton.Config({"BLOCK": 256})], ["n"], store=False, timer=timer, widen=True)(scale)
+    x, out = _call(k, 3000, lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    space = choice.stats["space"]
+    assert k.best_config.kwargs["BLOCK"] == 512 and space["winner_generated"]  # a neighbour, faster (FAKE)
+    assert space["best_written"]["config"].startswith("BLOCK=256") and space["winner_over_best_written"] < 1
