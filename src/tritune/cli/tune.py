@@ -29,6 +29,7 @@ from tritune.cli.common import (
     ensure_interpreter_without_gpu,
     fail_usage,
     load,
+    option_problem,
     out_stream,
     parse_keys,
 )
@@ -164,8 +165,8 @@ def _option_problem(args: argparse.Namespace) -> str | None:
     """Bad option values and unwritable output paths, found before any work starts."""
     if args.jobs is not None and args.jobs < 1:
         return f"--jobs must be at least 1 (compile worker processes), got {args.jobs}"
-    if not args.compile_timeout > 0:
-        return f"--compile-timeout must be a positive number of seconds, got {args.compile_timeout:g}"
+    if (shared := option_problem(args)) is not None:  # --rows, --compile-timeout: as every command says them
+        return shared
     if args.exhaustive:
         return EXHAUSTIVE_RENAMED
     if args.sweep and (args.strategy not in (None, "exhaustive") or args.budget is not None):
