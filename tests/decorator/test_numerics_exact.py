@@ -10,23 +10,12 @@ from __future__ import annotations
 
 import torch
 import triton
-import triton.language as tl
 
 import tritune
+from kernels import rowsum_kernel as row_sum
 from tritune.bench import ReplayTimer
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
-
-
-@triton.jit
-def row_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        acc += tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)
-    tl.store(out_ptr + row, tl.sum(acc, axis=0))
-
 
 CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (32, 128) for w in (2, 4)]
 #: SYNTHETIC: BLOCK=128 is fastest; within the reference's class (BLOCK=32), 4 warps beat 2.
@@ -35,8 +24,8 @@ TIMES = {(32, 2): 1.0, (32, 4): 0.8, (128, 2): 0.3, (128, 4): 0.4}
 
 def _kernel(numerics: str):  # type: ignore[no-untyped-def]
     pts = [LandscapePoint(tritune.Config({"BLOCK": b}, num_warps=w), Status.MEASURED, t) for (b, w), t in TIMES.items()]
-    timer = ReplayTimer(Landscape.from_points("row_sum", "synthetic", {}, pts), seed=0)
-    return tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=timer, numerics=numerics)(row_sum)
+    timer = ReplayTimer(Landscape.from_points("rowsum_kernel", "synthetic", {}, pts), seed=0)
+    return tritune.autotune(CONFIGS, ["n"], store=False, timer=timer, numerics=numerics)(row_sum)
 
 
 def _run(k, x):  # type: ignore[no-untyped-def]
@@ -52,7 +41,7 @@ def test_exact_picks_the_fastest_config_that_computes_the_references_bits() -> N
     got, fast = _run(exact, x), _run(free, x)
     assert free.best_config.kwargs["BLOCK"] == 128  # the unconstrained winner sums in another order
     assert exact.best_config.kwargs == {"BLOCK": 32} and exact.best_config.num_warps == 4
-    ref = tritune.autotune([CONFIGS[0]], ["n_cols"], store=False)(row_sum)
+    ref = tritune.autotune([CONFIGS[0]], ["n"], store=False)(row_sum)
     assert torch.equal(got, _run(ref, x))  # bit for bit the reference config's result
     assert not torch.equal(got, fast)  # what the constraint protects against: the fastest config's other bits
     (choice,) = exact.choices().values()
@@ -70,5 +59,5 @@ def test_exact_and_any_are_different_store_keys() -> None:
 def test_a_bad_numerics_value_names_the_kernel() -> None:
     import pytest
 
-    with pytest.raises(tritune.ConfigError, match=r"row_sum: numerics='fast'"):
-        tritune.autotune(CONFIGS, ["n_cols"], numerics="fast")(row_sum)
+    with pytest.raises(tritune.ConfigError, match=r"rowsum_kernel: numerics='fast'"):
+        tritune.autotune(CONFIGS, ["n"], numerics="fast")(row_sum)

@@ -16,25 +16,14 @@ from typing import Any
 import pytest
 import torch
 import triton
-import triton.language as tl
 
 import tritune
+from kernels import rowsum_kernel as row_sum
 from tritune import fleet
 from tritune.bench import ReplayTimer
 from tritune.cli.main import main as cli
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
-
-
-@triton.jit
-def row_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        acc += tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)
-    tl.store(out_ptr + row, tl.sum(acc, axis=0))
-
 
 CONFIGS = [triton.Config({"BLOCK": b}) for b in (32, 64, 128)]
 
@@ -45,7 +34,7 @@ class CountingReplay(ReplayTimer):
     def __init__(self, fastest: int = 64) -> None:
         pts = [LandscapePoint(tritune.Config({"BLOCK": b}), Status.MEASURED, 0.5 if b == fastest else 1.0 + b / 1000)
                for b in (32, 64, 128)]  # fmt: skip
-        super().__init__(Landscape.from_points("row_sum", "synthetic", {}, pts), seed=0)
+        super().__init__(Landscape.from_points("rowsum_kernel", "synthetic", {}, pts), seed=0)
         self.timed = 0
 
     def measure_config(self, config: Any, budget_s: float) -> Any:
@@ -63,7 +52,7 @@ def _run(k: Any, cols: int = 1000, seed: int = 0) -> torch.Tensor:
 
 def _recording(tmp_path: Path, name: str, fastest: int, rank: int = 0) -> Path:
     """A recording of a run whose (SYNTHETIC) fastest config is ``fastest``, as rank ``rank`` wrote it."""
-    k = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=CountingReplay(fastest))(row_sum)
+    k = tritune.autotune(CONFIGS, ["n"], store=False, timer=CountingReplay(fastest))(row_sum)
     _run(k)
     path = fleet.record_choices(tmp_path / name, kernels=[k])
     doc = json.loads(path.read_text())
@@ -73,12 +62,12 @@ def _recording(tmp_path: Path, name: str, fastest: int, rank: int = 0) -> Path:
 
 
 def test_choices_list_every_kernel_reached_and_how_each_key_was_chosen(tmp_path: Path) -> None:
-    k = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=CountingReplay())(row_sum)
+    k = tritune.autotune(CONFIGS, ["n"], store=False, timer=CountingReplay())(row_sum)
     _run(k, 1000)
     _run(k, 500)
     mine = fleet.choices([k])
     assert sorted(c["key"] for c in mine) == [f"({n}, 'torch.float32', 'torch.float32')" for n in (1000, 500)]
-    assert {c["source"] for c in mine} == {"replayed"} and all(c["tuning_key"]["kernel"] == "row_sum" for c in mine)
+    assert {c["source"] for c in mine} == {"replayed"} and all(c["tuning_key"]["kernel"] == "rowsum_kernel" for c in mine)
     assert k in fleet.autotuners()
     doc = json.loads(fleet.record_choices(tmp_path / "r{rank}.json").read_text())
     assert (tmp_path / "r0.json").exists() and doc["format"] == fleet.RECORDING
@@ -102,9 +91,9 @@ def test_a_pinned_run_times_nothing_and_computes_the_recording_runs_bits(tmp_pat
     table = tmp_path / "pinned.json"
     assert cli(["pin", "merge", str(rec), "--out", str(table)]) == 0
     timer = CountingReplay(fastest=32)  # this run's own timing would pick BLOCK=32: it must not be asked
-    pinned = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=timer, pretuned=table, pinned=True)(row_sum)
+    pinned = tritune.autotune(CONFIGS, ["n"], store=False, timer=timer, pretuned=table, pinned=True)(row_sum)
     got = _run(pinned)
-    recorded = tritune.autotune([CONFIGS[2]], ["n_cols"], store=False)(row_sum)
+    recorded = tritune.autotune([CONFIGS[2]], ["n"], store=False)(row_sum)
     assert timer.timed == 0 and pinned.best_config.kwargs == {"BLOCK": 128}
     assert torch.equal(got, _run(recorded))
     other = _run(pinned, cols=777)  # a key the table does not hold: the stated rule, the first legal config
@@ -128,21 +117,21 @@ def test_sensitivity_draws_a_correct_config_reproducibly_without_timing() -> Non
     picks = {}
     for seed in range(6):
         timer = CountingReplay()
-        k = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=timer, sensitivity=seed)(row_sum)
+        k = tritune.autotune(CONFIGS, ["n"], store=False, timer=timer, sensitivity=seed)(row_sum)
         out = _run(k)
         torch.manual_seed(0)
         assert torch.allclose(out, torch.randn(4, 1000).sum(1), atol=1e-4) and timer.timed == 0
         picks[seed] = k.best_config.kwargs["BLOCK"]
         assert next(iter(k.choices().values())).source == "sensitivity"
-    again = tritune.autotune(CONFIGS, ["n_cols"], store=False, sensitivity=3)(row_sum)
+    again = tritune.autotune(CONFIGS, ["n"], store=False, sensitivity=3)(row_sum)
     _run(again)
     assert again.best_config.kwargs["BLOCK"] == picks[3]  # reproducible
     assert len(set(picks.values())) > 1  # the seeds spread over the configs
 
 
 def test_pinned_and_sensitivity_exclude_each_other() -> None:
-    with pytest.raises(tritune.ConfigError, match="row_sum: pinned and sensitivity"):
-        tritune.autotune(CONFIGS, ["n_cols"], pinned=True, sensitivity=1)(row_sum)
+    with pytest.raises(tritune.ConfigError, match="rowsum_kernel: pinned and sensitivity"):
+        tritune.autotune(CONFIGS, ["n"], pinned=True, sensitivity=1)(row_sum)
 
 
 def _ranks_choose(rank: int, world: int, init_file: str, out_dir: str, differ: bool) -> None:
@@ -157,7 +146,7 @@ def _ranks_choose(rank: int, world: int, init_file: str, out_dir: str, differ: b
         dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
                                 timeout=timedelta(seconds=60))  # fmt: skip
         fastest = 128 if (differ and rank == 1) else 64
-        k = tritune.autotune(CONFIGS, ["n_cols"], store=False, timer=CountingReplay(fastest))(row_sum)
+        k = tritune.autotune(CONFIGS, ["n"], store=False, timer=CountingReplay(fastest))(row_sum)
         _run(k)
         try:
             data["digest"] = fleet.check_choices()
@@ -186,4 +175,4 @@ def test_ranks_that_chose_alike_agree_and_a_rank_that_did_not_is_named(tmp_path:
     if not differ:
         assert res[0]["digest"] == res[1]["digest"] and "raised" not in res[0]
     else:
-        assert all("rank 1" in r["raised"] and "row_sum" in r["raised"] and "BLOCK=128" in r["raised"] for r in res)
+        assert all("rank 1" in r["raised"] and "rowsum_kernel" in r["raised"] and "BLOCK=128" in r["raised"] for r in res)
