@@ -64,6 +64,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--measure", choices=["cold", "warm", "graph"], default=None,
                    help="how to time: L2 flushed (cold), back-to-back (warm), or in a CUDA graph (graph, for very "
                         "short kernels); part of the store key (default: $TRITUNE_MEASURE, else cold)")
+    p.add_argument("--numerics", choices=["any", "exact"], default=None,
+                   help="exact: only configs that compute the first legal config's bits (on the key's arguments and "
+                        "two perturbed copies) may win, so tuning never changes a result; part of the store key "
+                        "(default: $TRITUNE_NUMERICS, else any)")
 
 
 def _strategy_help() -> str:
@@ -208,7 +212,8 @@ def _run(args: argparse.Namespace, rank: int) -> int:
         except TrituneError as e:  # a directory, another user's store, an unwritable place: one line
             return fail_usage(str(e))
     opts = TuneOptions(search=args.strategy, budget=args.budget, measure=args.measure, jobs=args.jobs,
-                       compile_timeout=args.compile_timeout, race=RaceOptions(), sweep=args.sweep)
+                       compile_timeout=args.compile_timeout, race=RaceOptions(), sweep=args.sweep,
+                       numerics=args.numerics)
     try:
         with make_progress(quiet=args.quiet or rank != 0) as progress:
             result = tune(workloads, keys=keys, options=opts, verify=not args.no_verify, store=store, progress=progress)

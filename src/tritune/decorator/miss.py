@@ -272,8 +272,8 @@ class KeyTuner:
         generated = tuned.generated
         # A widened list's generated configs are checked against a config someone wrote, never against one of their own.
         references = [c for c in legal if c not in generated] if tuned.space_source == "widened" else list(legal)
-        numerics = (OutputCheck.of(tuned, legal, args, kwargs, grid, exact=exact, references=references,
-                                   only=None if exact else [c for c in legal if c in generated])
+        numerics = (_output_check(tuned, legal, args, kwargs, grid, exact=exact, references=references,
+                                  only=None if exact else [c for c in legal if c in generated])
                     if exact or any(c in generated for c in legal) else None)  # fmt: skip
 
         def prepare(cfg: Config) -> Prepared:
@@ -286,7 +286,8 @@ class KeyTuner:
                     cfg.pre_hook({**named, **cfg.kwargs, **cfg.launch_options()})
                 got = load_binary(tuned.launcher(), tuned.info.name, cfg, args, kwargs, grid)
             if numerics is not None and not isinstance(got, Failure):
-                return numerics.check(cfg) or got
+                bad = numerics.check(cfg)
+                return Failure(*bad) if bad is not None else got
             return got
 
         opts = self.options
@@ -366,105 +367,18 @@ def _label(tuned: TunedKernel, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
 
 
-class OutputCheck:
-    """The check of candidates' outputs against a reference config's (the first legal config that runs) before they
-    are timed, on the call's arguments and on two perturbed copies of them
-    (:func:`~tritune.verify.reference.perturbed_inputs`); every run is on fresh copies, the caller's arguments are
-    never written.
+def _output_check(tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+                  grid: Any, *, exact: bool, references: Sequence[Config],
+                  only: Sequence[Config] | None) -> Any:  # fmt: skip
+    """The decorator's :class:`~tritune.verify.reference.OutputCheck` for this call (its runs launch through the
+    kernel's hooks, on copies of the call's arguments); None with fewer than two legal configs."""
+    from tritune.decorator.timing import run_once
+    from tritune.verify.reference import OutputCheck
 
-    * ``exact`` (``numerics="exact"``): every candidate must compute the reference's bits; one outside the class ends
-      ``other_numerics``.
-    * otherwise the configs in ``only`` (generated: derived from the kernel or widened from a list) must agree with
-      the reference within the output dtype's tolerance; one that does not ends ``incorrect`` (a block size that does
-      not divide the size, a missing mask): a config nobody wrote never serves unchecked.
-    """
-
-    def __init__(self, name: str, references: list[Config], runs: list[Any], *, exact: bool,
-                 only: Sequence[Config] | None = None) -> None:  # fmt: skip
-        self.name = name
-        self.exact = exact
-        self._references = references
-        self._only = None if only is None else set(only)
-        self.reference: Config | None = references[0] if references else None
-        self._runs = runs
-        self._ready = False
-        self.members: list[Config] = []
-        self.others: dict[Config, str] = {}
-
-    @classmethod
-    def of(cls, tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-           grid: Any, *, exact: bool, references: Sequence[Config], only: Sequence[Config] | None = None,
-           inputs: int = 3) -> OutputCheck | None:  # fmt: skip
-        """The check for this call; None with fewer than two legal configs (nothing to choose between).
-        ``references``: the configs that may be the reference, in order (a widened list's written configs)."""
-        from tritune.decorator.timing import run_once
-        from tritune.verify.reference import ReferenceRun, perturbed_inputs
-
-        if len(legal) < 2:
-            return None
-
-        def launch(c: Config, a: list[Any]) -> None:
-            run_once(tuned, c, a, kwargs, grid)
-
-        sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs))]
-        names = tuned.info.arg_names
-        return cls(tuned.info.name, list(references), [ReferenceRun(launch, a, names) for a in sets], exact=exact,
-                   only=only)  # fmt: skip
-
-    def check(self, cfg: Config) -> Any:
-        """None when ``cfg`` passes (module docstring), else the Failure to record."""
-        from tritune.bench import Failure
-        from tritune.outcome import Status
-
-        if self._only is not None and cfg not in self._only:
-            return None
-        if not self._ready:
-            self._set_reference()
-        if self.reference is None:
-            self.others[cfg] = "no written config ran here to check it against"
-            return Failure(Status.INCORRECT, f"{self.name} {cfg.id} (generated): {self.others[cfg]}")
-        for i, r in enumerate(self._runs):
-            got = r.check(cfg)
-            if got.identical or (not self.exact and got.close):
-                continue
-            what = got.reason or "within the output's tolerance, but not bit for bit"
-            self.others[cfg] = what
-            where = "the call's arguments" if i == 0 else f"perturbed input {i}"
-            if self.exact:
-                return Failure(Status.OTHER_NUMERICS, f"{self.name} {cfg.id} computes other bits than the reference "
-                                                      f"{self.reference.id} on {where}: {what}")  # fmt: skip
-            return Failure(Status.INCORRECT, f"{self.name} {cfg.id} (generated) disagrees with {self.reference.id} "
-                                             f"on {where}: {what}")  # fmt: skip
-        self.members.append(cfg)
+    if len(legal) < 2:
         return None
-
-    def _set_reference(self) -> None:
-        """The reference: the first of the references that runs here (a config whose binary this GPU refuses cannot
-        be one); None when none does."""
-        self._ready = True
-        self.reference = None
-        for cfg in self._references:
-            try:
-                for r in self._runs:
-                    r.set_reference(cfg)
-            except Exception as e:  # it cannot run here: the next legal config is the reference
-                self.others[cfg] = f"cannot be the reference: {type(e).__name__}: {e}"
-                continue
-            self.reference = cfg
-            return
-        if self.exact:
-            raise NoLegalConfigError(f"{self.name}: no legal config runs, so no config can be the reference")
-
-    def summary(self) -> dict[str, Any]:
-        """For ``choices()``: the reference, the configs that passed and those left out, with what differed."""
-        out = {"mode": "exact" if self.exact else "agree", "inputs": len(self._runs),
-               "reference": None if self.reference is None else self.reference.id,
-               "class": [c.id for c in self.members], "class_size": len(self.members),
-               "other": {c.id: why for c, why in self.others.items()}}  # fmt: skip
-        if not self.exact:
-            out = {**out, "passed": out.pop("class"), "checked": len(self.members) + len(self.others)}
-            out.pop("class_size")
-        return out
+    return OutputCheck(tuned.info.name, lambda c, a: run_once(tuned, c, a, kwargs, grid), args,
+                       tuned.info.arg_names, exact=exact, references=references, only=only)
 
 
 def _space_report(report: Mapping[str, Any], legal: Sequence[Config], generated: Mapping[Config, str],

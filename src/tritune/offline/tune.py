@@ -201,7 +201,21 @@ def tune_key(
                 return Failure(Status.LAUNCH_FAILED, checked.reason or f"{kname} {cfg.id}: the launch failed")
             if checked.status is not Status.CORRECT:
                 return Failure(checked.status, checked.reason or f"{kname} {cfg.id}: incorrect")
+        if numerics is not None:  # numerics="exact": the reference's bits, on the key's arguments and perturbed copies
+            bad = numerics.check(cfg)
+            if bad is not None:
+                return Failure(*bad)
         return facts
+
+    numerics = None
+    if options.numerics == "exact" and len(legal) > 1:
+        from tritune.verify.reference import OutputCheck
+
+        def launch_on(cfg: Config, scratch: list[Any]) -> None:
+            cargs, ckw = workload.hooked(cfg, scratch, kw)
+            jit[workload.grid_for(cfg, key)](*cargs, **ckw, **cfg.kwargs, **cfg.launch_options())
+
+        numerics = OutputCheck(kname, launch_on, pristine, workload.info.arg_names, exact=True, references=legal)
 
     gpu_target = _gpu_target(target)
     compiler = None
@@ -218,7 +232,8 @@ def tune_key(
         return benches[-1].measure_for(path, workload.name, dict(key), verify=verifying, measure=policy.value,
                                        rel_tol=options.race.rel_tol)  # fmt: skip
 
-    tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=policy.value)
+    tkey = make_key(workload.info, dict(key), dtypes=dtypes_of(args), measure=policy.value,
+                    numerics=options.numerics or "any")
     job = KeyJob(f"{workload.name} {dict(key)}", tkey, tuple(legal), prepare, measuring, compiler,
                  rejected={c: v.reason or "illegal" for c, v in verdict.items()},
                  recover=recover if path is not None else None,
@@ -284,6 +299,8 @@ def tune_key(
     }
     if tuned.search is not None:
         wextra["search"] = tuned.search
+    if numerics is not None:
+        wextra["numerics"] = numerics.summary()
     wr = WorkloadResult(workload.name, dict(key), cands, wextra)
     lap("report_s")
     after["gc_s"] = gc_after.stop()  # inside the steps above: the collector's pauses among them

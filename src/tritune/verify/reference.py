@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritune.config import Config
+from tritune.outcome import Status
 from tritune.verify.compare import compare
 
 #: Runs ``config`` on the given arguments (fresh copies of the call's), the kernel's hooks included.
@@ -150,3 +151,84 @@ def perturbed_inputs(args: Sequence[Any], seed: int) -> list[Any]:
         else:
             out.append(a)
     return out
+
+
+class OutputCheck:
+    """The check of candidates' outputs against a reference config's (the first legal config that runs) before they
+    are timed, on the call's arguments and on two perturbed copies of them
+    (:func:`perturbed_inputs`); every run is on fresh copies (:class:`ReferenceRun`), the caller's arguments are never
+    written. ``launch(config, args)`` runs one config; ``references``: the configs that may be the reference, in order
+    (a widened list's written configs).
+
+    * ``exact`` (``numerics="exact"``): every candidate must compute the reference's bits; one outside the class is
+      ``other_numerics``.
+    * otherwise the configs in ``only`` (generated: derived from the kernel or widened from a list) must agree with
+      the reference within the output dtype's tolerance; one that does not is ``incorrect`` (a block size that does
+      not divide the size, a missing mask): a config nobody wrote never serves unchecked.
+    """
+
+    def __init__(self, name: str, launch: Launch, args: Sequence[Any], names: Sequence[str], *, exact: bool,
+                 references: Sequence[Config], only: Collection[Config] | None = None, inputs: int = 3) -> None:  # fmt: skip
+        self.name = name
+        self.exact = exact
+        self._references = list(references)
+        sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs))]
+        runs = [ReferenceRun(launch, a, names) for a in sets]
+        self._only = None if only is None else set(only)
+        self.reference: Config | None = references[0] if references else None
+        self._runs = runs
+        self._ready = False
+        self.members: list[Config] = []
+        self.others: dict[Config, str] = {}
+
+    def check(self, cfg: Config) -> tuple[Status, str] | None:
+        """None when ``cfg`` passes (class docstring), else the status and reason to record."""
+        if self._only is not None and cfg not in self._only:
+            return None
+        if not self._ready:
+            self._set_reference()
+        if self.reference is None:
+            self.others[cfg] = "no written config ran here to check it against"
+            return Status.INCORRECT, f"{self.name} {cfg.id} (generated): {self.others[cfg]}"
+        for i, r in enumerate(self._runs):
+            got = r.check(cfg)
+            if got.identical or (not self.exact and got.close):
+                continue
+            what = got.reason or "within the output's tolerance, but not bit for bit"
+            self.others[cfg] = what
+            where = "the call's arguments" if i == 0 else f"perturbed input {i}"
+            if self.exact:
+                return Status.OTHER_NUMERICS, (f"{self.name} {cfg.id} computes other bits than the reference "
+                                               f"{self.reference.id} on {where}: {what}")  # fmt: skip
+            return Status.INCORRECT, (f"{self.name} {cfg.id} (generated) disagrees with {self.reference.id} on {where}: "
+                                      f"{what}")  # fmt: skip
+        self.members.append(cfg)
+        return None
+
+    def _set_reference(self) -> None:
+        """The reference: the first of the references that runs here (a config whose binary this GPU refuses cannot
+        be one); None when none does."""
+        self._ready = True
+        self.reference = None
+        for cfg in self._references:
+            try:
+                for r in self._runs:
+                    r.set_reference(cfg)
+            except Exception as e:  # it cannot run here: the next legal config is the reference
+                self.others[cfg] = f"cannot be the reference: {type(e).__name__}: {e}"
+                continue
+            self.reference = cfg
+            return
+        if self.exact:
+            raise RuntimeError(f"{self.name}: no legal config runs here, so no config can be the numerics reference")
+
+    def summary(self) -> dict[str, Any]:
+        """For ``choices()``: the reference, the configs that passed and those left out, with what differed."""
+        out = {"mode": "exact" if self.exact else "agree", "inputs": len(self._runs),
+               "reference": None if self.reference is None else self.reference.id,
+               "class": [c.id for c in self.members], "class_size": len(self.members),
+               "other": {c.id: why for c, why in self.others.items()}}  # fmt: skip
+        if not self.exact:
+            out = {**out, "passed": out.pop("class"), "checked": len(self.members) + len(self.others)}
+            out.pop("class_size")
+        return out
