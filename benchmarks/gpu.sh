@@ -11,6 +11,7 @@
 #   short       short kernels under each measurement policy                           (short_kernels.py)
 #   cublas      examples/matmul.py's kernel against cuBLAS, interleaved                (matmul_vs_cublas.py)
 #   screen      the CPU-side screen against real launches                             (screen_vs_launch.py)
+#   numerics    fresh tunings under numerics any and exact, distinct outputs, cost     (numerics.py)
 #   search      search vs exhaustive on 1,672 configs, cuBLAS, a new key              (search_tune.py)
 #   searchxfer  the new key alone, fresh and warm processes                           (search_tune.py)
 #   serving     incremental mode on Zipf streams of 6,000 calls                       (serving.py)
@@ -71,6 +72,7 @@ for part in "$@"; do
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
     cublas) step cublas 120 python3 benchmarks/matmul_vs_cublas.py --json "$RES/cublas/matmul_vs_cublas.json" ;;
     screen) step screen 400 python3 benchmarks/screen_vs_launch.py --out "$RES/screen/screen_vs_launch.json" ;;
+    numerics) step numerics 540 python3 benchmarks/numerics.py --out "$RES/numerics" --runs 5 ;;
     search) step search 540 python3 benchmarks/search_tune.py --out "$RES/search" --new-key-cache shared
             show search "^== search vs exhaustive" ;;
     searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer \
