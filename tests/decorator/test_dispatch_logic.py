@@ -5,7 +5,7 @@ import torch
 from tritune import Config, bucket
 from tritune.decorator.keys import KeySpec
 
-SPEC = KeySpec.build("k", ["x", "y", "n", "m", "BLOCK"], {"m": 3}, {"n": bucket.pow2})
+SPEC = KeySpec.build("k", ["x", "y", "n", "m", "BLOCK"], {"n": bucket.pow2})
 
 
 def test_alignment_and_int_facts_select_the_binary():
@@ -48,7 +48,7 @@ def test_generated_call_key_equals_the_generic_one_for_any_call():
 def test_generated_call_key_for_plain_arguments_equals_the_generic_one():
     """Floats, None, bools and strings key by their type; the generated key tests the type inline while the
     first call's kinds hold and must still agree with the generic key when another kind comes."""
-    spec = KeySpec.build("k", ["x", "s", "o", "b", "t", "n"], {}, ["n"])
+    spec = KeySpec.build("k", ["x", "s", "o", "b", "t", "n"], ["n"])
     x = torch.empty(8)
     fast = spec.compiled_call_key([x, 2.5, None, True, "a", 16])
     calls = [
@@ -68,7 +68,7 @@ def test_launch_options_only_what_is_set():
     }
 
 
-KW_SPEC = KeySpec.build("k", ["x", "y", "n", "GROUP", "ACT", "BLOCK"], {"GROUP": 8, "ACT": ""}, ["n"],
+KW_SPEC = KeySpec.build("k", ["x", "y", "n", "GROUP", "ACT", "BLOCK"], ["n"],
                         constexprs={"GROUP", "ACT", "BLOCK"})  # fmt: skip
 
 

@@ -118,8 +118,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self.space_report: dict[str, Any] | None = None
         self._space_ident: Any = None
         self._set_configs([] if configs is None else configs)
-        self.key_spec = KeySpec.build(name, self.info.arg_names, dict(self.info.defaults), key,
-                                      constexprs=self.info.constexprs)  # fmt: skip
+        self.key_spec = KeySpec.build(name, self.info.arg_names, key, constexprs=self.info.constexprs)
         self.keys = list(self.key_spec.names)
         for what, names in (("reset_to_zero", reset_to_zero), ("restore_value", restore_value)):
             bad = [n for n in (names or ()) if n not in self.info.arg_names]

@@ -1,4 +1,11 @@
-"""How the decorator turns a call's arguments into a tuning key, with optional buckets."""
+"""How the decorator turns a call's arguments into a tuning key, with optional buckets.
+
+A key is built as Triton's ``Autotuner.run`` builds it: the value of each key name the call passes (positionally
+or by keyword), then the dtype of every argument that has one. A key name the call does not pass (a meta-parameter
+the configs set, as flash-linear-attention keys on ``BV``; a defaulted parameter left out) has no value in Triton's
+key; here it holds :data:`ABSENT`, so that every key has one slot per name, and :meth:`KeySpec.public` (the key of
+``kernel.cache``, the printed line, the listener and Triton's results file) leaves it out, as Triton does.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,22 @@ from tritune.errors import WorkloadError
 
 def _identity(v: Any) -> Any:
     return v
+
+
+class _Absent:
+    """The value of a key name that the call does not pass (module docstring); one object, kept by pickling."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<absent>"
+
+    def __reduce__(self) -> str:
+        return "ABSENT"
+
+
+#: A key slot whose name the call does not pass: Triton's key has no value there.
+ABSENT = _Absent()
 
 
 #: The one NaN a key holds: a NaN key argument becomes this very object, so two NaN keys are equal (a fresh
@@ -73,7 +96,6 @@ class KeySpec:
 
     names: tuple[str, ...]
     positions: tuple[int, ...]
-    defaults: tuple[Any, ...]
     buckets: tuple[Callable[[Any], Any], ...]
     #: Positions of ``tl.constexpr`` parameters: a binary is compiled for their exact value, so a call key
     #: holds the value itself, not only its specialization facts.
@@ -82,8 +104,7 @@ class KeySpec:
     arg_names: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, kernel_name: str, arg_names: Sequence[str], defaults: Mapping[str, Any], key: Any,
-              constexprs: Collection[str] = ()) -> KeySpec:  # fmt: skip
+    def build(cls, kernel_name: str, arg_names: Sequence[str], key: Any, constexprs: Collection[str] = ()) -> KeySpec:
         if isinstance(key, str):
             key = [key]
         if isinstance(key, Mapping):
@@ -103,20 +124,19 @@ class KeySpec:
         return cls(
             names=names,
             positions=tuple(list(arg_names).index(n) for n in names),
-            defaults=tuple(defaults.get(n) for n in names),
             buckets=tuple(b for _, b in items),
             exact=frozenset(i for i, n in enumerate(arg_names) if n in constexprs),
             arg_names=tuple(arg_names),
         )
 
     def of(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The key tuple for a call: bucketed key values, then the dtype of every tensor argument, positional or
-        keyword (as Triton does)."""
+        """The key tuple for a call: bucketed key values (:data:`ABSENT` for a name the call does not pass), then
+        the dtype of every tensor argument, positional or keyword (as Triton does)."""
         out: list[Any] = []
         n = len(args)
-        for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
-            v = args[pos] if pos < n else kwargs.get(name, default)
-            out.append(key_value(name, bucket(v)))
+        for pos, name, bucket in zip(self.positions, self.names, self.buckets):
+            v = args[pos] if pos < n else kwargs.get(name, ABSENT)
+            out.append(v if v is ABSENT else key_value(name, bucket(v)))
         for a in args:
             dt = getattr(a, "dtype", None)
             if dt is not None:
@@ -150,8 +170,8 @@ class KeySpec:
         ``tl.constexpr``: its value)."""
         out: list[Any] = []
         n = len(args)
-        for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
-            out.append(key_value(name, bucket(args[pos] if pos < n else default)))
+        for pos, name, bucket in zip(self.positions, self.names, self.buckets):
+            out.append(key_value(name, bucket(args[pos])) if pos < n else ABSENT)
         for i, a in enumerate(args):
             self._fact(i, a, out)
         return tuple(out)
@@ -163,8 +183,9 @@ class KeySpec:
         names = tuple(sorted(kwargs))
         out: list[Any] = [names]
         n = len(args)
-        for pos, name, default, bucket in zip(self.positions, self.names, self.defaults, self.buckets):
-            out.append(key_value(name, bucket(args[pos] if pos < n else kwargs.get(name, default))))
+        for pos, name, bucket in zip(self.positions, self.names, self.buckets):
+            v = args[pos] if pos < n else kwargs.get(name, ABSENT)
+            out.append(v if v is ABSENT else key_value(name, bucket(v)))
         for i, a in enumerate(args):
             self._fact(i, a, out)
         index = self._index
@@ -223,14 +244,14 @@ class KeySpec:
                        kwargs: Mapping[str, Any]) -> list[str]:  # fmt: skip
         items: list[str] = []
         env["NAN"] = NAN
-        for j, (pos, name, default, bucket) in enumerate(zip(self.positions, self.names, self.defaults, self.buckets)):
+        for j, (pos, name, bucket) in enumerate(zip(self.positions, self.names, self.buckets)):
             if pos < n:
                 var, sample = f"a{pos}", args[pos]
             elif name in kw_vars:
                 var, sample = kw_vars[name], kwargs[name]
             else:
-                env[f"c{j}"] = key_value(name, bucket(default))
-                items.append(f"c{j}")
+                env["ABSENT"] = ABSENT
+                items.append("ABSENT")
                 continue
             items.append(self._key_item_src(j, name, var, sample, bucket, env))
         return items
@@ -284,8 +305,9 @@ class KeySpec:
 
     @staticmethod
     def public(key: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The key as Triton's autotuner shows it: dtypes as text."""
-        return tuple(str(v) if type(v).__name__ == "dtype" else v for v in key)
+        """The key as Triton's autotuner builds it: names the call did not pass left out, dtypes as text."""
+        return tuple(str(v) if type(v).__name__ == "dtype" else v for v in key if v is not ABSENT)
 
     def as_dict(self, key: tuple[Any, ...]) -> dict[str, Any]:
-        return dict(zip(self.names, key[: len(self.names)]))
+        """The key's values by name, for the names the call passed."""
+        return {n: v for n, v in zip(self.names, key[: len(self.names)]) if v is not ABSENT}

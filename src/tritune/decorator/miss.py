@@ -128,14 +128,14 @@ class KeyTuner:
         )
 
     def tuning_key(self, tuned: TunedKernel, key: tuple[Any, ...], *, interpreter: bool, measure: Any = None) -> Any:
-        """The store key of ``key``: its bucketed values, dtypes, device and the measurement policy in force (or
-        ``measure``)."""
+        """The store key of ``key``: its bucketed values (of the names the call passed), dtypes, device and the
+        measurement policy in force (or ``measure``)."""
         from tritune.store import INTERPRETER, make_key
 
         spec = tuned.key_spec
         names = spec.names
-        values = dict(zip(names, key[: len(names)]))
-        buckets = {n: getattr(b, "name", "exact") for n, b in zip(names, spec.buckets)}
+        values = spec.as_dict(key)
+        buckets = {n: getattr(b, "name", "exact") for n, b in zip(names, spec.buckets) if n in values}
         dev = (INTERPRETER, INTERPRETER) if interpreter else None
         dtypes = tuple(str(d) for d in key[len(names):])
         return make_key(tuned.info, values, buckets=buckets, dtypes=dtypes, device=dev,
