@@ -213,13 +213,11 @@ class TritonAutotuner(Autotuned, metaclass=_StandIn):
         do_bench: Callable[..., Any] | None = None,
         cache_results: bool = False,
     ) -> None:
-        from tritune.engine.options import TuneOptions
-
         key = _known_key_names(fn, list(arg_names), list(key))
         serving = serving_mode(None)
         super().__init__(fn, configs, list(key), prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                          restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
-                         tuner=KeyTuner(TuneOptions(), served=serving is not None), warmup=warmup, rep=rep,
+                         tuner=KeyTuner(served=serving is not None), warmup=warmup, rep=rep,
                          use_cuda_graph=use_cuda_graph, cache_results=cache_results, serving=serving,
                          widen=_widen(None) and bool(configs))  # fmt: skip
 

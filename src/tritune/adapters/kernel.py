@@ -7,7 +7,8 @@ import threading
 import types
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from tritune.errors import WorkloadError
@@ -40,14 +41,19 @@ class KernelInfo:
     """The kernel's name, argument names, which are ``tl.constexpr``, and a hash of its source.
 
     ``source_hash`` covers the kernel and every jitted function it calls (Triton's own
-    dependency hash), so editing a helper also starts a fresh tuning.
+    dependency hash), so editing a helper also starts a fresh tuning. It is computed at its first
+    read (a lookup in the store or a pretuned file), not when the kernel is decorated: the hash walks
+    the kernel's and its callees' syntax trees, which cost more than the rest of a decoration (a
+    library such as flash-linear-attention decorates some 200 kernels at import), and Triton itself
+    computes it only at a kernel's first launch.
     """
 
     name: str
     arg_names: tuple[str, ...]
     constexprs: frozenset[str]
     defaults: tuple[tuple[str, Any], ...]
-    source_hash: str
+    #: The JITFunction the hash is read from (not part of the kernel's identity).
+    jit: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, kernel: Any) -> KernelInfo:
@@ -55,17 +61,21 @@ class KernelInfo:
         params = fn.params
         constexprs = frozenset(p.name for p in params if p.is_constexpr)
         defaults = tuple((p.name, p.default) for p in params if p.has_default)
-        try:
-            src_hash = str(fn.cache_key)
-        except Exception:  # dependency resolution can fail on exotic globals; fall back to the source text
-            src_hash = hashlib.sha256(fn.src.encode()).hexdigest()
         return cls(
             name=getattr(fn, "__name__", "kernel"),
             arg_names=tuple(fn.arg_names),
             constexprs=constexprs,
             defaults=defaults,
-            source_hash=src_hash,
+            jit=fn,
         )
+
+    @cached_property
+    def source_hash(self) -> str:
+        """Triton's dependency hash of the kernel (``JITFunction.cache_key``), else a hash of its source text."""
+        try:
+            return str(self.jit.cache_key)
+        except Exception:  # dependency resolution can fail on exotic globals; fall back to the source text
+            return hashlib.sha256(self.jit.src.encode()).hexdigest()
 
     @property
     def runtime_args(self) -> tuple[str, ...]:

@@ -149,11 +149,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self.bench_time = 0.0
         self.configs_timings: dict[Any, Any] = {}
         self.on_no_gpu = resolve_on_no_gpu(on_no_gpu)
-        if tuner is None:
-            from tritune.engine.options import TuneOptions
-
-            tuner = KeyTuner(TuneOptions(), store=False)
-        self.tuner = tuner
+        self.tuner = tuner if tuner is not None else KeyTuner(store=False)
         self._lock = threading.RLock()
         self._warned: set[str] = set()
         self._last: Choice | None = None

@@ -27,32 +27,47 @@ if TYPE_CHECKING:
     from tritune.engine.options import TuneOptions
 
 
-@dataclass
 class KeyTuner:
-    """The decorator's tuning of its keys: ``options`` (how a key is tuned), ``store`` (a path, a Store, or False for
-    none; None: the default store), ``pretuned`` (an export file used read-only), ``distributed`` (tune across the
-    ranks of a process group) and ``timer`` (for tests of the tuning logic without a GPU: a replay timer whose
-    ``measure_config`` replaces GPU timing; its choices are labelled ``replayed``, never ``timed``). ``served``: the
-    kernel tunes while serving, so a winner its serving mode promoted in an earlier process (a ``served`` key: timed
-    on real calls) is looked up first."""
+    """The decorator's tuning of its keys: ``options`` (how a key is tuned; None: the defaults), ``store`` (a path, a
+    Store, or False for none; None: the default store), ``pretuned`` (an export file used read-only),
+    ``distributed`` (tune across the ranks of a process group) and ``timer`` (for tests of the tuning logic without a
+    GPU: a replay timer whose ``measure_config`` replaces GPU timing; its choices are labelled ``replayed``, never
+    ``timed``). ``served``: the kernel tunes while serving, so a winner its serving mode promoted in an earlier
+    process (a ``served`` key: timed on real calls) is looked up first."""
 
-    options: TuneOptions
-    store: Any = None
-    pretuned: str | Path | None = None
-    distributed: bool = False
-    timer: Any = None
-    served: bool = False
-    #: Pinned: no timing at all. The pretuned table decides; a key it does not hold runs the first legal config
-    #: (the stated rule), never a timed choice. None: ``$TRITUNE_PINNED``.
-    pinned: bool | None = None
-    #: Sensitivity: a key missing from the pretuned table runs a legal config drawn reproducibly from this seed, the
-    #: rank, the kernel and the key, among those whose outputs agree with the first legal config's; nothing is timed.
-    #: None: ``$TRITUNE_SENSITIVITY`` (an integer seed), else off.
-    sensitivity: int | None = None
-    _store: Any = field(default=None, init=False, repr=False)
-    _pretuned: Any = field(default=None, init=False, repr=False)
+    def __init__(self, options: TuneOptions | None = None, store: Any = None, pretuned: str | Path | None = None,
+                 distributed: bool = False, timer: Any = None, served: bool = False, pinned: bool | None = None,
+                 sensitivity: int | None = None) -> None:  # fmt: skip
+        self._options = options
+        self.store = store
+        self.pretuned = pretuned
+        self.distributed = distributed
+        self.timer = timer
+        self.served = served
+        #: Pinned: no timing at all. The pretuned table decides; a key it does not hold runs the first legal config
+        #: (the stated rule), never a timed choice. None: ``$TRITUNE_PINNED``.
+        self.pinned = pinned
+        #: Sensitivity: a key missing from the pretuned table runs a legal config drawn reproducibly from this seed,
+        #: the rank, the kernel and the key, among those whose outputs agree with the first legal config's; nothing
+        #: is timed. None: ``$TRITUNE_SENSITIVITY`` (an integer seed), else off.
+        self.sensitivity = sensitivity
+        self._store: Any = None
+        self._pretuned: Any = None
+        self._check_modes()
 
-    def __post_init__(self) -> None:
+    @property
+    def options(self) -> TuneOptions:
+        """How a key is tuned. The defaults are made at the first read, not at decoration: importing the engine's
+        options costs more than the rest of a decoration, and a library under the switch decorates hundreds of
+        kernels at import."""
+        if self._options is None:
+            from tritune.engine.options import TuneOptions
+
+            self._options = TuneOptions()
+        return self._options
+
+    def _check_modes(self) -> None:
+        """``pinned`` and ``sensitivity`` from the environment where not given, and refused together."""
         import os
 
         if self.pinned is None:
