@@ -51,7 +51,7 @@ untuned = [w for w in caught if issubclass(w.category, tritune.UntunedWarning)]
 print("ran; untuned warnings:", len(untuned))
 print("warning:", untuned[0].message)
 choice = gelu_autotuned.choices()[next(iter(gelu_autotuned.choices()))]
-print("config in use:", gelu_autotuned.best_config.id, "| chosen by:", choice.source)
+print("config in use:", choice.config.id, "| chosen by:", choice.source)
 print("correct?", torch.allclose(out, torch.nn.functional.gelu(x), atol=1e-5))
 
 try:

@@ -213,30 +213,40 @@ class TritonAutotuner(Autotuned, metaclass=_StandIn):
         do_bench: Callable[..., Any] | None = None,
         cache_results: bool = False,
     ) -> None:
-        key = _known_key_names(fn, list(arg_names), list(key))
+        names = _known_names(fn, list(arg_names), {"key": list(key), "reset_to_zero": list(reset_to_zero or ()),
+                                                    "restore_value": list(restore_value or ())})  # fmt: skip
         serving = serving_mode(None)
-        super().__init__(fn, configs, list(key), prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
-                         restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
-                         tuner=KeyTuner(served=serving is not None), warmup=warmup, rep=rep,
-                         use_cuda_graph=use_cuda_graph, cache_results=cache_results, serving=serving,
-                         widen=_widen(None) and bool(configs))  # fmt: skip
+        super().__init__(fn, configs, names["key"], prune_configs_by=prune_configs_by,
+                         reset_to_zero=names["reset_to_zero"], restore_value=names["restore_value"], pre_hook=pre_hook,
+                         post_hook=post_hook, do_bench=do_bench, tuner=KeyTuner(served=serving is not None),
+                         warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph, cache_results=cache_results,
+                         serving=serving, widen=_widen(None) and bool(configs))  # fmt: skip
 
 
-def _known_key_names(fn: Any, arg_names: list[str], key: list[str]) -> list[str]:
-    """``key`` as the installed Triton treats it. Triton >= 3.7 refuses a key name that is no kernel argument
-    (ValueError, raised here with the same type); 3.6 silently leaves it out of the key, and so does this, with a
-    warning, since code that runs under Triton must run under its stand-in."""
-    unknown = [n for n in key if n not in arg_names]
-    if not unknown:
-        return key
+#: What Triton 3.6, which takes names that are no kernel argument, does with them.
+_UNKNOWN_NAMES = {
+    "key": "are left out of the tuning key (fix the key to tune per value)",
+    "reset_to_zero": "are not reset between benchmark runs",
+    "restore_value": "are not restored after benchmark runs",
+}
+
+
+def _known_names(fn: Any, arg_names: list[str], lists: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``key``, ``reset_to_zero`` and ``restore_value`` as the installed Triton treats them. Triton >= 3.7 refuses a
+    name that is no kernel argument (its own ValueError, raised here); 3.6 takes it, and so does this, leaving it
+    out with a warning, since code that runs under Triton must run under its stand-in."""
+    unknown = {what: [n for n in names if n not in arg_names] for what, names in lists.items()}
+    if not any(unknown.values()):
+        return lists
     try:
-        ORIGINAL_AUTOTUNER(fn, arg_names, [], key, None, None)
+        ORIGINAL_AUTOTUNER(fn, arg_names, [], lists["key"], lists["reset_to_zero"], lists["restore_value"])
     except ValueError as e:
         raise ValueError(f"{getattr(fn, '__name__', fn)}: {e}") from None
-    warnings.warn(f"{getattr(fn, '__name__', fn)}: key names {unknown} are not kernel arguments; as this Triton "
-                  "does, they are left out of the tuning key (fix the key to tune per value)", UserWarning,
-                  stacklevel=4)  # fmt: skip
-    return [n for n in key if n in arg_names]
+    for what, names in unknown.items():
+        if names:
+            warnings.warn(f"{getattr(fn, '__name__', fn)}: {what} names {names} are not kernel arguments; as this "
+                          f"Triton does, they {_UNKNOWN_NAMES[what]}", UserWarning, stacklevel=4)  # fmt: skip
+    return {what: [n for n in names if n in arg_names] for what, names in lists.items()}
 
 
 def triton_autotune(

@@ -209,6 +209,16 @@ class Config:
             d["maxnreg"] = self.maxnreg
         return d
 
+    def all_kwargs(self) -> dict[str, Any]:
+        """Triton's ``Config.all_kwargs()``: the meta-parameters, then ``num_warps``, ``num_ctas``, ``num_stages`` and
+        ``maxnreg`` when set, in Triton's order; so code written for ``triton.Config`` (Triton's own equality
+        included: ``triton.Config(...) == config``) reads a tritune Config."""
+        d = dict(self._items)
+        d.update(num_warps=self.num_warps, num_ctas=self.num_ctas, num_stages=self.num_stages)
+        if self.maxnreg is not None:
+            d["maxnreg"] = self.maxnreg
+        return d
+
     def launch_options(self) -> dict[str, Any]:
         """The launch keyword arguments a JIT launch of this config takes (num_ctas/maxnreg only when set)."""
         opts: dict[str, Any] = {"num_warps": self.num_warps, "num_stages": self.num_stages}

@@ -61,13 +61,18 @@ def test_cache_is_live_and_configs_assignable() -> None:
     assert len(k.cache) == 1 and len(k.choices()) == 1
     k.cache.clear()
     assert k.choices() == {}
-    k.configs = [triton.Config({"BLOCK": 32}, num_warps=1)]  # as a user reassigns Triton's list
+    only = triton.Config({"BLOCK": 32}, num_warps=1)
+    k.configs = [only]  # as a user reassigns Triton's list: a lone config runs, untuned, and never enters the cache
     k[grid1(300)](x, y, out, 300)
-    assert k.best_config.kwargs == {"BLOCK": 32} and torch.equal(out, x + y)
+    assert k.best_config is only and torch.equal(out, x + y)
+    assert dict(k.cache) == {}
+    k.configs = CONFIGS
+    k[grid1(300)](x, y, out, 300)
     (key,) = k.cache
-    k.cache[key] = triton.Config({"BLOCK": 256}, num_warps=4)  # a caller forcing a config for a key
+    forced = triton.Config({"BLOCK": 256}, num_warps=4)
+    k.cache[key] = forced  # a caller forcing a config for a key: that very object is used
     k[grid1(300)](x, y, out, 300)
-    assert k.best_config.kwargs == {"BLOCK": 256} and torch.equal(out, x + y)
+    assert k.best_config is forced and torch.equal(out, x + y)
 
 
 class Entry(triton.KernelInterface):
@@ -268,11 +273,12 @@ def test_positional_arguments_and_use_cuda_graph() -> None:
     assert torch.equal(out, x + y)
 
 
-def test_unknown_prune_entry_and_reset_name_name_the_kernel() -> None:
+def test_unknown_reset_name_names_the_kernel_and_unknown_prune_entries_are_ignored() -> None:
     with pytest.raises(ValueError, match=r"add_kernel.*parameters"):
         tritune.autotune(CONFIGS, ["n"], reset_to_zero=["nope"])(add_kernel)
-    with pytest.raises(ValueError, match="add_kernel"):
-        tritune.autotune(CONFIGS, ["n"], prune_configs_by={"early_prune": None})(add_kernel)
+    # As Triton: only perf_model, top_k and early_config_prune are read (torch.compile passes configs_top_k).
+    k = tritune.autotune(CONFIGS, ["n"], prune_configs_by={"early_prune": None, "configs_top_k": 0.5})(add_kernel)
+    assert (k.perf_model, k.configs_top_k, k.early_config_prune) == (None, 1.0, None)
 
 
 def test_warmup_compiles_every_pruned_config() -> None:

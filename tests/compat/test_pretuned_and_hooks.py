@@ -54,8 +54,8 @@ def test_pretuned_winner_served_when_legal() -> None:
 
 @pytest.mark.parametrize("why", ["pruned", "illegal"])
 def test_pretuned_winner_outside_the_pruned_legal_list_is_ignored_with_one_warning(why: str) -> None:
-    if why == "pruned":  # removed by the user's early_config_prune for this call
-        configs = [Config({"BLOCK": 64}), Config({"BLOCK": 128})]
+    if why == "pruned":  # removed by the user's early_config_prune for this call (two are left: one would be used)
+        configs = [Config({"BLOCK": 64}), Config({"BLOCK": 128}), Config({"BLOCK": 256})]
         k = with_pretuned(configs, Config({"BLOCK": 64}),
                           prune_configs_by={"early_config_prune": lambda cs, nargs, **kw: cs[1:]})  # fmt: skip
     else:  # listed, but tl.arange needs a power of 2: every launch would fail
@@ -94,7 +94,8 @@ def test_config_pre_hook_runs_before_the_front_end_check(monkeypatch: pytest.Mon
         return real(*args, **kwargs)
 
     monkeypatch.setattr(specialize, "frontend_rejection", spy)
-    k = tritune.autotune([triton.Config({"BLOCK": 64}, pre_hook=hook)], ["n"])(add_kernel)
+    configs = [triton.Config({"BLOCK": 64}, pre_hook=hook), triton.Config({"BLOCK": 128})]  # a lone config is not checked
+    k = tritune.autotune(configs, ["n"])(add_kernel)
     call(k)
     assert order[:3] == ["pre_hook", "front_end", "pre_hook"]  # before the check, and before the launch
     call(k)

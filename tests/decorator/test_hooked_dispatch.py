@@ -103,7 +103,7 @@ def test_a_hook_that_raises_while_building_gives_no_launcher(fake_launcher: Any)
 
 
 def test_descriptor_facts_enter_the_call_key_and_the_generated_key_agrees() -> None:
-    spec = KeySpec.build("k", ["d", "x", "n"], {}, ["n"])
+    spec = KeySpec.build("k", ["d", "x", "n"], ["n"])
     x = torch.empty(8)
     d16, d32 = _desc(16), _desc(32)
     d16h = TensorDescriptor.from_tensor(torch.empty(64, 64, dtype=torch.float16), [16, 16])

@@ -61,7 +61,7 @@ def test_an_unhashable_key_argument_is_one_clear_error(tmp_path, bad):
 
 
 def test_the_generated_call_key_gives_what_the_generic_one_gives():
-    spec = KeySpec.build("k", ["x", "alpha", "name"], {}, ["alpha", "name"])
+    spec = KeySpec.build("k", ["x", "alpha", "name"], ["alpha", "name"])
     for sample in [(None, 1.5, "a"), (None, 3, None)]:
         fast = spec.compiled_call_key(sample)
         for call in [(None, float("nan"), "a"), (None, 2.5, "b"), (None, 7, None), (None, True, "c")]:

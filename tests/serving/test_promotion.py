@@ -99,7 +99,7 @@ def test_the_call_after_a_promotion_never_waits_on_the_store_write(monkeypatch):
     def no_choose(*a, **kw):  # INSTRUMENTED: the normal path's tuning (store lookup, then tuning) is never reached
         raise AssertionError("the call after the promotion reached the normal path's tuning")
 
-    monkeypatch.setattr(k, "_choose", no_choose)
+    monkeypatch.setattr(k, "_decide", no_choose)
     assert store.writing.wait(5)  # the write has started, on its own thread, and holds the store's lock
     assert store.writer == "tritune-store"
     lookups = store.lookups
@@ -322,7 +322,7 @@ def test_a_state_promoted_before_its_choice_is_served_by_the_promoted_config_unt
     def no_choose(*a, **kw):
         raise AssertionError("reached the normal path's tuning")
 
-    monkeypatch.setattr(k, "_choose", no_choose)
+    monkeypatch.setattr(k, "_decide", no_choose)
     n_timed = len(clock.log)
     x, out = call(k)
     assert torch.equal(out, x * 2)

@@ -266,6 +266,14 @@ class Measurement:
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"malformed measurement JSON: {e}") from None
 
+    def triton_quantiles(self) -> list[float]:
+        """``[median, 20th, 80th percentile]`` ms: what Triton's autotuner asks of ``do_bench`` (``quantiles=(0.5,
+        0.2, 0.8)``), from the samples (the median and the quartiles where none were kept)."""
+        if not self.samples:
+            return [self.median_ms, self.q1_ms, self.q3_ms]
+        xs = sorted(self.samples)
+        return [self.median_ms, _quantile(xs, 0.2), _quantile(xs, 0.8)]
+
     def __repr__(self) -> str:
         return (
             f"Measurement(median={self.median_ms:.6g} ms, 95% CI [{self.ci_low_ms:.6g}, {self.ci_high_ms:.6g}], "

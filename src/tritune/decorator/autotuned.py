@@ -1,15 +1,21 @@
 """``@tritune.autotune``: a drop-in for ``@triton.autotune`` that screens before it launches.
 
 The object it returns IS a ``triton.runtime.Autotuner`` (a subclass that does not run Triton's constructor):
-``run(*args, grid=, warmup=, **kwargs)`` returns what the JIT's ``run`` returns, ``cache`` is live,
-``configs`` can be assigned, ``best_config`` is a ``triton.Config``, hooks, pruning and ``reset_to_zero``
-keep Triton's meaning, and it stacks with ``@triton.heuristics`` either way round.
+``run(*args, grid=, warmup=, **kwargs)`` returns what the JIT's ``run`` returns, ``cache`` is live (and may be
+replaced by any mapping), ``configs`` can be assigned, ``best_config`` is the config object the caller gave, hooks,
+pruning and ``reset_to_zero`` keep Triton's meaning, and it stacks with ``@triton.heuristics`` either way round.
 
-The first call for new key values picks a config; later calls with the same key reuse it. On a GPU
-the pick is timed. With no GPU driver (``TRITON_INTERPRET=1``) nothing can be timed: the first legal
-config runs, labelled *untuned*, with one plain warning per kernel, or
-:class:`~tritune.errors.TimingUnavailableError` when ``on_no_gpu="error"`` (or
-``TRITUNE_ON_NO_GPU=error``). Illegal candidates are never launched.
+The first call for new key values picks a config, in the order of Triton's ``Autotuner.run``: a kernel with one
+config runs it (no key, no cache, no pruning); an entry of ``kernel.cache`` is used as it is; the pruned configs
+(``prune_configs_by``, called with the call's keyword arguments, ``grid`` and ``warmup``) are tuned unless one is
+left; a winner in tritune's store or a pretuned file is used without timing. Tuning is tritune's engine, or Triton's
+own loop over ``_bench`` where the kernel benchmarks itself (a ``do_bench`` given, a replaced ``_bench``). Later
+calls with the same key reuse the choice.
+
+On a GPU the pick is timed. With no GPU driver (``TRITON_INTERPRET=1``) nothing can be timed by tritune: the first
+legal config runs, labelled *untuned*, with one plain warning per kernel, or
+:class:`~tritune.errors.TimingUnavailableError` when ``on_no_gpu="error"`` (or ``TRITUNE_ON_NO_GPU=error``); a
+``do_bench`` given is still called, as Triton calls it. Illegal candidates are never launched.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -30,7 +37,9 @@ from tritune.decorator.choice import Choice, PretunedIgnoredWarning, UntunedWarn
 from tritune.decorator.dispatch import make_fast, make_fast_const, make_fast_hooked, make_fast_kw
 from tritune.decorator.keys import KeySpec
 from tritune.decorator.miss import KeyTuner
+from tritune.decorator.observed import bench_each, fastest
 from tritune.decorator.triton_surface import (
+    DEFAULT_TRITON_CONFIG,
     ORIGINAL_AUTOTUNER,
     HeuristicsLauncher,
     LiveCache,
@@ -108,7 +117,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         # (and, for positional calls, the heuristics' values -> fast launcher)
         self._heur_hot: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self._heur_names = tuple(n for layer in self._heuristics for n in layer.values)
-        self.cache = LiveCache(self)
+        self._cache: Any = LiveCache(self)
+        self._foreign = False  # kernel.cache replaced by a mapping of the caller's: read on every call
         #: Where the candidates come from: "given" (the list), "derived" (configs=None: from the kernel's source,
         #: per call's sizes) or "widened" (the list and its neighbours): see :meth:`_call_space`.
         self.space_source = "derived" if configs is None else "widened" if widen else "given"
@@ -127,11 +137,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                                   f"its parameters are {', '.join(self.info.arg_names)}")  # fmt: skip
         self.reset_to_zero = list(reset_to_zero or ())
         self.restore_value = list(restore_value or ())
+        # As Triton: the three entries it knows are read, any other is left alone (torch.compile's re-wrap of a
+        # kernel passes ``configs_top_k``, which Triton ignores too).
         self.prune_configs_by = dict(prune_configs_by or {})
-        unknown_prune = set(self.prune_configs_by) - {"perf_model", "top_k", "early_config_prune"}
-        if unknown_prune:
-            raise ConfigError(f"{name}: prune_configs_by has unknown entries {sorted(unknown_prune)}; "
-                              "known: perf_model, top_k, early_config_prune")  # fmt: skip
         self.perf_model = self.prune_configs_by.get("perf_model")
         self.configs_top_k = self.prune_configs_by.get("top_k", 1.0)
         self.early_config_prune = self.prune_configs_by.get("early_config_prune")
@@ -146,8 +154,6 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self.num_warmups, self.num_reps, self.use_cuda_graph = warmup, rep, bool(use_cuda_graph)
         self.cache_results = bool(cache_results)  # tritune's store is always on unless store=False
         self.nargs: dict[str, Any] | None = None
-        self.bench_time = 0.0
-        self.configs_timings: dict[Any, Any] = {}
         self.on_no_gpu = resolve_on_no_gpu(on_no_gpu)
         self.tuner = tuner if tuner is not None else KeyTuner(store=False)
         self._lock = threading.RLock()
@@ -160,67 +166,113 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._heur_key: Callable[[Sequence[Any]], tuple[Any, ...]] | None = None  # generated at the first call
         # the heuristics' values of one call, as a tuple (itemgetter of one name gives the bare value)
         self._heur_values = _values_getter(self._heur_names)
-        on_gpu = gpu_unavailable_reason() is None
-        self._fast_ok = on_gpu and not self._heuristics
-        self._heur_fast = on_gpu and bool(self._heuristics)
+        self._on_gpu = gpu_unavailable_reason() is None
+        self._fast_ok = self._heur_fast = False
+        self._update_dispatch()
         self.__name__ = name
         REACHED.add(self)
         self.__doc__ = getattr(fn, "__doc__", None)
         # tune while serving (incremental=True, or TRITUNE_INCREMENTAL=1): chosen by the caller at decoration
         self._incremental = serving
 
+    def _update_dispatch(self) -> None:
+        """Which hot path cached calls take: generated launchers on a GPU, unless ``kernel.cache`` is a caller's
+        mapping, which Triton reads on every call (so then does this kernel)."""
+        self._fast_ok = self._on_gpu and not self._heuristics and not self._foreign
+        self._heur_fast = self._on_gpu and bool(self._heuristics) and not self._foreign
+
     # -- Triton-compatible surface ---------------------------------------------------------------------
     def _set_configs(self, configs: Sequence[Any] | Space) -> None:
-        if isinstance(configs, Space):
-            self.space = configs
-            self._configs = list(configs.all_configs())
-            self._originals: dict[Config, Any] = {c: c for c in self._configs}
-        else:
-            self._configs, self._originals = normalize(configs)
-            self.space = Space.from_configs(self._configs)
-        # Callers' functions (early_config_prune, perf_model) and readers of ``configs`` get triton.Configs,
-        # as under Triton; a tritune Config given is shown as a TunedConfig, which compares equal to it.
-        for c, obj in self._originals.items():
-            if isinstance(obj, Config):
-                self._originals[c] = TunedConfig(c)
-        self._given = [self._originals[c] for c in self._configs]
-        self._tuned_names = frozenset(n for c in self._configs for n in c.kwargs)
+        """Keep ``configs`` as given (a tritune Config is shown as a TunedConfig, a ``triton.Config`` that compares
+        equal to it; an empty list becomes Triton's default config); tritune's own form of them is made at the
+        first miss (:meth:`_normalized`), not at decoration."""
+        self._space_given = configs if isinstance(configs, Space) else None
+        listed = configs.all_configs() if isinstance(configs, Space) else configs
+        given = [TunedConfig(c) if isinstance(c, Config) else c for c in listed]
+        self._given = given or [DEFAULT_TRITON_CONFIG.to_triton()]
+        self._only = self._given[0] if len(self._given) == 1 else None  # Triton launches it, untuned
+        self._tuned_names = frozenset(n for c in self._given for n in c.kwargs)
+        self._norm: tuple[list[Config], dict[Config, Any], Space] | None = None
         self._tconf: dict[Config, TunedConfig] = {}
+
+    def _normalized(self) -> tuple[list[Config], dict[Config, Any], Space]:
+        """(tritune Configs in order, each one's object as the caller gave it, the space they span)."""
+        norm = self._norm
+        if norm is None:
+            if self._space_given is not None:
+                cfgs = list(self._space_given.all_configs())
+                norm = (cfgs, dict(zip(cfgs, self._given)), self._space_given)
+            else:
+                cfgs, originals = normalize(self._given)
+                norm = (cfgs, originals, Space.from_configs(cfgs))
+            self._norm = norm
+        return norm
 
     @property
     def configs(self) -> list[Any]:
-        """The candidate configs as given (``triton.Config`` or tritune ``Config``); assignable, as in Triton."""
+        """The candidate configs as given (``triton.Config`` or tritune ``Config``); assignable, as in Triton (the
+        entries of ``cache`` stay, as in Triton)."""
         return self._given
 
     @configs.setter
     def configs(self, value: Sequence[Any] | Space) -> None:
         with self._lock:
             self._set_configs(value)
-            if isinstance(self.cache, LiveCache):  # a subclass's own mapping (LibTuner's sqlite table) is its own
-                self.cache.clear()
+            self.forget()
 
     @property
     def candidates(self) -> list[Config]:
         """The candidate configs as tritune Configs (launch options inside kwargs moved out, as Triton reads them)."""
-        return list(self._configs)
+        return list(self._normalized()[0])
+
+    @property
+    def space(self) -> Space:
+        """The candidates as a :class:`~tritune.space.Space` (the one given, or the one the list spans)."""
+        return self._normalized()[2]
 
     def tuned_config(self, cfg: Config) -> TunedConfig:
         """The ``triton.Config`` shown for ``cfg`` (the original object's pre_hook, tritune's ``.id``)."""
         tc = self._tconf.get(cfg)
         if tc is None:
-            tc = self._tconf[cfg] = TunedConfig(cfg, self._originals.get(cfg))
+            tc = self._tconf[cfg] = TunedConfig(cfg, self._normalized()[1].get(cfg))
         return tc
+
+    def _original_of(self, cfg: Config) -> Any:
+        """The object the caller gave for ``cfg`` (in ``configs``, or from a pruner), else a TunedConfig for it."""
+        obj = self._normalized()[1].get(cfg)
+        return obj if obj is not None else self.tuned_config(cfg)
+
+    def _shown(self, choice: Choice) -> Any:
+        """The config object a choice hands out (``best_config``, ``cache`` values, timings, the listener)."""
+        return choice.original if choice.original is not None else self._original_of(choice.config)
 
     @property
     def best_config(self) -> Any:
-        """The config of the most recent call, a ``triton.Config`` (with ``.id``); None before any call."""
-        if self._last is not None:
-            return self.tuned_config(self._last.config)
-        return self._best_set
+        """The config of the most recent call: the very object given in ``configs`` (or returned by the pruner, or
+        put in ``cache``), as under Triton; None before any call."""
+        last = self._last
+        if last is None:
+            return self._best_set
+        return last.original if last.original is not None else self._original_of(last.config)
 
     @best_config.setter
     def best_config(self, value: Any) -> None:  # a subclass that runs its own loop (as FlagGems' LibTuner) sets it
         self._last, self._best_set = None, value
+
+    @property
+    def cache(self) -> Any:
+        """Triton's key tuple -> config object. Setting, deleting or popping an entry makes the next call for that
+        key use it (or choose again); the whole attribute may be replaced by any mapping (a dict, a library's
+        own store), which is then read on every call as Triton reads it, and written when a key is chosen."""
+        return self._cache
+
+    @cache.setter
+    def cache(self, value: Any) -> None:
+        with self._lock:
+            self._cache = value
+            self._foreign = not (isinstance(value, LiveCache) and value.owned_by(self))
+            self.forget()
+            self._update_dispatch()
 
     def choices(self) -> dict[tuple[Any, ...], Choice]:
         """Key tuple -> :class:`Choice` (config and how it was chosen, e.g. ``untuned``); with ``incremental``,
@@ -263,30 +315,19 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                         return hot_kw[1](args, kwargs, grid)
                     return self.launch(hot_kw[0].config, args, kwargs, grid, False)
         key = self.key_spec.of(args, kwargs)
-        choice = self._choices.get(key)
-        if choice is None and self._incremental is not None and not warmup:
+        choice = self._foreign_choice(key) if self._foreign else self._choices.get(key)
+        if choice is None and self._incremental is not None and not warmup and self._only is None:
             out = self._incremental.run(self, key, args, kwargs, grid, ck)  # tune while serving: tritune.serving
             if out is not SERVING_MISS:
                 return out
             choice = self._choices.get(key)
         if choice is None:
             with self._lock:
-                choice = self._choices.get(key)
+                choice = self._foreign_choice(key) if self._foreign else self._choices.get(key)
                 if choice is None:
-                    self._refuse_during_capture(key)
-                    install_triton_key_memo()  # a key new to this process: its compiles or lookups need Triton's key
-                    self.nargs = dict(zip(self.arg_names, args))
-                    started = time.perf_counter()
-                    try:
-                        choice = self._choose(key, args, kwargs, grid)
-                    finally:
-                        self.nargs = None
-                    if choice.source in ("timed", "replayed", "untuned"):
-                        self.bench_time = time.perf_counter() - started  # as Triton's: the last tuning's seconds
-                        # as Triton's: config -> times of the last tuning (nothing is timed without a GPU)
-                        self.configs_timings = {self.tuned_config(c): t for c, t in (choice.timings or {}).items()}
-                    self._choices[key] = choice
-                    self._remember(key, choice)
+                    choice = self._choices[key] = self._decide(key, args, kwargs, grid, warmup)
+                    if choice.source != "only":  # Triton never puts a lone config in the cache
+                        self._remember(key, choice)
         self._last = choice
         if self._fast_ok and not warmup:
             return self._launch_and_remember(choice, args, kwargs, grid)
@@ -450,15 +491,34 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             self._call_key = call_key
 
     def _remember(self, key: tuple[Any, ...], choice: Choice) -> None:
-        public, shown = self.key_spec.public(key), self.tuned_config(choice.config)
-        if isinstance(self.cache, LiveCache):
-            dict.__setitem__(self.cache, public, shown)  # not a caller's choice: no _forget
-        else:  # a subclass put its own mapping there (as FlagGems' LibTuner does)
-            self.cache[public] = shown
+        """Put ``key``'s choice in ``cache`` as Triton does: Triton's key -> the config object."""
+        public, shown = self.key_spec.public(key), self._shown(choice)
+        if self._foreign:  # a mapping of the caller's (a dict, FlagGems' sqlite table): written as Triton writes it
+            self._cache[public] = shown
+        else:
+            dict.__setitem__(self._cache, public, shown)  # not a caller's choice: no _forget
+
+    def _cache_entry(self, public: tuple[Any, ...]) -> Any:
+        """``cache[public]`` if the key is there (any mapping: ``in`` and ``[]``, as Triton reads it), else None."""
+        cache = self._cache
+        return cache[public] if public in cache else None
+
+    def _foreign_choice(self, key: tuple[Any, ...]) -> Choice | None:
+        """With ``cache`` replaced by a caller's mapping, ``key``'s choice as Triton makes it on every call: the
+        mapping's entry itself (a new entry, a new choice), None where it has none."""
+        if self._only is not None:  # a lone config never reads the cache
+            return self._choices.get(key)
+        entry = self._cache_entry(self.key_spec.public(key))
+        if entry is None:
+            return None
+        choice = self._choices.get(key)
+        if choice is None or choice.original is not entry:
+            choice = self._choices[key] = Choice(from_triton(entry), "user", "kernel.cache entry", original=entry)
+        return choice
 
     def _conflict(self, kwargs: Mapping[str, Any]) -> None:
         clash = sorted(self._tuned_names & kwargs.keys())
-        if len(self._configs) > 1:  # Triton's check, made before any config is benchmarked
+        if self._only is None:  # Triton's check, made before any config is benchmarked
             raise ValueError(f"Conflicting meta-parameters: {', '.join(clash)}. Make sure that you don't re-define "
                              f"auto-tuned symbols. ({self.info.name}: the configs set {', '.join(clash)}; drop it "
                              "from the call, or from the configs)")  # fmt: skip
@@ -497,22 +557,47 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         return {**kwargs, **{n: full[n] for layer in self._heuristics for n in layer.values}}
 
     @property
-    def do_bench(self) -> Callable[..., Any] | None:
-        """The user's ``do_bench(fn, quantiles=...)``, or None for tritune's own timer."""
-        return self._do_bench
+    def do_bench(self) -> Callable[..., Any]:
+        """The benchmark function, as Triton's ``Autotuner.do_bench``: the ``do_bench`` given (or set), else the
+        active driver's benchmarker (with no active driver, ``triton.testing.do_bench``, what NVIDIA's driver
+        gives). Configs are timed by tritune's own timer unless one was given."""
+        if self._do_bench is not None:
+            return self._do_bench
+        from triton.runtime.driver import driver
+
+        try:
+            return driver.active.get_benchmarker()
+        except RuntimeError:  # "0 active drivers": no GPU here
+            import triton.testing
+
+            return triton.testing.do_bench
 
     @do_bench.setter
     def do_bench(self, value: Callable[..., Any] | None) -> None:
         self._do_bench = value
 
-    def _bench(self, *args: Any, config: Any, **meta: Any) -> list[float]:
-        """Triton's ``Autotuner._bench``, for subclasses that run their own loop: see
-        :func:`tritune.decorator.timing.bench_config`."""
+    @property
+    def user_do_bench(self) -> Callable[..., Any] | None:
+        """The ``do_bench`` given or set, None where tritune's timer times the configs."""
+        return self._do_bench
+
+    def _bench(self, *args: Any, config: Any, **meta: Any) -> Any:
+        """Triton's ``Autotuner._bench``: ``config``'s timing for these arguments
+        (:func:`tritune.decorator.timing.bench_config`). Triton's loop calls it once per pruned config
+        where the kernel benchmarks itself; a subclass with its own loop (FlagGems' ``LibTuner``) calls it too."""
         from tritune.decorator.timing import bench_config
 
         if self.nargs is None:
             self.nargs = dict(zip(self.arg_names, args))
         return bench_config(self, args, config, meta)
+
+    def _benches_itself(self) -> bool:
+        """Whether this kernel's configs are timed by Triton's loop over ``_bench``: a ``do_bench`` was given, or
+        ``_bench`` was replaced (on the class or the instance: a tool wrapping ``Autotuner._bench``) and there is a
+        GPU to time on (without one, tritune's ``_bench`` could time nothing for it)."""
+        if self._do_bench is not None:
+            return True
+        return self._on_gpu and (type(self)._bench is not Autotuned._bench or "_bench" in self.__dict__)
 
     def compiles_in_process(self, configs: Sequence[Config]) -> bool:
         """True where ``configs`` must compile in this process, not in forked workers: stacked
@@ -536,9 +621,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         """Compile every pruned config for these arguments without launching (Triton's ``Autotuner.warmup``)."""
         self.nargs = dict(zip(self.arg_names, args))
         try:
-            legal, _ = self.legal_configs(args, kwargs)
             grid = kwargs.pop("grid", (1,))
             kwargs.pop("warmup", None)
+            legal, _ = self.legal_configs(args, kwargs, grid=grid, warmup=True)
             run = self.launcher().run
             return [run(*args, grid=grid, warmup=True, **kwargs, **c.kwargs, **c.launch_options()) for c in legal]
         finally:
@@ -547,7 +632,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     # -- choosing -----------------------------------------------------------------------------------
     def prune_configs(self, kwargs: Mapping[str, Any], nargs: Mapping[str, Any] | None = None) -> list[Any]:
         """Triton's pruning: ``early_config_prune(configs, nargs, **kwargs)`` (new or reordered configs are
-        honoured), then the ``perf_model``'s ``top_k``. Returns configs as the user's functions gave them."""
+        honoured), then the ``perf_model``'s ``top_k``. ``kwargs`` are a call's, with ``grid`` and ``warmup`` as
+        Triton passes them; ``nargs`` its positional arguments by name (default: ``self.nargs``). Returns configs
+        as the user's functions gave them."""
         named = dict(self.nargs if nargs is None and self.nargs is not None else nargs or {})
         pruned = triton_prune(self.info.name, self._given, self.early_config_prune, self.perf_model,
                               self.configs_top_k, named, kwargs)  # fmt: skip
@@ -575,72 +662,130 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 raise ConfigError(f"{self.info.name}: configs=None asks for a space derived from the kernel, and "
                                   f"none could be: {d.reason}. Pass configs=[...].")  # fmt: skip
             self._set_configs(d.space)
-            self.generated = {c: "derived from the kernel's source" for c in self._configs}
-            self.space_report = {"source": "derived", "configs": len(self._configs), "how": d.explain()}
+            derived = self.candidates
+            self.generated = {c: "derived from the kernel's source" for c in derived}
+            self.space_report = {"source": "derived", "configs": len(derived), "how": d.explain()}
         else:
-            w = widen(normalize(self._declared)[0], kernel=self.fn, sizes=sizes)
-            given = {c: o for c, o in normalize(self._declared)[1].items()}
-            self._set_configs(w.configs())
-            for c, o in given.items():  # the library's own objects stay what callers see
-                self._originals[c] = o
-            self._given = [self._originals[c] for c in self._configs]
+            declared, given = normalize(self._declared)
+            w = widen(declared, kernel=self.fn, sizes=sizes)
+            self._set_configs([given.get(c, c) for c in w.configs()])  # the library's own objects stay what callers see
             self.generated = {g.config: str(g) for g in w.generated}
             self.space_report = {"source": "widened", "given": len(given), "generated": len(self.generated),
                                  "how": w.explain()}  # fmt: skip
         self._space_ident = ident
 
-    def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Config], dict[Config, str]]:
+    def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any = None,
+                      warmup: Any = False) -> tuple[list[Config], dict[Config, str]]:  # fmt: skip
         """Pruned candidates (in the pruner's order) that pass the static rules, and the reasons of the rejected."""
         self._call_space(args, kwargs)
+        pruned = self.prune_configs({"grid": grid, "warmup": warmup, **kwargs}, self.named_args(args, {}))
+        return self._screen(pruned, kwargs)
+
+    def _screen(self, pruned: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Config], dict[Config, str]]:
+        """The pruned configs (objects as the pruner gave them) that pass the static rules, as tritune Configs in
+        order, and the reasons of the rejected. A config the pruner made up is remembered as its own original."""
         rejected: dict[Config, str] = {}
         legal: list[Config] = []
-        declared = set(self._configs)
-        for obj in self.prune_configs(kwargs, self.named_args(args, {})):
+        declared, originals, space = self._normalized()
+        declared_set = set(declared)
+        for obj in pruned:
             cfg = from_triton(obj)
-            self._originals.setdefault(cfg, obj)
+            originals.setdefault(cfg, obj)
             if cfg in rejected or cfg in legal:
                 continue
             # A config the pruner made up is not in the declared space: only the space's own configs meet
             # its constraints by construction, so new ones get the static rules alone.
-            rej = check_static(cfg, self.info, kwargs.keys(), self.space if cfg in declared else None)
+            rej = check_static(cfg, self.info, kwargs.keys(), space if cfg in declared_set else None)
             if rej is not None:
                 rejected[cfg] = rej.reason
             else:
                 legal.append(cfg)
         return legal, rejected
 
-    def _choose(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Choice:
-        user = self.cache.get(self.key_spec.public(key)) if hasattr(self.cache, "get") else None
-        if user is not None:  # set by the caller: kernel.cache[key] = config
-            return Choice(from_triton(user), "user", "set through kernel.cache")
-        legal, rejected = self.legal_configs(args, kwargs)
+    def _decide(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any,
+                warmup: Any) -> Choice:  # fmt: skip
+        """The choice for a key new to this kernel, made in the order of Triton's ``Autotuner.run`` (module
+        docstring), with ``original`` set: the object ``best_config`` and ``cache`` hand out."""
+        self._call_space(args, kwargs)  # configs=None or widen: this call's space first
+        if self._only is not None:
+            return Choice(from_triton(self._only), "only", "the kernel's only config", original=self._only)
+        entry = self._cache_entry(self.key_spec.public(key))
+        if entry is not None:
+            return Choice(from_triton(entry), "user", "kernel.cache entry", original=entry)
+        self._refuse_during_capture(key)
+        install_triton_key_memo()  # a key new to this process: its compiles or lookups need Triton's key
+        self.nargs = dict(zip(self.arg_names, args))
+        try:
+            choice = self._tune_new_key(key, args, kwargs, grid, warmup)
+        finally:
+            self.nargs = None
+        return choice if choice.original is not None else replace(choice, original=self._original_of(choice.config))
+
+    def _tune_new_key(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any,
+                      warmup: Any) -> Choice:  # fmt: skip
+        """Triton's branch for a key not in ``cache``: prune (one config left is used untimed); a winner tritune
+        cached is used as it is; else the pruned configs are tuned (``bench_time``, ``configs_timings``)."""
+        meta = {"grid": grid, "warmup": warmup, **kwargs}
+        pruned = self.prune_configs(meta)
+        if len(pruned) == 1:
+            return Choice(from_triton(pruned[0]), "pruned", "the only config prune_configs_by left", original=pruned[0])
+        legal, rejected = self._screen(pruned, kwargs)
+        hit = self._cached(key, args, kwargs, grid, legal)
+        if hit is not None:
+            self._reset_after(hit, args, kwargs)  # Triton resets once more after benchmarking
+            return hit
+        started = time.perf_counter()
+        choice, timings = self._benchmark(key, args, kwargs, grid, meta, pruned, legal, rejected)
+        self.bench_time = time.perf_counter() - started  # as Triton's: the last tuning's seconds
+        self.configs_timings = timings  # as Triton's: config object -> timing of the last tuning
+        self._reset_after(choice, args, kwargs)
+        return choice
+
+    def _cached(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any,
+                legal: list[Config]) -> Choice | None:  # fmt: skip
+        """A winner tritune has for ``key`` (a pretuned file, the store) among ``legal``, else None."""
         hit = self.tuner.lookup(self, key, args, kwargs, allowed=legal)
         if hit is not None and hit.source == "pretuned":
             reason = self._front_end_rejection(hit.config, args, kwargs)
             if reason is not None:  # listed but illegal for these arguments: the untuned path would skip it too
                 self.warn_once("pretuned-ignored", f"{self.info.name}: the pretuned winner {hit.config.id} is ignored: "
                                f"{reason}", PretunedIgnoredWarning)  # fmt: skip
-                hit = None
-            elif (differs := self.tuner.pretuned_disagrees(self, hit.config, legal, args, kwargs, grid)) is not None:
+                return None
+            if (differs := self.tuner.pretuned_disagrees(self, hit.config, legal, args, kwargs, grid)) is not None:
                 self.warn_once(f"pretuned-wrong-{hit.config.id}",
                                f"{self.info.name}: the pretuned winner {hit.config.id} for key "
                                f"{self.key_spec.as_dict(key)} computes other results than {legal[0].id} on this call "
                                f"({differs}); it is ignored and the key is tuned. Check who wrote the pretuned file, "
                                "or regenerate it with `tritune cache export`.", PretunedIgnoredWarning)  # fmt: skip
-                hit = None
-        if hit is not None:
-            return hit
-        if self.tuner.sensitivity is not None:
-            return self.tuner.sensitive_pick(self, key, legal, args, kwargs, grid)
+                return None
+        return hit
+
+    def _benchmark(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any,
+                   meta: Mapping[str, Any], pruned: Sequence[Any], legal: list[Config],
+                   rejected: dict[Config, str]) -> tuple[Choice, dict[Any, Any]]:  # fmt: skip
+        """Tune the pruned configs: Triton's loop over ``_bench`` where the kernel benchmarks itself, else tritune's
+        engine (with no GPU: the first legal config, untuned; in sensitivity mode: a drawn config). Returns the choice and Triton's ``configs_timings``
+        (config object -> timing, in pruned order; a config tritune did not time gets ``inf``)."""
+        if self.tuner.sensitivity is not None:  # sensitivity mode: a config drawn from its seed, nothing timed
+            return self.tuner.sensitive_pick(self, key, legal, args, kwargs, grid), {}
+        if self._benches_itself():
+            timings = bench_each(self, args, pruned, meta)
+            best = fastest(timings)
+            how = "the kernel's do_bench" if self._do_bench is not None else "the kernel's _bench"
+            return Choice(from_triton(best), "benched", f"{how}, once per config", original=best), timings
         why = gpu_unavailable_reason()
         if why is not None and getattr(self.tuner, "timer", None) is None:
-            choice = self._untuned(key, legal, rejected, args, kwargs, why)
-        else:
-            choice = self.tuner.tune(self, key, legal, rejected, args, kwargs, grid)
-        if len(legal) > 1:  # Triton resets the arguments once more after benchmarking, before the real launch
-            cfg = choice.config
-            self.pre_hook({**self.named_args(args, kwargs), **cfg.kwargs, **cfg.launch_options()}, reset_only=True)
-        return choice
+            return self._untuned(key, legal, rejected, args, kwargs, why), {}
+        choice = self.tuner.tune(self, key, legal, rejected, args, kwargs, grid)
+        measured = choice.timings or {}
+        inf = [float("inf")] * 3
+        return choice, ({obj: measured.get(from_triton(obj), inf) for obj in pruned} if measured else {})
+
+    def _reset_after(self, choice: Choice, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        """Triton's ``pre_hook(..., reset_only=True)`` after tuning, before the real launch: ``reset_to_zero``
+        arguments are zeroed once more."""
+        cfg = choice.config
+        self.pre_hook({**self.named_args(args, kwargs), **cfg.kwargs, **cfg.launch_options()}, reset_only=True)
 
     def _untuned(self, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
                  args: Sequence[Any], kwargs: Mapping[str, Any], why: str) -> Choice:  # fmt: skip

@@ -23,10 +23,20 @@ class PretunedIgnoredWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Choice:
-    """The config a key dispatches to, and how it was chosen: ``timed``, ``store``, ``pretuned``, ``untuned``
-    (no GPU, nothing measured), ``replayed`` (recorded timings replayed by a test timer, not a measurement),
-    ``user`` (set by the caller through ``kernel.cache[key] = config``), ``pinned`` (a pinned run's rule for a key
-    its table does not hold: the first legal config) or ``sensitivity`` (drawn by sensitivity mode's seed)."""
+    """The config a key dispatches to, and how it was chosen:
+
+    * ``timed``: raced on the GPU by tritune's engine; ``store``, ``pretuned``: a winner tritune timed before;
+    * ``benched``: timed by the kernel's own benchmark, Triton's loop (a ``do_bench`` given to the decorator, or a
+      replaced ``Autotuner._bench``: once per config, the smallest time wins);
+    * ``autotune-file``: read from Triton's ``*.autotune.json`` (``cache_results=True``);
+    * ``untuned``: no GPU, the first config that passed the checks made before launch, nothing measured;
+      ``replayed``: recorded timings replayed by a test timer, not a measurement;
+    * ``user``: an entry of ``kernel.cache`` (set by the caller, or left there by an earlier choice);
+    * ``only``: the kernel has one config; ``pruned``: ``prune_configs_by`` left one. As under Triton, neither is
+      timed;
+    * ``pinned``: a pinned run's rule for a key its table does not hold (the first legal config); ``sensitivity``:
+      drawn by sensitivity mode's seed.
+    """
 
     config: Config
     source: str
@@ -34,12 +44,16 @@ class Choice:
     #: How the choice was made, when it was timed: seconds spent per phase (precompile, load, race) and
     #: the race's summary (stop, rounds, measurements, device seconds). Not part of equality.
     stats: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
-    #: Milliseconds (median, first and third quartile) of every config this choice measured. Not part of equality.
+    #: Milliseconds of every config this choice measured: the median, then the 20th and 80th percentiles (the
+    #: quantiles Triton's autotuner asks of ``do_bench``). Not part of equality.
     timings: Mapping[Config, list[float]] | None = field(default=None, compare=False, repr=False)
+    #: The config object the caller sees (``best_config``, the value in ``kernel.cache``): the one given in
+    #: ``configs``, returned by a pruner, or put in ``kernel.cache``; None where the kernel has none for it yet.
+    original: Any = field(default=None, compare=False, repr=False)
 
     @property
     def tuned(self) -> bool:
-        return self.source in ("timed", "store", "pretuned")
+        return self.source in ("timed", "store", "pretuned", "benched", "autotune-file")
 
 
 def resolve_on_no_gpu(value: str | None) -> str:

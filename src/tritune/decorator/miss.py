@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -262,7 +261,6 @@ class KeyTuner:
         """Tune ``key`` through the engine (module docstring): this call's arguments, its legal candidates and how
         one config is loaded and timed, handed to :func:`~tritune.engine.key.tune_key`."""
         from tritune.bench import EventTimer, Failure
-        from tritune.bench.timer import ConfigMeasure
         from tritune.device import current_target
         from tritune.engine.key import KeyJob, tune_key
         from tritune.engine.pipeline import Prepared, load_binary
@@ -306,15 +304,10 @@ class KeyTuner:
             return got
 
         opts = self.options
-        measure: ConfigMeasure
-        if self.timer is None and tuned.do_bench is not None:
-            measure = _UserBench(tuned.do_bench, make_fn)
-        else:
-            policy = tkey.measure
-            lazy = timer_measure(self.timer, make_fn, opts.race.rel_tol, lambda: EventTimer.for_policy(policy))
-            if gpu and legal:
-                lazy.start()  # the timer's flush buffer and the clocks' warm-up beside the compiles
-            measure = lazy
+        policy = tkey.measure
+        measure = timer_measure(self.timer, make_fn, opts.race.rel_tol, lambda: EventTimer.for_policy(policy))
+        if gpu and legal:
+            measure.start()  # the timer's flush buffer and the clocks' warm-up beside the compiles
         compiler = None
         if gpu and opts.precompile:  # in workers, slowest first (stacked heuristics' values computed here)
             jit, kwargs_for = tuned.compile_plan(args, kwargs)
@@ -353,29 +346,17 @@ class KeyTuner:
         if got.search is not None:
             detail += (f"; searched {got.search['evaluated']} of {len(legal)} configs ({got.search['strategy']}, "
                        f"stopped: {got.search['stopped']})")  # fmt: skip
-        return Choice(got.winner, source, detail, stats=stats, timings=got.timings)
+        return Choice(got.winner, source, detail, stats=stats, timings=_quantiles(got))
 
 
-@dataclass
-class _UserBench:
-    """The race's measure from a user's ``do_bench(fn) -> ms`` (triton.autotune's hook): one sample per call."""
+def _quantiles(got: Any) -> dict[Config, list[float]]:
+    """Each measured config's ``[median, 20th, 80th percentile]`` ms (Triton's quantiles), from the race's samples."""
+    from tritune.outcome import Status
 
-    do_bench: Any
-    make_fn: Any
-    _fns: dict[Config, Any] = field(default_factory=dict)
-
-    def __call__(self, config: Config, budget_s: float) -> Any:
-        from tritune.bench import Failure, Measurement
-        from tritune.outcome import Status
-
-        if config not in self._fns:
-            self._fns[config] = self.make_fn(config)
-        try:
-            t = self.do_bench(self._fns[config])
-        except Exception as e:
-            return Failure(Status.LAUNCH_FAILED, f"{config.id}: {type(e).__name__}: {e}")
-        ms = float(t[0] if isinstance(t, (list, tuple)) else t)
-        return Measurement.from_samples([ms], stop="budget")
+    if got.race is None:
+        return dict(got.timings)
+    return {o.config: o.measurement.triton_quantiles() for o in got.race.outcomes
+            if o.status is Status.MEASURED and o.measurement is not None}  # fmt: skip
 
 
 def _label(tuned: TunedKernel, key: tuple[Any, ...]) -> str:

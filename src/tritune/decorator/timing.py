@@ -69,14 +69,16 @@ def run_once(tuned: TunedKernel, cfg: Config, args: Sequence[Any], kwargs: Mappi
     tuned.launcher().run(*args, grid=grid, warmup=False, **kwargs, **cfg.kwargs, **opts)
 
 
-def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Mapping[str, Any]) -> list[float]:
-    """``Autotuner._bench`` with tritune's checks and timer: ``[median, q1, q3]`` milliseconds for ``config``.
+def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Mapping[str, Any]) -> Any:
+    """``Autotuner._bench`` with tritune's checks and timer: the timing of ``config`` in milliseconds.
 
-    For a subclass that runs its own loop over ``self._bench`` (as FlagGems' ``LibTuner``): a config the
-    static rules or the compiler front end reject is never launched and gets ``inf``, as Triton gives a
-    config that runs out of resources. Timing uses the kernel's ``do_bench`` when set, else tritune's event
-    timer (L2 flush, confidence interval), raced across the loop's calls for one key
-    (:func:`race_in_library_loop`); with no GPU it raises ``TimingUnavailableError``.
+    For a loop over ``_bench`` (Triton's own, :func:`tritune.decorator.observed.bench_each`, or a subclass's, as
+    FlagGems' ``LibTuner``): a config the static rules reject is never launched and gets ``inf``, as Triton gives a
+    config that runs out of resources. With the kernel's ``do_bench``, it is called once, as Triton calls it
+    (``do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))``), and what it returns is returned as it is; the errors
+    Triton maps to ``inf`` (out of resources, a compile-time assertion, ptxas) are mapped so. Without one,
+    tritune's event timer (L2 flush, confidence interval) gives ``[median, 20th, 80th percentile]``, raced across
+    the loop's calls for one key (:func:`race_in_library_loop`); with no GPU it raises ``TimingUnavailableError``.
     """
     from tritune.decorator.triton_surface import from_triton
     from tritune.device import gpu_unavailable_reason
@@ -98,9 +100,8 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
         precompile_for_library_loop(tuned, args, kwargs)
     call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
     try:
-        if tuned.do_bench is not None:
-            t = tuned.do_bench(call, quantiles=(0.5, 0.2, 0.8))
-            return [float(x) for x in t] if isinstance(t, (list, tuple)) else [float(t)] * 3
+        if tuned.user_do_bench is not None:
+            return _user_bench(tuned.user_do_bench, call)
         why = gpu_unavailable_reason()
         if why is not None:
             raise TimingUnavailableError(
@@ -133,9 +134,21 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
             if isinstance(e, (OutOfResources, CompilationError)):
                 return inf
             raise
-        return [m.median_ms, m.q1_ms, m.q3_ms]
+        return m.triton_quantiles()
     finally:
         cleanup()
+
+
+def _user_bench(do_bench: Callable[..., Any], call: Callable[[], None]) -> Any:
+    """``do_bench(call, quantiles=(0.5, 0.2, 0.8))`` as Triton's ``_bench`` calls it: its value as it is, or ``inf``
+    for the errors Triton gives ``inf``."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    try:
+        return do_bench(call, quantiles=(0.5, 0.2, 0.8))
+    except (OutOfResources, CompileTimeAssertionFailure, PTXASError):
+        return [float("inf")] * 3
 
 
 #: The event timers of library loops, by device, shared by every kernel (each held a flush buffer before).

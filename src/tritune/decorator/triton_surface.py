@@ -21,8 +21,8 @@ from triton.runtime.autotuner import Heuristics as TritonHeuristics
 from tritune.config import LAUNCH_OPTIONS, Config
 from tritune.decorator.tuned import TunedKernel
 
-__all__ = ["ORIGINAL_AUTOTUNER", "HeuristicsLauncher", "LiveCache", "TunedConfig", "default_hooks", "heuristic_layers",
-           "normalize", "triton_prune"]
+__all__ = ["DEFAULT_TRITON_CONFIG", "ORIGINAL_AUTOTUNER", "HeuristicsLauncher", "LiveCache", "TunedConfig",
+           "default_hooks", "heuristic_layers", "normalize", "triton_prune"]
 
 #: Triton's config for an empty list (``Autotuner.__init__``: num_warps=4, num_stages=3, num_ctas=1).
 DEFAULT_TRITON_CONFIG = Config({}, num_warps=4, num_stages=3, num_ctas=1)
@@ -66,6 +66,8 @@ def from_triton(obj: Any) -> Config:
     """
     if isinstance(obj, Config):
         return obj
+    if isinstance(obj, TunedConfig):
+        return obj.config
     if not (hasattr(obj, "kwargs") and hasattr(obj, "num_warps")):
         raise TypeError(f"expected a triton.Config or tritune.Config, got {type(obj).__name__}: {obj!r}")
     kwargs = dict(obj.kwargs)
@@ -172,12 +174,16 @@ def _all_kwargs(obj: Any) -> dict[str, Any]:
 
 
 class LiveCache(dict):  # type: ignore[type-arg]
-    """``kernel.cache``: key tuple -> ``triton.Config``, as Triton's. Clearing or deleting entries makes the
-    kernel choose again for those keys; setting one makes the kernel use that config for the key."""
+    """``kernel.cache``: Triton's key tuple -> config object, as Triton's. Clearing or deleting entries makes the
+    kernel choose again for those keys; setting one makes the kernel use that config object for the key."""
 
     def __init__(self, owner: TunedKernel) -> None:
         super().__init__()
         self._owner = owner
+
+    def owned_by(self, kernel: Any) -> bool:
+        """Whether this is ``kernel``'s own cache (one kernel's cache assigned to another is a foreign mapping)."""
+        return self._owner is kernel
 
     def _forget(self, public: Any = None) -> None:
         self._owner.forget(public)

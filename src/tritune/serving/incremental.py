@@ -797,7 +797,7 @@ class Incremental:
         for c in st.configs:
             m = st.measurement(c)
             if m is not None:
-                timings[c] = [m.median_ms, m.q1_ms, m.q3_ms]
+                timings[c] = m.triton_quantiles()
         stats = {**st.summary(applied=p), "stop": p.stop, "ties": [c.id for c in p.ties],
                  "extra_gpu_fraction": round(st.budget.extra_fraction, 4)}  # fmt: skip
         med = timings.get(p.promoted, [math.nan])[0]
