@@ -8,9 +8,10 @@ pruning and ``reset_to_zero`` keep Triton's meaning, and it stacks with ``@trito
 The first call for new key values picks a config, in the order of Triton's ``Autotuner.run``: a kernel with one
 config runs it (no key, no cache, no pruning); an entry of ``kernel.cache`` is used as it is; the pruned configs
 (``prune_configs_by``, called with the call's keyword arguments, ``grid`` and ``warmup``) are tuned unless one is
-left; a winner in tritune's store or a pretuned file is used without timing. Tuning is tritune's engine, or Triton's
-own loop over ``_bench`` where the kernel benchmarks itself (a ``do_bench`` given, a replaced ``_bench``). Later
-calls with the same key reuse the choice.
+left; a winner in tritune's store, a pretuned file or Triton's ``*.autotune.json`` (``cache_results``) is used
+without timing. Tuning is tritune's engine, or Triton's own loop over ``_bench`` where the kernel benchmarks itself
+(a ``do_bench`` given, a replaced ``_bench``). ``TRITON_PRINT_AUTOTUNING`` prints Triton's lines and
+``knobs.autotuning.listener`` hears each new key, as under Triton. Later calls with the same key reuse the choice.
 
 On a GPU the pick is timed. With no GPU driver (``TRITON_INTERPRET=1``) nothing can be timed by tritune: the first
 legal config runs, labelled *untuned*, with one plain warning per kernel, or
@@ -29,6 +30,9 @@ from dataclasses import replace
 from operator import itemgetter
 from typing import Any, Protocol
 
+from triton import knobs
+
+from tritune.adapters.autotune_file import AutotuneFile, autotune_file
 from tritune.adapters.interpreter import as_interpreted
 from tritune.adapters.kernel import KernelInfo, as_jit, unwrap_jit
 from tritune.adapters.triton_key import install_triton_key_memo
@@ -37,7 +41,14 @@ from tritune.decorator.choice import Choice, PretunedIgnoredWarning, UntunedWarn
 from tritune.decorator.dispatch import make_fast, make_fast_const, make_fast_hooked, make_fast_kw
 from tritune.decorator.keys import KeySpec
 from tritune.decorator.miss import KeyTuner
-from tritune.decorator.observed import bench_each, fastest
+from tritune.decorator.observed import (
+    bench_each,
+    fastest,
+    notify_listener,
+    print_summary,
+    print_trying,
+    printing,
+)
 from tritune.decorator.triton_surface import (
     DEFAULT_TRITON_CONFIG,
     ORIGINAL_AUTOTUNER,
@@ -49,6 +60,7 @@ from tritune.decorator.triton_surface import (
     from_triton,
     heuristic_layers,
     normalize,
+    triton_fields,
     triton_prune,
 )
 from tritune.device import gpu_unavailable_reason
@@ -152,7 +164,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self.post_hook = post_hook if post_hook is not None else default_post
         self._do_bench = do_bench
         self.num_warmups, self.num_reps, self.use_cuda_graph = warmup, rep, bool(use_cuda_graph)
-        self.cache_results = bool(cache_results)  # tritune's store is always on unless store=False
+        # Triton's ``*.autotune.json`` files, as Triton decides at construction (never under the interpreter);
+        # tritune's store is used either way unless store=False.
+        self.cache_results = bool((cache_results or knobs.autotuning.cache) and not knobs.runtime.interpret)
         self.nargs: dict[str, Any] | None = None
         self.on_no_gpu = resolve_on_no_gpu(on_no_gpu)
         self.tuner = tuner if tuner is not None else KeyTuner(store=False)
@@ -582,11 +596,13 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         return self._do_bench
 
     def _bench(self, *args: Any, config: Any, **meta: Any) -> Any:
-        """Triton's ``Autotuner._bench``: ``config``'s timing for these arguments
-        (:func:`tritune.decorator.timing.bench_config`). Triton's loop calls it once per pruned config
+        """Triton's ``Autotuner._bench``: ``config``'s timing for these arguments, Triton's line printed first when
+        it prints (:func:`tritune.decorator.timing.bench_config`). Triton's loop calls it once per pruned config
         where the kernel benchmarks itself; a subclass with its own loop (FlagGems' ``LibTuner``) calls it too."""
         from tritune.decorator.timing import bench_config
 
+        if printing():
+            print_trying(self.base_fn.__name__, config)
         if self.nargs is None:
             self.nargs = dict(zip(self.arg_names, args))
         return bench_config(self, args, config, meta)
@@ -724,21 +740,34 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def _tune_new_key(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any,
                       warmup: Any) -> Choice:  # fmt: skip
         """Triton's branch for a key not in ``cache``: prune (one config left is used untimed); a winner tritune
-        cached is used as it is; else the pruned configs are tuned (``bench_time``, ``configs_timings``)."""
+        or Triton cached is used as it is; else the pruned configs are tuned (``bench_time``, ``configs_timings``,
+        Triton's file written). Triton's lines are printed and its listener told, as Triton does."""
         meta = {"grid": grid, "warmup": warmup, **kwargs}
         pruned = self.prune_configs(meta)
         if len(pruned) == 1:
             return Choice(from_triton(pruned[0]), "pruned", "the only config prune_configs_by left", original=pruned[0])
+        public = self.key_spec.public(key)
         legal, rejected = self._screen(pruned, kwargs)
-        hit = self._cached(key, args, kwargs, grid, legal)
+        file = autotune_file(unwrap_jit(self.fn), public, pruned) if self.cache_results else None
+        hit: Choice | None = self._cached(key, args, kwargs, grid, legal)
+        timings: dict[Any, Any] = {}
+        if hit is None and file is not None:
+            hit, timings = self._from_file(file)
         if hit is not None:
-            self._reset_after(hit, args, kwargs)  # Triton resets once more after benchmarking
+            if hit.source != "autotune-file":  # Triton resets once more after benchmarking, and not after a file
+                self._reset_after(hit, args, kwargs)
+            notify_listener(self, public, self._shown(hit), timings, None, True)
             return hit
         started = time.perf_counter()
         choice, timings = self._benchmark(key, args, kwargs, grid, meta, pruned, legal, rejected)
         self.bench_time = time.perf_counter() - started  # as Triton's: the last tuning's seconds
         self.configs_timings = timings  # as Triton's: config object -> timing of the last tuning
         self._reset_after(choice, args, kwargs)
+        self._save(file, public, timings)
+        best = self._shown(choice)
+        if printing():
+            print_summary(self.base_fn.__name__, public, self.bench_time, best, choice)
+        notify_listener(self, public, best, timings, self.bench_time, False)
         return choice
 
     def _cached(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any,
@@ -760,6 +789,22 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 return None
         return hit
 
+    def _from_file(self, file: AutotuneFile) -> tuple[Choice | None, dict[Any, Any]]:
+        """The winner in Triton's ``*.autotune.json`` for this key, as Triton reads it (a new config object, the
+        file's timings as ``configs_timings``), or None without a file."""
+        loaded = file.load()
+        if loaded is None:
+            return None, {}
+        best = fastest(loaded)
+        self.configs_timings = loaded
+        return Choice(from_triton(best), "autotune-file", "Triton's *.autotune.json", original=best), loaded
+
+    def _save(self, file: AutotuneFile | None, public: tuple[Any, ...], timings: Mapping[Any, Any]) -> None:
+        """Write Triton's ``*.autotune.json`` for a key just tuned, as Triton writes it (configs with a pre_hook
+        left out); nothing where no file applies or nothing was timed."""
+        if file is not None and timings:
+            file.save(public, [(triton_fields(c), t) for c, t in timings.items() if not getattr(c, "pre_hook", None)])
+
     def _benchmark(self, key: tuple[Any, ...], args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any,
                    meta: Mapping[str, Any], pruned: Sequence[Any], legal: list[Config],
                    rejected: dict[Config, str]) -> tuple[Choice, dict[Any, Any]]:  # fmt: skip
@@ -773,6 +818,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             best = fastest(timings)
             how = "the kernel's do_bench" if self._do_bench is not None else "the kernel's _bench"
             return Choice(from_triton(best), "benched", f"{how}, once per config", original=best), timings
+        if printing():
+            for obj in pruned:
+                print_trying(self.base_fn.__name__, obj)
         why = gpu_unavailable_reason()
         if why is not None and getattr(self.tuner, "timer", None) is None:
             return self._untuned(key, legal, rejected, args, kwargs, why), {}

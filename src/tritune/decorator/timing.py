@@ -141,13 +141,17 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
 
 def _user_bench(do_bench: Callable[..., Any], call: Callable[[], None]) -> Any:
     """``do_bench(call, quantiles=(0.5, 0.2, 0.8))`` as Triton's ``_bench`` calls it: its value as it is, or ``inf``
-    for the errors Triton gives ``inf``."""
+    for the errors Triton gives ``inf`` (with Triton's line when it prints)."""
     from triton.compiler.errors import CompileTimeAssertionFailure
     from triton.runtime.errors import OutOfResources, PTXASError
 
+    from tritune.decorator.observed import printing
+
     try:
         return do_bench(call, quantiles=(0.5, 0.2, 0.8))
-    except (OutOfResources, CompileTimeAssertionFailure, PTXASError):
+    except (OutOfResources, CompileTimeAssertionFailure, PTXASError) as e:
+        if printing():
+            print(f"Autotuning failed with {e}")
         return [float("inf")] * 3
 
 

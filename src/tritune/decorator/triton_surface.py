@@ -22,7 +22,7 @@ from tritune.config import LAUNCH_OPTIONS, Config
 from tritune.decorator.tuned import TunedKernel
 
 __all__ = ["DEFAULT_TRITON_CONFIG", "ORIGINAL_AUTOTUNER", "HeuristicsLauncher", "LiveCache", "TunedConfig",
-           "default_hooks", "heuristic_layers", "normalize", "triton_prune"]
+           "default_hooks", "heuristic_layers", "normalize", "triton_fields", "triton_prune"]
 
 #: Triton's config for an empty list (``Autotuner.__init__``: num_warps=4, num_stages=3, num_ctas=1).
 DEFAULT_TRITON_CONFIG = Config({}, num_warps=4, num_stages=3, num_ctas=1)
@@ -96,6 +96,14 @@ def normalize(configs: Iterable[Any]) -> tuple[list[Config], dict[Config, Any]]:
         out = [DEFAULT_TRITON_CONFIG]
         originals[DEFAULT_TRITON_CONFIG] = triton.Config({}, num_warps=4, num_stages=3, num_ctas=1)
     return out, originals
+
+
+def triton_fields(obj: Any) -> dict[str, Any]:
+    """A config's fields as Triton writes them to its results file (``config.__dict__``), without tritune's own."""
+    fields = dict(vars(obj))
+    if isinstance(obj, TunedConfig):
+        fields.pop("config", None)
+    return fields
 
 
 def heuristic_layers(fn: Any) -> list[Any]:
