@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 import types
 import weakref
@@ -15,17 +16,23 @@ from tritune.errors import WorkloadError
 from tritune.livescope import LiveGlobals, global_names
 
 
-def unwrap_jit(kernel: Any) -> Any:
-    """The innermost ``JITFunction`` under any ``triton.autotune``/``heuristics``/tritune wrappers."""
+def _jitted_types() -> tuple[type, ...]:
+    """``JITFunction``, and ``InterpretedFunction`` where Triton's interpreter is imported: without it no object is
+    one, and importing it (10 ms) at a library's first decoration is a cost Triton itself never pays."""
     from triton.runtime.jit import JITFunction
 
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:  # pragma: no cover
-        InterpretedFunction = JITFunction  # type: ignore[assignment,misc]
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    fn_type = getattr(interpreter, "InterpretedFunction", None)
+    return (JITFunction,) if fn_type is None else (JITFunction, fn_type)
+
+
+def unwrap_jit(kernel: Any) -> Any:
+    """The innermost ``JITFunction`` (or interpreted function) under any ``triton.autotune``/``heuristics``/tritune
+    wrappers."""
+    jitted = _jitted_types()
     seen = 0
     fn = kernel
-    while not isinstance(fn, (JITFunction, InterpretedFunction)):
+    while not isinstance(fn, jitted):
         inner = getattr(fn, "fn", None)
         if inner is None or seen > 16:
             raise WorkloadError(
