@@ -744,6 +744,26 @@ def cache_set_and_popped_after_tuning(mp: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 @pattern
+def cache_updated_in_bulk(mp: pytest.MonkeyPatch) -> dict[str, Any]:
+    """dict methods that write several entries (update, setdefault, |=) are entries set like any other."""
+    do_bench, calls = later_wins([1, 2, 3])
+    k = triton.autotune(configs=configs3(), key=["n"], do_bench=do_bench)(scale_kernel())
+    tune_once(k)
+    seen = [sig(k.best_config)]
+    k.cache.update({KEY: k.configs[2]})
+    tune_once(k)
+    seen.append(sig(k.best_config))
+    k.cache |= {KEY: k.configs[1]}
+    tune_once(k)
+    seen.append(sig(k.best_config))
+    key64 = (64, "torch.float32", "torch.float32")
+    k.cache.setdefault(key64, k.configs[2])
+    tune_once(k, 64)
+    seen.append(sig(k.best_config))
+    return {"seen": seen, "benched": len(calls)}
+
+
+@pattern
 def cache_dict_replaced(mp: pytest.MonkeyPatch) -> dict[str, Any]:
     """xformers' set_autotuner_cache: kernel.cache = {key: cfg}, then kernel.cache = {} (refilled by tuning)."""
     do_bench, calls = later_wins([1, 2, 3])

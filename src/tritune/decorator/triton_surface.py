@@ -218,6 +218,19 @@ class LiveCache(dict):  # type: ignore[type-arg]
         super().__setitem__(key, value)
         self._forget(key)
 
+    def update(self, *other: Any, **entries: Any) -> None:
+        for key, value in dict(*other, **entries).items():
+            self[key] = value
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def __ior__(self, other: Any) -> LiveCache:  # type: ignore[misc,override]
+        self.update(other)
+        return self
+
 
 def triton_prune(name: str, configs: Sequence[Any], early: Any, perf_model: Any, top_k: Any,
                  named: Mapping[str, Any], kwargs: Mapping[str, Any]) -> list[Any]:  # fmt: skip
