@@ -722,6 +722,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 warmup: Any) -> Choice:  # fmt: skip
         """The choice for a key new to this kernel, made in the order of Triton's ``Autotuner.run`` (module
         docstring), with ``original`` set: the object ``best_config`` and ``cache`` hand out."""
+        install_triton_key_memo()  # a key new to this process: its compiles or lookups need Triton's key
         self._call_space(args, kwargs)  # configs=None or widen: this call's space first
         if self._only is not None:
             return Choice(from_triton(self._only), "only", "the kernel's only config", original=self._only)
@@ -729,7 +730,6 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         if entry is not None:
             return Choice(from_triton(entry), "user", "kernel.cache entry", original=entry)
         self._refuse_during_capture(key)
-        install_triton_key_memo()  # a key new to this process: its compiles or lookups need Triton's key
         self.nargs = dict(zip(self.arg_names, args))
         try:
             choice = self._tune_new_key(key, args, kwargs, grid, warmup)
