@@ -16,7 +16,8 @@
 #   searchxfer  the new key alone, fresh and warm processes                           (search_tune.py)
 #   serving     incremental mode on Zipf streams of 6,000 calls                       (serving.py)
 #   servinglong the same stream 60,000 calls long                                     (serving.py)
-#   libs        FlagGems and Liger-Kernel ops under both engines                      (real_libraries.py)
+#   libs        FlagGems, Liger-Kernel and fla ops under both engines                 (real_libraries.py)
+#   widen       the same ops, tritune widening each library's own configs              (real_libraries.py --widen)
 #   libtests    the libraries' own tests under both engines                           (libtests.py)
 #   tutorials   Triton's tutorials 03 and 06, unchanged, under both engines           (tutorials_check.py)
 #   dist        the multi-rank farm, 1 rank against 2 (needs 2 GPUs)                  (torchrun -m tritune tune)
@@ -26,10 +27,11 @@
 # its exit status and wall time. Everything is packed into $OUT/results.tgz (default /tmp/out) after every part, so
 # a run cut short still leaves what it finished. COMMIT=<sha> names the commit in run.log.
 #
-# What the parts need besides the repository: libs and libtests need FlagGems 5.0.2 and Liger-Kernel 0.8.5 wheels
-# in .whl/ (installed into /tmp/site); libtests needs the libraries' test files in .ref/libtests and their helpers'
+# What the parts need besides the repository: libs, widen and libtests need FlagGems 5.0.2, Liger-Kernel 0.8.5 and
+# fla-core 0.6.0 wheels (and SQLAlchemy's, which FlagGems imports) in .whl/ (installed into /tmp/site); libtests needs the libraries' test files in .ref/libtests and their helpers'
 # wheels in .whl/libtests (benchmarks/libtests_fetch.sh gathers both); tutorials reads Triton's tutorials from
-# .ref/tutorials. Env: LIBS_BUDGET_S, LIBS_OPS (a subset of ops, substring match), LIBTESTS_BUDGET_S,
+# .ref/tutorials. Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1 (also
+# the ops inside torch.compile), WIDEN_BUDGET_S, WIDEN_OPS, NUMERICS_OPS, NUMERICS_RUNS, NUMERICS_SHARED_CACHE=1, LIBTESTS_BUDGET_S,
 # LIBTESTS_SUITES, SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT,
 # SERVINGLONG_CALLS.
 set -u
@@ -72,7 +74,9 @@ for part in "$@"; do
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
     cublas) step cublas 120 python3 benchmarks/matmul_vs_cublas.py --json "$RES/cublas/matmul_vs_cublas.json" ;;
     screen) step screen 400 python3 benchmarks/screen_vs_launch.py --out "$RES/screen/screen_vs_launch.json" ;;
-    numerics) step numerics 540 python3 benchmarks/numerics.py --out "$RES/numerics" --runs 5 ;;
+    numerics) step numerics 540 python3 benchmarks/numerics.py --out "$RES/numerics" --runs "${NUMERICS_RUNS:-5}" \
+                ${NUMERICS_OPS:+--ops "$NUMERICS_OPS"} ${NUMERICS_SHARED_CACHE:+--shared-triton-cache}
+              show numerics "^op \|exact/any" ;;
     search) step search 540 python3 benchmarks/search_tune.py --out "$RES/search" --new-key-cache shared
             show search "^== search vs exhaustive" ;;
     searchxfer) step searchxfer 240 python3 benchmarks/search_tune.py --out "$RES/searchxfer" --only transfer \
@@ -86,7 +90,11 @@ for part in "$@"; do
                  show servinglong "worst single call\|^host cost\|incremental minus\|not promoted" ;;
     libs) b=${LIBS_BUDGET_S:-440}
           step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
-            ${LIBS_OPS:+--ops "$LIBS_OPS"} ;;
+            ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ;;
+    widen) b=${WIDEN_BUDGET_S:-480}
+           step widen $((b + 40)) python3 benchmarks/real_libraries.py --out "$RES/widen" --budget-s "$b" --widen \
+             ${WIDEN_OPS:+--ops "$WIDEN_OPS"}
+           show widen "^widened\|^cold total" ;;
     libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers
                 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-tests \
                   .whl/libtests/*.whl 2>/dev/null || echo "libtests: installing .whl/libtests failed" | tee -a "$LOG"

@@ -1,9 +1,12 @@
 """Tuning that never changes the numbers: fresh tunings under ``numerics="any"`` and ``numerics="exact"``.
 
-    PYTHONPATH=src python benchmarks/numerics.py --out DIR [--runs 5] [--ops gelu,softmax,rmsnorm,layernorm,matmul,attention]
+    PYTHONPATH=src python benchmarks/numerics.py --out DIR [--runs 5] [--ops gelu,softmax,...,lib:mm,lib:fla_gla]
 
-The ops are the examples' kernels at their GPU keys, each decorated with ``@tritune.autotune`` over the example's
-own config list. For each mode, ``--runs`` fresh processes (an empty Triton cache, no store) tune every op once and
+An op is an example's kernel at its GPU key, decorated with ``@tritune.autotune`` over the example's own config
+list, or ``lib:NAME``: an op of ``real_libraries.py`` (FlagGems, Liger-Kernel, fla), unchanged, under
+``tritune.patch_triton()`` with ``$TRITUNE_NUMERICS`` set to the mode; its digest is the op's output and its
+winners are those of every autotuner the call reached. A library op's per-call comparison pins each autotuner of
+Triton's own engine to each side's configs in turn (``real_libraries.remeasure_winners``, in a fresh process). For each mode, ``--runs`` fresh processes (an empty Triton cache, no store) tune every op once and
 record each op's output digest, winner and (exact) class. Then one process times, per op, the exact-mode winner
 against the unconstrained winner (``triton.testing.do_bench``, interleaved, the median of 5 alternations) and the
 reference config (the first legal one, what a pinned run without a table would run). Prints per op: the number of
@@ -28,6 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 OPS = ("gelu", "softmax", "rmsnorm", "layernorm", "matmul", "attention")
 #: Where the ops run: ``cuda``; ``cpu`` (with ``TRITON_INTERPRET=1``) only checks the script itself.
 DEVICE = os.environ.get("NUMERICS_DEVICE", "cuda")
+
+
+def _pythonpath() -> str:
+    """``src`` first, then whatever the caller's PYTHONPATH holds (where the libraries were installed)."""
+    return os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p)
 
 
 def _sync() -> None:
@@ -74,11 +82,50 @@ def _digest(tensors: list[Any]) -> str:
     return h.hexdigest()[:16]
 
 
+def _libs(ops: list[str]) -> tuple[Any, dict[str, Any]]:
+    """``real_libraries`` and its ops named ``lib:NAME`` in ``ops``, their libraries imported (FlagGems enabled)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import real_libraries as rl
+
+    by_name = {op.name: op for op in rl.OPS}
+    want = {o: by_name[o[4:]] for o in ops if o.startswith("lib:")}
+    for lib in sorted({op.lib for op in want.values()} - {"smoke"}):  # smoke: real_libraries' own tiny kernels
+        mod = __import__(lib)
+        if lib == "flag_gems":
+            mod.enable()
+    return rl, want
+
+
+def _lib_run(rl: Any, op: Any) -> tuple[Any, Any, list[Any]]:
+    """Call a library op once (its autotuners tune); (fn, args, the autotuners it reached)."""
+    import torch
+
+    fn, args = op.make(torch, DEVICE, False)
+    with rl.RunCounter() as counted:
+        out = fn(*args)
+        _sync()
+    return fn, (args, out), counted.tuners()
+
+
 def child(mode: str, ops: list[str], out: str) -> None:
     """One fresh process: tune every op once under ``mode``; its outputs' digests, winners and classes."""
 
     res: dict[str, Any] = {}
-    for op in ops:
+    if any(o.startswith("lib:") for o in ops):
+        os.environ["TRITUNE_NUMERICS"] = mode
+        import tritune
+
+        tritune.patch_triton()
+        rl, lib_ops = _libs(ops)
+        for name, op in lib_ops.items():
+            _, (_, output), tuners = _lib_run(rl, op)
+            res[name] = {"digest": _digest([output]), "tuners": [
+                {"name": rl.tuner_name(t), "config": rl.describe(t.best_config),
+                 "numerics": next((st.get("numerics") for st in (rl._choice_stats(t) or {}).values()
+                                   if isinstance(st, dict) and st.get("numerics")), None)} for t in tuners]}
+            res[name]["winner_id"] = json.dumps([t["config"] for t in res[name]["tuners"]], sort_keys=True)
+            res[name]["numerics"] = res[name]["tuners"][0]["numerics"] if res[name]["tuners"] else None
+    for op in (o for o in ops if not o.startswith("lib:")):
         k, args, kw, grid = _setup(op, numerics=mode)
         w = _workload(op)
         k[grid](*args, **kw)
@@ -90,6 +137,50 @@ def child(mode: str, ops: list[str], out: str) -> None:
     Path(out).write_text(json.dumps(res))
 
 
+def compare_lib(results: dict[str, Any], ops: list[str]) -> dict[str, Any]:
+    """Library ops under Triton's own engine: each side's configs pinned in every autotuner the op reached (the
+    exact winners, the unconstrained winners, the exact runs' reference), timed interleaved; each side's digest."""
+    import torch
+
+    from tritune.config import as_config
+
+    rl, lib_ops = _libs(ops)
+    if DEVICE == "cpu":
+        rl._fake_cpu_timer()  # labelled FAKE: Triton's autotuner cannot time configs under the interpreter
+    out: dict[str, Any] = {}
+    for name, op in lib_ops.items():
+        try:
+            fn, (args, _), tuners = _lib_run(rl, op)
+            names = [rl.tuner_name(t) for t in tuners]
+            sides: dict[str, list[Any]] = {}
+            for side, mode in (("exact", "exact"), ("any", "any"), ("reference", "exact")):
+                picked = {t["name"]: t for t in results[mode][0][name]["tuners"]}
+                if sorted(picked) != sorted(names):
+                    raise RuntimeError(f"the runs reached autotuners {sorted(picked)}, this process {sorted(names)}")
+                cfgs = []
+                for t, n in zip(tuners, names):
+                    ref = (picked[n].get("numerics") or {}).get("reference") if side == "reference" else None
+                    c = next((c for c in t.configs if as_config(c).id == ref), None) if ref else None
+                    cfgs.append(c if c is not None else rl.matching_config(t, picked[n]["config"]) if side != "reference"
+                                else t.configs[0])
+                sides[side] = cfgs
+            pinned, digests = rl.Pinned(tuners), {}
+            try:
+                for side, cfgs in sides.items():
+                    pinned.pin(cfgs)
+                    digests[side] = _digest([fn(*args)])
+            finally:
+                pinned.restore()
+            got = rl.remeasure_winners(torch, fn, args, tuners, sides, blocks=30, calls=10, cuda=DEVICE == "cuda")
+            us = got["us"]
+            out[name] = {"ms": {k: v / 1e3 for k, v in us.items()}, "exact_over_any": us["exact"] / us["any"],
+                         "reference_over_any": us["reference"] / us["any"], "reference_digest": digests["reference"],
+                         "digests": digests, "winners": {k: [rl.describe(c) for c in v] for k, v in sides.items()}}
+        except Exception as e:  # one op's failure is reported, the others still compare
+            out[name] = {"error": f"{type(e).__name__}: {e}"[:500]}
+    return out
+
+
 def compare(results: dict[str, Any], ops: list[str]) -> dict[str, Any]:
     """Per op: the exact winner, the unconstrained winner and the reference config, timed interleaved."""
     from triton.testing import do_bench
@@ -97,7 +188,7 @@ def compare(results: dict[str, Any], ops: list[str]) -> dict[str, Any]:
     import tritune
 
     out: dict[str, Any] = {}
-    for op in ops:
+    for op in (o for o in ops if not o.startswith("lib:")):
         w = _workload(op)
         ref_id = ((results["exact"][0][op].get("numerics") or {}).get("reference")
                   or next(iter(w.candidates())).id)  # the exact runs' reference: the first legal config that ran
@@ -127,18 +218,30 @@ def main() -> None:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--shared-triton-cache", action="store_true",
+                    help="the runs share one Triton cache (each still gets a new store and FlagGems cache)")
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     ops = [o for o in a.ops.split(",") if o]
+    if a.child and a.child[0] == "compare":  # the library ops' comparison, in a process of its own
+        results = json.loads(Path(a.child[1]).read_text())
+        Path(a.child[1]).write_text(json.dumps(compare_lib(results, ops)))
+        return
     if a.child:
         child(a.child[0], ops, a.child[1])
         return
     a.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {"any": [], "exact": []}
+    # --shared-triton-cache: the runs share Triton's cache of compiled binaries (identical in every run; what decides
+    # a winner is the timing), so each run costs its timing, not its compilation. Stores stay fresh either way.
+    shared_cache = tempfile.mkdtemp(prefix="numerics_triton_") if a.shared_triton_cache else None
     for run in range(a.runs):
         for mode in ("any", "exact"):
             path = a.out / f"{mode}_{run}.json"
-            env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(), "PYTHONPATH": str(ROOT / "src")}
+            fresh = Path(tempfile.mkdtemp(prefix=f"numerics_{mode}_{run}_"))  # a new store and library caches
+            env = {**os.environ, "PYTHONPATH": _pythonpath(), "TRITUNE_STORE": str(fresh / "store.sqlite"),
+                   "FLAGGEMS_CACHE_DIR": str(fresh / "flaggems"),
+                   "TRITON_CACHE_DIR": shared_cache or str(fresh / "triton")}  # fmt: skip
             p = subprocess.run([sys.executable, __file__, "--out", str(a.out), "--ops", a.ops, "--child", mode, str(path)],
                                env=env,
                                capture_output=True, text=True)  # fmt: skip
@@ -146,9 +249,20 @@ def main() -> None:
                 print(f"{mode} run {run}: rc={p.returncode}\n{p.stderr[-3000:]}")
                 continue
             results[mode].append(json.loads(path.read_text()))
-    summary: dict[str, Any] = {"runs": {m: len(r) for m, r in results.items()}, "ops": {}}
+    summary: dict[str, Any] = {"runs": {m: len(r) for m, r in results.items()}, "ops": {},
+                               "shared_triton_cache": bool(shared_cache)}
     timed = compare(results, ops) if results["any"] and results["exact"] and DEVICE == "cuda" else {}
-    print(f"{'op':10} {'any: distinct outputs':>22} {'exact: distinct':>16} {'exact = reference':>18} "
+    if results["any"] and results["exact"] and any(o.startswith("lib:") for o in ops):
+        path = a.out / "compare_lib.json"
+        path.write_text(json.dumps(results))
+        p = subprocess.run([sys.executable, __file__, "--out", str(a.out), "--ops", a.ops, "--child", "compare",
+                            str(path)], env={**os.environ, "PYTHONPATH": _pythonpath()}, capture_output=True,
+                           text=True)  # fmt: skip
+        if p.returncode != 0:
+            print(f"compare: rc={p.returncode}\n{p.stderr[-3000:]}")
+        else:
+            timed.update(json.loads(path.read_text()))
+    print(f"{'op':26} {'any: distinct outputs':>22} {'exact: distinct':>16} {'exact = reference':>18} "
           f"{'class':>6} {'exact/any':>10} {'reference/any':>14}")
     for op in ops:
         d_any = {r[op]["digest"] for r in results["any"] if op in r}
@@ -161,10 +275,13 @@ def main() -> None:
                               "reference": n.get("reference"), "timing": t,
                               "winners_any": sorted({r[op]["winner_id"] for r in results["any"] if op in r}),
                               "winners_exact": sorted({r[op]["winner_id"] for r in results["exact"] if op in r})}  # fmt: skip
-        print(f"{op:10} {len(d_any):>22} {len(d_exact):>16} {d_exact == {ref_digest}!s:>18} "
+        print(f"{op:26} {len(d_any):>22} {len(d_exact):>16} {d_exact == {ref_digest}!s:>18} "
               f"{n.get('class_size', '-')!s:>6} {t.get('exact_over_any', float('nan')):>10.3f} "
               f"{t.get('reference_over_any', float('nan')):>14.3f}")
-    ratios = [v["timing"]["exact_over_any"] for v in summary["ops"].values() if v["timing"]]
+    for op, v in summary["ops"].items():
+        if "error" in v["timing"]:
+            print(f"{op}: not compared: {v['timing']['error']}")
+    ratios = [v["timing"]["exact_over_any"] for v in summary["ops"].values() if "exact_over_any" in v["timing"]]
     if ratios:
         summary["median_exact_over_any"] = statistics.median(ratios)
         summary["worst_exact_over_any"] = max(ratios)

@@ -1,7 +1,9 @@
-"""FlagGems and Liger-Kernel ops, unchanged, under Triton's autotuner and under ``tritune.patch_triton()``.
+"""FlagGems, Liger-Kernel and flash-linear-attention ops, unchanged, under Triton's autotuner and under
+``tritune.patch_triton()``.
 
-Installs nothing: ``flag_gems`` (5.0.2) and ``liger_kernel`` must be importable (`gpu.sh libs` puts the
-wheels of `.whl/` on PYTHONPATH). Each engine runs in its own long-lived child process with its own empty
+Installs nothing: ``flag_gems`` (5.0.2), ``liger_kernel`` (0.8.5) and ``fla`` (``fla-core`` 0.6.0) must be
+importable (`gpu.sh libs` puts the wheels of `.whl/` on PYTHONPATH); an op whose library did not import is
+reported as not run. Each engine runs in its own long-lived child process with its own empty
 ``TRITON_CACHE_DIR`` and empty tritune store (``TRITUNE_STORE``); the parent drives both children
 over a line protocol, so that the interleaved measurements alternate engines on the one GPU:
 
@@ -22,6 +24,14 @@ over a line protocol, so that the interleaved measurements alternate engines on 
   ratio is taken over the ops whose calls do reach one.
 
   PYTHONPATH=<flag_gems>:<liger>:src python3 benchmarks/real_libraries.py --out results/real_libs [--quick] [--ops mm,bmm]
+
+``--widen`` runs the tritune engine with ``patch_triton(widen=True)``: each kernel's own configs and their
+neighbours, screened, searched and checked against the kernel's first config. The winners' comparison is then the
+widened winner against Triton's winner of the library's own list, and the summary adds, per autotuner, the space
+(given, generated, legal) and tritune's own race of its winner against the best given config.
+
+``--compile`` adds the ops marked ``+compile``: the same op called inside ``torch.compile`` (Inductor), so that
+Dynamo and Inductor read and re-create each library autotuner under both engines.
 
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it.
 
@@ -66,14 +76,15 @@ class Op:
     make: Callable[[Any, str, bool], tuple[Callable[..., Any], tuple[Any, ...]]]
     reduce_dim: int = 1
     smoke: bool = False
+    compiled: bool = False  # called inside torch.compile: run only with --compile
 
 
-def _randn(shape: tuple[int, ...], dtype: Any, device: str) -> Any:
+def _randn(shape: tuple[int, ...], dtype: Any, device: str, salt: int = 0) -> Any:
     """Seeded on the CPU, then moved: the same values in both engines' processes. (Drawn on the GPU they
     differed between the two processes, since ``flag_gems.enable()`` replaces torch's random ops.)"""
     import torch
 
-    g = torch.Generator().manual_seed(hash(shape) & 0xFFFF)
+    g = torch.Generator().manual_seed((hash(shape) + salt) & 0xFFFF)
     return torch.randn(shape, generator=g).to(device=device, dtype=dtype)
 
 
@@ -154,6 +165,59 @@ def _liger_swiglu(torch: Any, device: str, quick: bool) -> tuple[Callable[..., A
         return out[0] if isinstance(out, tuple) else out
 
     return call, (x, gate, up)
+
+
+def _fla(kind: str, backward: bool = False) -> Any:
+    """A flash-linear-attention op (``fla-core``) at a training shape, forward or forward and backward. Inputs are
+    half precision as fla's tests use; the backward's output is every input gradient, flattened and joined."""
+
+    def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        import torch.nn.functional as F
+        from fla.modules.norm.layernorm import layer_norm, rms_norm
+        from fla.ops.delta_rule import chunk_delta_rule
+        from fla.ops.gla import chunk_gla
+        from fla.ops.retention import chunk_retention
+
+        b, t, h, d = (4, 2048, 8, 128) if device == "cuda" else (1, 64, 2, 32)
+        n = 4096 if device == "cuda" else 64
+        dt = torch.float16
+        q, k, v = (_randn((b, t, h, d), dt, device, salt=i) * 0.5 for i in range(3))
+        x, w, bias = _randn((b * t, n), dt, device), _randn((n,), dt, device), _randn((n,), dt, device)
+        calls: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
+            "rms_norm": (lambda x, w: rms_norm(x, w, None), (x, w)),
+            "layer_norm": (layer_norm, (x, w, bias)),
+            "gla": (lambda q, k, v, g: chunk_gla(q, k, v, g)[0],
+                    (q, k, v, F.logsigmoid(_randn((b, t, h, d), torch.float32, device, salt=3)).to(dt))),
+            "delta_rule": (lambda q, k, v, beta: chunk_delta_rule(q, k, v, beta)[0],
+                           (q, F.normalize(k.float(), p=2, dim=-1).to(dt), v,
+                            torch.sigmoid(_randn((b, t, h), torch.float32, device)).to(dt))),
+            "retention": (lambda q, k, v: chunk_retention(q, k, v)[0], (q, k, v)),
+        }  # fmt: skip
+        fwd, args = calls[kind]
+        if not backward:
+            return fwd, args
+        leaves = tuple(a.detach().clone().requires_grad_(a.is_floating_point()) for a in args)
+        do = _randn(tuple(args[0 if kind in ("rms_norm", "layer_norm") else 2].shape), dt, device, salt=4)  # like o
+
+        def fwd_bwd(*xs: Any) -> Any:
+            for x in xs:
+                x.grad = None
+            fwd(*xs).backward(do)
+            return torch.cat([x.grad.float().flatten() for x in xs if x.grad is not None])
+
+        return fwd_bwd, leaves
+
+    return make
+
+
+def _compiled(make: Any) -> Any:
+    """The same op called inside ``torch.compile`` (the Inductor backend); fullgraph where Dynamo allows it."""
+
+    def wrapped(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        fn, args = make(torch, device, quick)
+        return torch.compile(fn, backend="inductor"), args
+
+    return wrapped
 
 
 @functools.cache
@@ -256,6 +320,11 @@ OPS: tuple[Op, ...] = (
     Op("liger_dyt", "liger_kernel", _liger_dyt),
     Op("liger_dyt_bwd", "liger_kernel", _liger_dyt_bwd),
     Op("liger_swiglu", "liger_kernel", _liger_swiglu),
+    *(Op(f"fla_{k}{'_bwd' * bwd}", "fla", _fla(k, bwd), reduce_dim=128 if k in ("gla", "delta_rule", "retention") else 4096)
+      for k in ("gla", "delta_rule", "retention", "rms_norm", "layer_norm") for bwd in (False, True)),
+    Op("liger_dyt+compile", "liger_kernel", _compiled(_liger_dyt), compiled=True),
+    Op("fla_rms_norm_bwd+compile", "fla", _compiled(_fla("rms_norm", True)), reduce_dim=4096, compiled=True),
+    Op("fla_gla+compile", "fla", _compiled(_fla("gla")), reduce_dim=128, compiled=True),
     Op("smoke_row_sum", "smoke", _smoke_row_sum, reduce_dim=100, smoke=True),
     Op("smoke_axpy", "smoke", _smoke_axpy, smoke=True),
 )
@@ -768,7 +837,7 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
     elif cpu_smoke:
         _fake_cpu_timer()
     libs: dict[str, str | None] = {}
-    for lib in ("flag_gems", "liger_kernel"):
+    for lib in ("flag_gems", "liger_kernel", "fla"):
         if cpu_smoke and lib == "flag_gems":
             libs[lib] = "skipped: FlagGems refuses to import without a GPU device"
             continue
@@ -834,6 +903,8 @@ class _Engine:
         env["PYTHONHASHSEED"] = "0"
         if args.cpu_smoke:
             env["TRITON_INTERPRET"] = "1"
+        if name == "tritune":  # --widen: the switch explores around each kernel's own configs
+            env["TRITUNE_WIDEN"] = "1" if args.widen else "0"
         cmd = [sys.executable, __file__, "--child", name, "--out", str(args.out / "outputs" / name)]
         cmd += ["--cpu-smoke"] * args.cpu_smoke + ["--quick"] * args.quick
         self.name = name
@@ -882,6 +953,9 @@ def _compare(op: Op, a_path: str, b_path: str) -> dict[str, Any]:
     import torch
 
     a, b = torch.load(a_path), torch.load(b_path)
+    if op.lib == "fla":  # fla's own test criterion (fla.utils.testing.assert_close): relative RMS error <= 0.005
+        err = float((b.float() - a.float()).square().mean().sqrt()) / (float(a.float().square().mean().sqrt()) + 1e-8)
+        return {"equal": bool(err <= 0.005), "rms_ratio": err, "bitwise": bool(torch.equal(a, b))}
     rtol, atol = _tolerance(op, a.dtype)
     try:
         torch.testing.assert_close(b, a, rtol=rtol, atol=atol, equal_nan=True)
@@ -900,10 +974,13 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def parent_main(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
-    ops = [op for op in OPS if (op.smoke if args.cpu_smoke else (not args.quick or op.name in QUICK))]
-    if args.ops:
+    ops = [op for op in OPS if (op.smoke if args.cpu_smoke else (not args.quick or op.name in QUICK))
+           and (args.compile or not op.compiled)]  # fmt: skip
+    if args.ops:  # in the order given: an op's exact name, else every op whose name contains the text
         want = [w.strip() for w in args.ops.split(",") if w.strip()]
-        ops = [op for op in ops if any(w in op.name for w in want)]
+        names = {op.name for op in ops}
+        picked = [op for w in want for op in ops if (op.name == w if w in names else w in op.name)]
+        ops = list(dict.fromkeys(picked))
     rounds, reps, ncalls = (3, 3, 20) if args.cpu_smoke else ((5, 20, 200) if args.quick else (10, 30, 500))
     started = time.time()
     scratch = Path(tempfile.mkdtemp(prefix="real_libraries_"))
@@ -1027,6 +1104,7 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
                                   else s["winner_ratio_cold_measured"])  # fmt: skip
         s["winner_note"] = w.get("skipped") or w.get("error")
         s["reaches"] = s["triton_reaches"]  # classified under Triton; tritune's own is recorded beside it
+        s["space"] = _spaces(row.get("tritune", {}).get("cold", {}).get("tuners", []))
         per_op[name] = s
     reach = [s["dispatch_ratio"] for s in per_op.values() if s["reaches"] and s["dispatch_ratio"] is not None]
     disp = [s["dispatch_ratio"] for s in per_op.values() if s["dispatch_ratio"] is not None]
@@ -1040,7 +1118,12 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
     fq = {k: s.get("dispatch_ratio_fast_quarter") for k, s in per_op.items()}
     fq_reach = [r for k, r in fq.items() if r is not None and per_op[k]["reaches"]]
     fq_bypass = [r for k, r in fq.items() if r is not None and per_op[k]["reaches"] is False]
+    widened = {k: s["winner_ratio"] for k, s in per_op.items() if s["winner_ratio"] is not None}
     return {"ops": per_op, "cold_total_s": cold_total,
+            "winner_ratio_median": _median(list(widened.values())),
+            "winner_ratio_best": min(widened.values()) if widened else None,
+            "winners_at_most_1_01": sum(1 for r in widened.values() if r <= 1.01),
+            "winners_faster_by_5pct": sorted(k for k, r in widened.items() if r <= 0.95),
             "cold_total_ratio": _ratio(cold_total["tritune"], cold_total["triton"]),
             "engines": list(names),
             "ops_run": {n: sum(1 for s in per_op.values() if s[f"{n}_runs"]) for n in ENGINES},
@@ -1058,6 +1141,21 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
             "bypass_dispatch_range": [min(bypass), max(bypass)] if bypass else None,
             "fast_quarter_median_reaching": _median(fq_reach),
             "fast_quarter_bypass_range": [min(fq_bypass), max(fq_bypass)] if fq_bypass else None}
+
+
+def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """tritune's record of how each tuner's space was made (``choices()[key].stats["space"]``): the configs given
+    and generated, the legal ones, whether the winner was generated and its time over the best given config's,
+    measured in the same race."""
+    out = []
+    for t in tuners:
+        for key, st in (t.get("stats") or {}).items():
+            sp = (st or {}).get("space") if isinstance(st, dict) else None
+            if sp:
+                out.append({"tuner": t["name"], "key": key, **{k: sp.get(k) for k in (
+                    "source", "given", "generated", "legal", "generated_legal", "winner_generated",
+                    "winner_over_best_written")}})
+    return out
 
 
 def _fmt(x: Any, spec: str) -> str:
@@ -1120,6 +1218,17 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
         for n, s in reach:
             print(f"  {n:22s} run {s['triton_run_us']:6.1f} / {s['tritune_run_us']:6.1f}   outside "
                   f"{s['triton_dispatch_us'] - s['triton_run_us']:6.1f} / {s['tritune_dispatch_us'] - s['tritune_run_us']:6.1f}")
+    if prov.get("widen"):
+        print("widened (t) against the library's own list as Triton tuned it (T), both winners pinned in Triton's "
+              "process and timed interleaved (winner t/T above):")
+        for n, s in t["ops"].items():
+            for sp in s.get("space") or []:
+                print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, generated {sp['generated']}, legal "
+                      f"{sp['legal']} ({sp['generated_legal']} generated); winner generated: {sp['winner_generated']}, "
+                      f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}")
+        print(f"  winner t/T: median {_fmt(t['winner_ratio_median'], '.3f')}, best {_fmt(t['winner_ratio_best'], '.3f')}; "
+              f"{t['winners_at_most_1_01']}/{t['winners_compared']} at most 1.01; faster by 5% or more: "
+              f"{len(t['winners_faster_by_5pct'])} ({', '.join(t['winners_faster_by_5pct']) or '-'})")
     print(f"ops run: triton {t['ops_run']['triton']}/{t['ops_total']}, tritune {t['ops_run']['tritune']}/"
           f"{t['ops_total']}; outputs equal {t['ops_equal']}/{t['ops_total']}")
 
@@ -1138,7 +1247,8 @@ def _provenance(args: argparse.Namespace, started: float, hello: dict[str, Any])
             "tritune": hello.get("tritune", {}).get("tritune"), "libs": {n: v.get("libs") for n, v in hello.items()},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": round(time.time() - started, 1), "python": platform.python_version(),
-            "command": " ".join([sys.executable, *sys.argv])}
+            "command": " ".join([sys.executable, *sys.argv]), "widen": bool(args.widen),
+            "compile": bool(args.compile)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1147,11 +1257,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile-calls", type=int, default=1000,
                    help="cProfile this many cached calls of each op that reaches an autotuner, per engine (0: none)")
     p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, fewer rounds")
-    p.add_argument("--ops", default="", help="comma-separated substrings of op names to run")
+    p.add_argument("--ops", default="", help="comma-separated op names (or parts of names) to run, in this order")
     p.add_argument("--cpu-smoke", action="store_true", help="two tiny autotuned kernels under the interpreter, no GPU")
     p.add_argument("--budget-s", type=float, default=330.0,
                    help="stop starting cold runs at 70%% of this, and timing rounds (after two) at 100%%")
     p.add_argument("--engines", default=",".join(ENGINES), help="triton,tritune (default), or one of them to debug")
+    p.add_argument("--widen", action="store_true",
+                   help="the tritune engine widens each kernel's own configs (patch_triton(widen=True)); the winners' "
+                        "comparison is then the widened winner against Triton's winner of the library's list")
+    p.add_argument("--compile", action="store_true", help="also the ops marked +compile (called inside torch.compile)")
     p.add_argument("--no-pin", action="store_true", help="do not pin both engines to one CPU core while timing")
     p.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
