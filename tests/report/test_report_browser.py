@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from report_checks import assert_nontrivial_png, embedded_pngs, png_stats, saturated_fraction
 
+#: A browser start and two renders take ~14 s on 2 cores: the long group (which CI runs as well).
+pytestmark = pytest.mark.long
+
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
