@@ -110,3 +110,32 @@ def test_widened_neighbours_that_agree_may_win_and_say_so() -> None:
     space = choice.stats["space"]
     assert k.best_config.kwargs["BLOCK"] == 512 and space["winner_generated"]  # a neighbour, faster (FAKE)
     assert space["best_written"]["config"].startswith("BLOCK=256") and space["winner_over_best_written"] < 1
+
+
+def test_a_generated_block_right_on_the_tuning_input_but_wrong_at_the_buckets_edge_never_serves_the_bucket() -> None:
+    """The trap of a bucketed key: at n=1024 every block size divides n, so the widened neighbour 16 computes the
+    same as the given 4 and 8; at n=1023, also in the bucket 513..1024 that the winner serves, it leaves 15 elements
+    unwritten where 4 leaves 3. The check runs the bucket's edge sizes too and stops it before any timing."""
+    timer = FakeTimer()
+    k = tritune.autotune([triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], {"n": tritune.bucket.pow2},
+                         store=False, timer=timer, widen=True)(scale_whole_blocks)  # fmt: skip
+    x, out = _call(k, 1024, lambda meta: (meta["n"] // meta["BLOCK"],))
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    checked = choice.stats["checked"]
+    wrong = {c: why for c, why in checked["other"].items() if c.startswith("BLOCK=16,")}
+    assert wrong and all("the bucket's sizes n=1023" in why for why in wrong.values())
+    assert not any(c.kwargs["BLOCK"] == 16 for c in timer.timed)
+    assert k.best_config.kwargs["BLOCK"] in (4, 8)
+
+
+def test_an_exact_key_checks_only_its_own_size_so_the_same_block_may_serve_it() -> None:
+    """The control: with ``key=["n"]`` the winner serves n=1024 alone, where block 16 is right, so it passes."""
+    timer = FakeTimer()
+    k = tritune.autotune([triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], ["n"], store=False, timer=timer,
+                         widen=True)(scale_whole_blocks)  # fmt: skip
+    x, out = _call(k, 1024, lambda meta: (meta["n"] // meta["BLOCK"],))
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    assert not any(c.startswith("BLOCK=16,") for c in choice.stats["checked"]["other"])
+    assert any(c.kwargs["BLOCK"] == 16 for c in timer.timed)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tritune.bucket import Bucket
 from tritune.config import Config
 from tritune.decorator.choice import Choice, PretunedIgnoredWarning
 from tritune.decorator.timing import candidate_call
@@ -369,12 +370,20 @@ def _output_check(tuned: TunedKernel, legal: Sequence[Config], args: Sequence[An
     """The decorator's :class:`~tritune.verify.reference.OutputCheck` for this call (its runs launch through the
     kernel's hooks, on copies of the call's arguments); None with fewer than two legal configs."""
     from tritune.decorator.timing import run_once
-    from tritune.verify.reference import OutputCheck
+    from tritune.verify.reference import OutputCheck, bucket_edge_inputs
 
     if len(legal) < 2:
         return None
+    spans = {}  # a bucketed integer key argument: its bucket's smallest value, and this call's
+    for pos, b in zip(tuned.key_spec.positions, tuned.key_spec.buckets):
+        v = args[pos] if pos < len(args) else None
+        if isinstance(v, int) and not isinstance(v, bool) and isinstance(b, Bucket):
+            lo = b.span(b(v))[0]
+            if isinstance(lo, int) and lo < v:
+                spans[pos] = (lo, v)
     return OutputCheck(tuned.info.name, lambda c, a: run_once(tuned, c, a, kwargs, grid), args,
-                       tuned.info.arg_names, exact=exact, references=references, only=only)
+                       tuned.info.arg_names, exact=exact, references=references, only=only,
+                       edges=bucket_edge_inputs(args, spans, tuned.info.arg_names))  # fmt: skip
 
 
 def _space_report(report: Mapping[str, Any], legal: Sequence[Config], generated: Mapping[Config, str],

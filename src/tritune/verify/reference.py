@@ -12,7 +12,7 @@ apart by one or two).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,11 +153,47 @@ def perturbed_inputs(args: Sequence[Any], seed: int) -> list[Any]:
     return out
 
 
+def tail_value(lo: int, value: int) -> int | None:
+    """The value in ``[lo, value)`` with the most trailing one bits (``value`` rounded down to a multiple of a power of
+    two, minus one): every power-of-two block leaves a different remainder there, so a block size that mishandles a
+    tail shows; None when ``lo >= value``."""
+    if lo >= value:
+        return None
+    best = value - 1
+    for t in range(1, value.bit_length() + 1):
+        v = (value >> t << t) - 1
+        if v < lo:
+            break
+        best = v
+    return best
+
+
+def bucket_edge_inputs(args: Sequence[Any], spans: Mapping[int, tuple[int, int]],
+                       names: Sequence[str]) -> list[tuple[str, list[Any]]]:  # fmt: skip
+    """Inputs at the edges of the key's buckets, for configs that will serve every value of a bucket.
+    ``spans``: position of a bucketed integer argument -> (its bucket's smallest value, the call's value). Two
+    inputs: every such argument at its bucket's smallest value, then at :func:`tail_value`; the tensors stay the
+    call's (at least as large as the smaller sizes need). Each is labelled with the sizes it sets."""
+    out: list[tuple[str, list[Any]]] = []
+    for pick in (lambda lo, v: lo, tail_value):
+        changed = {i: pick(lo, v) for i, (lo, v) in spans.items()}
+        changed = {i: x for i, x in changed.items() if x is not None and x != args[i]}
+        if not changed:
+            continue
+        new = list(args)
+        for i, x in changed.items():
+            new[i] = x
+        label = ", ".join(f"{names[i] if i < len(names) else i}={x}" for i, x in sorted(changed.items()))
+        if all(label != seen for seen, _ in out):
+            out.append((label, new))
+    return out
+
+
 class OutputCheck:
     """The check of candidates' outputs against a reference config's (the first legal config that runs) before they
-    are timed, on the call's arguments and on two perturbed copies of them
-    (:func:`perturbed_inputs`); every run is on fresh copies (:class:`ReferenceRun`), the caller's arguments are never
-    written. ``launch(config, args)`` runs one config; ``references``: the configs that may be the reference, in order
+    are timed, on the call's arguments, on two perturbed copies of them (:func:`perturbed_inputs`) and on ``edges``
+    (:func:`bucket_edge_inputs`: the sizes at the edges of the key's buckets); every run is on fresh copies
+    (:class:`ReferenceRun`), the caller's arguments are never written. ``launch(config, args)`` runs one config; ``references``: the configs that may be the reference, in order
     (a widened list's written configs).
 
     * ``exact`` (``numerics="exact"``): every candidate must compute the reference's bits; one outside the class is
@@ -168,11 +204,14 @@ class OutputCheck:
     """
 
     def __init__(self, name: str, launch: Launch, args: Sequence[Any], names: Sequence[str], *, exact: bool,
-                 references: Sequence[Config], only: Collection[Config] | None = None, inputs: int = 3) -> None:  # fmt: skip
+                 references: Sequence[Config], only: Collection[Config] | None = None, inputs: int = 3,
+                 edges: Sequence[tuple[str, Sequence[Any]]] = ()) -> None:  # fmt: skip
         self.name = name
         self.exact = exact
         self._references = list(references)
-        sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs))]
+        sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs)), *(list(a) for _, a in edges)]
+        self._where = ["the call's arguments", *(f"perturbed input {i}" for i in range(1, inputs)),
+                       *(f"the bucket's sizes {label}" for label, _ in edges)]  # fmt: skip
         runs = [ReferenceRun(launch, a, names) for a in sets]
         self._only = None if only is None else set(only)
         self.reference: Config | None = references[0] if references else None
@@ -195,8 +234,8 @@ class OutputCheck:
             if got.identical or (not self.exact and got.close):
                 continue
             what = got.reason or "within the output's tolerance, but not bit for bit"
-            self.others[cfg] = what
-            where = "the call's arguments" if i == 0 else f"perturbed input {i}"
+            where = self._where[i]
+            self.others[cfg] = f"{what} (on {where})"
             if self.exact:
                 return Status.OTHER_NUMERICS, (f"{self.name} {cfg.id} computes other bits than the reference "
                                                f"{self.reference.id} on {where}: {what}")  # fmt: skip
