@@ -93,7 +93,7 @@ for part in "$@"; do
             ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ;;
     widen) b=${WIDEN_BUDGET_S:-480}
            step widen $((b + 40)) python3 benchmarks/real_libraries.py --out "$RES/widen" --budget-s "$b" --widen \
-             ${WIDEN_OPS:+--ops "$WIDEN_OPS"}
+             ${WIDEN_OPS:+--ops "$WIDEN_OPS"} ${LIBS_COMPILE:+--compile}
            show widen "^widened\|^cold total" ;;
     libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers
                 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-tests \
