@@ -15,10 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tritune.bucket import Bucket
 from tritune.config import Config
 from tritune.decorator.choice import Choice, PretunedIgnoredWarning
-from tritune.decorator.timing import candidate_call
+from tritune.decorator.timing import candidate_call, output_check
 from tritune.decorator.tuned import TunedKernel
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import ConfigError, NoLegalConfigError
@@ -286,7 +285,7 @@ class KeyTuner:
         generated = tuned.generated
         # A widened list's generated configs are checked against a config someone wrote, never against one of their own.
         references = [c for c in legal if c not in generated] if tuned.space_source == "widened" else list(legal)
-        numerics = (_output_check(tuned, legal, args, kwargs, grid, exact=exact, references=references,
+        numerics = (output_check(tuned, legal, args, kwargs, grid, exact=exact, references=references,
                                   only=None if exact else [c for c in legal if c in generated])
                     if exact or any(c in generated for c in legal) else None)  # fmt: skip
 
@@ -362,28 +361,6 @@ def _quantiles(got: Any) -> dict[Config, list[float]]:
 
 def _label(tuned: TunedKernel, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
-
-
-def _output_check(tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-                  grid: Any, *, exact: bool, references: Sequence[Config],
-                  only: Sequence[Config] | None) -> Any:  # fmt: skip
-    """The decorator's :class:`~tritune.verify.reference.OutputCheck` for this call (its runs launch through the
-    kernel's hooks, on copies of the call's arguments); None with fewer than two legal configs."""
-    from tritune.decorator.timing import run_once
-    from tritune.verify.reference import OutputCheck, bucket_edge_inputs
-
-    if len(legal) < 2:
-        return None
-    spans = {}  # a bucketed integer key argument: its bucket's smallest value, and this call's
-    for pos, b in zip(tuned.key_spec.positions, tuned.key_spec.buckets):
-        v = args[pos] if pos < len(args) else None
-        if isinstance(v, int) and not isinstance(v, bool) and isinstance(b, Bucket):
-            lo = b.span(b(v))[0]
-            if isinstance(lo, int) and lo < v:
-                spans[pos] = (lo, v)
-    return OutputCheck(tuned.info.name, lambda c, a: run_once(tuned, c, a, kwargs, grid), args,
-                       tuned.info.arg_names, exact=exact, references=references, only=only,
-                       edges=bucket_edge_inputs(args, spans, tuned.info.arg_names))  # fmt: skip
 
 
 def _space_report(report: Mapping[str, Any], legal: Sequence[Config], generated: Mapping[Config, str],

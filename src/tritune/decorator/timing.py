@@ -98,6 +98,8 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
         return inf
     if gpu_unavailable_reason() is None:
         precompile_for_library_loop(tuned, args, kwargs)
+    if exact_in_library_loop(tuned, cfg, args, kwargs, grid) is not None:
+        return inf  # other bits than the reference's: it may not win, as a config Triton cannot run
     call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
     try:
         if tuned.user_do_bench is not None:
@@ -186,6 +188,26 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     return full
 
 
+def exact_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
+                          grid: Any) -> str | None:  # fmt: skip
+    """``numerics="exact"`` inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` picks the winner
+    itself): ``cfg``'s outputs against the reference's, the first of the pruned configs that runs, with the
+    decorator's check (:func:`output_check`, one per key). None when ``cfg`` computes the reference's bits (or the
+    mode is not exact), else why not; the loop then gets ``inf`` for it, so its pick stays in the class."""
+    from tritune.decorator.triton_surface import from_triton
+
+    if tuned.tuner.options.numerics != "exact":
+        return None
+    key = tuned.key_spec.of(args, kwargs)
+    checks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_exact", {})
+    if key not in checks:
+        pruned = list(dict.fromkeys(from_triton(c) for c in (tuned.__dict__.get("_last_pruned") or tuned.configs)))
+        checks[key] = output_check(tuned, pruned, args, kwargs, grid, exact=True, references=pruned, only=None)
+    check = checks[key]
+    bad = check.check(cfg) if check is not None else None
+    return None if bad is None else bad[1]
+
+
 def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any],
                                 compile_all: Callable[..., Any] | None = None) -> list[Config] | None:  # fmt: skip
     """Before a library's own loop times its first config for a key, compile every config it will time.
@@ -229,3 +251,26 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
 
     compile_all(configs)  # failures are left to the loop: its own compile raises and the config gets inf
     return configs
+
+
+def output_check(tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
+                  grid: Any, *, exact: bool, references: Sequence[Config],
+                  only: Sequence[Config] | None) -> Any:  # fmt: skip
+    """The decorator's :class:`~tritune.verify.reference.OutputCheck` for this call (its runs launch through the
+    kernel's hooks, on copies of the call's arguments, and at the edges of a bucketed key's sizes); None with fewer
+    than two legal configs."""
+    from tritune.bucket import Bucket
+    from tritune.verify.reference import OutputCheck, bucket_edge_inputs
+
+    if len(legal) < 2:
+        return None
+    spans = {}  # a bucketed integer key argument: its bucket's smallest value, and this call's
+    for pos, b in zip(tuned.key_spec.positions, tuned.key_spec.buckets):
+        v = args[pos] if pos < len(args) else None
+        if isinstance(v, int) and not isinstance(v, bool) and isinstance(b, Bucket):
+            lo = b.span(b(v))[0]
+            if isinstance(lo, int) and lo < v:
+                spans[pos] = (lo, v)
+    return OutputCheck(tuned.info.name, lambda c, a: run_once(tuned, c, a, kwargs, grid), args,
+                       tuned.info.arg_names, exact=exact, references=references, only=only,
+                       edges=bucket_edge_inputs(args, spans, tuned.info.arg_names))  # fmt: skip
