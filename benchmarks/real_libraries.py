@@ -657,6 +657,7 @@ class _Child:
         return {"us": {self.engine: got["us"][self.engine], "other": got["us"]["other"]},
                 **({"us_cold": {self.engine: cold[self.engine], "other": cold["other"]}} if cold else {}),
                 "same": [describe(a) == describe(b) for a, b in zip(own, alt)],
+                "other_generated": [describe(b) not in [describe(c) for c in t.configs] for t, b in zip(mine, alt)],
                 "configs": {self.engine: [describe(c) for c in own], "other": [describe(c) for c in alt]},
                 "blocks": got["blocks"], "calls_per_block": got["calls_per_block"]}
 
@@ -1103,6 +1104,7 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
         s["winner_ratio_cold"] = (1.0 if same and s["winner_ratio_cold_measured"] is not None
                                   else s["winner_ratio_cold_measured"])  # fmt: skip
         s["winner_note"] = w.get("skipped") or w.get("error")
+        s["winner_generated"] = any(w["other_generated"]) if w.get("other_generated") else None  # not in the list
         s["reaches"] = s["triton_reaches"]  # classified under Triton; tritune's own is recorded beside it
         s["space"] = _spaces(row.get("tritune", {}).get("cold", {}).get("tuners", []))
         per_op[name] = s
@@ -1226,6 +1228,8 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
                 print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, generated {sp['generated']}, legal "
                       f"{sp['legal']} ({sp['generated_legal']} generated); winner generated: {sp['winner_generated']}, "
                       f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}")
+        gen = [n for n, s in t["ops"].items() if s.get("winner_generated")]
+        print(f"  ops whose tritune winner is a config outside the library's list: {len(gen)} ({', '.join(gen) or '-'})")
         print(f"  winner t/T: median {_fmt(t['winner_ratio_median'], '.3f')}, best {_fmt(t['winner_ratio_best'], '.3f')}; "
               f"{t['winners_at_most_1_01']}/{t['winners_compared']} at most 1.01; faster by 5% or more: "
               f"{len(t['winners_faster_by_5pct'])} ({', '.join(t['winners_faster_by_5pct']) or '-'})")

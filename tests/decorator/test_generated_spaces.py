@@ -139,3 +139,40 @@ def test_an_exact_key_checks_only_its_own_size_so_the_same_block_may_serve_it() 
     (choice,) = k.choices().values()
     assert not any(c.startswith("BLOCK=16,") for c in choice.stats["checked"]["other"])
     assert any(c.kwargs["BLOCK"] == 16 for c in timer.timed)
+
+
+class _OwnLoop(tritune.api.TritonAutotuner):
+    """A library autotuner that picks its winner in its own loop over ``_bench``, as FlagGems' ``LibTuner`` does
+    (under the switch its base class is tritune's stand-in). Its do_bench is FAKE (it runs the call once); the loop
+    then takes SYNTHETIC times, larger blocks faster, for every config ``_bench`` did not refuse with ``inf``."""
+
+    def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.nargs = dict(zip(self.arg_names, args))
+        self.benched = {}
+        for c in self.prune_configs(kwargs):
+            got = self._bench(*args, config=c, **kwargs)
+            self.benched[c.kwargs["BLOCK"]] = got[0] if got[0] == float("inf") else 1.0 / c.kwargs["BLOCK"]
+        best = min((c for c in self.configs if c.kwargs["BLOCK"] in self.benched),
+                   key=lambda c: self.benched[c.kwargs["BLOCK"]])  # fmt: skip
+        self.best_config = best
+        return self.fn.run(*args, warmup=False, **kwargs, **best.all_kwargs())
+
+
+def _fake_do_bench(fn, quantiles=None):  # type: ignore[no-untyped-def]
+    fn()
+    return [1.0] * 3
+
+
+def test_a_library_loop_times_widened_neighbours_only_after_they_agree(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TRITUNE_WIDEN", "1")
+    k = _OwnLoop(scale_whole_blocks, ["x_ptr", "out_ptr", "n"], [triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})],
+                 ["n"], do_bench=_fake_do_bench)  # fmt: skip
+    x, out = torch.randn(1000), torch.full((1000,), -1.0)
+    k.run(x, out, 1000, grid=lambda meta: (1000 // meta["BLOCK"],))
+    assert k.benched[16] == float("inf") and k.benched[4] < float("inf")  # the trap: refused before any timing
+    assert k.best_config.kwargs["BLOCK"] in (4, 8) and torch.equal(out, x * 2)
+
+    ok = _OwnLoop(scale, ["x_ptr", "out_ptr", "n"], [triton.Config({"BLOCK": 256})], ["n"], do_bench=_fake_do_bench)
+    x, out = torch.randn(3000), torch.full((3000,), -1.0)
+    ok.run(x, out, 3000, grid=lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
+    assert ok.best_config.kwargs["BLOCK"] == 512 and torch.equal(out, x * 2)  # a neighbour that agrees may win

@@ -652,6 +652,11 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         Triton passes them; ``nargs`` its positional arguments by name (default: ``self.nargs``). Returns configs
         as the user's functions gave them."""
         named = dict(self.nargs if nargs is None and self.nargs is not None else nargs or {})
+        if self.space_source != "given" and named:  # a library's own loop prunes first: this call's space
+            names = list(self.info.arg_names)
+            n = next((i for i, a in enumerate(names) if a not in named), len(names))
+            extra = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup") and k in names}
+            self._call_space([named[a] for a in names[:n]], extra)
         pruned = triton_prune(self.info.name, self._given, self.early_config_prune, self.perf_model,
                               self.configs_top_k, named, kwargs)  # fmt: skip
         self._last_pruned = list(pruned)  # what a library's own loop will time next (simple.precompile_for_library_loop)

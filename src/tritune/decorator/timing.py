@@ -98,8 +98,8 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
         return inf
     if gpu_unavailable_reason() is None:
         precompile_for_library_loop(tuned, args, kwargs)
-    if exact_in_library_loop(tuned, cfg, args, kwargs, grid) is not None:
-        return inf  # other bits than the reference's: it may not win, as a config Triton cannot run
+    if refused_in_library_loop(tuned, cfg, args, kwargs, grid) is not None:
+        return inf  # other bits than the reference's, or a generated config that disagrees: as one Triton cannot run
     call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
     try:
         if tuned.user_do_bench is not None:
@@ -188,21 +188,26 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     return full
 
 
-def exact_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
-                          grid: Any) -> str | None:  # fmt: skip
-    """``numerics="exact"`` inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` picks the winner
-    itself): ``cfg``'s outputs against the reference's, the first of the pruned configs that runs, with the
-    decorator's check (:func:`output_check`, one per key). None when ``cfg`` computes the reference's bits (or the
-    mode is not exact), else why not; the loop then gets ``inf`` for it, so its pick stays in the class."""
+def refused_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
+                            grid: Any) -> str | None:  # fmt: skip
+    """The decorator's output check inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` picks the
+    winner itself), one per key (:func:`output_check`). Under ``numerics="exact"``, ``cfg`` must compute the bits of
+    the reference (the first of the pruned configs that runs); a generated config (a widened list's neighbour) must
+    agree with the first written one. None when ``cfg`` passes or is not checked, else why not; the loop then gets
+    ``inf`` for it, so its pick stays among the configs that may serve."""
     from tritune.decorator.triton_surface import from_triton
 
-    if tuned.tuner.options.numerics != "exact":
+    exact = tuned.tuner.options.numerics == "exact"
+    generated = tuned.generated
+    if not exact and cfg not in generated:
         return None
     key = tuned.key_spec.of(args, kwargs)
-    checks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_exact", {})
+    checks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_checks", {})
     if key not in checks:
         pruned = list(dict.fromkeys(from_triton(c) for c in (tuned.__dict__.get("_last_pruned") or tuned.configs)))
-        checks[key] = output_check(tuned, pruned, args, kwargs, grid, exact=True, references=pruned, only=None)
+        written = [c for c in pruned if c not in generated]
+        checks[key] = output_check(tuned, pruned, args, kwargs, grid, exact=exact, references=written,
+                                   only=None if exact else [c for c in pruned if c in generated])  # fmt: skip
     check = checks[key]
     bad = check.check(cfg) if check is not None else None
     return None if bad is None else bad[1]
