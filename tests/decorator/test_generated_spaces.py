@@ -176,3 +176,40 @@ def test_a_library_loop_times_widened_neighbours_only_after_they_agree(monkeypat
     x, out = torch.randn(3000), torch.full((3000,), -1.0)
     ok.run(x, out, 3000, grid=lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
     assert ok.best_config.kwargs["BLOCK"] == 512 and torch.equal(out, x * 2)  # a neighbour that agrees may win
+
+
+@triton.jit
+def add_bias(x_ptr, b_ptr, out_ptr, n, stride_b, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(b_ptr + offs * stride_b, mask=m), mask=m)
+
+
+def test_inputs_that_share_memory_are_checked_and_the_call_succeeds() -> None:
+    """A broadcast bias (``expand``: stride 0, as FlagGems' addmm passes it): the check's perturbed copies refill its
+    storage instead of writing one value over another, and the call returns the right result."""
+    k = tritune.autotune([triton.Config({"BLOCK": 256})], ["n"], store=False, timer=FakeTimer(),
+                         widen=True)(add_bias)  # fmt: skip
+    x, b = torch.randn(3000), torch.randn(1).expand(3000)
+    out = torch.empty(3000)
+    k[lambda meta: (triton.cdiv(3000, meta["BLOCK"]),)](x, b, out, 3000, b.stride(0))
+    assert torch.equal(out, x + b)
+    (choice,) = k.choices().values()
+    assert choice.stats["checked"]["inputs"] == 3 and choice.stats["checked"]["passed"]
+
+
+def test_a_check_that_cannot_make_its_inputs_refuses_the_generated_configs_and_the_call_still_succeeds(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+    import tritune.verify.reference as reference
+
+    def broken(args: Any, seed: int) -> Any:
+        raise RuntimeError("FAKE: these inputs cannot be copied")
+
+    monkeypatch.setattr(reference, "perturbed_inputs", broken)
+    timer = FakeTimer()
+    k = tritune.autotune([triton.Config({"BLOCK": 256})], ["n"], store=False, timer=timer, widen=True)(scale)
+    x, out = _call(k, 3000, lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
+    assert torch.equal(out, x * 2) and k.best_config.kwargs["BLOCK"] == 256  # the written config serves
+    (choice,) = k.choices().values()
+    assert all("could not be made (RuntimeError: FAKE" in why for why in choice.stats["checked"]["other"].values())
+    assert {c.kwargs["BLOCK"] for c in timer.timed} == {256}

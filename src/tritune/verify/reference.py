@@ -146,7 +146,13 @@ def perturbed_inputs(args: Sequence[Any], seed: int) -> list[Any]:
             vals = torch.randn(a.shape, generator=gen, dtype=torch.float32) * scale
             vals[torch.rand(a.shape, generator=gen) < 0.25] = 0.0
             fresh = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
-            fresh.copy_(vals)
+            try:
+                fresh.copy_(vals)
+            except RuntimeError:  # elements that share memory (a broadcast bias, stride 0): refill the storage
+                span = 1 + sum((n - 1) * st for n, st in zip(a.shape, a.stride()))
+                flat = torch.randn(span, generator=gen, dtype=torch.float32) * scale
+                flat[torch.rand(span, generator=gen) < 0.25] = 0.0
+                fresh = flat.to(device=a.device, dtype=a.dtype).as_strided(a.shape, a.stride())
             out.append(fresh)
         else:
             out.append(a)
@@ -209,10 +215,16 @@ class OutputCheck:
         self.name = name
         self.exact = exact
         self._references = list(references)
-        sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs)), *(list(a) for _, a in edges)]
         self._where = ["the call's arguments", *(f"perturbed input {i}" for i in range(1, inputs)),
                        *(f"the bucket's sizes {label}" for label, _ in edges)]  # fmt: skip
-        runs = [ReferenceRun(launch, a, names) for a in sets]
+        #: Why the inputs could not be made, if so: then only the first reference may serve (never a call's failure).
+        self.broken: str | None = None
+        try:
+            sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs)),
+                    *(list(a) for _, a in edges)]  # fmt: skip
+            runs = [ReferenceRun(launch, a, names) for a in sets]
+        except Exception as e:
+            self.broken, runs = f"{type(e).__name__}: {e}", []
         self._only = None if only is None else set(only)
         self.reference: Config | None = references[0] if references else None
         self._runs = runs
@@ -224,6 +236,12 @@ class OutputCheck:
         """None when ``cfg`` passes (class docstring), else the status and reason to record."""
         if self._only is not None and cfg not in self._only:
             return None
+        if self.broken is not None:
+            if self.exact and self._references and cfg == self._references[0]:
+                return None
+            self.others[cfg] = f"the check's inputs could not be made ({self.broken})"
+            status = Status.OTHER_NUMERICS if self.exact else Status.INCORRECT
+            return status, f"{self.name} {cfg.id}: {self.others[cfg]}; only {self.reference_text()} may serve"
         if not self._ready:
             self._set_reference()
         if self.reference is None:
@@ -243,6 +261,10 @@ class OutputCheck:
                                       f"{what}")  # fmt: skip
         self.members.append(cfg)
         return None
+
+    def reference_text(self) -> str:
+        return "the configs someone wrote" if not self.exact else (
+            self._references[0].id if self._references else "no config")
 
     def _set_reference(self) -> None:
         """The reference: the first of the references that runs here (a config whose binary this GPU refuses cannot
