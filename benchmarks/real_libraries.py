@@ -463,7 +463,8 @@ def describe(cfg: Any) -> dict[str, Any] | None:
 
 
 def matching_config(tuner: Any, want: dict[str, Any]) -> Any:
-    """The tuner's own config (with its pre_hook) whose description is ``want``; else a new ``triton.Config``."""
+    """The tuner's own config (with its pre_hook) whose description is ``want``; else a new ``triton.Config`` with
+    the pre_hook every config of the list shares, if one."""
     for c in tuner.configs:
         if describe(c) == want:
             return c
@@ -471,7 +472,9 @@ def matching_config(tuner: Any, want: dict[str, Any]) -> Any:
 
     kw = dict(want)
     opts = {k: kw.pop(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in kw}
-    return triton.Config(kw, **opts)
+    hooks = {id(c.pre_hook): c.pre_hook for c in tuner.configs}  # a config outside the list (widened) takes the
+    hook = next(iter(hooks.values())) if len(hooks) == 1 else None  # library's one pre_hook (Liger's descriptors)
+    return triton.Config(kw, **opts, pre_hook=hook)
 
 
 def _libentries_over(tuner: Any) -> list[Any]:
