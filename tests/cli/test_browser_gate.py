@@ -23,13 +23,14 @@ def _run_without_browser(tmp_path: Path, ci: str | None) -> subprocess.Completed
     if ci is not None:
         env["CI"] = ci
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-m", "long",
          f"{BROWSER_TESTS}::test_page_without_figures_is_the_control"],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, check=False,
     )
 
 
 @pytest.mark.slow
+@pytest.mark.long  # the browser renders they run are in the long group
 def test_no_browser_skips_with_the_install_command(tmp_path):
     run = _run_without_browser(tmp_path, None)
     out = run.stdout + run.stderr
@@ -38,6 +39,7 @@ def test_no_browser_skips_with_the_install_command(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # the browser renders they run are in the long group
 def test_no_browser_under_ci_fails(tmp_path):
     run = _run_without_browser(tmp_path, "true")
     out = run.stdout + run.stderr

@@ -84,12 +84,12 @@ def test_a_kernel_with_nothing_to_derive_says_so_in_one_line() -> None:
 
 
 def test_widened_neighbours_that_compute_wrong_results_are_caught_and_never_serve() -> None:
-    """The trap: the given blocks 4 and 8 divide n=1000; the widened neighbour 16 does not, leaves the tail
+    """The trap: the given blocks 4 and 8 divide n=200; the widened neighbour 16 does not, leaves the tail
     unwritten, and would win on (FAKE) speed. The check against the first given config stops it."""
     timer = FakeTimer()
     k = tritune.autotune([triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], ["n"], store=False,
                          timer=timer, widen=True)(scale_whole_blocks)  # fmt: skip
-    x, out = _call(k, 1000, lambda meta: (1000 // meta["BLOCK"],))
+    x, out = _call(k, 200, lambda meta: (200 // meta["BLOCK"],))
     assert torch.equal(out, x * 2)
     assert k.best_config.kwargs["BLOCK"] in (4, 8)
     (choice,) = k.choices().values()
@@ -113,28 +113,28 @@ def test_widened_neighbours_that_agree_may_win_and_say_so() -> None:
 
 
 def test_a_generated_block_right_on_the_tuning_input_but_wrong_at_the_buckets_edge_never_serves_the_bucket() -> None:
-    """The trap of a bucketed key: at n=1024 every block size divides n, so the widened neighbour 16 computes the
-    same as the given 4 and 8; at n=1023, also in the bucket 513..1024 that the winner serves, it leaves 15 elements
+    """The trap of a bucketed key: at n=256 every block size divides n, so the widened neighbour 16 computes the
+    same as the given 4 and 8; at n=255, also in the bucket 129..256 that the winner serves, it leaves 15 elements
     unwritten where 4 leaves 3. The check runs the bucket's edge sizes too and stops it before any timing."""
     timer = FakeTimer()
     k = tritune.autotune([triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], {"n": tritune.bucket.pow2},
                          store=False, timer=timer, widen=True)(scale_whole_blocks)  # fmt: skip
-    x, out = _call(k, 1024, lambda meta: (meta["n"] // meta["BLOCK"],))
+    x, out = _call(k, 256, lambda meta: (meta["n"] // meta["BLOCK"],))
     assert torch.equal(out, x * 2)
     (choice,) = k.choices().values()
     checked = choice.stats["checked"]
     wrong = {c: why for c, why in checked["other"].items() if c.startswith("BLOCK=16,")}
-    assert wrong and all("the bucket's sizes n=1023" in why for why in wrong.values())
+    assert wrong and all("the bucket's sizes n=255" in why for why in wrong.values())
     assert not any(c.kwargs["BLOCK"] == 16 for c in timer.timed)
     assert k.best_config.kwargs["BLOCK"] in (4, 8)
 
 
 def test_an_exact_key_checks_only_its_own_size_so_the_same_block_may_serve_it() -> None:
-    """The control: with ``key=["n"]`` the winner serves n=1024 alone, where block 16 is right, so it passes."""
+    """The control: with ``key=["n"]`` the winner serves n=256 alone, where block 16 is right, so it passes."""
     timer = FakeTimer()
     k = tritune.autotune([triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], ["n"], store=False, timer=timer,
                          widen=True)(scale_whole_blocks)  # fmt: skip
-    x, out = _call(k, 1024, lambda meta: (meta["n"] // meta["BLOCK"],))
+    x, out = _call(k, 256, lambda meta: (meta["n"] // meta["BLOCK"],))
     assert torch.equal(out, x * 2)
     (choice,) = k.choices().values()
     assert not any(c.startswith("BLOCK=16,") for c in choice.stats["checked"]["other"])
@@ -167,15 +167,15 @@ def test_a_library_loop_times_widened_neighbours_only_after_they_agree(monkeypat
     monkeypatch.setenv("TRITUNE_WIDEN", "1")
     k = _OwnLoop(scale_whole_blocks, ["x_ptr", "out_ptr", "n"], [triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})],
                  ["n"], do_bench=_fake_do_bench)  # fmt: skip
-    x, out = torch.randn(1000), torch.full((1000,), -1.0)
-    k.run(x, out, 1000, grid=lambda meta: (1000 // meta["BLOCK"],))
+    x, out = torch.randn(200), torch.full((200,), -1.0)
+    k.run(x, out, 200, grid=lambda meta: (200 // meta["BLOCK"],))
     assert k.benched[16] == float("inf") and k.benched[4] < float("inf")  # the trap: refused before any timing
     assert k.best_config.kwargs["BLOCK"] in (4, 8) and torch.equal(out, x * 2)
 
-    ok = _OwnLoop(scale, ["x_ptr", "out_ptr", "n"], [triton.Config({"BLOCK": 256})], ["n"], do_bench=_fake_do_bench)
-    x, out = torch.randn(3000), torch.full((3000,), -1.0)
-    ok.run(x, out, 3000, grid=lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
-    assert ok.best_config.kwargs["BLOCK"] == 512 and torch.equal(out, x * 2)  # a neighbour that agrees may win
+    ok = _OwnLoop(scale, ["x_ptr", "out_ptr", "n"], [triton.Config({"BLOCK": 128})], ["n"], do_bench=_fake_do_bench)
+    x, out = torch.randn(600), torch.full((600,), -1.0)
+    ok.run(x, out, 600, grid=lambda meta: (triton.cdiv(600, meta["BLOCK"]),))
+    assert ok.best_config.kwargs["BLOCK"] == 256 and torch.equal(out, x * 2)  # a neighbour that agrees may win
 
 
 @triton.jit

@@ -105,6 +105,7 @@ def test_screen_compiles_under_the_jits_own_cache_key(wl, monkeypatch: pytest.Mo
 
 
 @pytest.mark.slow
+@pytest.mark.long  # waits out a real compile timeout and its kill
 def test_jobs_1_timeout_kills_the_worker_and_ptxas(wl, fresh_cache: Path) -> None:
     """jobs=1 compiles in one forked worker (the workload object needs no file) with the same timeout."""
     import dataclasses

@@ -52,6 +52,7 @@ def _ppid(pid: int) -> int:
 
 
 @needs_attacker
+@pytest.mark.long  # four CLI runs and their eight workers, each signalled
 @pytest.mark.skipif(sys.platform != "linux", reason="process trees are read from /proc")
 def test_screen_in_a_planted_folder_runs_no_planted_code_and_leaves_no_worker(shared: Path, tmp_path: Path) -> None:
     marks = tmp_path / "marks"
