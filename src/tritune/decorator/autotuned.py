@@ -652,7 +652,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         Triton passes them; ``nargs`` its positional arguments by name (default: ``self.nargs``). Returns configs
         as the user's functions gave them."""
         named = dict(self.nargs if nargs is None and self.nargs is not None else nargs or {})
-        if self.space_source != "given" and named:  # a library's own loop prunes first: this call's space
+        if self.space_source != "given" and nargs is None and named:  # a library's own loop: this call's space
             names = list(self.info.arg_names)
             n = next((i for i, a in enumerate(names) if a not in named), len(names))
             extra = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup") and k in names}
