@@ -92,3 +92,19 @@ def test_exact_holds_in_a_library_loop_over_bench(monkeypatch) -> None:  # type:
     assert _fake_do_bench.next == []  # BLOCK=128 was refused (inf) before any timing
     ref = tritune.autotune([CONFIGS[0]], ["n"], store=False)(row_sum)
     assert torch.equal(got, _run(ref, x))
+
+
+def test_exact_serves_the_reference_when_its_check_cannot_make_inputs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import tritune.verify.reference as reference
+
+    def broken(args, seed):  # type: ignore[no-untyped-def]
+        raise RuntimeError("FAKE: these inputs cannot be copied")
+
+    monkeypatch.setattr(reference, "perturbed_inputs", broken)
+    torch.manual_seed(0)
+    x = torch.randn(8, 1000)
+    k = _kernel("exact")
+    got = _run(k, x)  # the call succeeds
+    assert k.best_config.kwargs == {"BLOCK": 32} and k.best_config.num_warps == 2  # the reference itself
+    ref = tritune.autotune([CONFIGS[0]], ["n"], store=False)(row_sum)
+    assert torch.equal(got, _run(ref, x))

@@ -199,8 +199,9 @@ class OutputCheck:
     """The check of candidates' outputs against a reference config's (the first legal config that runs) before they
     are timed, on the call's arguments, on two perturbed copies of them (:func:`perturbed_inputs`) and on ``edges``
     (:func:`bucket_edge_inputs`: the sizes at the edges of the key's buckets); every run is on fresh copies
-    (:class:`ReferenceRun`), the caller's arguments are never written. ``launch(config, args)`` runs one config; ``references``: the configs that may be the reference, in order
-    (a widened list's written configs).
+    (:class:`ReferenceRun`), the caller's arguments are never written. ``launch(config, args)`` runs one config;
+    ``references``: the configs that may be the reference, in order (a widened list's written configs). Where the
+    inputs cannot be made (``broken``), only the first reference passes: a check never fails the call it serves.
 
     * ``exact`` (``numerics="exact"``): every candidate must compute the reference's bits; one outside the class is
       ``other_numerics``.
@@ -241,7 +242,8 @@ class OutputCheck:
                 return None
             self.others[cfg] = f"the check's inputs could not be made ({self.broken})"
             status = Status.OTHER_NUMERICS if self.exact else Status.INCORRECT
-            return status, f"{self.name} {cfg.id}: {self.others[cfg]}; only {self.reference_text()} may serve"
+            only = "the first written config" if self.exact else "the configs someone wrote"
+            return status, f"{self.name} {cfg.id}: {self.others[cfg]}; only {only} may serve"
         if not self._ready:
             self._set_reference()
         if self.reference is None:
@@ -261,10 +263,6 @@ class OutputCheck:
                                       f"{what}")  # fmt: skip
         self.members.append(cfg)
         return None
-
-    def reference_text(self) -> str:
-        return "the configs someone wrote" if not self.exact else (
-            self._references[0].id if self._references else "no config")
 
     def _set_reference(self) -> None:
         """The reference: the first of the references that runs here (a config whose binary this GPU refuses cannot
