@@ -30,6 +30,9 @@ neighbours, screened, searched and checked against the kernel's first config. Th
 widened winner against Triton's winner of the library's own list, and the summary adds, per autotuner, the space
 (given, generated, legal) and tritune's own race of its winner against the best given config.
 
+``--variants`` adds each ``OP@odd``: the op at a second shape whose sizes no power of 2 divides, so a block size
+that mishandles a tail shows in the outputs and a winner is judged at more than one shape.
+
 ``--compile`` adds the ops marked ``+compile``: the same op called inside ``torch.compile`` (Inductor), so that
 Dynamo and Inductor read and re-create each library autotuner under both engines.
 
@@ -77,6 +80,7 @@ class Op:
     reduce_dim: int = 1
     smoke: bool = False
     compiled: bool = False  # called inside torch.compile: run only with --compile
+    variant: bool = False  # a second shape of an op (sizes no power of 2 divides): named by --ops, or --variants
 
 
 def _randn(shape: tuple[int, ...], dtype: Any, device: str, salt: int = 0) -> Any:
@@ -317,6 +321,24 @@ OPS: tuple[Op, ...] = (
     Op("upsample_bicubic2d_aa", "flag_gems", _gems(
         lambda x: _f("_upsample_bicubic2d_aa")(x, [64, 64], False), (8, 64, 128, 128), dtype="float32")),
     Op("kron", "flag_gems", _gems(_f("kron"), (64, 64), (32, 32), dtype="float32")),
+    # The same ops at a second shape, sizes no power of 2 divides (the tails a block size must handle).
+    *(Op(name + "@odd", "flag_gems", make, reduce_dim=r, variant=True) for name, make, r in (
+        ("mm", _gems(_f("mm"), (3000, 1500), (1500, 2000)), 1500),
+        ("addmm", _gems(_f("addmm"), (2000,), (3000, 1500), (1500, 2000)), 1500),
+        ("bmm", _gems(_f("bmm"), (12, 300, 700), (12, 700, 260)), 700),
+        ("baddbmm", _gems(_f("baddbmm"), (12, 300, 260), (12, 300, 700), (12, 700, 260)), 700),
+        ("mv", _gems(_f("mv"), (3000, 5000), (5000,)), 5000),
+        ("addmv", _gems(_f("addmv"), (3000,), (3000, 5000), (5000,)), 5000),
+        ("layer_norm", _gems(lambda x, w, b: _f("layer_norm")(x, (3000,), w, b), (5000, 3000), (3000,), (3000,)), 1),
+        ("amax", _gems(lambda x: _f("amax")(x, dim=1), (3000, 5000), dtype="float32"), 1),
+        ("max_dim", _gems(lambda x: _f("max")(x, dim=1).values, (3000, 5000), dtype="float32"), 1),
+        ("argmin", _gems(lambda x: _f("argmin")(x, dim=1), (3000, 5000), dtype="float32"), 1),
+        ("var_mean", _gems(lambda x: _f("var_mean")(x, dim=1)[0], (3000, 5000), dtype="float32"), 1),
+        ("vector_norm", _gems(lambda x: _f("vector_norm")(x, 2, dim=1), (3000, 5000), dtype="float32"), 1),
+        ("std", _gems(lambda x: _f("std")(x, dim=1), (3000, 5000), dtype="float32"), 1),
+        ("triu", _gems(lambda x: _f("triu")(x, 1), (3000, 5000)), 1),
+        ("upsample_nearest2d", _gems(lambda x: _f("upsample_nearest2d")(x, [300, 300]), (6, 40, 100, 100)), 1),
+    )),
     Op("liger_dyt", "liger_kernel", _liger_dyt),
     Op("liger_dyt_bwd", "liger_kernel", _liger_dyt_bwd),
     Op("liger_swiglu", "liger_kernel", _liger_swiglu),
@@ -976,15 +998,23 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b == 0 else a / b
 
 
-def parent_main(args: argparse.Namespace) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
+def select_ops(args: argparse.Namespace) -> list[Op]:
+    """The ops a run covers: the smoke ops, the quick set or all; ``+compile`` ops with ``--compile``; second shapes
+    with ``--variants`` or when ``--ops`` names them. ``--ops`` keeps its order: an op's exact name, else every op
+    whose name contains the text."""
     ops = [op for op in OPS if (op.smoke if args.cpu_smoke else (not args.quick or op.name in QUICK))
-           and (args.compile or not op.compiled)]  # fmt: skip
-    if args.ops:  # in the order given: an op's exact name, else every op whose name contains the text
+           and (args.compile or not op.compiled) and (args.variants or args.ops or not op.variant)]  # fmt: skip
+    if args.ops:
         want = [w.strip() for w in args.ops.split(",") if w.strip()]
         names = {op.name for op in ops}
         picked = [op for w in want for op in ops if (op.name == w if w in names else w in op.name)]
         ops = list(dict.fromkeys(picked))
+    return ops
+
+
+def parent_main(args: argparse.Namespace) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    ops = select_ops(args)
     rounds, reps, ncalls = (3, 3, 20) if args.cpu_smoke else ((5, 20, 200) if args.quick else (10, 30, 500))
     started = time.time()
     scratch = Path(tempfile.mkdtemp(prefix="real_libraries_"))
@@ -1273,6 +1303,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the tritune engine widens each kernel's own configs (patch_triton(widen=True)); the winners' "
                         "comparison is then the widened winner against Triton's winner of the library's list")
     p.add_argument("--compile", action="store_true", help="also the ops marked +compile (called inside torch.compile)")
+    p.add_argument("--variants", action="store_true",
+                   help="also the ops' second shapes (OP@odd: sizes no power of 2 divides); --ops can name them too")
     p.add_argument("--no-pin", action="store_true", help="do not pin both engines to one CPU core while timing")
     p.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     args = p.parse_args(argv)

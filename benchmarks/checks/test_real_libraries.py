@@ -122,3 +122,50 @@ def test_summary_rates_same_configs_as_equal_and_dispatch_by_cpu_time() -> None:
     assert abs(same["dispatch_ratio"] - 0.6) < 1e-9 and abs(same["dispatch_ratio_mean"] - 1.5) < 1e-9
     assert abs(t["dispatch_ratio_median_reaching"] - 0.65) < 1e-9
     assert abs(t["control_ratio_median"] - 1.05) < 1e-9
+
+
+def test_ops_are_picked_by_name_in_order_with_variants_and_compiled_ops_only_when_asked() -> None:
+    import argparse
+
+    from real_libraries import select_ops
+
+    def names(**kw: object) -> list[str]:
+        base = {"cpu_smoke": False, "quick": False, "compile": False, "variants": False, "ops": ""}
+        return [op.name for op in select_ops(argparse.Namespace(**{**base, **kw}))]
+
+    every = names()
+    assert "mm" in every and not any("@odd" in n or "+compile" in n for n in every)
+    assert names(ops="fla_gla,mm,liger_dyt") == ["fla_gla", "mm", "liger_dyt"]  # exact names, in this order
+    assert names(ops="fla_gla_") == ["fla_gla_bwd"] and "mm@odd" in names(ops="@odd")
+    assert {"liger_dyt+compile", "fla_gla+compile"} <= set(names(compile=True))
+    assert "bmm@odd" in names(variants=True)
+
+
+def test_widened_winners_are_summarised_with_their_spaces_and_a_new_config_takes_the_lists_hook() -> None:
+    """The summary of a --widen run on recorded rows (no GPU): every tuner's space from tritune's choices, the
+    winners' median and best, the ops 5% faster; a config outside the list is pinned with the list's pre_hook."""
+    from types import SimpleNamespace
+
+    import triton
+    from real_libraries import _summarize, matching_config
+
+    def side(ratio: float | None, space: dict[str, object] | None) -> dict[str, object]:
+        stats = {"(64,)": {"space": space}} if space else None
+        return {"cold": {"ok": True, "cold_s": 1.0, "reaches": False, "tuners": [
+            {"name": "k", "config": {"B": 1}, "stats": stats}]}, "us": [10.0], "us_rounds": [10.0]}
+
+    space = {"source": "widened", "given": 4, "generated": 9, "legal": 13, "generated_legal": 9,
+             "winner_generated": True, "winner_over_best_written": 0.93}  # fmt: skip
+    rows = {op: {"lib": "x", "triton": side(None, None), "tritune": side(None, space),
+                 "winners": {"us": {"triton": 10.0, "other": 10.0 * r}, "same": [r == 1.0], "other_generated": [r < 1]}}
+            for op, r in (("a", 0.90), ("b", 1.0), ("c", 1.005))}  # fmt: skip
+    t = _summarize(rows, ("triton", "tritune"))
+    assert t["winners_faster_by_5pct"] == ["a"] and t["winners_at_most_1_01"] == 3
+    assert abs(t["winner_ratio_best"] - 0.9) < 1e-9 and t["winner_ratio_median"] == 1.0
+    assert t["ops"]["a"]["winner_generated"] and t["ops"]["a"]["space"][0]["winner_over_best_written"] == 0.93
+
+    def hook(nargs: object) -> None:
+        return None
+
+    k = SimpleNamespace(configs=[triton.Config({"BLOCK": 64}, pre_hook=hook), triton.Config({"BLOCK": 128}, pre_hook=hook)])
+    assert matching_config(k, {"BLOCK": 256, "num_warps": 4}).pre_hook is hook

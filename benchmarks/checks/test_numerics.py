@@ -1,0 +1,32 @@
+"""numerics.py on CPU: its library-op mode end to end under the interpreter.
+
+The ops are real_libraries.py's smoke kernels, tuned under ``tritune.patch_triton()`` in fresh processes. With no
+GPU nothing is timed by tritune (each run keeps the first config), and the comparison's per-call times come from
+real_libraries' FAKE CPU timer: only the script's steps and its bookkeeping are under test, not the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_library_ops_run_in_both_modes_and_compare_in_a_process_of_their_own(tmp_path: Path) -> None:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "NUMERICS_DEVICE": "cpu",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "numerics.py"), "--out", str(tmp_path), "--runs", "2",
+                        "--ops", "lib:smoke_row_sum,lib:smoke_axpy", "--shared-triton-cache"],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)  # fmt: skip
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    summary = json.loads((tmp_path / "numerics.json").read_text())
+    assert summary["runs"] == {"any": 2, "exact": 2} and summary["shared_triton_cache"]
+    for op in ("lib:smoke_row_sum", "lib:smoke_axpy"):
+        row = summary["ops"][op]
+        assert row["any_distinct"] == row["exact_distinct"] == 1 and row["exact_is_reference"]
+        assert set(row["timing"]["ms"]) == {"exact", "any", "reference"}
+    assert "exact/any per call: median" in p.stdout
