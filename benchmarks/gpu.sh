@@ -92,8 +92,11 @@ for part in "$@"; do
           step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
             ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ;;
     widen) b=${WIDEN_BUDGET_S:-480}
+           # default: the FlagGems and Liger ops that reach an autotuner, at both shapes (fla's ops: WIDEN_OPS=fla_)
+           o=${WIDEN_OPS:-mm,addmm,bmm,baddbmm,mv,addmv,layer_norm,amax,max_dim,argmin,var_mean,vector_norm,std}
+           o=${WIDEN_OPS:-$o,prod_dim,count_nonzero,triu,upsample,kron,liger_dyt,liger_dyt_bwd,liger_swiglu,@odd}
            step widen $((b + 40)) python3 benchmarks/real_libraries.py --out "$RES/widen" --budget-s "$b" --widen \
-             ${WIDEN_OPS:+--ops "$WIDEN_OPS"} ${LIBS_COMPILE:+--compile}
+             --ops "$o" ${LIBS_COMPILE:+--compile}
            show widen "^widened\|^cold total" ;;
     libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers
                 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-tests \
