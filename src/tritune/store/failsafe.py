@@ -29,6 +29,7 @@ from tritune.errors import StoreError
 from tritune.store.base import Store
 from tritune.store.keys import TuningKey
 from tritune.store.memory import MemoryStore
+from tritune.store.overlay import merged_snapshot, staged_on_top
 from tritune.store.records import CandidateRecord, Entry, Snapshot, WinnerRecord, Write
 
 #: Seconds a write waits for another process's write lock before its result stays in memory.
@@ -79,18 +80,14 @@ class FailSafeStore(Store):
             return
         except FAILURES as e:
             self._warn("write", e)
-        staged = []
-        for w in writes:  # a winner may be a config recorded earlier in the base: bring its record when readable
-            have = {c.config for c in w.candidates} | {c.config for c in self._top.candidates(w.key)}
-            need = [c for c in ((w.winner, *w.ties) if w.winner is not None else ()) if c not in have]
-            extra: tuple[CandidateRecord, ...] = ()
-            if need:
-                try:
-                    extra = tuple(self.base.candidates(w.key, need))
-                except FAILURES:
-                    pass
-            staged.append(Write(w.key, extra + w.candidates, w.winner, w.ties, w.provenance, w.recorded_at))
-        for w in staged:
+
+        def readable(key: TuningKey, configs: list[Config]) -> list[CandidateRecord]:  # the base's, when it reads
+            try:
+                return self.base.candidates(key, configs)
+            except FAILURES:
+                return []
+
+        for w in staged_on_top(writes, self._top, readable):
             try:
                 self._top.record_many([w])
             except StoreError as e:  # its winner's record was only in the failed store: served by the caller alone
@@ -138,13 +135,7 @@ class FailSafeStore(Store):
         except FAILURES as e:
             self._warn("read", e)
             base = []
-        out: dict[str, Snapshot] = {k.digest: (k, w, c) for k, w, c in base}
-        for key, win, cands in self._top.snapshot(kernel):
-            _, old_win, old = out.get(key.digest, (key, None, []))
-            merged = {c.config: c for c in old}
-            merged.update((c.config, c) for c in cands)
-            out[key.digest] = (key, win or old_win, sorted(merged.values(), key=lambda r: r.config.id))
-        return sorted(out.values(), key=lambda s: (s[0].kernel, s[0].digest))
+        return merged_snapshot(base, self._top.snapshot(kernel))
 
     def entries(self, kernel: str | None = None) -> list[Entry]:
         try:

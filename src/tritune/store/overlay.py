@@ -11,13 +11,38 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from tritune.config import Config
 from tritune.store.base import Store
 from tritune.store.keys import TuningKey
 from tritune.store.memory import MemoryStore
 from tritune.store.records import CandidateRecord, Entry, Snapshot, WinnerRecord, Write
+
+
+def staged_on_top(writes: Iterable[Write], top: Store,
+                  base_candidates: Callable[[TuningKey, list[Config]], Iterable[CandidateRecord]]) -> list[Write]:  # fmt: skip
+    """``writes`` as the in-memory layer over a base store records them: a winner (or tie) measured earlier and
+    stored only in the base brings its record from ``base_candidates(key, configs)``."""
+    staged = []
+    for w in writes:
+        have = {c.config for c in w.candidates} | {c.config for c in top.candidates(w.key)}
+        need = [c for c in ((w.winner, *w.ties) if w.winner is not None else ()) if c not in have]
+        extra = tuple(base_candidates(w.key, need)) if need else ()
+        staged.append(Write(w.key, extra + w.candidates, w.winner, w.ties, w.provenance, w.recorded_at))
+    return staged
+
+
+def merged_snapshot(base: Iterable[Snapshot], top: Iterable[Snapshot]) -> list[Snapshot]:
+    """A base store's snapshot with an in-memory layer's on top: per key, the top's winner (else the base's) and
+    the candidates of both, the top's record where both have one."""
+    out: dict[str, Snapshot] = {k.digest: (k, w, c) for k, w, c in base}
+    for key, win, cands in top:
+        _, old_win, old = out.get(key.digest, (key, None, []))
+        merged = {c.config: c for c in old}
+        merged.update((c.config, c) for c in cands)
+        out[key.digest] = (key, win or old_win, sorted(merged.values(), key=lambda r: r.config.id))
+    return sorted(out.values(), key=lambda s: (s[0].kernel, s[0].digest))
 
 
 class ReadOnlyStoreWarning(UserWarning):
@@ -48,14 +73,7 @@ class OverlayStore(Store):
         )
 
     def record_many(self, writes: Iterable[Write]) -> None:
-        staged = []
-        for w in writes:
-            # A winner may be a config measured earlier and stored only in the base: bring its record.
-            have = {c.config for c in w.candidates} | {c.config for c in self._top.candidates(w.key)}
-            need = [c for c in ((w.winner, *w.ties) if w.winner is not None else ()) if c not in have]
-            extra = tuple(self.base.candidates(w.key, need)) if need else ()
-            staged.append(Write(w.key, extra + w.candidates, w.winner, w.ties, w.provenance, w.recorded_at))
-        self._top.record_many(staged)
+        self._top.record_many(staged_on_top(writes, self._top, self.base.candidates))
         self._warn_once()
 
     def clear(self, kernel: str | None = None) -> int:
@@ -71,13 +89,7 @@ class OverlayStore(Store):
         return sorted(merged.values(), key=lambda r: r.config.id)
 
     def snapshot(self, kernel: str | None = None) -> list[Snapshot]:
-        out: dict[str, Snapshot] = {k.digest: (k, w, c) for k, w, c in self.base.snapshot(kernel)}
-        for key, win, cands in self._top.snapshot(kernel):
-            _, old_win, old = out.get(key.digest, (key, None, []))
-            merged = {c.config: c for c in old}
-            merged.update((c.config, c) for c in cands)
-            out[key.digest] = (key, win or old_win, sorted(merged.values(), key=lambda r: r.config.id))
-        return sorted(out.values(), key=lambda s: (s[0].kernel, s[0].digest))
+        return merged_snapshot(self.base.snapshot(kernel), self._top.snapshot(kernel))
 
     def entries(self, kernel: str | None = None) -> list[Entry]:
         return [
