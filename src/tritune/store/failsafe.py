@@ -21,8 +21,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from tritune.config import Config
 from tritune.errors import StoreError
@@ -31,6 +32,8 @@ from tritune.store.keys import TuningKey
 from tritune.store.memory import MemoryStore
 from tritune.store.overlay import merged_snapshot, staged_on_top
 from tritune.store.records import CandidateRecord, Entry, Snapshot, WinnerRecord, Write
+
+T = TypeVar("T")
 
 #: Seconds a write waits for another process's write lock before its result stays in memory.
 LOCK_WAIT_S = 2.0
@@ -98,51 +101,36 @@ class FailSafeStore(Store):
         return self.base.clear(kernel) + n
 
     # -- reads ---------------------------------------------------------------------------------
-    def lookup_winner(self, key: TuningKey) -> WinnerRecord | None:
-        mine = self._top.lookup_winner(key)
-        if mine is not None:
-            return mine
+    def _read(self, read: Callable[[], T], instead: T) -> T:
+        """``read()`` of the base store; ``instead`` (after the read warning) when it fails."""
         try:
-            return self.base.lookup_winner(key)
+            return read()
         except FAILURES as e:
             self._warn("read", e)
-            return None
+            return instead
+
+    def lookup_winner(self, key: TuningKey) -> WinnerRecord | None:
+        mine = self._top.lookup_winner(key)
+        return mine if mine is not None else self._read(lambda: self.base.lookup_winner(key), None)
 
     def candidates(self, key: TuningKey, configs: Iterable[Config] | None = None) -> list[CandidateRecord]:
         wanted = None if configs is None else list(configs)
-        try:
-            merged = {c.config: c for c in self.base.candidates(key, wanted)}
-        except FAILURES as e:
-            self._warn("read", e)
-            merged = {}
+        merged = {c.config: c for c in self._read(lambda: self.base.candidates(key, wanted), list[CandidateRecord]())}
         merged.update((c.config, c) for c in self._top.candidates(key, wanted))
         return sorted(merged.values(), key=lambda r: r.config.id)
 
     def times(self, key: TuningKey, configs: Iterable[Config]) -> dict[Config, float | None]:
         asked = list(configs)
         mine = self._top.times(key, asked)
-        try:
-            out = self.base.times(key, asked)
-        except FAILURES as e:
-            self._warn("read", e)
-            out = {}
+        out = self._read(lambda: self.base.times(key, asked), dict[Config, float | None]())
         out.update(mine)
         return dict(sorted(out.items(), key=lambda x: x[0].id))
 
     def snapshot(self, kernel: str | None = None) -> list[Snapshot]:
-        try:
-            base = self.base.snapshot(kernel)
-        except FAILURES as e:
-            self._warn("read", e)
-            base = []
-        return merged_snapshot(base, self._top.snapshot(kernel))
+        return merged_snapshot(self._read(lambda: self.base.snapshot(kernel), list[Snapshot]()), self._top.snapshot(kernel))
 
     def entries(self, kernel: str | None = None) -> list[Entry]:
-        try:
-            base = self.base.entries(kernel)
-        except FAILURES as e:
-            self._warn("read", e)
-            base = []
+        base = self._read(lambda: self.base.entries(kernel), list[Entry]())
         mine = {e.key.digest: e for e in self._top.entries(kernel)}
         out = [mine.pop(e.key.digest, e) for e in base] + list(mine.values())
         return sorted(out, key=lambda e: (e.key.kernel, e.key.digest))
