@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from attacks import as_attacker, needs_attacker, plant
 
+from proctree import alive, children, ppid
+
 ROOT = Path(__file__).resolve().parents[2]
 #: The command as its console script starts it: nothing imported from the working directory by the command itself.
 CLI = [sys.executable, "-c", "import sys; sys.path.pop(0); from tritune.cli.main import main; sys.exit(main())"]
@@ -34,21 +36,6 @@ def _spinning_workload(d: Path, marks: Path) -> Path:
         "from gelu import gelu  # noqa: E402,F401\n"
     )
     return wl
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _ppid(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (FileNotFoundError, IndexError, ValueError):
-        return -1
 
 
 @needs_attacker
@@ -74,8 +61,8 @@ def test_screen_in_a_planted_folder_runs_no_planted_code_and_leaves_no_worker(sh
         while time.monotonic() < deadline:
             pids = [int(p.name.split("-")[1]) for p in marks.glob("worker-*")]
             for how, proc in runs.items():
-                parent = proc.pid if how != "timeout" else next((p for p in _children(proc.pid)), -1)
-                workers[how] = [p for p in pids if _ppid(p) == parent]
+                parent = proc.pid if how != "timeout" else next((p for p in children(proc.pid)), -1)
+                workers[how] = [p for p in pids if ppid(p) == parent]
             if all(len(w) == 2 for w in workers.values()):
                 break
             time.sleep(0.1)
@@ -88,9 +75,9 @@ def test_screen_in_a_planted_folder_runs_no_planted_code_and_leaves_no_worker(sh
             assert b"Traceback" not in err, (how, err.decode())
         deadline = time.monotonic() + 10
         every = [p for w in workers.values() for p in w]
-        while any(_alive(p) for p in every) and time.monotonic() < deadline:
+        while any(alive(p) for p in every) and time.monotonic() < deadline:
             time.sleep(0.05)
-        survivors = {how: [p for p in w if _alive(p)] for how, w in workers.items()}
+        survivors = {how: [p for p in w if alive(p)] for how, w in workers.items()}
         assert not any(survivors.values()), survivors
         assert not list(marks.glob("PLANTED*")), "planted code ran"
     finally:
@@ -100,12 +87,6 @@ def test_screen_in_a_planted_folder_runs_no_planted_code_and_leaves_no_worker(sh
                 proc.wait()
         for p in marks.glob("worker-*"):
             pid = int(p.name.split("-")[1])
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (FileNotFoundError, ValueError):
-        return []

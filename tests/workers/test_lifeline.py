@@ -19,18 +19,11 @@ from pathlib import Path
 import pytest
 from fakes import fake_handler
 
+from proctree import alive
 from tritune.workers import Done, Forked, Spawned, WorkerService
 
 HERE = Path(__file__).resolve().parent
 SRC = str(HERE.parents[1] / "src")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _caller(mode: str, where: str) -> tuple[subprocess.Popen[str], list[int], list[int]]:
@@ -47,12 +40,12 @@ def _caller(mode: str, where: str) -> tuple[subprocess.Popen[str], list[int], li
 
 def _gone(pids: list[int], within: float = 5.0) -> list[int]:
     deadline = time.monotonic() + within
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    alive = [p for p in pids if _alive(p)]
-    for p in alive:
+    left = [p for p in pids if alive(p)]
+    for p in left:
         os.kill(p, signal.SIGKILL)
-    return alive
+    return left
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="process trees are read from /proc")
@@ -62,7 +55,7 @@ def test_no_worker_outlives_a_caller_killed_with_sigkill(mode: str, where: str) 
     proc, workers, started = _caller(mode, where)
     if where == "thread":
         time.sleep(0.3)
-        assert all(_alive(p) for p in workers)  # the thread that started them has ended: they work on
+        assert all(alive(p) for p in workers)  # the thread that started them has ended: they work on
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     assert _gone(workers) == []
