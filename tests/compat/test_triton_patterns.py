@@ -94,6 +94,23 @@ def later_wins(order: list[float]) -> tuple[Callable[..., list[float]], list[Any
     return do_bench, calls
 
 
+def first_runs_out() -> Callable[..., list[float]]:
+    """A FAKE ``do_bench(fn, quantiles)`` whose first call runs out of shared memory (as Triton's benchmarker
+    raises it) and whose i-th call after that runs ``fn`` and reports i+1 ms."""
+    from triton.runtime.errors import OutOfResources
+
+    seen: list[int] = []
+
+    def do_bench(fn: Callable[[], Any], quantiles: Any) -> list[float]:
+        seen.append(1)
+        if len(seen) == 1:
+            raise OutOfResources(1 << 20, 1 << 16, "shared memory")
+        fn()
+        return [float(len(seen))] * 3
+
+    return do_bench
+
+
 # -- helpers ---------------------------------------------------------------------------------------------------
 def sig(cfg: Any) -> Any:
     """What identifies a config, in the library's own kwargs order."""
@@ -421,19 +438,8 @@ def print_without_do_bench(mp: pytest.MonkeyPatch) -> dict[str, Any]:
 def print_failed_config_and_silent_cases(mp: pytest.MonkeyPatch) -> dict[str, Any]:
     """A config whose do_bench runs out of resources prints Triton's failure line; a lone config and a pruned-to-one
     key print nothing."""
-    from triton.runtime.errors import OutOfResources
-
     knobs.autotuning.print = True
-    seen: list[int] = []
-
-    def do_bench(fn: Callable[[], Any], quantiles: Any) -> list[float]:  # FAKE: the first call runs out of resources
-        seen.append(1)
-        if len(seen) == 1:
-            raise OutOfResources(1 << 20, 1 << 16, "shared memory")
-        fn()
-        return [float(len(seen))] * 3
-
-    k = triton.autotune(configs=configs3(), key=["n"], do_bench=do_bench)(scale_kernel())
+    k = triton.autotune(configs=configs3(), key=["n"], do_bench=first_runs_out())(scale_kernel())
     lone = triton.autotune(configs=configs3()[:1], key=["n"])(scale_kernel())
     one_left = triton.autotune(configs=configs3(), key=["n"],
                                prune_configs_by={"early_config_prune": lambda cs, na, **kw: cs[:1]})(scale_kernel())
@@ -515,18 +521,7 @@ def do_bench_ties_go_to_the_first(mp: pytest.MonkeyPatch) -> dict[str, Any]:
 
 @pattern
 def do_bench_out_of_resources_is_inf(mp: pytest.MonkeyPatch) -> dict[str, Any]:
-    from triton.runtime.errors import OutOfResources
-
-    seen: list[int] = []
-
-    def do_bench(fn: Callable[[], Any], quantiles: Any) -> list[float]:  # FAKE: the first call runs out of resources
-        seen.append(1)
-        if len(seen) == 1:
-            raise OutOfResources(1 << 20, 1 << 16, "shared memory")
-        fn()
-        return [float(len(seen))] * 3
-
-    k = triton.autotune(configs=configs3(), key=["n"], do_bench=do_bench)(scale_kernel())
+    k = triton.autotune(configs=configs3(), key=["n"], do_bench=first_runs_out())(scale_kernel())
     tune_once(k)
     t = k.configs_timings
     return {"best": sig(k.best_config), "inf_configs": [sig(c) for c, v in t.items() if v[0] == float("inf")]}
