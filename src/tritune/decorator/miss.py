@@ -283,11 +283,7 @@ class KeyTuner:
 
         exact = self.options.numerics == "exact"
         generated = tuned.generated
-        # A widened list's generated configs are checked against a config someone wrote, never against one of their own.
-        references = [c for c in legal if c not in generated] if tuned.space_source == "widened" else list(legal)
-        numerics = (output_check(tuned, legal, args, kwargs, grid, exact=exact, references=references,
-                                  only=None if exact else [c for c in legal if c in generated])
-                    if exact or any(c in generated for c in legal) else None)  # fmt: skip
+        numerics = output_check(tuned, legal, args, kwargs, grid, exact=exact)
 
         def prepare(cfg: Config) -> Prepared:
             got: Prepared

@@ -198,16 +198,13 @@ def refused_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any]
     from tritune.decorator.triton_surface import from_triton
 
     exact = tuned.tuner.options.numerics == "exact"
-    generated = tuned.generated
-    if not exact and cfg not in generated:
+    if not exact and cfg not in tuned.generated:
         return None
     key = tuned.key_spec.of(args, kwargs)
     checks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_checks", {})
     if key not in checks:
         pruned = list(dict.fromkeys(from_triton(c) for c in (tuned.__dict__.get("_last_pruned") or tuned.configs)))
-        written = [c for c in pruned if c not in generated]
-        checks[key] = output_check(tuned, pruned, args, kwargs, grid, exact=exact, references=written,
-                                   only=None if exact else [c for c in pruned if c in generated])  # fmt: skip
+        checks[key] = output_check(tuned, pruned, args, kwargs, grid, exact=exact)
     check = checks[key]
     bad = check.check(cfg) if check is not None else None
     return None if bad is None else bad[1]
@@ -259,16 +256,21 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
 
 
 def output_check(tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any], kwargs: Mapping[str, Any],
-                  grid: Any, *, exact: bool, references: Sequence[Config],
-                  only: Sequence[Config] | None) -> Any:  # fmt: skip
+                 grid: Any, *, exact: bool) -> Any:  # fmt: skip
     """The decorator's :class:`~tritune.verify.reference.OutputCheck` for this call (its runs launch through the
-    kernel's hooks, on copies of the call's arguments, and at the edges of a bucketed key's sizes); None with fewer
-    than two legal configs."""
+    kernel's hooks, on copies of the call's arguments, and at the edges of a bucketed key's sizes): under ``exact``
+    every config against the first legal one; otherwise the generated configs (derived, or a widened list's
+    neighbours), against the first config someone wrote. None when there is nothing to check (no generated config
+    and not ``exact``, or fewer than two legal configs)."""
     from tritune.bucket import Bucket
     from tritune.verify.reference import OutputCheck, bucket_edge_inputs
 
-    if len(legal) < 2:
+    generated = tuned.generated
+    if len(legal) < 2 or not (exact or any(c in generated for c in legal)):
         return None
+    # A widened list's generated configs are checked against a config someone wrote, never against one of their own.
+    references = [c for c in legal if c not in generated] if tuned.space_source == "widened" else list(legal)
+    only = None if exact else [c for c in legal if c in generated]
     spans = {}  # a bucketed integer key argument: its bucket's smallest value, and this call's
     for pos, b in zip(tuned.key_spec.positions, tuned.key_spec.buckets):
         v = args[pos] if pos < len(args) else None
