@@ -74,7 +74,7 @@ for part in "$@"; do
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
     cublas) step cublas 120 python3 benchmarks/matmul_vs_cublas.py --json "$RES/cublas/matmul_vs_cublas.json" ;;
     screen) step screen 400 python3 benchmarks/screen_vs_launch.py --out "$RES/screen/screen_vs_launch.json" ;;
-    numerics) step numerics 540 python3 benchmarks/numerics.py --out "$RES/numerics" --runs "${NUMERICS_RUNS:-5}" \
+    numerics) step numerics 560 python3 benchmarks/numerics.py --out "$RES/numerics" --runs "${NUMERICS_RUNS:-5}" --budget-s 545 \
                 ${NUMERICS_OPS:+--ops "$NUMERICS_OPS"} ${NUMERICS_SHARED_CACHE:+--shared-triton-cache}
               show numerics "^op \|exact/any" ;;
     search) step search 540 python3 benchmarks/search_tune.py --out "$RES/search" --new-key-cache shared

@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -220,6 +221,10 @@ def main() -> None:
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--shared-triton-cache", action="store_true",
                     help="the runs share one Triton cache (each still gets a new store and FlagGems cache)")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="start no further pair of runs (any, exact) that would end past this many seconds minus"
+                         " --compare-reserve-s, so that the comparison still runs")
+    ap.add_argument("--compare-reserve-s", type=float, default=90.0)
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     ops = [o for o in a.ops.split(",") if o]
@@ -235,7 +240,13 @@ def main() -> None:
     # --shared-triton-cache: the runs share Triton's cache of compiled binaries (identical in every run; what decides
     # a winner is the timing), so each run costs its timing, not its compilation. Stores stay fresh either way.
     shared_cache = tempfile.mkdtemp(prefix="numerics_triton_") if a.shared_triton_cache else None
+    started, pair_walls = time.monotonic(), []
     for run in range(a.runs):
+        elapsed = time.monotonic() - started
+        if a.budget_s is not None and pair_walls and elapsed + max(pair_walls) > a.budget_s - a.compare_reserve_s:
+            print(f"runs stopped after {run} of {a.runs} per mode: another pair (up to {max(pair_walls):.0f} s) "
+                  f"would pass --budget-s {a.budget_s:.0f} less the comparison's {a.compare_reserve_s:.0f} s")
+            break
         for mode in ("any", "exact"):
             path = a.out / f"{mode}_{run}.json"
             fresh = Path(tempfile.mkdtemp(prefix=f"numerics_{mode}_{run}_"))  # a new store and library caches
@@ -249,8 +260,10 @@ def main() -> None:
                 print(f"{mode} run {run}: rc={p.returncode}\n{p.stderr[-3000:]}")
                 continue
             results[mode].append(json.loads(path.read_text()))
+        pair_walls.append(time.monotonic() - started - elapsed)
     summary: dict[str, Any] = {"runs": {m: len(r) for m, r in results.items()}, "ops": {},
-                               "shared_triton_cache": bool(shared_cache)}
+                               "shared_triton_cache": bool(shared_cache),
+                               "pair_walls_s": [round(w, 1) for w in pair_walls]}
     timed = compare(results, ops) if results["any"] and results["exact"] and DEVICE == "cuda" else {}
     if results["any"] and results["exact"] and any(o.startswith("lib:") for o in ops):
         path = a.out / "compare_lib.json"
