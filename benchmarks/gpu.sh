@@ -16,7 +16,7 @@
 #   searchxfer  the new key alone, fresh and warm processes                           (search_tune.py)
 #   serving     incremental mode on Zipf streams of 6,000 calls                       (serving.py)
 #   servinglong the same stream 60,000 calls long                                     (serving.py)
-#   libs        FlagGems, Liger-Kernel and fla ops under both engines                 (real_libraries.py)
+#   libs        FlagGems, Liger-Kernel, fla and Triton's tutorial ops, both engines   (real_libraries.py)
 #   widen       the same ops, tritune widening each library's own configs              (real_libraries.py --widen)
 #   libtests    the libraries' own tests under both engines                           (libtests.py)
 #   tutorials   Triton's tutorials 03 and 06, unchanged, under both engines           (tutorials_check.py)
@@ -28,12 +28,15 @@
 # a run cut short still leaves what it finished. COMMIT=<sha> names the commit in run.log.
 #
 # What the parts need besides the repository: libs, widen and libtests need FlagGems 5.0.2, Liger-Kernel 0.8.5 and
-# fla-core 0.6.0 wheels (and SQLAlchemy's, which FlagGems imports) in .whl/ (installed into /tmp/site); libtests needs the libraries' test files in .ref/libtests and their helpers'
-# wheels in .whl/libtests (benchmarks/libtests_fetch.sh gathers both); tutorials reads Triton's tutorials from
-# .ref/tutorials. Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1 (also
-# the ops inside torch.compile), WIDEN_BUDGET_S, WIDEN_OPS, NUMERICS_OPS, NUMERICS_RUNS, NUMERICS_SHARED_CACHE=1, LIBTESTS_BUDGET_S,
-# LIBTESTS_SUITES, SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT,
-# SERVINGLONG_CALLS.
+# fla-core 0.6.0 wheels (and SQLAlchemy's, which FlagGems imports) in .whl/ (installed into /tmp/site); libtests needs
+# the libraries' test files in .ref/libtests and their helpers' wheels in .whl/libtests (benchmarks/libtests_fetch.sh
+# gathers both); tutorials, and the tut_ ops of libs and widen, read Triton's tutorials 03-matrix-multiplication.py
+# and 06-fused-attention.py from .ref/tutorials (an ignored folder, to be copied with the checkout;
+# benchmarks/tutorials_fetch.sh writes them from a Triton git directory, at the 3.6 release; without them those ops
+# are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
+# (also the ops inside torch.compile), WIDEN_BUDGET_S, WIDEN_OPS, NUMERICS_OPS, NUMERICS_RUNS,
+# NUMERICS_SHARED_CACHE=1, LIBTESTS_BUDGET_S, LIBTESTS_SUITES, SEARCHXFER_CACHE (both|shared|empty),
+# SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TRITUNE_GPU_TESTS=1
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -92,9 +95,11 @@ for part in "$@"; do
           step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
             ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ;;
     widen) b=${WIDEN_BUDGET_S:-480}
-           # default: the FlagGems and Liger ops that reach an autotuner, at both shapes (fla's ops: WIDEN_OPS=fla_)
+           # default: the FlagGems, Liger and tutorial ops that reach an autotuner, at both shapes (@odd: every
+           # second shape, tut_matmul@odd included; fla's ops: WIDEN_OPS=fla_)
            o=${WIDEN_OPS:-mm,addmm,bmm,baddbmm,mv,addmv,layer_norm,amax,max_dim,argmin,var_mean,vector_norm,std}
-           o=${WIDEN_OPS:-$o,prod_dim,count_nonzero,triu,upsample,kron,liger_dyt,liger_dyt_bwd,liger_swiglu,@odd}
+           o=${WIDEN_OPS:-$o,prod_dim,count_nonzero,triu,upsample,kron,liger_dyt,liger_dyt_bwd,liger_swiglu}
+           o=${WIDEN_OPS:-$o,tut_matmul,tut_attention,tut_attention_bwd,@odd}
            step widen $((b + 40)) python3 benchmarks/real_libraries.py --out "$RES/widen" --budget-s "$b" --widen \
              --ops "$o" ${LIBS_COMPILE:+--compile}
            show widen "^widened\|^cold total" ;;

@@ -90,7 +90,8 @@ def _libs(ops: list[str]) -> tuple[Any, dict[str, Any]]:
 
     by_name = {op.name: op for op in rl.OPS}
     want = {o: by_name[o[4:]] for o in ops if o.startswith("lib:")}
-    for lib in sorted({op.lib for op in want.values()} - {"smoke"}):  # smoke: real_libraries' own tiny kernels
+    # smoke: real_libraries' own tiny kernels; tutorials: each op imports its tutorial file itself
+    for lib in sorted({op.lib for op in want.values()} - {"smoke", "tutorials"}):
         mod = __import__(lib)
         if lib == "flag_gems":
             mod.enable()

@@ -1,15 +1,19 @@
-"""FlagGems, Liger-Kernel and flash-linear-attention ops, unchanged, under Triton's autotuner and under
-``tritune.patch_triton()``.
+"""FlagGems, Liger-Kernel and flash-linear-attention ops, and Triton's own tutorials, unchanged, under Triton's
+autotuner and under ``tritune.patch_triton()``.
 
 Installs nothing: ``flag_gems`` (5.0.2), ``liger_kernel`` (0.8.5) and ``fla`` (``fla-core`` 0.6.0) must be
 importable (`gpu.sh libs` puts the wheels of `.whl/` on PYTHONPATH); an op whose library did not import is
-reported as not run. Each engine runs in its own long-lived child process with its own empty
-``TRITON_CACHE_DIR`` and empty tritune store (``TRITUNE_STORE``); the parent drives both children
-over a line protocol, so that the interleaved measurements alternate engines on the one GPU:
+reported as not run. The ``tut_`` ops (``lib="tutorials"``) call Triton's tutorials 03 (``matmul``) and 06
+(``attention``, forward and backward), imported unedited from ``$TRITUNE_TUTORIALS`` or else ``.ref/tutorials``
+(``benchmarks/tutorials_fetch.sh`` writes them there); without those files they are reported as not run too.
+Each engine runs in its own long-lived child process with its own empty ``TRITON_CACHE_DIR`` and empty tritune
+store (``TRITUNE_STORE``); the parent drives both children over a line protocol, so that the interleaved
+measurements alternate engines on the one GPU:
 
 - cold: the first call of each op (autotuning included), wall time, from an empty cache;
 - outputs: each op's output under tritune against Triton's run, within the library's tolerance
-  (FlagGems' per-dtype resolution as rtol; atol 1e-4 times the reduced dimension for matmuls);
+  (FlagGems' per-dtype resolution as rtol; atol 1e-4 times the reduced dimension for matmuls; tutorial 06's
+  attention: its own test's atol 1e-2, rtol 0);
 - op time: the whole op call after tuning, CUDA events, rounds alternating engines; the ratio is the median
   of the per-round ratios (both engines measured back to back in each round);
 - winner: each engine's winning config of every autotuner the op reached (``best_config``, for Triton's
@@ -28,7 +32,8 @@ over a line protocol, so that the interleaved measurements alternate engines on 
 ``--widen`` runs the tritune engine with ``patch_triton(widen=True)``: each kernel's own configs and their
 neighbours, screened, searched and checked against the kernel's first config. The winners' comparison is then the
 widened winner against Triton's winner of the library's own list, and the summary adds, per autotuner, the space
-(given, generated, legal) and tritune's own race of its winner against the best given config.
+(given, generated, legal) and tritune's own race of its winner against the best given config. The tutorial ops
+are widened the same way: tutorial 03's matmul configs and 06's attention forward configs.
 
 ``--variants`` adds each ``OP@odd``: the op at a second shape whose sizes no power of 2 divides, so a block size
 that mishandles a tail shows in the outputs and a winner is judged at more than one shape.
@@ -51,6 +56,7 @@ import contextlib
 import datetime
 import functools
 import gc
+import importlib.util
 import json
 import os
 import platform
@@ -81,6 +87,7 @@ class Op:
     smoke: bool = False
     compiled: bool = False  # called inside torch.compile: run only with --compile
     variant: bool = False  # a second shape of an op (sizes no power of 2 divides): named by --ops, or --variants
+    tol: tuple[float, float] | None = None  # (rtol, atol) of the op's own tests; None: _tolerance's rule
 
 
 def _randn(shape: tuple[int, ...], dtype: Any, device: str, salt: int = 0) -> Any:
@@ -224,6 +231,112 @@ def _compiled(make: Any) -> Any:
     return wrapped
 
 
+# Triton's own tutorials as a library: the files are not part of tritune; benchmarks/tutorials_fetch.sh writes
+# them into the ignored folder .ref/tutorials of a checkout (TRITUNE_TUTORIALS names another folder).
+TUTORIAL_FILES = {"03": "03-matrix-multiplication.py", "06": "06-fused-attention.py"}
+
+
+def tutorials_dir() -> Path:
+    own = os.environ.get("TRITUNE_TUTORIALS")
+    return Path(own) if own else Path(__file__).resolve().parents[1] / ".ref" / "tutorials"
+
+
+def tutorials_missing() -> str | None:
+    """Why the tutorial ops cannot run (a tutorial file is missing), in one line; None when every file is there."""
+    missing = [f for f in TUTORIAL_FILES.values() if not (tutorials_dir() / f).is_file()]
+    if not missing:
+        return None
+    return (f"FileNotFoundError: {', '.join(missing)} not in {tutorials_dir()} (benchmarks/tutorials_fetch.sh "
+            f"writes Triton's tutorials there; TRITUNE_TUTORIALS names another folder)")  # fmt: skip
+
+
+def load_tutorial(path: Path, name: str) -> Any:
+    """Import a tutorial file, unedited, as the module ``name``. Tutorial 03 runs its plotting benchmark at import
+    (``triton.testing.perf_report(...)(fn).run(...)``): ``perf_report`` is a no-op stand-in during the import and
+    Triton's own again after it. Other module-level code (03's small correctness checks) runs as written."""
+    import triton.testing
+
+    real = triton.testing.perf_report
+
+    class _NoRun:
+        def __init__(self, fn: Callable[..., Any]) -> None:
+            self.fn = fn
+
+        def run(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    triton.testing.perf_report = lambda benchmarks: _NoRun  # type: ignore[assignment,return-value]
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return mod
+    finally:
+        triton.testing.perf_report = real
+
+
+@functools.cache
+def tutorial(num: str) -> Any:
+    """Tutorial ``num`` ("03", "06") from :func:`tutorials_dir`, imported once a process (as ``tutorial_NUM``)."""
+    path = tutorials_dir() / TUTORIAL_FILES[num]
+    try:
+        return load_tutorial(path, f"tutorial_{num}")
+    except Exception as e:  # one line, as a library that did not import
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        raise RuntimeError(f"tutorials did not import: {path.name}: {type(e).__name__}: {first}") from e
+
+
+def _tut_matmul(a: tuple[int, int], b: tuple[int, int]) -> Any:
+    """Tutorial 03's ``matmul(a, b)``, fp16."""
+
+    def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        mod = tutorial("03")
+        return mod.matmul, (_randn(a, torch.float16, device), _randn(b, torch.float16, device))
+
+    return make
+
+
+def _tut_attention(backward: bool = False) -> Any:
+    """Tutorial 06's ``attention(q, k, v, causal=True, sm_scale=0.5[, warp_specialize=False])``, fp16 q, k, v of std
+    0.5 as its own test draws them; forward, or forward and backward with every input gradient flattened and joined
+    (as ``_fla``'s backward)."""
+
+    def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        import inspect
+
+        mod = tutorial("06")
+        shape = (4, 16, 1024, 64) if device == "cuda" else (1, 2, 128, 16)
+        q, k, v = (_randn(shape, torch.float16, device, salt=i) * 0.5 for i in range(3))
+        # Function.apply takes no keywords: causal, sm_scale and (where forward has it) warp_specialize, in order
+        rest: tuple[Any, ...] = (True, 0.5)
+        if "warp_specialize" in inspect.signature(mod._attention.forward).parameters:
+            rest += (False,)
+
+        def fwd(q: Any, k: Any, v: Any) -> Any:
+            return mod.attention(q, k, v, *rest)
+
+        if not backward:
+            return fwd, (q, k, v)
+        leaves = tuple(x.detach().clone().requires_grad_() for x in (q, k, v))
+        do = _randn(shape, torch.float16, device, salt=4)
+
+        def fwd_bwd(*xs: Any) -> Any:
+            for x in xs:
+                x.grad = None
+            fwd(*xs).backward(do)
+            return torch.cat([x.grad.float().flatten() for x in xs])
+
+        return fwd_bwd, leaves
+
+    return make
+
+
 @functools.cache
 def _smoke_kernels() -> dict[str, Any]:
     """Two tiny autotuned kernels in the libraries' style, for --cpu-smoke only (Liger's kernels do not
@@ -344,6 +457,11 @@ OPS: tuple[Op, ...] = (
     Op("liger_swiglu", "liger_kernel", _liger_swiglu),
     *(Op(f"fla_{k}{'_bwd' * bwd}", "fla", _fla(k, bwd), reduce_dim=128 if k in ("gla", "delta_rule", "retention") else 4096)
       for k in ("gla", "delta_rule", "retention", "rms_norm", "layer_norm") for bwd in (False, True)),
+    # Triton's tutorials 03 and 06, unedited (attention: the tolerance of the tutorial's own test_op)
+    Op("tut_matmul", "tutorials", _tut_matmul((M, 1024), (1024, M)), reduce_dim=1024),
+    Op("tut_matmul@odd", "tutorials", _tut_matmul((3000, 1500), (1500, 2000)), reduce_dim=1500, variant=True),
+    Op("tut_attention", "tutorials", _tut_attention(), tol=(0.0, 1e-2)),
+    Op("tut_attention_bwd", "tutorials", _tut_attention(backward=True), tol=(0.0, 1e-2)),
     Op("liger_dyt+compile", "liger_kernel", _compiled(_liger_dyt), compiled=True),
     Op("fla_rms_norm_bwd+compile", "fla", _compiled(_fla("rms_norm", True)), reduce_dim=4096, compiled=True),
     Op("fla_gla+compile", "fla", _compiled(_fla("gla")), reduce_dim=128, compiled=True),
@@ -874,6 +992,9 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
             libs[lib] = None
         except Exception as e:
             libs[lib] = f"{type(e).__name__}: {e}"
+    # the tutorials: the files are checked here, and each is imported by the first op that calls it (03 runs a
+    # matmul at import)
+    libs["tutorials"] = tutorials_missing()
     import torch
 
     child = _Child(engine, outdir, "cpu" if cpu_smoke else "cuda", quick)
@@ -964,11 +1085,18 @@ class _Engine:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
         self.log.close()
 
 
 def _tolerance(op: Op, dtype: Any) -> tuple[float, float]:
     import torch
+
+    if op.tol is not None:
+        return op.tol
 
     # FlagGems' per-dtype resolution (flag_gems.testing.RESOLUTION) as rtol
     rtol = {torch.float16: 1e-3, torch.bfloat16: 0.016, torch.float32: 1.3e-6, torch.float64: 1e-7}.get(dtype, 0.0)

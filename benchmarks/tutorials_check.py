@@ -1,16 +1,18 @@
 """Triton's tutorials 03 (matmul) and 06 (fused attention), unchanged, plain and under ``python -m tritune run``.
 
 GPU only. The tutorial files are not part of tritune: put ``03-matrix-multiplication.py`` and
-``06-fused-attention.py`` (from the installed Triton's release) in a folder and pass it:
+``06-fused-attention.py`` (from the installed Triton's release; ``benchmarks/tutorials_fetch.sh`` writes them into
+``.ref/tutorials``) in a folder and pass it:
 
   PYTHONPATH=src python3 benchmarks/tutorials_check.py TUTORIAL_DIR --out results/tutorials
 
 Each run is a fresh process with its own empty Triton cache and tritune store: once as
 ``python benchmarks/tutorials_check.py --child`` (Triton's autotuner), once as
 ``python -m tritune run benchmarks/tutorials_check.py --child`` (tritune's engine, process-wide).
-The child imports each tutorial file as a module without editing it; only the plotting benchmark
-that tutorial 03 runs at import (``triton.testing.perf_report(...).run``) is replaced by a no-op
-before the import. It then calls the tutorials' own functions on seeded inputs:
+The child imports each tutorial file as a module without editing it (``real_libraries.load_tutorial``, which
+real_libraries.py's ``tut_`` ops use too); only the plotting benchmark that tutorial 03 runs at import
+(``triton.testing.perf_report(...).run``) is replaced by a no-op during the import. It then calls the tutorials'
+own functions on seeded inputs:
 
 - 03: ``matmul(a, b)`` and ``matmul(a, b, activation="leaky_relu")`` (the activation is a helper
   defined after the autotuned kernel);
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import inspect
 import json
 import os
@@ -36,37 +37,13 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from real_libraries import load_tutorial  # the one loader of the tutorial files, shared with the tut_ ops
+
 MODES = ("plain", "tritune")
 TOL = {"03": (1e-2, 0.0), "06": (1e-2, 1e-2)}  # (atol, rtol): the tutorials' own checks use atol 1e-2
-
-
-def _load(path: Path, name: str) -> Any:
-    """Import a tutorial file as a module, with ``perf_report(...).run`` a no-op (03 benchmarks at import)."""
-    import triton.testing
-
-    real = triton.testing.perf_report
-
-    class _NoRun:
-        def __init__(self, fn: Callable[..., Any]) -> None:
-            self.fn = fn
-
-        def run(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    triton.testing.perf_report = lambda benchmarks: _NoRun  # type: ignore[assignment,return-value]
-    try:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        triton.testing.perf_report = real
 
 
 def _case_03(mod: Any, torch: Any, activation: str) -> dict[str, Any]:
@@ -130,7 +107,7 @@ def child_main(tutorials: Path, out: Path) -> int:
         rec: dict[str, Any] = {}
         try:
             if tut not in mods:
-                mods[tut] = _load(tutorials / files[tut], f"tutorial_{tut}")
+                mods[tut] = load_tutorial(tutorials / files[tut], f"tutorial_{tut}")
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             res = run(mods[tut])

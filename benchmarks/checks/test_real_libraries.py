@@ -6,6 +6,9 @@ out and .ci/run runs after it.
 Triton's side runs under the interpreter with the harness's FAKE timer (Triton's autotuner cannot time
 on CPU). tritune's side needs ``tritune.patch_triton()``: without it the harness
 must stop with a message that says so; with it, both engines must run and agree.
+
+The ops of Triton's tutorials need a GPU at import; here they are checked over FAKE tutorial files and missing
+ones: which ops a run picks, the one loader, the calls the ops make, and the not-run report.
 """
 
 from __future__ import annotations
@@ -169,3 +172,171 @@ def test_widened_winners_are_summarised_with_their_spaces_and_a_new_config_takes
 
     k = SimpleNamespace(configs=[triton.Config({"BLOCK": 64}, pre_hook=hook), triton.Config({"BLOCK": 128}, pre_hook=hook)])
     assert matching_config(k, {"BLOCK": 256, "num_warps": 4}).pre_hook is hook
+
+
+def _widen_default_ops() -> str:
+    """The op list of gpu.sh's widen part when WIDEN_OPS is unset (its ``o=${WIDEN_OPS:-...}`` lines, in order)."""
+    import re
+
+    o = ""
+    for line in (ROOT / "benchmarks" / "gpu.sh").read_text().splitlines():
+        m = re.fullmatch(r"\s*o=\$\{WIDEN_OPS:-(.*)\}", line)
+        if m:
+            o = m.group(1).replace("$o", o)
+    return o
+
+
+def test_tutorial_ops_are_picked_by_name_their_second_shape_as_a_variant_and_by_the_widen_default() -> None:
+    import argparse
+
+    from real_libraries import OPS, select_ops
+
+    def names(**kw: object) -> list[str]:
+        base = {"cpu_smoke": False, "quick": False, "compile": False, "variants": False, "ops": ""}
+        return [op.name for op in select_ops(argparse.Namespace(**{**base, **kw}))]
+
+    tut = ["tut_matmul", "tut_attention", "tut_attention_bwd"]
+    assert sorted(op.name for op in OPS if op.lib == "tutorials") == sorted([*tut, "tut_matmul@odd"])
+    assert [op.name for op in OPS if op.lib == "tutorials" and op.variant] == ["tut_matmul@odd"]
+    every = names()
+    assert set(tut) <= set(every) and "tut_matmul@odd" not in every  # a second shape only when asked
+    assert "tut_matmul@odd" in names(variants=True) and not set(tut) & set(names(cpu_smoke=True))
+    assert names(ops="tut_attention") == ["tut_attention"]  # the exact name, not the _bwd op it is part of
+    assert names(ops="tut_matmul") == ["tut_matmul"]
+    assert names(ops="tut_") == ["tut_matmul", "tut_matmul@odd", "tut_attention", "tut_attention_bwd"]
+    widen = names(ops=_widen_default_ops())
+    assert set(tut) | {"tut_matmul@odd", "mm@odd", "liger_swiglu"} <= set(widen), widen
+    assert widen.index("tut_attention_bwd") < widen.index("mm@odd")  # ahead of the second shapes
+
+
+@pytest.mark.slow  # two child processes start (each imports torch)
+def test_tutorial_ops_without_their_files_or_whose_file_fails_to_import_are_reported_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The child reports an op of Triton's tutorials as not run, with a one-line reason, as it reports an op whose
+    library did not import: when $TRITUNE_TUTORIALS lacks the files, and when a file is there but fails to import
+    (a FAKE tutorial 03 that raises)."""
+    import argparse
+
+    from real_libraries import _Engine, _print_table, _summarize
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    args = argparse.Namespace(cpu_smoke=True, quick=False, widen=False, out=tmp_path)
+    empty, broken = tmp_path / "empty", tmp_path / "broken"
+    empty.mkdir()
+    broken.mkdir()
+    fake_03 = 'raise ValueError("FAKE tutorial 03\\nsecond line")\n'  # a FAKE 03 that fails to import
+    (broken / "03-matrix-multiplication.py").write_text(fake_03)
+    (broken / "06-fused-attention.py").write_text("# FAKE tutorial 06\n")
+    got = {}
+    for name, folder in (("empty", empty), ("broken", broken)):
+        monkeypatch.setenv("TRITUNE_TUTORIALS", str(folder))
+        e = _Engine("triton", args, tmp_path / name, tmp_path / f"{name}.log")
+        try:
+            assert "fatal" not in e.hello, e.hello
+            got[name] = (e.hello["libs"]["tutorials"], e.ask(cmd="cold", op="tut_matmul"))
+        finally:
+            e.close()
+    reason, cold = got["empty"]
+    assert reason.startswith("FileNotFoundError: 03-matrix-multiplication.py, 06-fused-attention.py not in ")
+    assert str(empty) in reason and "tutorials_fetch.sh" in reason and "\n" not in reason
+    assert cold["ok"] is False and cold["error"] == f"RuntimeError: tutorials did not import: {reason}"
+    reason, cold = got["broken"]
+    assert reason is None  # the files are there; the op's first call imports them
+    want = "RuntimeError: tutorials did not import: 03-matrix-multiplication.py: ValueError: FAKE tutorial 03"
+    assert cold["ok"] is False and cold["error"] == want  # one line: the first of the exception's
+    # the parent's table: the op not run by the engine, and the reason on the line below it
+    rows = {"tut_matmul": {"lib": "tutorials", "triton": {"cold": got["empty"][1]}}}
+    table = _summarize(rows, ("triton",))
+    assert table["ops_run"]["triton"] == 0
+    assert table["ops"]["tut_matmul"]["triton_error"] == got["empty"][1]["error"]
+    _print_table(table, {"gpu": "cpu", "torch": "-", "triton": "-", "date": "-"})
+    lines = capsys.readouterr().out.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("| tut_matmul | 0/0 |"))
+    assert lines[row + 1] == f"|   triton error: {got['empty'][1]['error'][:300]} |"  # the table's cut at 300
+
+
+def test_the_tutorial_loader_imports_a_file_unedited_and_its_perf_report_does_not_run(tmp_path: Path) -> None:
+    """``load_tutorial`` (real_libraries' tut_ ops and tutorials_check.py) on a FAKE tutorial whose import runs a
+    ``triton.testing.perf_report`` benchmark, as tutorial 03 does: the module is imported, its benchmark is not run,
+    and Triton's ``perf_report`` is its own again after the import, also after a file that fails to import."""
+    import triton.testing
+    from real_libraries import load_tutorial
+
+    ran = tmp_path / "benchmark_ran"
+    fake = tmp_path / "fake_tutorial.py"
+    fake.write_text(
+        '"""A FAKE tutorial for this test: a function, then a perf_report benchmark run at import (as tutorial 03)."""\n'
+        "import triton\nimport triton.testing\n\n\n"
+        "def double(x):\n    return 2 * x\n\n\n"
+        "@triton.testing.perf_report([triton.testing.Benchmark(x_names=['n'], x_vals=[1], line_arg='p', "
+        "line_vals=['a'], line_names=['a'], plot_name='fake', args={})])\n"
+        f"def bench(n, p):\n    open({str(ran)!r}, 'w').write('ran')\n    return 1.0\n\n\n"
+        "bench.run(print_data=True)\nAFTER = double(21)\n"
+    )
+    real = triton.testing.perf_report
+    try:
+        mod = load_tutorial(fake, "fake_tutorial_for_test")
+        assert mod.AFTER == 42 and sys.modules["fake_tutorial_for_test"] is mod
+        assert not ran.exists()  # the benchmark did not run
+        assert triton.testing.perf_report is real
+        bad = tmp_path / "fake_broken.py"
+        bad.write_text("import triton.testing\nraise KeyError('FAKE')\n")  # a FAKE tutorial that fails
+        with pytest.raises(KeyError):
+            load_tutorial(bad, "fake_broken_tutorial_for_test")
+        assert triton.testing.perf_report is real and "fake_broken_tutorial_for_test" not in sys.modules
+    finally:
+        sys.modules.pop("fake_tutorial_for_test", None)
+
+
+def test_tutorial_ops_call_the_tutorials_functions_as_their_own_tests_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tut_ ops' factories on CPU, over FAKE tutorial files that record their calls (the real ones need a GPU
+    at import): 03's ``matmul(a, b)`` on fp16 inputs of the op's shapes; 06's ``attention`` called positionally
+    with causal=True, sm_scale=0.5 and warp_specialize=False, and its backward's input gradients joined."""
+    import torch
+    from real_libraries import OPS, tutorial
+
+    (tmp_path / "03-matrix-multiplication.py").write_text(
+        '"""FAKE tutorial 03 for this test."""\n'
+        "calls = []\n\n\n"
+        "def matmul(a, b, activation=''):\n"
+        "    calls.append((tuple(a.shape), tuple(b.shape), a.dtype, activation))\n"
+        "    return (a.float() @ b.float()).half()\n"
+    )
+    (tmp_path / "06-fused-attention.py").write_text(
+        '"""FAKE tutorial 06 for this test: attention in torch, with the tutorial\'s signature."""\n'
+        "import torch\n\ncalls = []\n\n\n"
+        "class _attention:\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, q, k, v, causal, sm_scale, warp_specialize=True):\n"
+        "        raise AssertionError('the op calls attention, not forward')\n\n\n"
+        "def attention(q, k, v, causal, sm_scale, warp_specialize=True):\n"
+        "    calls.append((causal, sm_scale, warp_specialize))\n"
+        "    return torch.softmax(q.float() @ k.float().transpose(2, 3) * sm_scale, -1).half() @ v\n"
+    )
+    monkeypatch.setenv("TRITUNE_TUTORIALS", str(tmp_path))
+    tutorial.cache_clear()
+    by_name = {op.name: op for op in OPS}
+    try:
+        shapes = {"tut_matmul": ((2048, 1024), (1024, 2048)), "tut_matmul@odd": ((3000, 1500), (1500, 2000))}
+        for name, (a, b) in shapes.items():
+            fn, args = by_name[name].make(torch, "cpu", False)
+            out = fn(*args)
+            assert tutorial("03").calls[-1] == (a, b, torch.float16, "")
+            assert out.shape == (a[0], b[1]) and torch.equal(out, (args[0].float() @ args[1].float()).half())
+        fn, args = by_name["tut_attention"].make(torch, "cpu", False)
+        assert fn(*args).shape == args[0].shape and tutorial("06").calls == [(True, 0.5, False)]
+        assert all(a.dtype == torch.float16 and not a.requires_grad for a in args)
+        assert 0.4 < float(args[0].float().std()) < 0.6  # std 0.5, as the tutorial's test draws q, k and v
+        fn, args = by_name["tut_attention_bwd"].make(torch, "cpu", False)
+        grads = fn(*args)
+        assert all(a.requires_grad and a.is_leaf for a in args)
+        assert grads.dtype == torch.float32 and grads.numel() == 3 * args[0].numel()
+        assert torch.equal(grads[: args[0].numel()], args[0].grad.float().flatten())  # dq first, dk, dv
+        assert torch.equal(fn(*args), grads)  # a second call starts from cleared gradients
+    finally:
+        tutorial.cache_clear()
+        for mod in ("tutorial_03", "tutorial_06"):
+            sys.modules.pop(mod, None)
