@@ -95,11 +95,12 @@ for part in "$@"; do
           step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
             ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ;;
     widen) b=${WIDEN_BUDGET_S:-480}
-           # default: the FlagGems, Liger and tutorial ops that reach an autotuner, at both shapes (@odd: every
-           # second shape, tut_matmul@odd included; fla's ops: WIDEN_OPS=fla_)
+           # default: the FlagGems, Liger, fla norm and tutorial ops that reach an autotuner, then every second
+           # shape (@odd); fla's chunked attention ops are slow to tune under Triton: WIDEN_OPS=fla_ for all of fla.
+           # More than one call's worth: the 70% rule leaves the last ones out; split with WIDEN_OPS across calls.
            o=${WIDEN_OPS:-mm,addmm,bmm,baddbmm,mv,addmv,layer_norm,amax,max_dim,argmin,var_mean,vector_norm,std}
            o=${WIDEN_OPS:-$o,prod_dim,count_nonzero,triu,upsample,kron,liger_dyt,liger_dyt_bwd,liger_swiglu}
-           o=${WIDEN_OPS:-$o,tut_matmul,tut_attention,tut_attention_bwd,@odd}
+           o=${WIDEN_OPS:-$o,fla_rms_norm,fla_layer_norm,tut_matmul,tut_attention,tut_attention_bwd,@odd}
            step widen $((b + 40)) python3 benchmarks/real_libraries.py --out "$RES/widen" --budget-s "$b" --widen \
              --ops "$o" ${LIBS_COMPILE:+--compile}
            show widen "^widened\|^cold total" ;;

@@ -138,49 +138,62 @@ def _f_nn(name: str) -> Callable[..., Any]:
     return call
 
 
-def _liger_dyt(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    from liger_kernel.ops.dyt import liger_dyt_fwd
+def _liger_dyt(m: int = 2048, n: int = 4096) -> Any:
+    """Liger's DyT forward on an (m, n) fp32 input (4 x 64 on the CPU)."""
 
-    n = 64 if device == "cpu" else 4096
-    m = 4 if device == "cpu" else 2048
-    x = _randn((m, n), torch.float32, device)
-    alpha = torch.full((1,), 0.5, device=device)
-    return liger_dyt_fwd, (x, alpha, _randn((n,), torch.float32, device), _randn((n,), torch.float32, device))
+    def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        from liger_kernel.ops.dyt import liger_dyt_fwd
 
+        rows, cols = (4, 64) if device == "cpu" else (m, n)
+        x = _randn((rows, cols), torch.float32, device)
+        alpha = torch.full((1,), 0.5, device=device)
+        return liger_dyt_fwd, (x, alpha, _randn((cols,), torch.float32, device), _randn((cols,), torch.float32, device))
 
-def _liger_dyt_bwd(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    from liger_kernel.ops.dyt import liger_dyt_bwd
-
-    n = 64 if device == "cpu" else 4096
-    m = 4 if device == "cpu" else 2048
-    x = _randn((m, n), torch.float32, device)
-    dy = _randn((m, n), torch.float32, device)
-    alpha = torch.full((1,), 0.5, device=device)
-
-    def call(*a: Any) -> Any:
-        return liger_dyt_bwd(*a)[0]  # dx; the other grads are reduced with torch
-
-    return call, (dy, x, alpha, _randn((n,), torch.float32, device), _randn((n,), torch.float32, device))
+    return make
 
 
-def _liger_swiglu(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    from liger_kernel.ops import mlp
+def _liger_dyt_bwd(m: int = 2048, n: int = 4096) -> Any:
+    """Liger's DyT backward (dx) on an (m, n) fp32 input (4 x 64 on the CPU)."""
 
-    b, s, k, n = 2, 512, 2048, 2048
-    x = _randn((b, s, k), torch.bfloat16, device)
-    gate = _randn((n, k), torch.bfloat16, device) * 0.02
-    up = _randn((n, k), torch.bfloat16, device) * 0.02
+    def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        from liger_kernel.ops.dyt import liger_dyt_bwd
 
-    def call(x: Any, gate: Any, up: Any) -> Any:
-        out = mlp.gemm_swiglu(x, gate, up, 1.0, False)  # inference path (host descriptors, a pre_hook)
-        return out[0] if isinstance(out, tuple) else out
+        rows, cols = (4, 64) if device == "cpu" else (m, n)
+        x = _randn((rows, cols), torch.float32, device)
+        dy = _randn((rows, cols), torch.float32, device)
+        alpha = torch.full((1,), 0.5, device=device)
 
-    return call, (x, gate, up)
+        def call(*a: Any) -> Any:
+            return liger_dyt_bwd(*a)[0]  # dx; the other grads are reduced with torch
+
+        return call, (dy, x, alpha, _randn((cols,), torch.float32, device), _randn((cols,), torch.float32, device))
+
+    return make
 
 
-def _fla(kind: str, backward: bool = False) -> Any:
-    """A flash-linear-attention op (``fla-core``) at a training shape, forward or forward and backward. Inputs are
-    half precision as fla's tests use; the backward's output is every input gradient, flattened and joined."""
+def _liger_swiglu(b: int = 2, s: int = 512, k: int = 2048, n: int = 2048) -> Any:
+    """Liger's fused SwiGLU MLP GEMM (inference path), bf16 x of (b, s, k) with gate and up of (n, k)."""
+
+    def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        from liger_kernel.ops import mlp
+
+        x = _randn((b, s, k), torch.bfloat16, device)
+        gate = _randn((n, k), torch.bfloat16, device) * 0.02
+        up = _randn((n, k), torch.bfloat16, device) * 0.02
+
+        def call(x: Any, gate: Any, up: Any) -> Any:
+            out = mlp.gemm_swiglu(x, gate, up, 1.0, False)  # inference path (host descriptors, a pre_hook)
+            return out[0] if isinstance(out, tuple) else out
+
+        return call, (x, gate, up)
+
+    return make
+
+
+def _fla(kind: str, backward: bool = False, seq: int = 2048, feats: int = 4096) -> Any:
+    """A flash-linear-attention op (``fla-core``) at a training shape (sequence length ``seq``; the norms over
+    ``feats`` features), forward or forward and backward. Inputs are half precision as fla's tests use; the
+    backward's output is every input gradient, flattened and joined."""
 
     def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         import torch.nn.functional as F
@@ -189,8 +202,8 @@ def _fla(kind: str, backward: bool = False) -> Any:
         from fla.ops.gla import chunk_gla
         from fla.ops.retention import chunk_retention
 
-        b, t, h, d = (4, 2048, 8, 128) if device == "cuda" else (1, 64, 2, 32)
-        n = 4096 if device == "cuda" else 64
+        b, t, h, d = (4, seq, 8, 128) if device == "cuda" else (1, 64, 2, 32)
+        n = feats if device == "cuda" else 64
         dt = torch.float16
         q, k, v = (_randn((b, t, h, d), dt, device, salt=i) * 0.5 for i in range(3))
         x, w, bias = _randn((b * t, n), dt, device), _randn((n,), dt, device), _randn((n,), dt, device)
@@ -452,17 +465,24 @@ OPS: tuple[Op, ...] = (
         ("triu", _gems(lambda x: _f("triu")(x, 1), (3000, 5000)), 1),
         ("upsample_nearest2d", _gems(lambda x: _f("upsample_nearest2d")(x, [300, 300]), (6, 40, 100, 100)), 1),
     )),
-    Op("liger_dyt", "liger_kernel", _liger_dyt),
-    Op("liger_dyt_bwd", "liger_kernel", _liger_dyt_bwd),
-    Op("liger_swiglu", "liger_kernel", _liger_swiglu),
+    Op("liger_dyt", "liger_kernel", _liger_dyt()),
+    Op("liger_dyt_bwd", "liger_kernel", _liger_dyt_bwd()),
+    Op("liger_swiglu", "liger_kernel", _liger_swiglu()),
     *(Op(f"fla_{k}{'_bwd' * bwd}", "fla", _fla(k, bwd), reduce_dim=128 if k in ("gla", "delta_rule", "retention") else 4096)
       for k in ("gla", "delta_rule", "retention", "rms_norm", "layer_norm") for bwd in (False, True)),
+    # Liger's and fla's ops at a second shape (SwiGLU's row strides stay 16-byte multiples: its host descriptors
+    # need them)
+    Op("liger_dyt@odd", "liger_kernel", _liger_dyt(3000, 5000), variant=True),
+    Op("liger_dyt_bwd@odd", "liger_kernel", _liger_dyt_bwd(3000, 5000), variant=True),
+    Op("liger_swiglu@odd", "liger_kernel", _liger_swiglu(3, 300, 1520, 2000), variant=True),
+    *(Op(f"fla_{k}{'_bwd' * bwd}@odd", "fla", _fla(k, bwd, seq=1500, feats=3000), reduce_dim=3000, variant=True)
+      for k in ("rms_norm", "layer_norm") for bwd in (False, True)),
     # Triton's tutorials 03 and 06, unedited (attention: the tolerance of the tutorial's own test_op)
     Op("tut_matmul", "tutorials", _tut_matmul((M, 1024), (1024, M)), reduce_dim=1024),
     Op("tut_matmul@odd", "tutorials", _tut_matmul((3000, 1500), (1500, 2000)), reduce_dim=1500, variant=True),
     Op("tut_attention", "tutorials", _tut_attention(), tol=(0.0, 1e-2)),
     Op("tut_attention_bwd", "tutorials", _tut_attention(backward=True), tol=(0.0, 1e-2)),
-    Op("liger_dyt+compile", "liger_kernel", _compiled(_liger_dyt), compiled=True),
+    Op("liger_dyt+compile", "liger_kernel", _compiled(_liger_dyt()), compiled=True),
     Op("fla_rms_norm_bwd+compile", "fla", _compiled(_fla("rms_norm", True)), reduce_dim=4096, compiled=True),
     Op("fla_gla+compile", "fla", _compiled(_fla("gla")), reduce_dim=128, compiled=True),
     Op("smoke_row_sum", "smoke", _smoke_row_sum, reduce_dim=100, smoke=True),
