@@ -21,6 +21,9 @@
 #   libtests    the libraries' own tests under both engines                           (libtests.py)
 #   tutorials   Triton's tutorials 03 and 06, unchanged, under both engines           (tutorials_check.py)
 #   dist        the multi-rank farm, 1 rank against 2 (needs 2 GPUs)                  (torchrun -m tritune tune)
+#   baseline    serving and libs on an older tree in .base/ and on this one, in turn  (serving.py, real_libraries.py)
+#               (.base/: git archive BASE src benchmarks/serving.py benchmarks/real_libraries.py | tar x -C .base,
+#               then carry .base)
 #
 # Each part writes under $RES/PART/ (default: a fresh temporary folder) and appends to $RES/run.log, which starts
 # with the machine's facts (date, commit, cores, GPU, driver, power limit, torch, triton) and then each command with
@@ -77,7 +80,8 @@ for part in "$@"; do
     short) step short 330 python3 benchmarks/short_kernels.py --out "$RES/short" ;;
     cublas) step cublas 120 python3 benchmarks/matmul_vs_cublas.py --json "$RES/cublas/matmul_vs_cublas.json" ;;
     screen) step screen 400 python3 benchmarks/screen_vs_launch.py --out "$RES/screen/screen_vs_launch.json" ;;
-    numerics) step numerics 560 python3 benchmarks/numerics.py --out "$RES/numerics" --runs "${NUMERICS_RUNS:-5}" --budget-s 545 \
+    numerics) step numerics 560 python3 benchmarks/numerics.py --out "$RES/numerics" --budget-s 545 \
+                --runs "${NUMERICS_RUNS:-5}" \
                 ${NUMERICS_OPS:+--ops "$NUMERICS_OPS"} ${NUMERICS_SHARED_CACHE:+--shared-triton-cache}
               show numerics "^op \|exact/any" ;;
     search) step search 540 python3 benchmarks/search_tune.py --out "$RES/search" --new-key-cache shared
@@ -113,6 +117,25 @@ for part in "$@"; do
                 --ref .ref/libtests --out "$RES/libtests" --budget-s "$b" --suites "${LIBTESTS_SUITES:-}"
               grep -h "^total\|differs\|NOT RUN" "$RES"/libtests/*.log | tee -a "$LOG" ;;
     tutorials) step tutorials 240 python3 benchmarks/tutorials_check.py .ref/tutorials --out "$RES/tutorials" ;;
+    baseline) if [ ! -d .base/src ]; then
+                echo "baseline: no .base/src; see this file's header" | tee -a "$LOG"; continue
+              fi
+              # the same commands on both trees, each with an empty Triton cache and store; --ops must select the
+              # same ops in both (older trees match --ops by substring)
+              b=${LIBS_BUDGET_S:-160}
+              o=${LIBS_OPS:-mm,addmm,bmm,baddbmm,mv,addmv,layer_norm,amax,var_mean,vector_norm,std,upsample_nearest2d}
+              o=${LIBS_OPS:-$o,kron,liger_dyt,liger_dyt_bwd}
+              base_path=${PYTHONPATH/#$PWD\/src/$PWD/.base/src}
+              for t in this base; do
+                [ $t = base ] && d=.base pp=$base_path || d=. pp=$PYTHONPATH
+                step baseline 130 env PYTHONPATH="$pp" python3 $d/benchmarks/serving.py --out "$RES/baseline/$t-serving"
+              done
+              for t in base this; do
+                [ $t = base ] && d=.base pp=$base_path || d=. pp=$PYTHONPATH
+                step baseline $((b + 25)) env PYTHONPATH="$pp" python3 $d/benchmarks/real_libraries.py \
+                  --out "$RES/baseline/$t-libs" --budget-s "$b" --ops "$o"
+              done
+              show baseline "worst single call\|^host cost" ;;
     dist) keys="--key M=4096,N=4096,K=4096 --key M=2048,N=2048,K=2048 --key M=8192,N=8192,K=8192"
           for n in 1 2; do  # each from an empty Triton cache; compare the walls in run.log and the winners
             GLOO_SOCKET_IFNAME=lo step dist 300 torchrun --nproc-per-node=$n -m tritune tune examples/matmul.py \
