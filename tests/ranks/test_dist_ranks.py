@@ -150,6 +150,7 @@ def test_a_rank_crashing_mid_tune_makes_the_others_fail_within_the_timeout(tmp_p
         assert r["elapsed_s"] < timeout_s + 5
 
 
+@pytest.mark.long  # two gloo ranks wait out a 3-second collective timeout
 def test_a_rank_that_misses_alone_gets_a_clear_error_naming_the_absent_rank(tmp_path: Path) -> None:
     timeout_s = 3.0
     res = _run(dist_workers.miss_alone, 2, tmp_path, timeout_s)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import torch
 import triton
 from incremental_fakes import FakeClock, FakeCompiles
@@ -329,6 +330,7 @@ def test_a_state_promoted_before_its_choice_is_served_by_the_promoted_config_unt
     assert inc.last_phase == "promoted" and k._last.config == c512 and len(clock.log) == n_timed
 
 
+@pytest.mark.long  # 300 interpreted calls, about five seconds
 def test_a_check_waits_until_its_outputs_comparison_is_ready():
     """A key's checks wait until the comparison of each of its GPU output dtypes is ready (the fused kernel
     loaded, or its preparation failed): no check loads device code on the caller's path. Here the FAKE key is

@@ -65,6 +65,7 @@ def test_a_damaged_candidate_row_is_skipped_by_reads(tmp_path: Path) -> None:
         assert st.candidates(KEY) == [] and st.missing(KEY, [A, B]) == [A, B]
 
 
+@pytest.mark.long  # waits out a real lock timeout (about four seconds)
 def test_a_held_write_lock_costs_a_bounded_wait_and_keeps_the_result(tmp_path: Path) -> None:
     path = _store(tmp_path / "s.sqlite")
     holder = subprocess.Popen(

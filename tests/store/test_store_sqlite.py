@@ -28,6 +28,7 @@ def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
+@pytest.mark.long  # eight processes at once on two cores
 def test_eight_processes_tune_and_read_one_store(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite"  # does not exist yet: the processes also race to create it
     n = 12
