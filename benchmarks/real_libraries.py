@@ -57,6 +57,7 @@ import datetime
 import functools
 import gc
 import importlib.util
+import inspect
 import json
 import os
 import platform
@@ -321,8 +322,6 @@ def _tut_attention(backward: bool = False) -> Any:
     (as ``_fla``'s backward)."""
 
     def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-        import inspect
-
         mod = tutorial("06")
         shape = (4, 16, 1024, 64) if device == "cuda" else (1, 2, 128, 16)
         q, k, v = (_randn(shape, torch.float16, device, salt=i) * 0.5 for i in range(3))

@@ -127,15 +127,17 @@ def test_summary_rates_same_configs_as_equal_and_dispatch_by_cpu_time() -> None:
     assert abs(t["control_ratio_median"] - 1.05) < 1e-9
 
 
-def test_ops_are_picked_by_name_in_order_with_variants_and_compiled_ops_only_when_asked() -> None:
+def names(**kw: object) -> list[str]:
+    """The names of the ops ``select_ops`` picks for these command-line options (the rest at their defaults)."""
     import argparse
 
     from real_libraries import select_ops
 
-    def names(**kw: object) -> list[str]:
-        base = {"cpu_smoke": False, "quick": False, "compile": False, "variants": False, "ops": ""}
-        return [op.name for op in select_ops(argparse.Namespace(**{**base, **kw}))]
+    base = {"cpu_smoke": False, "quick": False, "compile": False, "variants": False, "ops": ""}
+    return [op.name for op in select_ops(argparse.Namespace(**{**base, **kw}))]
 
+
+def test_ops_are_picked_by_name_in_order_with_variants_and_compiled_ops_only_when_asked() -> None:
     every = names()
     assert "mm" in every and not any("@odd" in n or "+compile" in n for n in every)
     assert names(ops="fla_gla,mm,liger_dyt") == ["fla_gla", "mm", "liger_dyt"]  # exact names, in this order
@@ -187,13 +189,7 @@ def _widen_default_ops() -> str:
 
 
 def test_tutorial_ops_are_picked_by_name_their_second_shape_as_a_variant_and_by_the_widen_default() -> None:
-    import argparse
-
-    from real_libraries import OPS, select_ops
-
-    def names(**kw: object) -> list[str]:
-        base = {"cpu_smoke": False, "quick": False, "compile": False, "variants": False, "ops": ""}
-        return [op.name for op in select_ops(argparse.Namespace(**{**base, **kw}))]
+    from real_libraries import OPS
 
     tut = ["tut_matmul", "tut_attention", "tut_attention_bwd"]
     assert sorted(op.name for op in OPS if op.lib == "tutorials") == sorted([*tut, "tut_matmul@odd"])

@@ -201,7 +201,8 @@ class OutputCheck:
     (:func:`bucket_edge_inputs`: the sizes at the edges of the key's buckets); every run is on fresh copies
     (:class:`ReferenceRun`), the caller's arguments are never written. ``launch(config, args)`` runs one config;
     ``references``: the configs that may be the reference, in order (a widened list's written configs). Where the
-    inputs cannot be made (``broken``), only the first reference passes: a check never fails the call it serves.
+    inputs cannot be made (``broken``), every checked config fails except, under ``exact``, the first reference: only
+    configs someone wrote serve, and the check never fails the call it serves.
 
     * ``exact`` (``numerics="exact"``): every candidate must compute the reference's bits; one outside the class is
       ``other_numerics``.
