@@ -22,8 +22,9 @@
 #   tutorials   Triton's tutorials 03 and 06, unchanged, under both engines           (tutorials_check.py)
 #   dist        the multi-rank farm, 1 rank against 2 (needs 2 GPUs)                  (torchrun -m tritune tune)
 #   baseline    serving and libs on an older tree in .base/ and on this one, in turn  (serving.py, real_libraries.py)
-#               (.base/: git archive BASE src benchmarks/serving.py benchmarks/real_libraries.py | tar x -C .base,
-#               then carry .base)
+#               (.base/: git archive BASE src benchmarks/serving.py benchmarks/real_libraries.py
+#               benchmarks/libs_tuners.py benchmarks/_timing.py | tar x -C .base, then carry .base; the benchmark
+#               scripts' own imports must come along, or the older tree's ops fail on import)
 #
 # Each part writes under $RES/PART/ (default: a fresh temporary folder) and appends to $RES/run.log, which starts
 # with the machine's facts (date, commit, cores, GPU, driver, power limit, torch, triton) and then each command with
@@ -38,8 +39,8 @@
 # benchmarks/tutorials_fetch.sh writes them from a Triton git directory, at the 3.6 release; without them those ops
 # are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
 # (also the ops inside torch.compile), WIDEN_BUDGET_S, WIDEN_OPS, NUMERICS_OPS, NUMERICS_RUNS,
-# NUMERICS_SHARED_CACHE=1, LIBTESTS_BUDGET_S, LIBTESTS_SUITES, SEARCHXFER_CACHE (both|shared|empty),
-# SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
+# NUMERICS_SHARED_CACHE=1, BASELINE_SERVING=0 (baseline: libs only), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
+# SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TRITUNE_GPU_TESTS=1
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -127,6 +128,7 @@ for part in "$@"; do
               o=${LIBS_OPS:-$o,kron,liger_dyt,liger_dyt_bwd}
               base_path=${PYTHONPATH/#$PWD\/src/$PWD/.base/src}
               for t in this base; do
+                [ "${BASELINE_SERVING:-1}" = 0 ] && break
                 [ $t = base ] && d=.base pp=$base_path || d=. pp=$PYTHONPATH
                 step baseline 130 env PYTHONPATH="$pp" python3 $d/benchmarks/serving.py --out "$RES/baseline/$t-serving"
               done

@@ -41,7 +41,10 @@ that mishandles a tail shows in the outputs and a winner is judged at more than 
 ``--compile`` adds the ops marked ``+compile``: the same op called inside ``torch.compile`` (Inductor), so that
 Dynamo and Inductor read and re-create each library autotuner under both engines.
 
-``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it.
+``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
+run still going at 85% of it (or any other step at 110%) is stopped: its engine's process is killed, that op is
+reported as stopped, and the ops that engine had run lose their timing rounds. ``results.json`` is rewritten after
+each op's cold runs, so a run cut short from outside keeps what it finished.
 
 ``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's
 kernels do not run under the interpreter and FlagGems will not import without a GPU) to exercise the harness;
@@ -61,10 +64,12 @@ import inspect
 import json
 import os
 import platform
+import queue
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -74,6 +79,8 @@ from typing import Any
 
 MARK = "@@real_libraries@@ "
 WINNERS_RESERVE_S = 45.0  # of --budget-s, kept for re-timing the winners after the interleaved rounds
+COLD_STOP = 0.85  # of --budget-s: a cold run still going then is stopped (its engine killed)
+STEP_STOP = 1.10  # of --budget-s: the same for any later step
 ENGINES = ("triton", "tritune")
 
 
@@ -1073,37 +1080,66 @@ class _Engine:
             env["TRITUNE_WIDEN"] = "1" if args.widen else "0"
         cmd = [sys.executable, __file__, "--child", name, "--out", str(args.out / "outputs" / name)]
         cmd += ["--cpu-smoke"] * args.cpu_smoke + ["--quick"] * args.quick
+        self._spawn(name, cmd, env, log)
+
+    def _spawn(self, name: str, cmd: list[str], env: dict[str, str], log: Path) -> None:
+        """Start the process ``cmd``, which speaks the protocol of :func:`child_main`, and read its hello."""
         self.name = name
         self.log = log.open("w")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      text=True, env=env)
-        self.hello = self._read()
+        # replies arrive on a reader thread, so a step can be waited for with a deadline
+        self._replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=self._reader, name=f"{name}-replies", daemon=True).start()
+        self.stopped: str | None = None  # why the process was killed, once it was
+        self.hello = self._read(None)
 
-    def _read(self) -> dict[str, Any]:
+    def _reader(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith(MARK):
-                return dict(json.loads(line[len(MARK):]))
-        return {"ok": False, "fatal": f"the {self.name} engine's process exited ({self.proc.wait()}); see {self.log.name}"}
+        with contextlib.suppress(ValueError, OSError):  # the pipe closed under us
+            for line in self.proc.stdout:
+                if line.startswith(MARK):
+                    self._replies.put(dict(json.loads(line[len(MARK):])))
+        self._replies.put(None)
 
-    def ask(self, **cmd: Any) -> dict[str, Any]:
-        if self.proc.poll() is not None:
-            return {"ok": False, "error": f"the {self.name} engine's process is gone; see {self.log.name}"}
+    def _read(self, timeout_s: float | None, why: str = "") -> dict[str, Any]:
+        try:
+            got = self._replies.get(timeout=timeout_s)
+        except queue.Empty:
+            self.proc.kill()
+            self.proc.wait()
+            self.stopped = f"stopped after {timeout_s:.0f} s" + (f": {why}" if why else "")
+            return {"ok": False, "error": self.stopped}
+        if got is None:
+            self._replies.put(None)  # every later read sees the end too
+            return {"ok": False, "fatal": f"the {self.name} engine's process exited ({self.proc.wait()}); see {self.log.name}"}
+        return got
+
+    def ask(self, deadline: float | None = None, why: str = "", **cmd: Any) -> dict[str, Any]:
+        """Send one step and wait for its reply; past ``deadline`` (a ``time.time()``) the process is killed and
+        the reply says so, with ``why``."""
+        if self.stopped is not None or self.proc.poll() is not None:
+            return {"ok": False, "error": f"the {self.name} engine's process is gone ({self.stopped or 'it exited'}); "
+                                          f"see {self.log.name}"}
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        return self._read()
+        try:
+            self.proc.stdin.write(json.dumps(cmd) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return {"ok": False, "error": f"the {self.name} engine's process is gone; see {self.log.name}"}
+        return self._read(None if deadline is None else max(1.0, deadline - time.time()), why)
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            try:
-                self.ask(cmd="quit")
-            except (BrokenPipeError, OSError):
-                pass
+            with contextlib.suppress(BrokenPipeError, OSError):
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+                self.proc.stdin.flush()
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError):
@@ -1173,22 +1209,33 @@ def parent_main(args: argparse.Namespace) -> int:
                 print(f"{e.name}: {e.hello['fatal']}", file=sys.stderr)
                 return 2
         rows: dict[str, dict[str, Any]] = {op.name: {"lib": op.lib} for op in ops}
+        cold_stop, step_stop = started + COLD_STOP * args.budget_s, started + STEP_STOP * args.budget_s
         for op in ops:  # cold: one engine at a time, so neither's tuning competes with the other's
             for e in engines.values():
                 if time.time() - started > 0.7 * args.budget_s:
                     rows[op.name][e.name] = {"cold": {"ok": False, "error": f"not run: past 70% of --budget-s {args.budget_s}"}}
                     continue
-                rows[op.name][e.name] = {"cold": e.ask(cmd="cold", op=op.name)}
+                t0 = time.time()
+                got = e.ask(cold_stop, f"still tuning at {COLD_STOP:.0%} of --budget-s {args.budget_s}", cmd="cold",
+                            op=op.name)
+                rows[op.name][e.name] = {"cold": got}
+                print(f"cold {op.name} {e.name}: {'ok' if got.get('ok') else got.get('error', '?')[:200]} "
+                      f"({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
             colds = [rows[op.name][n]["cold"] for n in names]
             if len(colds) == 2 and all(c.get("ok") for c in colds):
                 rows[op.name]["outputs"] = _compare(op, colds[0]["output"], colds[1]["output"])
-        live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") for n in names)]
+            partial = {"provenance": {"partial": "cold runs so far; the run did not finish"}, "ops": rows}
+            (args.out / "results.json").write_text(json.dumps(partial, indent=1, default=str))
+        # an engine that was stopped took its earlier ops' tuned state with it: those ops are not timed
+        live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") and engines[n].stopped is None
+                                        for n in names)]
         cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
         for op in live:  # where the host time of the ops that reach an autotuner goes, under each engine (~0.5 s)
             reaches = rows[op.name][names[0]]["cold"].get("reaches")
             if args.profile_calls and reaches and time.time() - started < 0.8 * args.budget_s:
                 for n in names:
-                    got = engines[n].ask(cmd="profile", op=op.name, n=args.profile_calls, cpu=cpu)
+                    got = engines[n].ask(step_stop, "profiling", cmd="profile", op=op.name, n=args.profile_calls,
+                                         cpu=cpu)
                     rows[op.name][n]["profile"] = got.get("path") or got.get("error")
         for r in range(rounds):  # winners, interleaved: engines alternate, first mover alternates by round
             if r >= 2 and time.time() - started > args.budget_s - WINNERS_RESERVE_S:
@@ -1196,12 +1243,12 @@ def parent_main(args: argparse.Namespace) -> int:
             for op in live:
                 order = names if r % 2 == 0 else names[::-1]
                 for n in order:
-                    got = engines[n].ask(cmd="time", op=op.name, reps=reps, cpu=cpu)
+                    got = engines[n].ask(step_stop, "timing", cmd="time", op=op.name, reps=reps, cpu=cpu)
                     rows[op.name][n].setdefault("us", []).extend(got.get("us", []))
                     if got.get("us"):
                         rows[op.name][n].setdefault("us_rounds", []).append(statistics.median(got["us"]))
                 for n in order:
-                    got = engines[n].ask(cmd="dispatch", op=op.name, n=ncalls, cpu=cpu)
+                    got = engines[n].ask(step_stop, "dispatch", cmd="dispatch", op=op.name, n=ncalls, cpu=cpu)
                     if "us_per_call" in got:
                         rows[op.name][n].setdefault("dispatch_us", []).append(got["us_per_call"])
                         rows[op.name][n].setdefault("dispatch_gc", []).append([got["gc_passes"], got["gc_objects"]])
@@ -1219,7 +1266,8 @@ def parent_main(args: argparse.Namespace) -> int:
                     rows[op.name]["winners"] = {"skipped": f"not run: past --budget-s {args.budget_s}"}
                     continue
                 other = rows[op.name]["tritune"]["cold"].get("tuners", [])
-                rows[op.name]["winners"] = engines["triton"].ask(cmd="winners", op=op.name, other=other, cpu=cpu)
+                rows[op.name]["winners"] = engines["triton"].ask(step_stop, "re-timing the winners", cmd="winners",
+                                                                 op=op.name, other=other, cpu=cpu)
         hello = {n: e.hello for n, e in engines.items()}
     finally:
         for e in engines.values():

@@ -336,3 +336,35 @@ def test_tutorial_ops_call_the_tutorials_functions_as_their_own_tests_do(
         tutorial.cache_clear()
         for mod in ("tutorial_03", "tutorial_06"):
             sys.modules.pop(mod, None)
+
+
+def test_an_engine_step_past_its_deadline_is_stopped_and_later_steps_say_why(tmp_path: Path) -> None:
+    """A step that overruns its deadline kills the engine's process; the reply and every later one name why, and
+    closing returns at once. The child here is a FAKE engine (a few lines that speak the harness's protocol)."""
+    import time
+
+    from real_libraries import MARK, _Engine
+
+    child = (
+        "import json, sys, time\n"
+        f"print({MARK!r} + json.dumps({{'ready': True}}), flush=True)\n"
+        "for line in sys.stdin:\n"
+        "    cmd = json.loads(line)\n"
+        "    if cmd['cmd'] == 'quit': break\n"
+        "    if cmd['cmd'] == 'hang': time.sleep(600)\n"
+        f"    print({MARK!r} + json.dumps({{'ok': True, 'echo': cmd['op']}}), flush=True)\n"
+    )
+    e = object.__new__(_Engine)
+    e._spawn("fake", [sys.executable, "-c", child], dict(os.environ), tmp_path / "fake.log")
+    assert e.hello == {"ready": True}
+    assert e.ask(time.time() + 60, "answering", cmd="echo", op="a") == {"ok": True, "echo": "a"}
+    t0 = time.time()
+    got = e.ask(time.time() + 1, "still tuning at 85% of --budget-s 1", cmd="hang", op="b")
+    assert time.time() - t0 < 30 and got["ok"] is False
+    assert got["error"] == "stopped after 1 s: still tuning at 85% of --budget-s 1", got
+    assert e.proc.poll() is not None  # killed, not left running
+    later = e.ask(None, cmd="echo", op="c")
+    assert later["ok"] is False and "gone (stopped after 1 s" in later["error"], later
+    t0 = time.time()
+    e.close()
+    assert time.time() - t0 < 5
