@@ -94,6 +94,35 @@ def test_exact_holds_in_a_library_loop_over_bench(monkeypatch) -> None:  # type:
     assert torch.equal(got, _run(ref, x))
 
 
+class _CachingLoop(_OwnLoop):
+    """The same loop, leaving its pick in ``cache`` under Triton's key, as ``LibTuner`` does."""
+
+    def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out = super().run(*args, **kwargs)
+        named = dict(zip(self.arg_names, args))
+        key = tuple(named[k] for k in self.keys) + tuple(str(a.dtype) for a in args if hasattr(a, "dtype"))
+        self.cache[key] = self.best_config
+        return out
+
+
+def test_a_library_loops_keys_are_listed_with_their_numerics_class(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TRITUNE_NUMERICS", "exact")
+    torch.manual_seed(0)
+    x = torch.randn(8, 1000)
+    k = _CachingLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=_fake_do_bench)
+    _fake_do_bench.next = [1.0, 0.8]  # SYNTHETIC, for the reference's class
+    k.run(x, torch.empty(8), 1000, grid=(8,))
+    ((key, choice),) = k.choices().items()
+    assert key == (1000, "torch.float32", "torch.float32")
+    assert choice.source == "library" and choice.original is k.best_config
+    assert choice.config == tritune.Config({"BLOCK": 32}, num_warps=4)
+    n = choice.stats["numerics"]
+    assert n["reference"] == tritune.Config({"BLOCK": 32}, num_warps=2).id
+    assert n["class_size"] == 2 and all("BLOCK=128" in c for c in n["other"])
+    (listed,) = tritune.fleet.choices([k])  # what a fleet recording of this run holds for the kernel
+    assert listed["source"] == "library" and listed["key"] == repr(key)
+
+
 def test_exact_serves_the_reference_when_its_check_cannot_make_inputs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import tritune.verify.reference as reference
 

@@ -292,7 +292,28 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         """Key tuple -> :class:`Choice` (config and how it was chosen, e.g. ``untuned``); with ``incremental``,
         keys still tuning show their ``provisional`` config and their state in ``stats``."""
         tuning = self._incremental.tuning(self) if self._incremental is not None else {}
-        return {**tuning, **{self.key_spec.public(k): c for k, c in self._choices.items()}}
+        return {**tuning, **{self.key_spec.public(k): c for k, c in self.tuned_keys().items()}}
+
+    def _library_loop_choices(self) -> dict[tuple[Any, ...], Choice]:
+        """The keys a subclass's own loop over ``_bench`` decided (FlagGems' ``LibTuner``), as ``library`` choices:
+        the config the loop left in ``cache``, with the output check's report (the numerics class under
+        ``numerics="exact"``) in ``stats``."""
+        loop = self.__dict__.get("_library_loop_keys")
+        if not loop:
+            return {}
+        checks = self.__dict__.get("_library_loop_checks") or {}
+        out = {}
+        for key in list(loop):
+            if key in self._choices:
+                continue
+            entry = self._cache_entry(self.key_spec.public(key))
+            if entry is None:
+                continue
+            check = checks.get(key)
+            stats = None if check is None else {("numerics" if check.exact else "checked"): check.summary()}
+            out[key] = Choice(from_triton(entry), "library", "the library's own loop over _bench, each config "
+                                 "timed by tritune", stats=stats, original=entry)  # fmt: skip
+        return out
 
     def launcher(self) -> Any:
         if self._runner is None:
@@ -483,8 +504,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         return self._choices.get(key)
 
     def tuned_keys(self) -> dict[tuple[Any, ...], Choice]:
-        """Every key with a choice, and its choice (a copy)."""
-        return dict(self._choices)
+        """Every key with a choice, and its choice (a copy); a library's own loop's keys included."""
+        return {**self._library_loop_choices(), **self._choices}
 
     def serve(self, choice: Choice) -> None:
         """Report ``choice`` as this call's (``best_config``), for a call a serving mode launched itself."""

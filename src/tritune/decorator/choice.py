@@ -32,6 +32,8 @@ class Choice:
     * ``untuned``: no GPU, the first config that passed the checks made before launch, nothing measured;
       ``replayed``: recorded timings replayed by a test timer, not a measurement;
     * ``user``: an entry of ``kernel.cache`` (set by the caller, or left there by an earlier choice);
+    * ``library``: picked by a library's own loop over ``_bench`` (FlagGems' ``LibTuner``), each config timed and
+      checked by tritune, the pick read from ``kernel.cache``;
     * ``only``: the kernel has one config; ``pruned``: ``prune_configs_by`` left one. As under Triton, neither is
       timed;
     * ``pinned``: a pinned run's rule for a key its table does not hold (the first legal config); ``sensitivity``:
@@ -53,7 +55,7 @@ class Choice:
 
     @property
     def tuned(self) -> bool:
-        return self.source in ("timed", "store", "pretuned", "benched", "autotune-file")
+        return self.source in ("timed", "store", "pretuned", "benched", "library", "autotune-file")
 
 
 def resolve_on_no_gpu(value: str | None) -> str:

@@ -94,6 +94,8 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
                          f"auto-tuned symbols. ({tuned.info.name})")  # fmt: skip
     cfg = from_triton(config)
     inf = [float("inf")] * 3
+    # the keys a loop over _bench decided, for choices(): a subclass's own loop records no Choice of its own
+    tuned.__dict__.setdefault("_library_loop_keys", {})[tuned.key_spec.of(args, kwargs)] = None
     if check_static(cfg, tuned.info, kwargs.keys(), None) is not None:
         return inf
     if gpu_unavailable_reason() is None:
