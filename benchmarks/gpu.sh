@@ -39,7 +39,8 @@
 # benchmarks/tutorials_fetch.sh writes them from a Triton git directory, at the 3.6 release; without them those ops
 # are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
 # (also the ops inside torch.compile), WIDEN_BUDGET_S, WIDEN_OPS, NUMERICS_OPS, NUMERICS_RUNS,
-# NUMERICS_SHARED_CACHE=1, BASELINE_SERVING=0 (baseline: libs only), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
+# NUMERICS_SHARED_CACHE=1, BASELINE_SERVING=0 (baseline: libs only), BASELINE_SERVING_ORDER (the trees' order
+# for serving: "this base" by default, "base this" to swap), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
 # SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TRITUNE_GPU_TESTS=1
@@ -127,7 +128,7 @@ for part in "$@"; do
               o=${LIBS_OPS:-mm,addmm,bmm,baddbmm,mv,addmv,layer_norm,amax,var_mean,vector_norm,std,upsample_nearest2d}
               o=${LIBS_OPS:-$o,kron,liger_dyt,liger_dyt_bwd}
               base_path=${PYTHONPATH/#$PWD\/src/$PWD/.base/src}
-              for t in this base; do
+              for t in ${BASELINE_SERVING_ORDER:-this base}; do
                 [ "${BASELINE_SERVING:-1}" = 0 ] && break
                 [ $t = base ] && d=.base pp=$base_path || d=. pp=$PYTHONPATH
                 step baseline 130 env PYTHONPATH="$pp" python3 $d/benchmarks/serving.py --out "$RES/baseline/$t-serving"

@@ -108,3 +108,10 @@ def test_import_tritune_loads_no_engine_store_search_or_serving() -> None:
     heavy = ("tritune.engine", "tritune.store", "tritune.search", "tritune.serving", "tritune.verify", "tritune.cli",
              "tritune.offline", "tritune.ranks", "tritune.report", "tritune.screen", "tritune.workers")
     assert sorted(m for m in loaded if m.startswith(heavy)) == []
+
+
+def test_the_documented_submodules_are_reached_from_import_tritune_alone() -> None:
+    """``tritune.fleet.choices()`` and ``tritune.verify(...)`` as the docs write them, after ``import tritune`` only."""
+    code = "import tritune; print(tritune.fleet.choices(), callable(tritune.verify))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["[]", "True"], out.stderr

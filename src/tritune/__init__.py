@@ -44,6 +44,7 @@ _LAZY = {
     "Workload": ("tritune.workload", "Workload"),
     "WorkloadResult": ("tritune.results", "WorkloadResult"),
     "load_workloads": ("tritune.workload", "load_workloads"),
+    "fleet": ("tritune.fleet", ""),  # tritune.fleet.choices(), record_choices(), check_choices()
     "verify": ("tritune.verify", ""),  # a callable module, as ``bench``: tritune.verify(...) runs verify
 }
 

@@ -11,6 +11,7 @@ import sqlite3
 import warnings
 from pathlib import Path
 
+import pytest
 import torch
 import triton
 
@@ -52,6 +53,7 @@ def test_a_damaged_winner_row_is_a_warning_and_the_call_tunes(tmp_path: Path) ->
     assert k.best_config.kwargs["BLOCK"] == 256  # tuned again (replayed): the store's failure cost only the lookup
 
 
+@pytest.mark.long  # waits out SQLite's busy timeout on a held write lock, twice
 def test_a_store_locked_by_another_process_keeps_the_result_in_memory(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite"
     _call(_kernel(db), n=500)  # the store exists, with another key

@@ -32,6 +32,7 @@ def test_task_is_plain_picklable_data() -> None:
     assert t.config_obj == Config({"MODE": "ok", "MS": 1.0})
 
 
+@pytest.mark.long  # waits out a real hang's 2-second timeout and restarts workers
 def test_worker_is_replaced_after_crash_hang_and_error() -> None:
     with IsolatedBench(FAKES, timeout_s=2.0) as iso:
         first = iso.run(_task("ok", 2.0))

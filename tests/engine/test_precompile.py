@@ -1,5 +1,6 @@
 """The decorator's parallel precompile: real compiles for sm_90 in spawned workers, no GPU needed."""
 
+import pytest
 import torch
 
 from kernels import scale_kernel
@@ -147,6 +148,7 @@ print(json.dumps({"failed": {cfg.id: why for cfg, why in c.failed.items()}, "ok"
 """
 
 
+@pytest.mark.long  # a subprocess whose compile workers abort and are started again
 def test_a_compiler_crash_fails_only_its_config_and_one_config_still_compiles_in_a_worker(tmp_path):
     """A compile that kills its worker (FAKE: os.abort() for BLOCK=1024) costs only its config: it is tried
     once more in a fresh worker, then compile_failed. Even a single uncached config compiles in a worker
