@@ -42,8 +42,8 @@ that mishandles a tail shows in the outputs and a winner is judged at more than 
 Dynamo and Inductor read and re-create each library autotuner under both engines.
 
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
-run still going at 85% of it (or any other step at 110%) is stopped: its engine's process is killed, that op is
-reported as stopped, and the ops that engine had run lose their timing rounds. ``results.json`` is rewritten after
+run still going at 85% of it (or any other step at 110%, and never before it has had 30 s) is stopped: its engine's
+process is killed, that op is reported as stopped, and the ops that engine had run lose their timing rounds. ``results.json`` is rewritten after
 each op's cold runs, so a run cut short from outside keeps what it finished.
 
 ``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's
@@ -1064,6 +1064,10 @@ def _version(mod: str) -> str | None:
 
 
 class _Engine:
+    #: the least a step is waited for, however late it starts: a deadline guards against a step that hangs, and
+    #: must not kill a working one that a late start left a second for
+    MIN_WAIT_S = 30.0
+
     def __init__(self, name: str, args: argparse.Namespace, scratch: Path, log: Path) -> None:
         env = dict(os.environ)
         env["TRITON_CACHE_DIR"] = str(scratch / name / "triton-cache")  # each engine from an empty cache
@@ -1127,7 +1131,7 @@ class _Engine:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             return {"ok": False, "error": f"the {self.name} engine's process is gone; see {self.log.name}"}
-        return self._read(None if deadline is None else max(1.0, deadline - time.time()), why)
+        return self._read(None if deadline is None else max(self.MIN_WAIT_S, deadline - time.time()), why)
 
     def close(self) -> None:
         if self.proc.poll() is None:

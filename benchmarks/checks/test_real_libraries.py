@@ -355,9 +355,12 @@ def test_an_engine_step_past_its_deadline_is_stopped_and_later_steps_say_why(tmp
         f"    print({MARK!r} + json.dumps({{'ok': True, 'echo': cmd['op']}}), flush=True)\n"
     )
     e = object.__new__(_Engine)
+    e.MIN_WAIT_S = 1.0  # the least wait a step gets, shortened for the FAKE child
     e._spawn("fake", [sys.executable, "-c", child], dict(os.environ), tmp_path / "fake.log")
+    assert _Engine.MIN_WAIT_S >= 30  # a working step that starts late is not killed for it
     assert e.hello == {"ready": True}
     assert e.ask(time.time() + 60, "answering", cmd="echo", op="a") == {"ok": True, "echo": "a"}
+    assert e.ask(time.time() - 5, "late", cmd="echo", op="late") == {"ok": True, "echo": "late"}  # waited MIN_WAIT_S
     t0 = time.time()
     got = e.ask(time.time() + 1, "still tuning at 85% of --budget-s 1", cmd="hang", op="b")
     assert time.time() - t0 < 30 and got["ok"] is False
