@@ -176,3 +176,41 @@ def test_ranks_that_chose_alike_agree_and_a_rank_that_did_not_is_named(tmp_path:
         assert res[0]["digest"] == res[1]["digest"] and "raised" not in res[0]
     else:
         assert all("rank 1" in r["raised"] and "rowsum_kernel" in r["raised"] and "BLOCK=128" in r["raised"] for r in res)
+
+
+class _OwnLoop(tritune.api.TritonAutotuner):
+    """A library autotuner that picks its winner in its own loop over ``_bench`` and leaves it in ``cache``, as
+    FlagGems' ``LibTuner`` does (under the switch its base class is tritune's stand-in)."""
+
+    def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.nargs = dict(zip(self.arg_names, args))
+        timings = {c: self._bench(*args, config=c, **kwargs) for c in self.prune_configs(kwargs)}
+        self.best_config = min(timings, key=lambda c: timings[c][0])
+        key = tuple(self.nargs[k] for k in self.keys) + tuple(str(a.dtype) for a in args if hasattr(a, "dtype"))
+        self.cache[key] = self.best_config
+        return self.fn.run(*args, warmup=False, **kwargs, **self.best_config.all_kwargs())
+
+
+def test_a_pinned_run_steers_a_librarys_own_loop_from_the_environment_without_timing(tmp_path: Path,
+                                                                                  monkeypatch: Any) -> None:  # fmt: skip
+    table = tmp_path / "pinned.json"
+    assert cli(["pin", "merge", str(_recording(tmp_path, "rank0.json", 128)), "--out", str(table)]) == 0
+    monkeypatch.setenv("TRITUNE_PINNED", "1")
+    monkeypatch.setenv("TRITUNE_PRETUNED", str(table))  # how a pinned table reaches the switch's kernels
+    benched: list[Any] = []
+
+    def do_bench(fn, quantiles=None):  # type: ignore[no-untyped-def]  # FAKE: counts; a pinned run must not call it
+        benched.append(fn)
+        return [1.0, 1.0, 1.0]
+
+    k = _OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
+    x, got = torch.randn(4, 1000), torch.empty(4)
+    k.run(x, got, 1000, grid=(4,))
+    assert benched == [] and k.best_config.kwargs == {"BLOCK": 128}  # the table's config, nothing timed
+    k.run(torch.randn(4, 777), torch.empty(4), 777, grid=(4,))  # a key the table does not hold: the stated rule
+    assert benched == [] and k.best_config.kwargs == {"BLOCK": 32}
+    assert {c["source"] for c in fleet.choices([k])} == {"pretuned", "pinned"}
+    recorded = tritune.autotune([CONFIGS[2]], ["n"], store=False)(row_sum)
+    out = torch.empty(4)
+    recorded[(4,)](x, out, 1000)
+    assert torch.equal(got, out)  # the recording run's bits

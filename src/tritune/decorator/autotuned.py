@@ -297,17 +297,23 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def _library_loop_choices(self) -> dict[tuple[Any, ...], Choice]:
         """The keys a subclass's own loop over ``_bench`` decided (FlagGems' ``LibTuner``), as ``library`` choices:
         the config the loop left in ``cache``, with the output check's report (the numerics class under
-        ``numerics="exact"``) in ``stats``."""
+        ``numerics="exact"``) in ``stats``; in a pinned run, the pinned table's choice (``pretuned``) or the stated
+        rule's (``pinned``) that the loop was steered to."""
         loop = self.__dict__.get("_library_loop_keys")
         if not loop:
             return {}
         checks = self.__dict__.get("_library_loop_checks") or {}
+        pins = self.__dict__.get("_library_loop_pins") or {}
         out = {}
         for key in list(loop):
             if key in self._choices:
                 continue
             entry = self._cache_entry(self.key_spec.public(key))
             if entry is None:
+                continue
+            pin = pins.get(key)
+            if pin is not None and pin.config == from_triton(entry):  # a pinned run: the table or the stated rule
+                out[key] = Choice(pin.config, pin.source, pin.detail, original=entry)
                 continue
             check = checks.get(key)
             stats = None if check is None else {("numerics" if check.exact else "checked"): check.summary()}

@@ -10,6 +10,7 @@ a config to the list measures only it.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -71,6 +72,8 @@ class KeyTuner:
 
         if self.pinned is None:
             self.pinned = os.environ.get("TRITUNE_PINNED", "").strip().lower() in ("1", "true", "yes", "on")
+        if self.pretuned is None and os.environ.get("TRITUNE_PRETUNED", "").strip():
+            self.pretuned = os.environ["TRITUNE_PRETUNED"].strip()  # the switch's way to a pinned table
         if self.sensitivity is None and os.environ.get("TRITUNE_SENSITIVITY", "").strip():
             text = os.environ["TRITUNE_SENSITIVITY"].strip()
             try:
@@ -98,9 +101,7 @@ class KeyTuner:
         if self.pretuned is None:
             return None
         if self._pretuned is None:
-            from tritune.store import PretunedStore
-
-            self._pretuned = PretunedStore(self.pretuned)
+            self._pretuned = _read_pretuned(Path(self.pretuned))
         return self._pretuned
 
     def check_pretuned(self, tuned: TunedKernel) -> None:
@@ -373,3 +374,21 @@ def _space_report(report: Mapping[str, Any], legal: Sequence[Config], generated:
         out["winner_generated"] = winner in generated
         out["winner_over_best_written"] = timings[winner][0] / timings[best][0]
     return out
+
+
+def _read_pretuned(path: Path) -> Any:
+    """The :class:`~tritune.store.PretunedStore` of ``path``, read once per version of the file for every kernel
+    of the process (under the switch, one ``$TRITUNE_PRETUNED`` table serves a library's hundreds of kernels)."""
+    try:
+        st = path.stat()
+        version: tuple[Any, ...] = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    except OSError:  # a missing file: PretunedStore says so
+        version = (str(path),)
+    return _pretuned_cached(version, path)
+
+
+@functools.lru_cache(maxsize=8)
+def _pretuned_cached(version: tuple[Any, ...], path: Path) -> Any:
+    from tritune.store import PretunedStore
+
+    return PretunedStore(path)
