@@ -214,3 +214,27 @@ def test_a_pinned_run_steers_a_librarys_own_loop_from_the_environment_without_ti
     out = torch.empty(4)
     recorded[(4,)](x, out, 1000)
     assert torch.equal(got, out)  # the recording run's bits
+
+
+def test_a_sensitivity_run_steers_a_librarys_own_loop_to_its_draw_without_timing(monkeypatch: Any) -> None:
+    benched: list[Any] = []
+
+    def do_bench(fn, quantiles=None):  # type: ignore[no-untyped-def]  # FAKE: counts; the run must not call it
+        benched.append(fn)
+        return [1.0, 1.0, 1.0]
+
+    picks = {}
+    for seed in range(6):
+        monkeypatch.setenv("TRITUNE_SENSITIVITY", str(seed))
+        k = _OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
+        torch.manual_seed(0)
+        x, out = torch.randn(4, 1000), torch.empty(4)
+        k.run(x, out, 1000, grid=(4,))
+        assert benched == [] and torch.allclose(out, x.sum(1), atol=1e-4)
+        picks[seed] = k.best_config.kwargs["BLOCK"]
+        assert {c["source"] for c in fleet.choices([k])} == {"sensitivity"}
+    monkeypatch.setenv("TRITUNE_SENSITIVITY", "3")  # read when the autotuner is made, as a library makes it
+    again = _OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
+    again.run(torch.randn(4, 1000), torch.empty(4), 1000, grid=(4,))
+    assert again.best_config.kwargs["BLOCK"] == picks[3]  # reproducible
+    assert len(set(picks.values())) > 1  # the seeds spread over the configs

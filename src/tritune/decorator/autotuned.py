@@ -297,8 +297,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def _library_loop_choices(self) -> dict[tuple[Any, ...], Choice]:
         """The keys a subclass's own loop over ``_bench`` decided (FlagGems' ``LibTuner``), as ``library`` choices:
         the config the loop left in ``cache``, with the output check's report (the numerics class under
-        ``numerics="exact"``) in ``stats``; in a pinned run, the pinned table's choice (``pretuned``) or the stated
-        rule's (``pinned``) that the loop was steered to."""
+        ``numerics="exact"``) in ``stats``; in a pinned or sensitivity run, the choice the loop was steered to (the
+        table's ``pretuned``, the stated rule's ``pinned``, or the draw's ``sensitivity``)."""
         loop = self.__dict__.get("_library_loop_keys")
         if not loop:
             return {}
@@ -312,7 +312,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             if entry is None:
                 continue
             pin = pins.get(key)
-            if pin is not None and pin.config == from_triton(entry):  # a pinned run: the table or the stated rule
+            if pin is not None and pin.config == from_triton(entry):  # pinned or sensitivity: the pick steered to
                 out[key] = Choice(pin.config, pin.source, pin.detail, original=entry)
                 continue
             check = checks.get(key)

@@ -96,8 +96,8 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
     inf = [float("inf")] * 3
     # the keys a loop over _bench decided, for choices(): a subclass's own loop records no Choice of its own
     tuned.__dict__.setdefault("_library_loop_keys", {})[tuned.key_spec.of(args, kwargs)] = None
-    if getattr(tuned.tuner, "pinned", False):  # a pinned run times nothing: the loop's min finds the pinned pick
-        pick = pinned_in_library_loop(tuned, args, kwargs)
+    if getattr(tuned.tuner, "pinned", False) or getattr(tuned.tuner, "sensitivity", None) is not None:
+        pick = untimed_in_library_loop(tuned, args, kwargs, grid)  # the loop's min finds it; nothing is timed
         return [0.0] * 3 if pick is not None and cfg == pick.config else inf
     if check_static(cfg, tuned.info, kwargs.keys(), None) is not None:
         return inf
@@ -193,21 +193,24 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     return full
 
 
-def pinned_in_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-    """In a pinned run, the :class:`Choice` a library's own loop over ``_bench`` must end with for this call's key:
-    the pinned table's config, else the first legal config (the stated rule), among the configs the loop times.
-    :func:`bench_config` gives it 0 and every other config ``inf``, so the loop's ``min`` picks it and nothing is
-    timed. Once per key; None when no config is legal."""
+def untimed_in_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
+    """In a pinned or sensitivity run, the :class:`Choice` a library's own loop over ``_bench`` must end with for
+    this call's key, among the configs the loop times: the pretuned table's config, else the pinned run's stated rule
+    (the first legal config) or the sensitivity run's draw. :func:`bench_config` gives it 0 and every other config
+    ``inf``, so the loop's ``min`` picks it and nothing is timed. Once per key; None when no config is legal."""
     from tritune.decorator.triton_surface import from_triton
     from tritune.space import check_static
 
     key = tuned.key_spec.of(args, kwargs)
-    pins: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_pins", {})
-    if key not in pins:
+    picks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_pins", {})
+    if key not in picks:
         pruned = list(dict.fromkeys(from_triton(c) for c in (tuned.__dict__.get("_last_pruned") or tuned.configs)))
         legal = [c for c in pruned if check_static(c, tuned.info, kwargs.keys(), None) is None]
-        pins[key] = tuned.tuner.lookup(tuned, key, args, kwargs, allowed=legal)
-    return pins[key]
+        pick = tuned.tuner.lookup(tuned, key, args, kwargs, allowed=legal)
+        if pick is None and legal and tuned.tuner.sensitivity is not None:
+            pick = tuned.tuner.sensitive_pick(tuned, key, legal, args, kwargs, grid)
+        picks[key] = pick
+    return picks[key]
 
 
 def refused_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any], kwargs: Mapping[str, Any],
