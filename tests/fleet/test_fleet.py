@@ -238,3 +238,28 @@ def test_a_sensitivity_run_steers_a_librarys_own_loop_to_its_draw_without_timing
     again.run(torch.randn(4, 1000), torch.empty(4), 1000, grid=(4,))
     assert again.best_config.kwargs["BLOCK"] == picks[3]  # reproducible
     assert len(set(picks.values())) > 1  # the seeds spread over the configs
+
+
+def test_a_pinned_table_entry_with_other_results_is_ignored_in_a_librarys_own_loop(tmp_path: Path,
+                                                                                   monkeypatch: Any) -> None:  # fmt: skip
+    from kernels import wrong_value_kernel
+
+    configs = [triton.Config({"BLOCK": 256}), triton.Config({"BLOCK": 1024})]  # BLOCK=1024 computes 2.5*x
+    pts = [LandscapePoint(tritune.Config({"BLOCK": b}), Status.MEASURED, 0.5 if b == 1024 else 1.0) for b in (256, 1024)]
+    timer = ReplayTimer(Landscape.from_points("wrong_value_kernel", "synthetic", {}, pts), seed=0)  # SYNTHETIC
+    made = tritune.autotune(configs, ["n"], store=False, timer=timer)(wrong_value_kernel)
+    x = torch.randn(4096)
+    made[(4,)](x, torch.empty_like(x), 4096)
+    assert made.best_config.kwargs == {"BLOCK": 1024}  # a table someone made from a run that never checked it
+    table = tmp_path / "pinned.json"
+    assert cli(["pin", "merge", str(fleet.record_choices(tmp_path / "r.json", kernels=[made])), "--out",
+                str(table)]) == 0  # fmt: skip
+    monkeypatch.setenv("TRITUNE_PINNED", "1")
+    monkeypatch.setenv("TRITUNE_PRETUNED", str(table))
+    k = _OwnLoop(wrong_value_kernel, ["x_ptr", "out_ptr", "n"], configs, ["n"],
+                 do_bench=lambda fn, quantiles=None: pytest.fail("a pinned run timed a config"))  # fmt: skip
+    out = torch.empty_like(x)
+    with pytest.warns(tritune.PretunedIgnoredWarning, match="BLOCK=1024.*computes other results than BLOCK=256"):
+        k.run(x, out, 4096, grid=(16,))  # 16 blocks of 256
+    assert k.best_config.kwargs == {"BLOCK": 256} and torch.equal(out, x * 2.0)
+    assert [c["source"] for c in fleet.choices([k])] == ["pinned"]

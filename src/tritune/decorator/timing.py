@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tritune.config import Config
+from tritune.decorator.choice import Choice, PretunedIgnoredWarning
 from tritune.decorator.tuned import TunedKernel
 
 
@@ -197,7 +198,8 @@ def untimed_in_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Map
     """In a pinned or sensitivity run, the :class:`Choice` a library's own loop over ``_bench`` must end with for
     this call's key, among the configs the loop times: the pretuned table's config, else the pinned run's stated rule
     (the first legal config) or the sensitivity run's draw. :func:`bench_config` gives it 0 and every other config
-    ``inf``, so the loop's ``min`` picks it and nothing is timed. Once per key; None when no config is legal."""
+    ``inf``, so the loop's ``min`` picks it and nothing is timed. A table entry whose outputs differ from the first
+    legal config's is ignored, as on the decorator's own path. Once per key; None when no config is legal."""
     from tritune.decorator.triton_surface import from_triton
     from tritune.space import check_static
 
@@ -206,9 +208,22 @@ def untimed_in_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Map
     if key not in picks:
         pruned = list(dict.fromkeys(from_triton(c) for c in (tuned.__dict__.get("_last_pruned") or tuned.configs)))
         legal = [c for c in pruned if check_static(c, tuned.info, kwargs.keys(), None) is None]
-        pick = tuned.tuner.lookup(tuned, key, args, kwargs, allowed=legal)
-        if pick is None and legal and tuned.tuner.sensitivity is not None:
-            pick = tuned.tuner.sensitive_pick(tuned, key, legal, args, kwargs, grid)
+        tuner = tuned.tuner
+        pick = tuner.lookup(tuned, key, args, kwargs, allowed=legal)
+        if pick is not None and pick.source == "pretuned":  # the check the decorator's own path gives the entry
+            differs = tuner.pretuned_disagrees(tuned, pick.config, legal, args, kwargs, grid)
+            if differs is not None:
+                tuned.warn_once(f"pretuned-wrong-{pick.config.id}",
+                                f"{tuned.info.name}: the pretuned winner {pick.config.id} for key "
+                                f"{tuned.key_spec.as_dict(key)} computes other results than {legal[0].id} on this "
+                                f"call ({differs}); it is ignored. Check who wrote the pretuned file, or regenerate "
+                                "it with `tritune pin merge`.", PretunedIgnoredWarning)  # fmt: skip
+                pick = None
+        if pick is None and legal:
+            if tuner.sensitivity is not None:
+                pick = tuner.sensitive_pick(tuned, key, legal, args, kwargs, grid)
+            else:  # pinned: the stated rule
+                pick = Choice(legal[0], "pinned", "no usable entry in the pinned table: the first legal config")
         picks[key] = pick
     return picks[key]
 
