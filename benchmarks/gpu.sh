@@ -107,8 +107,10 @@ for part in "$@"; do
            o=${WIDEN_OPS:-mm,addmm,bmm,baddbmm,mv,addmv,layer_norm,amax,max_dim,argmin,var_mean,vector_norm,std}
            o=${WIDEN_OPS:-$o,prod_dim,count_nonzero,triu,upsample,kron,liger_dyt,liger_dyt_bwd,liger_swiglu}
            o=${WIDEN_OPS:-$o,fla_rms_norm,fla_layer_norm,tut_matmul,tut_attention,tut_attention_bwd,@odd}
-           step widen $((b + 40)) python3 benchmarks/real_libraries.py --out "$RES/widen" --budget-s "$b" --widen \
-             --ops "$o" ${LIBS_COMPILE:+--compile}
+           # each key's tuning is printed as it ends (TRITON_PRINT_AUTOTUNING), into the engines' logs: a cold run
+           # that runs long shows which key it was on
+           step widen $((b + 40)) env TRITON_PRINT_AUTOTUNING=1 python3 benchmarks/real_libraries.py --out "$RES/widen" \
+             --budget-s "$b" --widen --ops "$o" ${LIBS_COMPILE:+--compile}
            show widen "^widened\|^cold total" ;;
     libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers
                 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-tests \
