@@ -13,6 +13,7 @@ import triton
 
 import tritune
 from kernels import rowsum_kernel as row_sum
+from library_loop import OwnLoop
 from tritune.bench import ReplayTimer
 from tritune.landscape import Landscape, LandscapePoint
 from tritune.outcome import Status
@@ -63,19 +64,6 @@ def test_a_bad_numerics_value_names_the_kernel() -> None:
         tritune.autotune(CONFIGS, ["n"], numerics="fast")(row_sum)
 
 
-class _OwnLoop(tritune.api.TritonAutotuner):
-    """A library autotuner that picks its winner in its own loop over ``_bench`` and leaves it in ``cache`` under
-    Triton's key, as FlagGems' ``LibTuner`` does (under the switch its base class is tritune's stand-in)."""
-
-    def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        self.nargs = dict(zip(self.arg_names, args))
-        timings = {c: self._bench(*args, config=c, **kwargs) for c in self.prune_configs(kwargs)}
-        self.best_config = min(timings, key=lambda c: timings[c][0])
-        key = tuple(self.nargs[k] for k in self.keys) + tuple(str(a.dtype) for a in args if hasattr(a, "dtype"))
-        self.cache[key] = self.best_config
-        return self.fn.run(*args, warmup=False, **kwargs, **self.best_config.all_kwargs())
-
-
 def _fake_do_bench(fn, quantiles=None):  # type: ignore[no-untyped-def]
     """FAKE do_bench: runs the call once, then reports SYNTHETIC times from the config the call launched."""
     fn()
@@ -86,7 +74,7 @@ def test_exact_holds_in_a_library_loop_over_bench(monkeypatch) -> None:  # type:
     monkeypatch.setenv("TRITUNE_NUMERICS", "exact")
     torch.manual_seed(0)
     x = torch.randn(8, 1000)
-    k = _OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=_fake_do_bench)
+    k = OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=_fake_do_bench)
     _fake_do_bench.next = [1.0, 0.8]  # SYNTHETIC, for the two configs of the reference's class; the others never run
     got = torch.empty(8)
     k.run(x, got, 1000, grid=(8,))

@@ -19,6 +19,7 @@ import triton
 
 import tritune
 from kernels import rowsum_kernel as row_sum
+from library_loop import OwnLoop
 from tritune import fleet
 from tritune.bench import ReplayTimer
 from tritune.cli.main import main as cli
@@ -178,19 +179,6 @@ def test_ranks_that_chose_alike_agree_and_a_rank_that_did_not_is_named(tmp_path:
         assert all("rank 1" in r["raised"] and "rowsum_kernel" in r["raised"] and "BLOCK=128" in r["raised"] for r in res)
 
 
-class _OwnLoop(tritune.api.TritonAutotuner):
-    """A library autotuner that picks its winner in its own loop over ``_bench`` and leaves it in ``cache``, as
-    FlagGems' ``LibTuner`` does (under the switch its base class is tritune's stand-in)."""
-
-    def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        self.nargs = dict(zip(self.arg_names, args))
-        timings = {c: self._bench(*args, config=c, **kwargs) for c in self.prune_configs(kwargs)}
-        self.best_config = min(timings, key=lambda c: timings[c][0])
-        key = tuple(self.nargs[k] for k in self.keys) + tuple(str(a.dtype) for a in args if hasattr(a, "dtype"))
-        self.cache[key] = self.best_config
-        return self.fn.run(*args, warmup=False, **kwargs, **self.best_config.all_kwargs())
-
-
 def test_a_pinned_run_steers_a_librarys_own_loop_from_the_environment_without_timing(tmp_path: Path,
                                                                                   monkeypatch: Any) -> None:  # fmt: skip
     table = tmp_path / "pinned.json"
@@ -203,7 +191,7 @@ def test_a_pinned_run_steers_a_librarys_own_loop_from_the_environment_without_ti
         benched.append(fn)
         return [1.0, 1.0, 1.0]
 
-    k = _OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
+    k = OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
     x, got = torch.randn(4, 1000), torch.empty(4)
     k.run(x, got, 1000, grid=(4,))
     assert benched == [] and k.best_config.kwargs == {"BLOCK": 128}  # the table's config, nothing timed
@@ -226,7 +214,7 @@ def test_a_sensitivity_run_steers_a_librarys_own_loop_to_its_draw_without_timing
     picks = {}
     for seed in range(6):
         monkeypatch.setenv("TRITUNE_SENSITIVITY", str(seed))
-        k = _OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
+        k = OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
         torch.manual_seed(0)
         x, out = torch.randn(4, 1000), torch.empty(4)
         k.run(x, out, 1000, grid=(4,))
@@ -234,7 +222,7 @@ def test_a_sensitivity_run_steers_a_librarys_own_loop_to_its_draw_without_timing
         picks[seed] = k.best_config.kwargs["BLOCK"]
         assert {c["source"] for c in fleet.choices([k])} == {"sensitivity"}
     monkeypatch.setenv("TRITUNE_SENSITIVITY", "3")  # read when the autotuner is made, as a library makes it
-    again = _OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
+    again = OwnLoop(row_sum, ["x_ptr", "out_ptr", "n"], CONFIGS, ["n"], do_bench=do_bench)
     again.run(torch.randn(4, 1000), torch.empty(4), 1000, grid=(4,))
     assert again.best_config.kwargs["BLOCK"] == picks[3]  # reproducible
     assert len(set(picks.values())) > 1  # the seeds spread over the configs
@@ -256,7 +244,7 @@ def test_a_pinned_table_entry_with_other_results_is_ignored_in_a_librarys_own_lo
                 str(table)]) == 0  # fmt: skip
     monkeypatch.setenv("TRITUNE_PINNED", "1")
     monkeypatch.setenv("TRITUNE_PRETUNED", str(table))
-    k = _OwnLoop(wrong_value_kernel, ["x_ptr", "out_ptr", "n"], configs, ["n"],
+    k = OwnLoop(wrong_value_kernel, ["x_ptr", "out_ptr", "n"], configs, ["n"],
                  do_bench=lambda fn, quantiles=None: pytest.fail("a pinned run timed a config"))  # fmt: skip
     out = torch.empty_like(x)
     with pytest.warns(tritune.PretunedIgnoredWarning, match="BLOCK=1024.*computes other results than BLOCK=256"):
