@@ -22,9 +22,9 @@
 #   tutorials   Triton's tutorials 03 and 06, unchanged, under both engines           (tutorials_check.py)
 #   dist        the multi-rank farm, 1 rank against 2 (needs 2 GPUs)                  (torchrun -m tritune tune)
 #   baseline    serving and libs on an older tree in .base/ and on this one, in turn  (serving.py, real_libraries.py)
-#               (.base/: git archive BASE src benchmarks/serving.py benchmarks/real_libraries.py
-#               benchmarks/libs_tuners.py benchmarks/_timing.py | tar x -C .base, then carry .base; the benchmark
-#               scripts' own imports must come along, or the older tree's ops fail on import)
+#               (.base/: git archive BASE src $(git ls-tree --name-only BASE benchmarks/ | grep '\.py$') |
+#               tar x -C .base, then carry .base: every benchmark script of the older tree comes along, since its
+#               scripts import each other)
 #
 # Each part writes under $RES/PART/ (default: a fresh temporary folder) and appends to $RES/run.log, which starts
 # with the machine's facts (date, commit, cores, GPU, driver, power limit, torch, triton) and then each command with
