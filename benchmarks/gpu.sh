@@ -50,7 +50,10 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 RES=${RES:-$(mktemp -d /tmp/res.XXXXXX)}; OUT=${OUT:-/tmp/out}; mkdir -p "$RES" "$OUT"
 LOG=$RES/run.log
-{ date -u; echo "commit ${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"; nproc
+# the tree that ran, checkable where git's HEAD is not the checkout's (a copied working tree): the same command on
+# a checkout of the named commit prints the same digest
+src_digest() { find src benchmarks -name '*.py' -type f | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-12; }
+{ date -u; echo "commit ${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)} (src and benchmarks sha1 $(src_digest))"; nproc
   nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv,noheader
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } >> "$LOG" 2>&1
 step() {  # step PART LIMIT_S CMD...: run one command of a part with its own empty Triton cache and store, log it
