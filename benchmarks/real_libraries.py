@@ -43,8 +43,8 @@ Dynamo and Inductor read and re-create each library autotuner under both engines
 
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
 run still going at 85% of it (or any other step at 110%, and never before it has had 30 s) is stopped: its engine's
-process is killed, that op is reported as stopped, and the ops that engine had run lose their timing rounds. ``results.json`` is rewritten after
-each op's cold runs, so a run cut short from outside keeps what it finished.
+process is killed, that op is reported as stopped, and the ops that engine had run lose their timing rounds.
+``results.json`` is rewritten after each op's cold runs, so a run cut short from outside keeps what it finished.
 
 ``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's
 kernels do not run under the interpreter and FlagGems will not import without a GPU) to exercise the harness;

@@ -812,12 +812,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 self.warn_once("pretuned-ignored", f"{self.info.name}: the pretuned winner {hit.config.id} is ignored: "
                                f"{reason}", PretunedIgnoredWarning)  # fmt: skip
                 return None
-            if (differs := self.tuner.pretuned_disagrees(self, hit.config, legal, args, kwargs, grid)) is not None:
-                self.warn_once(f"pretuned-wrong-{hit.config.id}",
-                               f"{self.info.name}: the pretuned winner {hit.config.id} for key "
-                               f"{self.key_spec.as_dict(key)} computes other results than {legal[0].id} on this call "
-                               f"({differs}); it is ignored and the key is tuned. Check who wrote the pretuned file, "
-                               "or regenerate it with `tritune cache export`.", PretunedIgnoredWarning)  # fmt: skip
+            if self.tuner.pretuned_disagrees(self, key, hit.config, legal, args, kwargs, grid, "the key is tuned"):
                 return None
         return hit
 

@@ -209,21 +209,28 @@ class KeyTuner:
                 found = agree_on_cached(_label(tuned, key), found)
         return Choice(found, "store", "stored winner") if found is not None else None
 
-    def pretuned_disagrees(self, tuned: TunedKernel, cfg: Config, legal: Sequence[Config], args: Sequence[Any],
-                           kwargs: Mapping[str, Any], grid: Any) -> str | None:  # fmt: skip
-        """Why a pretuned winner must not serve this key: its outputs on this call differ from those of the first legal
-        config beyond the output dtype's tolerance (a file made for another version of the kernel, or written by
-        someone else); None when they agree. Both run on fresh copies of the call's arguments, once per key and
-        process (the key's choice is kept)."""
+    def pretuned_disagrees(self, tuned: TunedKernel, key: tuple[Any, ...], cfg: Config, legal: Sequence[Config],
+                           args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any, then: str) -> bool:  # fmt: skip
+        """Whether a pretuned winner must not serve this key: its outputs on this call differ from those of the first
+        legal config beyond the output dtype's tolerance (a file made for another version of the kernel, or written
+        by someone else); then one warning says so, and ``then`` what happens instead. Both run on fresh copies of
+        the call's arguments, once per key and process (the key's choice is kept)."""
         from tritune.decorator.timing import run_once
         from tritune.verify.reference import ReferenceRun
 
         if not legal or cfg == legal[0]:
-            return None
+            return False
         run = ReferenceRun(lambda c, a: run_once(tuned, c, a, kwargs, grid), args, tuned.info.arg_names)
         run.set_reference(legal[0])
         got = run.check(cfg)
-        return None if got.close else got.reason
+        if got.close:
+            return False
+        tuned.warn_once(f"pretuned-wrong-{cfg.id}",
+                        f"{tuned.info.name}: the pretuned winner {cfg.id} for key {tuned.key_spec.as_dict(key)} "
+                        f"computes other results than {legal[0].id} on this call ({got.reason}); it is ignored and "
+                        f"{then}. Check who wrote the pretuned file, or regenerate it (`tritune cache export`, or "
+                        "`tritune pin merge` for a pinned table).", PretunedIgnoredWarning)  # fmt: skip
+        return True
 
     def sensitive_pick(self, tuned: TunedKernel, key: tuple[Any, ...], legal: Sequence[Config], args: Sequence[Any],
                        kwargs: Mapping[str, Any], grid: Any) -> Choice:  # fmt: skip

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tritune.config import Config
-from tritune.decorator.choice import Choice, PretunedIgnoredWarning
+from tritune.decorator.choice import Choice
 from tritune.decorator.tuned import TunedKernel
 
 
@@ -194,31 +194,32 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     return full
 
 
+def library_loop_configs(tuned: TunedKernel, kwargs: Mapping[str, Any], *, legal: bool) -> list[Config]:
+    """The distinct configs a library's own loop times for this call: what ``prune_configs`` returned last (else the
+    kernel's configs), in order; with ``legal``, only those that pass the static rules for the call's keywords."""
+    from tritune.decorator.triton_surface import from_triton
+    from tritune.space import check_static
+
+    configs = list(dict.fromkeys(from_triton(c) for c in (tuned.__dict__.get("_last_pruned") or tuned.configs)))
+    return [c for c in configs if check_static(c, tuned.info, kwargs.keys(), None) is None] if legal else configs
+
+
 def untimed_in_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
     """In a pinned or sensitivity run, the :class:`Choice` a library's own loop over ``_bench`` must end with for
     this call's key, among the configs the loop times: the pretuned table's config, else the pinned run's stated rule
     (the first legal config) or the sensitivity run's draw. :func:`bench_config` gives it 0 and every other config
     ``inf``, so the loop's ``min`` picks it and nothing is timed. A table entry whose outputs differ from the first
     legal config's is ignored, as on the decorator's own path. Once per key; None when no config is legal."""
-    from tritune.decorator.triton_surface import from_triton
-    from tritune.space import check_static
-
     key = tuned.key_spec.of(args, kwargs)
     picks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_pins", {})
     if key not in picks:
-        pruned = list(dict.fromkeys(from_triton(c) for c in (tuned.__dict__.get("_last_pruned") or tuned.configs)))
-        legal = [c for c in pruned if check_static(c, tuned.info, kwargs.keys(), None) is None]
+        legal = library_loop_configs(tuned, kwargs, legal=True)
         tuner = tuned.tuner
         pick = tuner.lookup(tuned, key, args, kwargs, allowed=legal)
-        if pick is not None and pick.source == "pretuned":  # the check the decorator's own path gives the entry
-            differs = tuner.pretuned_disagrees(tuned, pick.config, legal, args, kwargs, grid)
-            if differs is not None:
-                tuned.warn_once(f"pretuned-wrong-{pick.config.id}",
-                                f"{tuned.info.name}: the pretuned winner {pick.config.id} for key "
-                                f"{tuned.key_spec.as_dict(key)} computes other results than {legal[0].id} on this "
-                                f"call ({differs}); it is ignored. Check who wrote the pretuned file, or regenerate "
-                                "it with `tritune pin merge`.", PretunedIgnoredWarning)  # fmt: skip
-                pick = None
+        if pick is not None and pick.source == "pretuned" and tuner.pretuned_disagrees(  # as the decorator's own path
+                tuned, key, pick.config, legal, args, kwargs, grid,
+                "the seed's draw serves" if tuner.sensitivity is not None else "the first legal config serves"):
+            pick = None
         if pick is None and legal:
             if tuner.sensitivity is not None:
                 pick = tuner.sensitive_pick(tuned, key, legal, args, kwargs, grid)
@@ -235,16 +236,14 @@ def refused_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any]
     the reference (the first of the pruned configs that runs); a generated config (a widened list's neighbour) must
     agree with the first written one. None when ``cfg`` passes or is not checked, else why not; the loop then gets
     ``inf`` for it, so its pick stays among the configs that may serve."""
-    from tritune.decorator.triton_surface import from_triton
-
     exact = tuned.tuner.options.numerics == "exact"
     if not exact and cfg not in tuned.generated:
         return None
     key = tuned.key_spec.of(args, kwargs)
     checks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_checks", {})
     if key not in checks:
-        pruned = list(dict.fromkeys(from_triton(c) for c in (tuned.__dict__.get("_last_pruned") or tuned.configs)))
-        checks[key] = output_check(tuned, pruned, args, kwargs, grid, exact=exact)
+        checks[key] = output_check(tuned, library_loop_configs(tuned, kwargs, legal=False), args, kwargs, grid,
+                                   exact=exact)
     check = checks[key]
     bad = check.check(cfg) if check is not None else None
     return None if bad is None else bad[1]
@@ -263,9 +262,6 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
     (FlagGems' bmm, baddbmm) each config compiles with the heuristics' values for it
     (:meth:`~tritune.decorator.autotuned.Autotuned.compile_plan`). Returns the configs sent to the workers (None when none).
     """
-    from tritune.decorator.triton_surface import from_triton
-    from tritune.space import check_static
-
     if not tuned.tuner.options.precompile:
         return None
     key = tuned.key_spec.of(args, kwargs)
@@ -273,12 +269,7 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
     if key in done:
         return None
     done.add(key)
-    pruned = tuned.__dict__.get("_last_pruned") or tuned.configs
-    configs = []
-    for obj in pruned:
-        c = from_triton(obj)
-        if c not in configs and check_static(c, tuned.info, kwargs.keys(), None) is None:
-            configs.append(c)
+    configs = library_loop_configs(tuned, kwargs, legal=True)
     if len(configs) < 2:
         return None
     if compile_all is None:
