@@ -108,3 +108,20 @@ def test_exact_serves_the_reference_when_its_check_cannot_make_inputs(monkeypatc
     assert k.best_config.kwargs == {"BLOCK": 32} and k.best_config.num_warps == 2  # the reference itself
     ref = tritune.autotune([CONFIGS[0]], ["n"], store=False)(row_sum)
     assert torch.equal(got, _run(ref, x))
+
+
+def test_exact_checks_tensors_passed_by_keyword() -> None:
+    # fla launches its kernels with every argument by keyword (``kernel[grid](x=x, y=y, ...)``): the check copies and
+    # compares those tensors as it does positional ones, so the class is what it is for a positional call
+    torch.manual_seed(0)
+    x = torch.randn(8, 1000)
+    k = _kernel("exact")
+    got = torch.empty(8)
+    k[(8,)](x_ptr=x, out_ptr=got, n=1000)
+    assert k.best_config.kwargs == {"BLOCK": 32} and k.best_config.num_warps == 4
+    ref = tritune.autotune([CONFIGS[0]], ["n"], store=False)(row_sum)
+    assert torch.equal(got, _run(ref, x))
+    (choice,) = k.choices().values()
+    n = choice.stats["numerics"]
+    assert n["class_size"] == 2 and len(n["other"]) == 2 and all("BLOCK=128" in c for c in n["other"])
+    assert all("out_ptr" in why for why in n["other"].values())  # named by the argument that differed

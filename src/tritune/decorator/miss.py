@@ -215,12 +215,13 @@ class KeyTuner:
         legal config beyond the output dtype's tolerance (a file made for another version of the kernel, or written
         by someone else); then one warning says so, and ``then`` what happens instead. Both run on fresh copies of
         the call's arguments, once per key and process (the key's choice is kept)."""
-        from tritune.decorator.timing import run_once
+        from tritune.decorator.timing import checked_call
         from tritune.verify.reference import ReferenceRun
 
         if not legal or cfg == legal[0]:
             return False
-        run = ReferenceRun(lambda c, a: run_once(tuned, c, a, kwargs, grid), args, tuned.info.arg_names)
+        flat, names, launch = checked_call(tuned, args, kwargs, grid)
+        run = ReferenceRun(launch, flat, names)
         run.set_reference(legal[0])
         got = run.check(cfg)
         if got.close:
@@ -239,7 +240,7 @@ class KeyTuner:
         (a correct config; each checked on copies of the call's arguments) runs. Reproducible, untimed."""
         import hashlib
 
-        from tritune.decorator.timing import run_once
+        from tritune.decorator.timing import checked_call
         from tritune.ranks.group import rank_and_world
         from tritune.verify.reference import ReferenceRun
 
@@ -249,7 +250,8 @@ class KeyTuner:
         text = f"{self.sensitivity}|{rank}|{tuned.info.name}|{tuned.key_spec.public(key)!r}"
         start = int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(legal)
         order = [*legal[start:], *legal[:start]]
-        run = ReferenceRun(lambda c, a: run_once(tuned, c, a, kwargs, grid), args, tuned.info.arg_names)
+        flat, names, launch = checked_call(tuned, args, kwargs, grid)
+        run = ReferenceRun(launch, flat, names)
         run.set_reference(legal[0])
         for cfg in order:
             if run.check(cfg).close:

@@ -70,6 +70,24 @@ def run_once(tuned: TunedKernel, cfg: Config, args: Sequence[Any], kwargs: Mappi
     tuned.launcher().run(*args, grid=grid, warmup=False, **kwargs, **cfg.kwargs, **opts)
 
 
+def checked_call(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any],
+                 grid: Any) -> tuple[list[Any], list[str], Callable[[Config, list[Any]], None]]:  # fmt: skip
+    """A call as the output checks see it (:class:`~tritune.verify.reference.ReferenceRun`): one list of its
+    arguments, the positional ones and then the kernel's parameters given by keyword, their names, and a launch of
+    a config on such a list (:func:`run_once`) that passes each one back the way the call did. A library that
+    launches with every argument by keyword (fla: ``kernel[grid](x=x, y=y, ...)``) has its tensors copied and
+    compared as a positional call's are."""
+    names = list(tuned.info.arg_names)
+    npos = len(args)
+    by_kw = [n for n in names[npos:] if n in kwargs]
+    rest = {k: v for k, v in kwargs.items() if k not in by_kw}
+
+    def launch(cfg: Config, flat: list[Any]) -> None:
+        run_once(tuned, cfg, flat[:npos], {**rest, **dict(zip(by_kw, flat[npos:]))}, grid)
+
+    return [*args, *(kwargs[n] for n in by_kw)], [*names[:npos], *by_kw], launch
+
+
 def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Mapping[str, Any]) -> Any:
     """``Autotuner._bench`` with tritune's checks and timer: the timing of ``config`` in milliseconds.
 
@@ -302,13 +320,15 @@ def output_check(tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any
     # A widened list's generated configs are checked against a config someone wrote, never against one of their own.
     references = [c for c in legal if c not in generated] if tuned.space_source == "widened" else list(legal)
     only = None if exact else [c for c in legal if c in generated]
-    spans = {}  # a bucketed integer key argument: its bucket's smallest value, and this call's
+    flat, names, launch = checked_call(tuned, args, kwargs, grid)
+    at = {n: i for i, n in enumerate(names)}
+    spans = {}  # a bucketed integer key argument (by its place in ``flat``): its bucket's smallest value, this call's
     for pos, b in zip(tuned.key_spec.positions, tuned.key_spec.buckets):
-        v = args[pos] if pos < len(args) else None
-        if isinstance(v, int) and not isinstance(v, bool) and isinstance(b, Bucket):
+        i = at.get(tuned.info.arg_names[pos]) if pos < len(tuned.info.arg_names) else None
+        v = flat[i] if i is not None else None
+        if i is not None and isinstance(v, int) and not isinstance(v, bool) and isinstance(b, Bucket):
             lo = b.span(b(v))[0]
             if isinstance(lo, int) and lo < v:
-                spans[pos] = (lo, v)
-    return OutputCheck(tuned.info.name, lambda c, a: run_once(tuned, c, a, kwargs, grid), args,
-                       tuned.info.arg_names, exact=exact, references=references, only=only,
-                       edges=bucket_edge_inputs(args, spans, tuned.info.arg_names))  # fmt: skip
+                spans[i] = (lo, v)
+    return OutputCheck(tuned.info.name, launch, flat, names, exact=exact, references=references, only=only,
+                       edges=bucket_edge_inputs(flat, spans, names))

@@ -52,6 +52,8 @@ class Agreement:
     identical: bool
     close: bool
     reason: str | None = None
+    #: The arguments whose bits differ from the reference's.
+    differing: tuple[str, ...] = ()
 
 
 class ReferenceRun:
@@ -99,19 +101,19 @@ def agreement(got: dict[int, Any], ref: dict[int, Any], names: Sequence[str]) ->
     """Bit-for-bit and within-tolerance agreement of two runs' tensors, by position (:class:`Agreement`)."""
     import torch
 
-    identical, reasons = True, []
+    differing, reasons = [], []
     for i, r in ref.items():
         g = got[i]
         name = names[i] if i < len(names) else f"argument {i}"
         same = g.shape == r.shape and g.dtype == r.dtype and bool(torch.equal(g, r) or _same_bits(g, r))
         if same:
             continue
-        identical = False
+        differing.append(name)
         atol, rtol = tolerance(r.dtype)
         c = compare(g, r, atol=atol, rtol=rtol, name=name)
         if not c.ok:
             reasons.append(c.detail)
-    return Agreement(identical, not reasons, "; ".join(reasons) or None)
+    return Agreement(not differing, not reasons, "; ".join(reasons) or None, tuple(differing))
 
 
 def _same_bits(a: Any, b: Any) -> bool:
@@ -254,7 +256,7 @@ class OutputCheck:
             got = r.check(cfg)
             if got.identical or (not self.exact and got.close):
                 continue
-            what = got.reason or "within the output's tolerance, but not bit for bit"
+            what = got.reason or f"{', '.join(got.differing)} within the output's tolerance, but not bit for bit"
             where = self._where[i]
             self.others[cfg] = f"{what} (on {where})"
             if self.exact:
