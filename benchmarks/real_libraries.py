@@ -44,6 +44,7 @@ Dynamo and Inductor read and re-create each library autotuner under both engines
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
 run still going at 85% of it (or any other step at 110%, and never before it has had 30 s) is stopped: its engine's
 process is killed, that op is reported as stopped, and the ops that engine had run lose their timing rounds.
+Before the kill, the engine prints every thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
 ``results.json`` is rewritten after each op's cold runs, so a run cut short from outside keeps what it finished.
 
 ``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's
@@ -57,6 +58,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import faulthandler
 import functools
 import gc
 import importlib.util
@@ -65,6 +67,7 @@ import json
 import os
 import platform
 import queue
+import signal
 import statistics
 import subprocess
 import sys
@@ -990,6 +993,7 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
     outdir.mkdir(parents=True, exist_ok=True)
     reply = sys.stdout
     sys.stdout = sys.stderr  # library prints must not interleave with the protocol
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)  # a stalled step's stacks, into the log
 
     def send(obj: dict[str, Any]) -> None:
         reply.write(MARK + json.dumps(obj) + "\n")
@@ -1110,6 +1114,11 @@ class _Engine:
         try:
             got = self._replies.get(timeout=timeout_s)
         except queue.Empty:
+            # where it was: the child prints every thread's stack into its log on SIGUSR1 (child_main)
+            with contextlib.suppress(OSError):
+                self.proc.send_signal(signal.SIGUSR1)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=2)
             self.proc.kill()
             self.proc.wait()
             self.stopped = f"stopped after {timeout_s:.0f} s" + (f": {why}" if why else "")

@@ -339,14 +339,16 @@ def test_tutorial_ops_call_the_tutorials_functions_as_their_own_tests_do(
 
 
 def test_an_engine_step_past_its_deadline_is_stopped_and_later_steps_say_why(tmp_path: Path) -> None:
-    """A step that overruns its deadline kills the engine's process; the reply and every later one name why, and
-    closing returns at once. The child here is a FAKE engine (a few lines that speak the harness's protocol)."""
+    """A step that overruns its deadline kills the engine's process, after asking it for its threads' stacks (in its
+    log: where it stalled); the reply and every later one name why, and closing returns at once. The child here is a
+    FAKE engine (a few lines that speak the harness's protocol and print their stacks on SIGUSR1, as engines do)."""
     import time
 
     from real_libraries import MARK, _Engine
 
     child = (
-        "import json, sys, time\n"
+        "import faulthandler, json, signal, sys, time\n"
+        "faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)\n"
         f"print({MARK!r} + json.dumps({{'ready': True}}), flush=True)\n"
         "for line in sys.stdin:\n"
         "    cmd = json.loads(line)\n"
@@ -371,3 +373,5 @@ def test_an_engine_step_past_its_deadline_is_stopped_and_later_steps_say_why(tmp
     t0 = time.time()
     e.close()
     assert time.time() - t0 < 5
+    log = (tmp_path / "fake.log").read_text()
+    assert "most recent call first" in log and 'File "<string>", line 7' in log, log  # stalled in the sleep
