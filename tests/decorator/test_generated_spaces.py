@@ -129,6 +129,22 @@ def test_a_generated_block_right_on_the_tuning_input_but_wrong_at_the_buckets_ed
     assert k.best_config.kwargs["BLOCK"] in (4, 8)
 
 
+def test_a_call_by_keyword_is_checked_as_a_positional_one_bucket_edges_included() -> None:
+    """The same trap launched as fla launches its kernels, every argument by keyword: the check copies, runs and
+    compares the tensors given by keyword, and takes the bucketed ``n`` from the keywords for the edge sizes."""
+    timer = FakeTimer()
+    k = tritune.autotune([triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], {"n": tritune.bucket.pow2},
+                         store=False, timer=timer, widen=True)(scale_whole_blocks)  # fmt: skip
+    x, out = torch.randn(256), torch.full((256,), -1.0)
+    k[lambda meta: (meta["n"] // meta["BLOCK"],)](x_ptr=x, out_ptr=out, n=256)
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    wrong = {c: why for c, why in choice.stats["checked"]["other"].items() if c.startswith("BLOCK=16,")}
+    assert wrong and all("the bucket's sizes n=255" in why and "out_ptr" in why for why in wrong.values())
+    assert not any(c.kwargs["BLOCK"] == 16 for c in timer.timed)
+    assert k.best_config.kwargs["BLOCK"] in (4, 8)
+
+
 def test_an_exact_key_checks_only_its_own_size_so_the_same_block_may_serve_it() -> None:
     """The control: with ``key=["n"]`` the winner serves n=256 alone, where block 16 is right, so it passes."""
     timer = FakeTimer()
