@@ -143,6 +143,33 @@ def test_lazy_measure_started_ahead_builds_on_a_helper_thread_and_the_first_call
     assert where[-1] == threading.current_thread().name and in_place.seconds == 0.0
 
 
+def test_lazy_measure_after_a_compiler_builds_once_the_compiles_started() -> None:
+    """LazyMeasure.after: the build starts once the compiler's first call has started the compiles (their workers
+    forked: a fork never meets the timer's helper mid-compile), once; without a compiler it starts at once."""
+    land = synthetic_landscape(4, seed=2)
+    events: list[str] = []
+
+    def make():  # type: ignore[no-untyped-def]
+        events.append("built")
+        return ReplayTimer(land).measure_config
+
+    def compiler(configs):  # type: ignore[no-untyped-def]  # FAKE: records that the compiles started
+        events.append(f"compiling {len(configs)}")
+        return None
+
+    lazy = LazyMeasure(make)
+    wrapped = lazy.after(compiler)
+    assert wrapped is not None and events == []  # nothing built before the compiles
+    wrapped(land.configs[:3])
+    lazy(land.configs[0], 0.001)  # joins the build
+    wrapped(land.configs[3:])
+    assert events == ["compiling 3", "built", "compiling 1"]
+    alone = LazyMeasure(make)
+    assert alone.after(None) is None
+    alone(land.configs[0], 0.001)
+    assert events[-1] == "built" and alone.seconds > 0.0  # started by after(None), on the helper
+
+
 def test_lazy_measure_started_ahead_raises_its_error_at_the_first_call() -> None:
     """A timer that cannot be built (no GPU here) fails the first timing, as when built in place, not the start."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import faulthandler
 import os
 import subprocess
+import threading
 import time
 
 
@@ -18,8 +19,14 @@ def abort_quietly() -> None:
     os.abort()
 
 
+#: A lock a test's helper thread holds across a worker's fork (test_service.py): what a worker inherits of it.
+HELD = threading.Lock()
+
+
 def fake_handler(payload: object) -> object:
     mode, value = payload  # type: ignore[misc]
+    if mode == "lock":  # a compile that needs a lock the parent's helper thread held (LLVM's, an import's)
+        return (HELD.acquire(timeout=float(value)), os.getpid())
     if mode == "echo":
         return (value, os.getpid())
     if mode == "sleep":  # a compile that outlasts its timeout

@@ -218,3 +218,43 @@ def test_the_fake_crash_is_silent_even_with_faulthandler_on():
     p = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=60)
     assert p.returncode == -signal.SIGABRT
     assert "Fatal Python error" not in p.stderr and p.stderr == ""
+
+
+def test_a_fork_waits_for_a_helper_thread_that_may_hold_a_compilers_lock() -> None:
+    """A helper thread inside ``fork_waits`` (tritune's timer warm-up, which a library may send to a Triton kernel
+    that compiles there) holds a lock (FAKE: ``fakes.HELD``, standing in for LLVM's or an import's). A worker forked
+    meanwhile would inherit it held, with no thread left to release it; the fork waits for the helper instead, and
+    the worker's "compile" gets the lock. A helper that forks does not wait for itself."""
+    import threading
+
+    import fakes
+
+    from tritune.workers.service import fork_waits
+
+    holding = threading.Event()
+
+    def helper() -> None:
+        with fork_waits(), fakes.HELD:
+            holding.set()
+            time.sleep(0.5)
+
+    t = threading.Thread(target=helper)
+    t.start()
+    assert holding.wait(5)
+    with WorkerService(Forked(fake_handler), 1) as svc:
+        (got,) = list(svc.run([("compile", ("lock", 2.0))]))
+    t.join()
+    assert isinstance(got, Done) and got.result[0] is True  # type: ignore[index]
+
+    out: list[object] = []
+
+    def forking_helper() -> None:
+        with fork_waits(), WorkerService(Forked(fake_handler), 1) as svc:
+            out.extend(svc.run([("e", ("echo", 1))]))
+
+    t0 = time.monotonic()
+    t = threading.Thread(target=forking_helper)
+    t.start()
+    t.join(30)
+    assert not t.is_alive() and time.monotonic() - t0 < 10
+    assert isinstance(out[0], Done) and out[0].result[0] == 1  # type: ignore[attr-defined]

@@ -312,12 +312,12 @@ class KeyTuner:
         opts = self.options
         policy = tkey.measure
         measure = timer_measure(self.timer, make_fn, opts.race.rel_tol, lambda: EventTimer.for_policy(policy))
-        if gpu and legal:
-            measure.start()  # the timer's flush buffer and the clocks' warm-up beside the compiles
-        compiler = None
+        compiler: Callable[[Sequence[Config]], Any] | None = None
         if gpu and opts.precompile:  # in workers, slowest first (stacked heuristics' values computed here)
             jit, kwargs_for = tuned.compile_plan(args, kwargs)
             compiler = Precompiler(jit, args, kwargs, current_target(), opts.jobs, opts.compile_timeout, kwargs_for)
+        if gpu and legal:  # the timer's flush buffer and the clocks' warm-up, beside the compiles once they start
+            compiler = measure.after(compiler)
         farm = None
         if self.distributed:
             from tritune.ranks import Farm, rank_and_world

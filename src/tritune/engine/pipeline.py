@@ -107,9 +107,29 @@ class LazyMeasure:
         self.waited_s = 0.0
 
     def start(self) -> None:
-        """Begin building the measure on a helper thread now (once; nothing if it is built already)."""
+        """Begin building the measure on a helper thread now (once; nothing if it is built already). Its device
+        work runs torch ops that a library may send to Triton kernels of its own, compiled there: a worker's fork
+        waits for it (:func:`tritune.workers.service.fork_waits`), so start it after a key's first compiles
+        (:meth:`after`)."""
         if self._measure is None and self._ahead is None:
-            self._ahead = aside(self._make, name="tritune-timer")
+            self._ahead = aside(self._make, name="tritune-timer", fork_waits=True)
+
+    def after(self, compiler: Callable[[Sequence[Config]], Any] | None) -> Callable[[Sequence[Config]], Any] | None:
+        """``compiler``, which starts this measure's build (:meth:`start`) once its first call has started the
+        compiles (their workers forked): the build then runs beside the compiles, and no fork waits for it. Without
+        a compiler the build starts now."""
+        if compiler is None:
+            self.start()
+            return None
+        inner = compiler
+
+        def compile_then_build(configs: Sequence[Config]) -> Any:
+            try:
+                return inner(configs)
+            finally:
+                self.start()
+
+        return compile_then_build
 
     def __call__(self, config: Config, budget_s: float) -> Any:
         if self._measure is None:
