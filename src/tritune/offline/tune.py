@@ -96,8 +96,9 @@ def tune_key(
     and, searched, the search's start: store reads, neighbours, the strategy) and ``after_s`` (the results
     and the store's write): what a key costs outside its batches and races. On a GPU the arguments are made
     beside the static screen and the comparison's float64 warm-up, and the oracle, the outputs' comparison
-    warm-up and the timer's setup (its flush buffer, the clocks' warm-up) run beside the search's start and the
-    first batch's compiles (:mod:`tritune.engine.aside`); the first check joins the oracle and the warm-ups, the
+    warm-up run beside the search's start and the first batch's compiles, and the timer's setup (its flush buffer,
+    the clocks' warm-up) beside the compiles once their workers are forked (:mod:`tritune.engine.aside`,
+    :meth:`~tritune.engine.pipeline.LazyMeasure.after`); the first check joins the oracle and the warm-ups, the
     first timing the timer: ``screen_s``/``oracle_s``/``compare_warm0_s``/``compare_warm_s``/``timer_s`` are
     their own seconds on the helper thread, the ``*_wait_s`` what this thread waited for them.
     """
@@ -166,8 +167,6 @@ def tune_key(
 
     policy = options.policy(workload.name)
     measuring = timer_measure(timer, make_fn, options.race.rel_tol, lambda: EventTimer.for_policy(policy))
-    if device != "cpu" and legal:
-        measuring.start()  # the timer's flush buffer and the clocks' warm-up, beside the rest of the setup
 
     setup["imports_wait_s"] = round(joined(), 4)  # before anything compiles or loads here
     setup["refrozen"] = freeze_more()  # the imports and the arguments: out of the collector's full walks
@@ -218,10 +217,12 @@ def tune_key(
         numerics = OutputCheck(kname, launch_on, pristine, workload.info.arg_names, exact=True, references=legal)
 
     gpu_target = _gpu_target(target)
-    compiler = None
+    compiler: Callable[[Sequence[Config]], Any] | None = None
     if gpu_target is not None:
         compiler = Precompiler(compile_jit, args, kw, gpu_target, options.jobs or None, options.compile_timeout,
                                pre_hook=workload.pre_hook)  # fmt: skip
+    if device != "cpu" and legal:  # the timer's flush buffer and the clocks' warm-up, beside the first compiles
+        compiler = measuring.after(compiler)
     benches: list[IsolatedBench] = []
     path = locate(workload) if device != "cpu" else None
 
