@@ -199,11 +199,12 @@ def freeze_more() -> bool:
 
 #: Threads of this process that may be inside a compiler or an import: tritune's helper threads that run torch or a
 #: library's code (:func:`fork_waits`). A fork copies every lock as it is at that instant, held ones included, and
-#: a forked worker has none of the threads that would release them: forked while a helper compiled a Triton kernel
-#: (``x.zero_()`` in a timer's warm-up, which FlagGems sends to a Triton kernel of its own), the workers' first
-#: compile waited on a lock nobody held any more, every config ran into its compile timeout, and a key of tutorial
-#: 03's matmul did not finish in 425 s on an H100. A fork waits for these threads (at most :data:`FORK_WAIT_S`).
-_HELPERS: set[int] = set()
+#: a forked worker has none of the threads that would release them. Forked while a helper compiles a Triton kernel
+#: (``x.zero_()`` in a timer's warm-up, which FlagGems sends to a Triton kernel of its own, compiled on first use),
+#: a worker's compile can wait on a lock nobody holds any more until the compile timeout, every config in turn: the
+#: likely reason a key of tutorial 03's matmul did not finish in 425 s on an H100 with FlagGems enabled (8 s
+#: without). A fork waits for these threads (at most :data:`FORK_WAIT_S`). Thread id -> open ``fork_waits`` scopes.
+_HELPERS: dict[int, int] = {}
 _HELPERS_DONE = threading.Condition()
 #: The longest a fork waits for :func:`fork_waits` threads to finish; then it forks anyway.
 FORK_WAIT_S = 60.0
@@ -215,12 +216,14 @@ def fork_waits() -> Iterator[None]:
     (a worker's start) waits until it leaves."""
     me = threading.get_ident()
     with _HELPERS_DONE:
-        _HELPERS.add(me)
+        _HELPERS[me] = _HELPERS.get(me, 0) + 1
     try:
         yield
     finally:
         with _HELPERS_DONE:
-            _HELPERS.discard(me)
+            _HELPERS[me] -= 1
+            if not _HELPERS[me]:
+                del _HELPERS[me]
             _HELPERS_DONE.notify_all()
 
 
@@ -228,7 +231,7 @@ def _wait_for_helpers(limit_s: float) -> bool:
     """Wait until no :func:`fork_waits` thread but this one runs (at most ``limit_s``); whether none does."""
     me = threading.get_ident()
     with _HELPERS_DONE:
-        return _HELPERS_DONE.wait_for(lambda: not (_HELPERS - {me}), timeout=limit_s)
+        return _HELPERS_DONE.wait_for(lambda: not (_HELPERS.keys() - {me}), timeout=limit_s)
 
 
 def _fork(handler: Handler, ours: socket.socket, theirs: socket.socket, line: Lifeline) -> int:
