@@ -19,8 +19,10 @@ def abort_quietly() -> None:
     os.abort()
 
 
-#: A lock a test's helper thread holds across a worker's fork (test_service.py): what a worker inherits of it.
+#: A lock another thread holds across a worker's fork (test_service.py): what a worker inherits of it.
 HELD = threading.Lock()
+#: Set by a FAKE module while its import holds HELD (test_service.py).
+IMPORTING = threading.Event()
 
 
 def fake_handler(payload: object) -> object:

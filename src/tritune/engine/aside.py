@@ -62,8 +62,7 @@ def _switch_fine(on: bool) -> None:
 class Aside(Generic[T]):
     """``fn()`` running on a helper thread (or done already, ``inline``); :meth:`result` joins."""
 
-    def __init__(self, fn: Callable[[], T], *, inline: bool = False, name: str = "tritune-aside",
-                 fork_waits: bool = False) -> None:  # fmt: skip
+    def __init__(self, fn: Callable[[], T], *, inline: bool = False, name: str = "tritune-aside") -> None:
         self._value: Any = None
         self._error: BaseException | None = None
         self.seconds = 0.0  # how long fn ran
@@ -74,8 +73,6 @@ class Aside(Generic[T]):
             return
         device, grad = _caller_state()
         ctx = contextvars.copy_context()  # threads do not inherit context variables (Triton's allocator is one)
-        if fork_waits:  # it may compile or import (torch's or a library's code): forks wait for it
-            fn = _fork_waiting(fn)
         self._thread = threading.Thread(target=ctx.run, args=(self._run, fn, (device, grad)), name=name, daemon=True)
         _switch_fine(True)
         try:
@@ -125,18 +122,6 @@ def _caller_state() -> tuple[int | None, bool]:
     return device, torch.is_grad_enabled()
 
 
-def aside(fn: Callable[[], T], *, inline: bool = False, name: str = "tritune-aside", fork_waits: bool = False) -> Aside[T]:
-    """Start ``fn`` beside the caller (module docstring), on a thread called ``name``. ``fork_waits``: ``fn`` may
-    compile or import (it runs torch ops, which a library may send to Triton kernels of its own), so a worker's fork
-    waits for it to end (:func:`tritune.workers.service.fork_waits`)."""
-    return Aside(fn, inline=inline, name=name, fork_waits=fork_waits)
-
-
-def _fork_waiting(fn: Callable[[], T]) -> Callable[[], T]:
-    from tritune.workers.service import fork_waits
-
-    def run() -> T:
-        with fork_waits():
-            return fn()
-
-    return run
+def aside(fn: Callable[[], T], *, inline: bool = False, name: str = "tritune-aside") -> Aside[T]:
+    """Start ``fn`` beside the caller (module docstring), on a thread called ``name``."""
+    return Aside(fn, inline=inline, name=name)

@@ -108,11 +108,11 @@ class LazyMeasure:
 
     def start(self) -> None:
         """Begin building the measure on a helper thread now (once; nothing if it is built already). Its device
-        work runs torch ops that a library may send to Triton kernels of its own, compiled there: a worker's fork
-        waits for it (:func:`tritune.workers.service.fork_waits`), so start it after a key's first compiles
-        (:meth:`after`)."""
+        work runs torch ops that a library may send to Triton kernels of its own, compiled there, and a worker's
+        fork waits while another thread compiles (:mod:`tritune.workers.service`): start it after a key's first
+        compiles (:meth:`after`)."""
         if self._measure is None and self._ahead is None:
-            self._ahead = aside(self._make, name="tritune-timer", fork_waits=True)
+            self._ahead = aside(self._make, name="tritune-timer")
 
     def after(self, compiler: Callable[[Sequence[Config]], Any] | None) -> Callable[[Sequence[Config]], Any] | None:
         """``compiler``, which starts this measure's build (:meth:`start`) once its first call has started the

@@ -27,6 +27,7 @@ import gc
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -197,45 +198,54 @@ def freeze_more() -> bool:
     return True
 
 
-#: Threads of this process that may be inside a compiler or an import: tritune's helper threads that run torch or a
-#: library's code (:func:`fork_waits`). A fork copies every lock as it is at that instant, held ones included, and
-#: a forked worker has none of the threads that would release them. Forked while a helper compiles a Triton kernel
-#: (``x.zero_()`` in a timer's warm-up, which FlagGems sends to a Triton kernel of its own, compiled on first use),
-#: a worker's compile can wait on a lock nobody holds any more until the compile timeout, every config in turn: the
-#: likely reason a key of tutorial 03's matmul did not finish in 425 s on an H100 with FlagGems enabled (8 s
-#: without). A fork waits for these threads (at most :data:`FORK_WAIT_S`). Thread id -> open ``fork_waits`` scopes.
-_HELPERS: dict[int, int] = {}
-_HELPERS_DONE = threading.Condition()
-#: The longest a fork waits for :func:`fork_waits` threads to finish; then it forks anyway.
+#: The longest a fork waits for other threads to leave Triton's compiler or an import (:func:`_wait_for_quiet`);
+#: a thread still inside after that is not waited for again until it has left.
 FORK_WAIT_S = 60.0
+#: Where a thread holds locks a forked worker would need: Triton's compiler (LLVM's locks, its cache's files) and
+#: Python's import system (the module's import lock).
+_LOCKING_CODE = (f"{os.sep}triton{os.sep}compiler{os.sep}", "<frozen importlib._bootstrap")
+_GAVE_UP: set[int] = set()  # threads a fork stopped waiting for
 
 
-@contextlib.contextmanager
-def fork_waits() -> Iterator[None]:
-    """Within, this thread may run code that compiles or imports (torch's, a library's): a fork of this process
-    (a worker's start) waits until it leaves."""
+def threads_in_locking_code() -> dict[int, str]:
+    """The other threads of this process whose stack is inside Triton's compiler or an import: id -> name."""
     me = threading.get_ident()
-    with _HELPERS_DONE:
-        _HELPERS[me] = _HELPERS.get(me, 0) + 1
-    try:
-        yield
-    finally:
-        with _HELPERS_DONE:
-            _HELPERS[me] -= 1
-            if not _HELPERS[me]:
-                del _HELPERS[me]
-            _HELPERS_DONE.notify_all()
+    names = {t.ident: t.name for t in threading.enumerate()}
+    busy = {}
+    for tid, frame in sys._current_frames().items():
+        f = frame if tid != me else None
+        while f is not None:
+            where = f.f_code.co_filename
+            if where.startswith(_LOCKING_CODE[1]) or _LOCKING_CODE[0] in where:
+                busy[tid] = names.get(tid, str(tid))
+                break
+            f = f.f_back
+    return busy
 
 
-def _wait_for_helpers(limit_s: float) -> bool:
-    """Wait until no :func:`fork_waits` thread but this one runs (at most ``limit_s``); whether none does."""
-    me = threading.get_ident()
-    with _HELPERS_DONE:
-        return _HELPERS_DONE.wait_for(lambda: not (_HELPERS.keys() - {me}), timeout=limit_s)
+def _wait_for_quiet(limit_s: float) -> None:
+    """Wait until no other thread is inside Triton's compiler or an import, at most ``limit_s``.
+
+    A fork copies every lock as it stands, held ones included, and a forked worker has none of the threads that
+    would release them: a worker forked while another thread compiled a Triton kernel (tritune's timer warming
+    up, whose ``zero_()`` FlagGems sends to a Triton kernel of its own, compiled on first use; a user's thread)
+    can wait in its first compile on a lock nobody holds any more, until the compile timeout, config after
+    config: the likely reason a key of tutorial 03's matmul did not finish in 425 s on an H100 with FlagGems
+    enabled (8 s without). A thread seen inside after ``limit_s`` is not waited for again until it has left."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        busy = threads_in_locking_code()
+        _GAVE_UP.intersection_update(busy)
+        if not busy.keys() - _GAVE_UP:
+            return
+        if time.monotonic() >= deadline:
+            _GAVE_UP.update(busy)
+            return
+        time.sleep(0.002)
 
 
 def _fork(handler: Handler, ours: socket.socket, theirs: socket.socket, line: Lifeline) -> int:
-    _wait_for_helpers(FORK_WAIT_S)
+    _wait_for_quiet(FORK_WAIT_S)
     with _FORK_LOCK:
         outer = _OWN_FREEZES[0] > 0  # a caller's freeze (tune's, per key) is the caller's to thaw
         gc.freeze()
