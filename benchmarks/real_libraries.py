@@ -42,9 +42,11 @@ that mishandles a tail shows in the outputs and a winner is judged at more than 
 Dynamo and Inductor read and re-create each library autotuner under both engines.
 
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
-run still going at 85% of it (or any other step at 110%, and never before it has had 30 s) is stopped: its engine's
-process is killed, that op is reported as stopped, and the ops that engine had run lose their timing rounds.
-Before the kill, the engine prints every thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
+run still going at 85% of it, or after 40% of it for one op (any other step at 110%; never before a step has had
+30 s), is stopped: its engine's process is killed, that op is reported as stopped, the ops that engine had run lose
+their timing rounds, and the next ops' cold runs go to a fresh process of that engine (empty caches of its own, its
+log ``ENGINE.1.log``), so one stalled op does not cost the rest of the run. Before the kill, the engine prints every
+thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
 ``results.json`` is rewritten after each op's cold runs, so a run cut short from outside keeps what it finished.
 
 ``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's
@@ -83,6 +85,7 @@ from typing import Any
 MARK = "@@real_libraries@@ "
 WINNERS_RESERVE_S = 45.0  # of --budget-s, kept for re-timing the winners after the interleaved rounds
 COLD_STOP = 0.85  # of --budget-s: a cold run still going then is stopped (its engine killed)
+OP_COLD_SHARE = 0.4  # of --budget-s: the most one op's cold run may take; past it, it is stopped the same way
 STEP_STOP = 1.10  # of --budget-s: the same for any later step
 ENGINES = ("triton", "tritune")
 
@@ -1040,6 +1043,8 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
             if libs.get(op.lib):
                 raise RuntimeError(f"{op.lib} did not import: {libs[op.lib]}")
             if cmd["cmd"] == "cold":
+                if op.name == os.environ.get("REAL_LIBRARIES_FAKE_HANG"):  # FAKE: a stalled tuning, for the tests
+                    time.sleep(3600)
                 res = child.cold(op)
             else:
                 with _pinned_cpu(cmd.get("cpu")):
@@ -1072,13 +1077,15 @@ class _Engine:
     #: must not kill a working one that a late start left a second for
     MIN_WAIT_S = 30.0
 
-    def __init__(self, name: str, args: argparse.Namespace, scratch: Path, log: Path) -> None:
+    def __init__(self, name: str, args: argparse.Namespace, scratch: Path, log: Path, generation: int = 0) -> None:
+        # a replacement for a stopped engine (``generation`` 1, 2, ...) starts from empty caches of its own too
+        home = scratch / (name if generation == 0 else f"{name}.{generation}")
         env = dict(os.environ)
-        env["TRITON_CACHE_DIR"] = str(scratch / name / "triton-cache")  # each engine from an empty cache
-        env["TRITUNE_STORE"] = str(scratch / name / "tritune-store")
+        env["TRITON_CACHE_DIR"] = str(home / "triton-cache")  # each engine from an empty cache
+        env["TRITUNE_STORE"] = str(home / "tritune-store")
         # FlagGems keeps its own tuning results (LibTuner) and generated code under FLAGGEMS_CACHE_DIR: a shared
         # one let the second engine reuse the first engine's tuning (mm "tuned" in 0.43 s in the first run).
-        env["FLAGGEMS_CACHE_DIR"] = str(scratch / name / "flaggems-cache")
+        env["FLAGGEMS_CACHE_DIR"] = str(home / "flaggems-cache")
         # One hash seed for both processes: dicts and sets of strings then lay out alike, so host-side timings of
         # identical code (an op that reaches no autotuner) do not differ by the seed each process drew.
         env["PYTHONHASHSEED"] = "0"
@@ -1216,12 +1223,14 @@ def parent_main(args: argparse.Namespace) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="real_libraries_"))
     names: tuple[str, ...] = tuple(n for n in ENGINES if n in args.engines.split(","))
     engines = {e: _Engine(e, args, scratch, args.out / f"{e}.log") for e in names}
+    started_engines = list(engines.values())  # replacements included: every one is closed at the end
     try:
         for e in engines.values():
             if "fatal" in e.hello:
                 print(f"{e.name}: {e.hello['fatal']}", file=sys.stderr)
                 return 2
         rows: dict[str, dict[str, Any]] = {op.name: {"lib": op.lib} for op in ops}
+        ran_in: dict[str, dict[str, _Engine]] = {op.name: {} for op in ops}  # the process each op's cold ran in
         cold_stop, step_stop = started + COLD_STOP * args.budget_s, started + STEP_STOP * args.budget_s
         for op in ops:  # cold: one engine at a time, so neither's tuning competes with the other's
             for e in engines.values():
@@ -1229,19 +1238,31 @@ def parent_main(args: argparse.Namespace) -> int:
                     rows[op.name][e.name] = {"cold": {"ok": False, "error": f"not run: past 70% of --budget-s {args.budget_s}"}}
                     continue
                 t0 = time.time()
-                got = e.ask(cold_stop, f"still tuning at {COLD_STOP:.0%} of --budget-s {args.budget_s}", cmd="cold",
-                            op=op.name)
+                own = t0 + OP_COLD_SHARE * args.budget_s
+                why = (f"still tuning at {COLD_STOP:.0%} of --budget-s {args.budget_s}" if cold_stop <= own else
+                       f"still tuning after {OP_COLD_SHARE:.0%} of --budget-s {args.budget_s}, one op's most")
+                got = e.ask(min(cold_stop, own), why, cmd="cold", op=op.name)
                 rows[op.name][e.name] = {"cold": got}
+                ran_in[op.name][e.name] = e
                 print(f"cold {op.name} {e.name}: {'ok' if got.get('ok') else got.get('error', '?')[:200]} "
                       f"({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
+                if e.stopped is not None and time.time() < cold_stop:
+                    # the next ops run in a fresh process of this engine; the ops it had run lose their timing
+                    gen = sum(x.name == e.name for x in started_engines)
+                    fresh = _Engine(e.name, args, scratch, args.out / f"{e.name}.{gen}.log", gen)
+                    started_engines.append(fresh)
+                    if "fatal" in fresh.hello:
+                        print(f"{e.name}: {fresh.hello['fatal']}", file=sys.stderr)
+                        return 2
+                    engines[e.name] = fresh
             colds = [rows[op.name][n]["cold"] for n in names]
             if len(colds) == 2 and all(c.get("ok") for c in colds):
                 rows[op.name]["outputs"] = _compare(op, colds[0]["output"], colds[1]["output"])
             partial = {"provenance": {"partial": "cold runs so far; the run did not finish"}, "ops": rows}
             (args.out / "results.json").write_text(json.dumps(partial, indent=1, default=str))
         # an engine that was stopped took its earlier ops' tuned state with it: those ops are not timed
-        live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") and engines[n].stopped is None
-                                        for n in names)]
+        live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") and ran_in[op.name][n] is engines[n]
+                                        and engines[n].stopped is None for n in names)]
         cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
         for op in live:  # where the host time of the ops that reach an autotuner goes, under each engine (~0.5 s)
             reaches = rows[op.name][names[0]]["cold"].get("reaches")
@@ -1283,7 +1304,7 @@ def parent_main(args: argparse.Namespace) -> int:
                                                                  op=op.name, other=other, cpu=cpu)
         hello = {n: e.hello for n, e in engines.items()}
     finally:
-        for e in engines.values():
+        for e in started_engines:
             e.close()
     table = _summarize(rows, names)
     prov = _provenance(args, started, hello)

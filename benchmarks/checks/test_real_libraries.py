@@ -44,6 +44,24 @@ def test_triton_engine_runs_every_smoke_op(tmp_path: Path) -> None:
     assert "| smoke_row_sum | 1/0 |" in p.stdout
 
 
+@pytest.mark.long  # about a minute: a stalled op waits out the least wait a step gets (30 s)
+def test_a_stalled_op_is_stopped_and_the_next_ops_run_in_a_fresh_engine(tmp_path: Path) -> None:
+    """The first smoke op's cold run hangs (FAKE: ``REAL_LIBRARIES_FAKE_HANG``); past its share of the budget its
+    engine is stopped, its stacks land in the log, and the second op runs, and is timed, in a fresh process."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["REAL_LIBRARIES_FAKE_HANG"] = "smoke_row_sum"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "real_libraries.py"), "--cpu-smoke", "--out", str(tmp_path),
+           "--engines", "triton", "--budget-s", "60", "--ops", "smoke_row_sum,smoke_axpy"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ops = json.loads((tmp_path / "results.json").read_text())["summary"]["ops"]
+    assert "one op's most" in (ops["smoke_row_sum"]["triton_error"] or ""), ops["smoke_row_sum"]
+    assert ops["smoke_axpy"]["triton_runs"] and ops["smoke_axpy"]["triton_us"] > 0, ops["smoke_axpy"]
+    assert "most recent call first" in (tmp_path / "triton.log").read_text()  # where the stalled one waited
+    assert (tmp_path / "triton.1.log").exists()
+
+
 @pytest.mark.long  # minutes: both engines tune, then each winner is pinned and re-timed
 def test_both_engines(tmp_path: Path) -> None:
     p = _run(tmp_path)
