@@ -39,7 +39,8 @@
 # benchmarks/tutorials_fetch.sh writes them from a Triton git directory, at the 3.6 release; without them those ops
 # are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
 # (also the ops inside torch.compile), WIDEN_BUDGET_S, WIDEN_OPS, NUMERICS_OPS, NUMERICS_RUNS,
-# NUMERICS_SHARED_CACHE=1, BASELINE_SERVING=0 (baseline: libs only), BASELINE_SERVING_ORDER (the trees' order
+# NUMERICS_SHARED_CACHE=1, OP_SHARE (libs, widen: the most of the budget one op's cold run may take; 0.4 by
+# default, more for fla's chunked GLA, which tunes for minutes under Triton), BASELINE_SERVING=0 (baseline: libs only), BASELINE_SERVING_ORDER (the trees' order
 # for serving: "this base" by default, "base this" to swap), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
 # SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
 set -u
@@ -102,7 +103,7 @@ for part in "$@"; do
                  show servinglong "worst single call\|^host cost\|incremental minus\|not promoted" ;;
     libs) b=${LIBS_BUDGET_S:-440}
           step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
-            ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ;;
+            ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ${OP_SHARE:+--op-share "$OP_SHARE"} ;;
     widen) b=${WIDEN_BUDGET_S:-480}
            # default: the FlagGems, Liger, fla norm and tutorial ops that reach an autotuner, then every second
            # shape (@odd); fla's chunked attention ops are slow to tune under Triton: WIDEN_OPS=fla_ for all of fla.
@@ -113,7 +114,7 @@ for part in "$@"; do
            # each key's tuning is printed as it ends (TRITON_PRINT_AUTOTUNING), into the engines' logs: a cold run
            # that runs long shows which key it was on
            step widen $((b + 40)) env TRITON_PRINT_AUTOTUNING=1 python3 benchmarks/real_libraries.py --out "$RES/widen" \
-             --budget-s "$b" --widen --ops "$o" ${LIBS_COMPILE:+--compile}
+             --budget-s "$b" --widen --ops "$o" ${LIBS_COMPILE:+--compile} ${OP_SHARE:+--op-share "$OP_SHARE"}
            show widen "^widened\|^cold total" ;;
     libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers
                 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-tests \

@@ -42,8 +42,8 @@ that mishandles a tail shows in the outputs and a winner is judged at more than 
 Dynamo and Inductor read and re-create each library autotuner under both engines.
 
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
-run still going at 85% of it, or after 40% of it for one op (any other step at 110%; never before a step has had
-30 s), is stopped: its engine's process is killed, that op is reported as stopped, the ops that engine had run lose
+run still going at 85% of it, or after 40% of it for one op (``--op-share``; any other step at 110%; never before a
+step has had 30 s), is stopped: its engine's process is killed, that op is reported as stopped, the ops that engine had run lose
 their timing rounds, and the next ops' cold runs go to a fresh process of that engine (empty caches of its own, its
 log ``ENGINE.1.log``), so one stalled op does not cost the rest of the run. Before the kill, the engine prints every
 thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
@@ -85,7 +85,7 @@ from typing import Any
 MARK = "@@real_libraries@@ "
 WINNERS_RESERVE_S = 45.0  # of --budget-s, kept for re-timing the winners after the interleaved rounds
 COLD_STOP = 0.85  # of --budget-s: a cold run still going then is stopped (its engine killed)
-OP_COLD_SHARE = 0.4  # of --budget-s: the most one op's cold run may take; past it, it is stopped the same way
+OP_COLD_SHARE = 0.4  # of --budget-s (--op-share): the most one op's cold run may take; past it, it is stopped too
 STEP_STOP = 1.10  # of --budget-s: the same for any later step
 ENGINES = ("triton", "tritune")
 
@@ -1238,9 +1238,10 @@ def parent_main(args: argparse.Namespace) -> int:
                     rows[op.name][e.name] = {"cold": {"ok": False, "error": f"not run: past 70% of --budget-s {args.budget_s}"}}
                     continue
                 t0 = time.time()
-                own = t0 + OP_COLD_SHARE * args.budget_s
+                own = t0 + args.op_share * args.budget_s
                 why = (f"still tuning at {COLD_STOP:.0%} of --budget-s {args.budget_s}" if cold_stop <= own else
-                       f"still tuning after {OP_COLD_SHARE:.0%} of --budget-s {args.budget_s}, one op's most")
+                       f"still tuning after {args.op_share:.0%} of --budget-s {args.budget_s}, one op's most "
+                       "(--op-share)")
                 got = e.ask(min(cold_stop, own), why, cmd="cold", op=op.name)
                 rows[op.name][e.name] = {"cold": got}
                 ran_in[op.name][e.name] = e
@@ -1527,6 +1528,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpu-smoke", action="store_true", help="two tiny autotuned kernels under the interpreter, no GPU")
     p.add_argument("--budget-s", type=float, default=330.0,
                    help="stop starting cold runs at 70%% of this, and timing rounds (after two) at 100%%")
+    p.add_argument("--op-share", type=float, default=OP_COLD_SHARE,
+                   help="the most of --budget-s one op's cold run may take before its engine is stopped and replaced "
+                        "(default %(default)s; an op that tunes for minutes under Triton, fla's chunked GLA, needs more)")
     p.add_argument("--engines", default=",".join(ENGINES), help="triton,tritune (default), or one of them to debug")
     p.add_argument("--widen", action="store_true",
                    help="the tritune engine widens each kernel's own configs (patch_triton(widen=True)); the winners' "
