@@ -247,6 +247,33 @@ def test_a_fork_waits_while_another_thread_imports_holding_a_lock(tmp_path: Path
     assert isinstance(got, Done) and got.result[0] is True  # type: ignore[index]
 
 
+def test_a_fork_from_inside_an_import_does_not_wait_for_a_thread_blocked_on_that_import(tmp_path: Path) -> None:
+    """A module whose import starts workers (Triton's tutorial 03 tunes at import) while another thread waits to
+    import the same module: that thread waits for the forking one, so the fork must not wait for it."""
+    import sys
+
+    (tmp_path / "fake_forking_import.py").write_text(
+        "import importlib, threading, time\n"
+        "from fakes import fake_handler\n"
+        "from tritune.workers import Forked, WorkerService\n"
+        "blocked = threading.Thread(target=importlib.import_module, args=('fake_forking_import',), daemon=True)\n"
+        "blocked.start()\n"
+        "time.sleep(0.2)  # the thread is now waiting for this module's import lock\n"
+        "t0 = time.monotonic()\n"
+        "with WorkerService(Forked(fake_handler), 1) as svc:\n"
+        "    RESULT = [r.result[0] for r in svc.run([('e', ('echo', 5))])]\n"
+        "FORK_S = time.monotonic() - t0\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import fake_forking_import as m  # type: ignore[import-not-found]
+
+        m.blocked.join(10)  # its import ends with this one's
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("fake_forking_import", None)
+    assert m.RESULT == [5] and m.FORK_S < 10
+
+
 def test_a_thread_inside_tritons_compiler_is_seen() -> None:
     """What a fork waits for: a thread compiling a real kernel for sm90 (no GPU needed) is inside Triton's
     compiler until the compile returns; this thread, which asks, never counts."""

@@ -208,12 +208,16 @@ _GAVE_UP: set[int] = set()  # threads a fork stopped waiting for
 
 
 def threads_in_locking_code() -> dict[int, str]:
-    """The other threads of this process whose stack is inside Triton's compiler or an import: id -> name."""
+    """The other threads of this process whose stack is inside Triton's compiler or an import: id -> name. A thread
+    waiting for a module's import lock is left out: it runs nothing, and the lock's holder (this thread, perhaps,
+    forking from inside an import) is what it waits for."""
     me = threading.get_ident()
     names = {t.ident: t.name for t in threading.enumerate()}
     busy = {}
     for tid, frame in sys._current_frames().items():
         f = frame if tid != me else None
+        if f is not None and f.f_code.co_name == "acquire" and f.f_code.co_filename.startswith(_LOCKING_CODE[1]):
+            continue
         while f is not None:
             where = f.f_code.co_filename
             if where.startswith(_LOCKING_CODE[1]) or _LOCKING_CODE[0] in where:
