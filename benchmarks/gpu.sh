@@ -40,8 +40,8 @@
 # are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
 # (also the ops inside torch.compile), WIDEN_BUDGET_S, WIDEN_OPS, NUMERICS_OPS, NUMERICS_RUNS,
 # NUMERICS_SHARED_CACHE=1, OP_SHARE (libs, widen: the most of the budget one op's cold run may take; 0.4 by
-# default, more for fla's chunked GLA, which tunes for minutes under Triton), BASELINE_SERVING=0 (baseline: libs only), BASELINE_SERVING_ORDER (the trees' order
-# for serving: "this base" by default, "base this" to swap), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
+# default, more for fla's chunked GLA, which tunes for minutes under Triton), BASELINE_SERVING=0 (baseline: libs
+# only), BASELINE_SERVING_ORDER (the trees' order for serving: "this base" by default, "base this" to swap), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
 # SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TRITUNE_GPU_TESTS=1

@@ -43,10 +43,10 @@ Dynamo and Inductor read and re-create each library autotuner under both engines
 
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
 run still going at 85% of it, or after 40% of it for one op (``--op-share``; any other step at 110%; never before a
-step has had 30 s), is stopped: its engine's process is killed, that op is reported as stopped, the ops that engine had run lose
-their timing rounds, and the next ops' cold runs go to a fresh process of that engine (empty caches of its own, its
-log ``ENGINE.1.log``), so one stalled op does not cost the rest of the run. Before the kill, the engine prints every
-thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
+step has had 30 s), is stopped: its engine's process is killed, that op is reported as stopped, the ops that engine
+had run lose their timing rounds, and the next ops' cold runs go to a fresh process of that engine (empty caches of
+its own, its log ``ENGINE.1.log``), so one stalled op does not cost the rest of the run. Before the kill, the engine
+prints every thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
 ``results.json`` is rewritten after each op's cold runs, so a run cut short from outside keeps what it finished.
 
 ``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's

@@ -220,8 +220,7 @@ class KeyTuner:
 
         if not legal or cfg == legal[0]:
             return False
-        flat, names, launch = checked_call(tuned, args, kwargs, grid)
-        run = ReferenceRun(launch, flat, names)
+        run = ReferenceRun(*checked_call(tuned, args, kwargs, grid))
         run.set_reference(legal[0])
         got = run.check(cfg)
         if got.close:
@@ -250,8 +249,7 @@ class KeyTuner:
         text = f"{self.sensitivity}|{rank}|{tuned.info.name}|{tuned.key_spec.public(key)!r}"
         start = int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(legal)
         order = [*legal[start:], *legal[:start]]
-        flat, names, launch = checked_call(tuned, args, kwargs, grid)
-        run = ReferenceRun(launch, flat, names)
+        run = ReferenceRun(*checked_call(tuned, args, kwargs, grid))
         run.set_reference(legal[0])
         for cfg in order:
             if run.check(cfg).close:

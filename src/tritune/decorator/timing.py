@@ -71,10 +71,10 @@ def run_once(tuned: TunedKernel, cfg: Config, args: Sequence[Any], kwargs: Mappi
 
 
 def checked_call(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any],
-                 grid: Any) -> tuple[list[Any], list[str], Callable[[Config, list[Any]], None]]:  # fmt: skip
-    """A call as the output checks see it (:class:`~tritune.verify.reference.ReferenceRun`): one list of its
-    arguments, the positional ones and then the kernel's parameters given by keyword, their names, and a launch of
-    a config on such a list (:func:`run_once`) that passes each one back the way the call did. A library that
+                 grid: Any) -> tuple[Callable[[Config, list[Any]], None], list[Any], list[str]]:  # fmt: skip
+    """A call as the output checks see it, in :class:`~tritune.verify.reference.ReferenceRun`'s order: a launch of a
+    config on a list of arguments (:func:`run_once`) that passes each one back the way the call did, the call's list
+    (its positional arguments, then the kernel's parameters given by keyword) and their names. A library that
     launches with every argument by keyword (fla: ``kernel[grid](x=x, y=y, ...)``) has its tensors copied and
     compared as a positional call's are."""
     names = list(tuned.info.arg_names)
@@ -85,7 +85,7 @@ def checked_call(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, A
     def launch(cfg: Config, flat: list[Any]) -> None:
         run_once(tuned, cfg, flat[:npos], {**rest, **dict(zip(by_kw, flat[npos:]))}, grid)
 
-    return [*args, *(kwargs[n] for n in by_kw)], [*names[:npos], *by_kw], launch
+    return launch, [*args, *(kwargs[n] for n in by_kw)], [*names[:npos], *by_kw]
 
 
 def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Mapping[str, Any]) -> Any:
@@ -320,7 +320,7 @@ def output_check(tuned: TunedKernel, legal: Sequence[Config], args: Sequence[Any
     # A widened list's generated configs are checked against a config someone wrote, never against one of their own.
     references = [c for c in legal if c not in generated] if tuned.space_source == "widened" else list(legal)
     only = None if exact else [c for c in legal if c in generated]
-    flat, names, launch = checked_call(tuned, args, kwargs, grid)
+    launch, flat, names = checked_call(tuned, args, kwargs, grid)
     at = {n: i for i, n in enumerate(names)}
     spans = {}  # a bucketed integer key argument (by its place in ``flat``): its bucket's smallest value, this call's
     for pos, b in zip(tuned.key_spec.positions, tuned.key_spec.buckets):

@@ -36,7 +36,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from tritune.errors import TrituneError
 from tritune.workers.child import quiet_stdout, serve
@@ -202,8 +202,9 @@ def freeze_more() -> bool:
 #: a thread still inside after that is not waited for again until it has left.
 FORK_WAIT_S = 60.0
 #: Where a thread holds locks a forked worker would need: Triton's compiler (LLVM's locks, its cache's files) and
-#: Python's import system (the module's import lock).
-_LOCKING_CODE = (f"{os.sep}triton{os.sep}compiler{os.sep}", "<frozen importlib._bootstrap")
+#: Python's import system (the module's import lock), by the files of their frames.
+_TRITON_COMPILER = f"{os.sep}triton{os.sep}compiler{os.sep}"
+_IMPORT_SYSTEM = "<frozen importlib._bootstrap"
 _GAVE_UP: set[int] = set()  # threads a fork stopped waiting for
 
 
@@ -215,12 +216,12 @@ def threads_in_locking_code() -> dict[int, str]:
     names = {t.ident: t.name for t in threading.enumerate()}
     busy = {}
     for tid, frame in sys._current_frames().items():
-        f = frame if tid != me else None
-        if f is not None and f.f_code.co_name == "acquire" and f.f_code.co_filename.startswith(_LOCKING_CODE[1]):
+        if tid == me or (frame.f_code.co_name == "acquire" and frame.f_code.co_filename.startswith(_IMPORT_SYSTEM)):
             continue
+        f: Any = frame
         while f is not None:
             where = f.f_code.co_filename
-            if where.startswith(_LOCKING_CODE[1]) or _LOCKING_CODE[0] in where:
+            if where.startswith(_IMPORT_SYSTEM) or _TRITON_COMPILER in where:
                 busy[tid] = names.get(tid, str(tid))
                 break
             f = f.f_back
