@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tritune.bench.event import EventTimer, bench, l2_cache_bytes
-from tritune.bench.replay import GpuDrift, ReplayTimer
 from tritune.bench.stats import (
     Measurement,
     clearly_slower,
@@ -23,10 +21,40 @@ from tritune.bench.stats import (
     relative_halfwidth,
     within,
 )
-from tritune.bench.synthetic import synthetic_landscape
-from tritune.bench.ties import TIE_RULE, TieCandidate, TieReport, break_tie, race_tie_report, tie_report
 from tritune.bench.timer import ConfigMeasure, Failure, Runnable, Timer, TimerMeasure
 from tritune.measure import DEFAULT_POLICY, MeasurePolicy, launches_per_sample, resolve_policy
+
+if TYPE_CHECKING:
+    from tritune.bench.event import EventTimer, bench, l2_cache_bytes
+    from tritune.bench.replay import GpuDrift, ReplayTimer
+    from tritune.bench.synthetic import synthetic_landscape
+    from tritune.bench.ties import TIE_RULE, TieCandidate, TieReport, break_tie, race_tie_report, tie_report
+
+#: Names loaded at their first use (the GPU timer, replay, ties and synthetic landscapes are not needed to import
+#: tritune or to serve a cached call): name -> module.
+_LAZY = {
+    **dict.fromkeys(("EventTimer", "bench", "l2_cache_bytes"), "tritune.bench.event"),
+    **dict.fromkeys(("GpuDrift", "ReplayTimer"), "tritune.bench.replay"),
+    "synthetic_landscape": "tritune.bench.synthetic",
+    **dict.fromkeys(("TIE_RULE", "TieCandidate", "TieReport", "break_tie", "race_tie_report", "tie_report"),
+                    "tritune.bench.ties"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tritune.bench' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -64,6 +92,8 @@ class _CallableModule(types.ModuleType):
     """This package, made callable as :func:`bench`."""
 
     def __call__(self, fn: Any, **kwargs: Any) -> Measurement:
+        from tritune.bench.event import bench
+
         return bench(fn, **kwargs)
 
 
