@@ -194,6 +194,31 @@ def test_a_library_loop_times_widened_neighbours_only_after_they_agree(monkeypat
     assert ok.best_config.kwargs["BLOCK"] == 256 and torch.equal(out, x * 2)  # a neighbour that agrees may win
 
 
+def test_a_library_loop_gives_inf_to_a_widened_neighbour_that_cannot_run_here(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A neighbour whose binary needs more shared memory than the GPU has meets it at its first launch, the check's
+    (FlagGems' addmm under widening on an H100: 294,912 B against 232,448): the loop gets ``inf`` for it, as Triton's
+    ``_bench`` gives such a config, and the call succeeds. The out-of-resources error is FAKE (the interpreter has
+    no shared memory), raised by the launch of the largest block."""
+    from triton.runtime.errors import OutOfResources
+
+    import tritune.decorator.timing as timing
+
+    real = timing.run_once
+
+    def run_once(tuned, cfg, args, kwargs, grid):  # type: ignore[no-untyped-def]
+        if cfg.kwargs["BLOCK"] == 256:
+            raise OutOfResources(294912, 232448, "shared memory")  # FAKE
+        real(tuned, cfg, args, kwargs, grid)
+
+    monkeypatch.setattr(timing, "run_once", run_once)
+    monkeypatch.setenv("TRITUNE_WIDEN", "1")
+    k = _OwnLoop(scale, ["x_ptr", "out_ptr", "n"], [triton.Config({"BLOCK": 128})], ["n"], do_bench=_fake_do_bench)
+    x, out = torch.randn(600), torch.full((600,), -1.0)
+    k.run(x, out, 600, grid=lambda meta: (triton.cdiv(600, meta["BLOCK"]),))
+    assert k.benched[256] == float("inf") and k.benched[128] < float("inf")
+    assert k.best_config.kwargs["BLOCK"] != 256 and torch.equal(out, x * 2)
+
+
 @triton.jit
 def add_bias(x_ptr, b_ptr, out_ptr, n, stride_b, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

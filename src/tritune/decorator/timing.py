@@ -153,16 +153,23 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
 
         try:
             m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure)
-        except Exception as e:  # out of resources, a compile failure: Triton gives such a config inf
-            from triton.compiler.errors import CompilationError
-            from triton.runtime.errors import OutOfResources
-
-            if isinstance(e, (OutOfResources, CompilationError)):
+        except Exception as e:
+            if cannot_run_here(e):
                 return inf
             raise
         return m.triton_quantiles()
     finally:
         cleanup()
+
+
+def cannot_run_here(e: BaseException) -> bool:
+    """Whether ``e`` says a config cannot run here, as Triton's ``_bench`` reads it (``inf`` for that config):
+    out of resources (shared memory, registers; raised when the binary is loaded), a compile failure, a compile-time
+    assertion, ptxas."""
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    return isinstance(e, (OutOfResources, CompilationError, PTXASError))
 
 
 def _user_bench(do_bench: Callable[..., Any], call: Callable[[], None]) -> Any:
@@ -263,7 +270,12 @@ def refused_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any]
         checks[key] = output_check(tuned, library_loop_configs(tuned, kwargs, legal=False), args, kwargs, grid,
                                    exact=exact)
     check = checks[key]
-    bad = check.check(cfg) if check is not None else None
+    try:
+        bad = check.check(cfg) if check is not None else None
+    except Exception as e:  # the check's launch is the config's first here: one that cannot run is refused
+        if not cannot_run_here(e):
+            raise
+        return f"{tuned.info.name} {cfg.id} cannot run here: {type(e).__name__}: {e}"
     return None if bad is None else bad[1]
 
 
