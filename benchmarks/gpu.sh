@@ -19,6 +19,7 @@
 #   libs        FlagGems, Liger-Kernel, fla and Triton's tutorial ops, both engines   (real_libraries.py)
 #   widen       the same ops, tritune widening each library's own configs              (real_libraries.py --widen)
 #   libtests    the libraries' own tests under both engines                           (libtests.py)
+#   imports     importing FlagGems and fla under the switch against under Triton      (import_cost.py)
 #   tutorials   Triton's tutorials 03 and 06, unchanged, under both engines           (tutorials_check.py)
 #   dist        the multi-rank farm, 1 rank against 2 (needs 2 GPUs)                  (torchrun -m tritune tune)
 #   baseline    serving and libs on an older tree in .base/ and on this one, in turn  (serving.py, real_libraries.py)
@@ -38,11 +39,13 @@
 # and 06-fused-attention.py from .ref/tutorials (an ignored folder, to be copied with the checkout;
 # benchmarks/tutorials_fetch.sh writes them from a Triton git directory, at the 3.6 release; without them those ops
 # are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
-# (also the ops inside torch.compile), WIDEN_BUDGET_S, WIDEN_OPS, NUMERICS_OPS, NUMERICS_RUNS,
+# (also the ops inside torch.compile), LIBS_FRESH=1 (libs: also a fresh tritune process on the caches and store the
+# tuning one wrote, its first calls and its cached calls beside the tuning process's), WIDEN_BUDGET_S, WIDEN_OPS,
+# NUMERICS_OPS, NUMERICS_RUNS,
 # NUMERICS_SHARED_CACHE=1, OP_SHARE (libs, widen: the most of the budget one op's cold run may take; 0.4 by
 # default, more for fla's chunked GLA, which tunes for minutes under Triton), BASELINE_SERVING=0 (baseline: libs
 # only), BASELINE_SERVING_ORDER (the trees' order for serving: "this base" by default, "base this" to swap), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
-# SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
+# IMPORTS_LIBS, IMPORTS_ROUNDS, SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TRITUNE_GPU_TESTS=1
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -101,9 +104,13 @@ for part in "$@"; do
     servinglong) step servinglong 420 python3 benchmarks/serving.py --out "$RES/servinglong" \
                    --calls "${SERVINGLONG_CALLS:-60000}" --retime-rounds 9
                  show servinglong "worst single call\|^host cost\|incremental minus\|not promoted" ;;
+    imports) step imports 300 python3 benchmarks/import_cost.py --out "$RES/imports" --libs "${IMPORTS_LIBS:-flag_gems,fla}" \
+               --rounds "${IMPORTS_ROUNDS:-3}"
+             show imports "^  \|^worst" ;;
     libs) b=${LIBS_BUDGET_S:-440}
           step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
-            ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ${OP_SHARE:+--op-share "$OP_SHARE"} ;;
+            ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ${OP_SHARE:+--op-share "$OP_SHARE"} \
+            ${LIBS_FRESH:+--fresh-dispatch} ;;
     widen) b=${WIDEN_BUDGET_S:-480}
            # default: the FlagGems, Liger, fla norm and tutorial ops that reach an autotuner, then every second
            # shape (@odd); fla's chunked attention ops are slow to tune under Triton: WIDEN_OPS=fla_ for all of fla.

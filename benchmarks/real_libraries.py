@@ -49,6 +49,19 @@ its own, its log ``ENGINE.1.log``), so one stalled op does not cost the rest of 
 prints every thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
 ``results.json`` is rewritten after each op's cold runs, so a run cut short from outside keeps what it finished.
 
+``--fresh-dispatch`` asks whether a cached call costs, in the process that tuned, what it costs in a fresh process:
+after the cold runs one more process of the tritune engine (``tritune_fresh`` in the results, its log
+``tritune_fresh.log``) starts on the caches and store the live tritune process wrote (the same ``TRITON_CACHE_DIR``,
+``TRITUNE_STORE`` and ``FLAGGEMS_CACHE_DIR``; the same ``TRITUNE_WIDEN``) and makes the first call of each op that
+process ran: the first call in a fresh process with the store, its wall time kept as that op's ``cold`` (the first
+op's also carries what a process does once). The dispatch rounds then time it too, on the same core, in an order that
+lets each engine lead in turn while Triton's and tritune's order stays that of a run without it. Each engine's
+first dispatch round also reads its process's state right before the timing (:func:`process_state`: threads,
+child processes, the collector's heap and settings, the switch interval, profile and trace hooks, the CUDA
+allocator), kept as ``state`` in each engine's row. The summary adds, per op, the tuning process's dispatch CPU time
+over the fresh process's (median of per-round ratios; the control loop's likewise), their median and worst, the
+first calls' seconds, and the state that differs between the two tritune processes.
+
 ``--cpu-smoke`` runs two tiny autotuned kernels of this file under Triton's interpreter (no GPU; Liger's
 kernels do not run under the interpreter and FlagGems will not import without a GPU) to exercise the harness;
 there Triton's autotuner gets a FAKE timer (interpreter wall time), since on CPU it cannot time
@@ -77,6 +90,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +102,7 @@ COLD_STOP = 0.85  # of --budget-s: a cold run still going then is stopped (its e
 OP_COLD_SHARE = 0.4  # of --budget-s (--op-share): the most one op's cold run may take; past it, it is stopped too
 STEP_STOP = 1.10  # of --budget-s: the same for any later step
 ENGINES = ("triton", "tritune")
+FRESH = "tritune_fresh"  # --fresh-dispatch: a fresh tritune process on the caches and store the tuning one wrote
 
 
 @dataclass(frozen=True)
@@ -751,6 +766,85 @@ def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...],
     return out
 
 
+def _os_threads() -> dict[str, int] | None:
+    """This process's OS threads by name (``/proc/self/task/*/comm``: Python's, torch's and the CUDA driver's
+    alike), with how many carry each name; None where /proc is not there."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    names: dict[str, int] = {}
+    for t in tasks:
+        with contextlib.suppress(OSError):  # a thread that ended since the listing
+            name = Path(f"/proc/self/task/{t}/comm").read_text().strip()
+            names[name] = names.get(name, 0) + 1
+    return dict(sorted(names.items()))
+
+
+def _child_processes() -> int | None:
+    """How many child processes this process has (compile workers and the like, zombies included): psutil where
+    installed, else the kernel's ``children`` list of each of this process's threads, else a scan of /proc for
+    processes whose parent is this one; None where none of these can be read."""
+    try:
+        import psutil  # type: ignore[import-untyped]
+
+        return len(psutil.Process().children())
+    except ImportError:
+        pass
+    except Exception:
+        return None
+    pid = os.getpid()
+    try:
+        kids: set[str] = set()
+        for t in os.listdir(f"/proc/{pid}/task"):
+            kids.update(Path(f"/proc/{pid}/task/{t}/children").read_text().split())
+        return len(kids)
+    except OSError:
+        pass
+    try:
+        entries = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return None
+    n = 0
+    for d in entries:
+        with contextlib.suppress(OSError, IndexError, ValueError):  # a process that ended since the listing
+            stat = Path(f"/proc/{d}/stat").read_text()
+            n += int(stat.rsplit(")", 1)[1].split()[1]) == pid  # the field after the state: the parent's pid
+    return n
+
+
+def process_state(torch: Any = None, cuda: bool = False) -> dict[str, Any]:
+    """What a process carries besides the code it runs, any of which could make identical host code slower: its
+    threads (Python's by name, and the OS's), child processes, the collector's settings and heap, the interpreter's
+    switch interval and hooks, and on CUDA the allocator's memory. Read in milliseconds (the heap's object count
+    walks every tracked object), right before a dispatch timing."""
+    out: dict[str, Any] = {
+        "thread_names": sorted(t.name for t in threading.enumerate()),
+        "os_threads": _os_threads(), "children": _child_processes(),
+        "switch_interval_s": sys.getswitchinterval(), "gc_enabled": gc.isenabled(),
+        "gc_threshold": list(gc.get_threshold()), "gc_count": list(gc.get_count()),
+        "gc_freeze_count": gc.get_freeze_count(), "gc_objects": len(gc.get_objects()),
+        "profile_hook": None if sys.getprofile() is None else repr(sys.getprofile()),
+        "trace_hook": None if sys.gettrace() is None else repr(sys.gettrace()),
+        "modules": len(sys.modules),
+    }  # fmt: skip
+    out["threads"] = len(out["thread_names"])
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12 on: tools registered for sys.monitoring events
+    if monitoring is not None:
+        out["monitoring_tools"] = [t for t in (monitoring.get_tool(i) for i in range(6)) if t]
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        out["rss_mib"] = round(int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+    if torch is not None:
+        out["torch_threads"] = torch.get_num_threads()
+        stack = getattr(torch._C, "_len_torch_function_stack", None)  # torch function modes (a hook on every op)
+        if stack is not None:
+            out["torch_function_modes"] = stack()
+        if cuda:
+            out["cuda_reserved_mib"] = round(torch.cuda.memory_reserved() / 2**20, 1)
+            out["cuda_allocated_mib"] = round(torch.cuda.memory_allocated() / 2**20, 1)
+    return out
+
+
 class _Child:
     def __init__(self, engine: str, outdir: Path, device: str, quick: bool) -> None:
         import torch
@@ -858,10 +952,12 @@ class _Child:
         them while the GPU sleeps, so the launch queue never makes the host wait for the GPU."""
         self.torch.cuda._sleep(int(1.5 * calls * per_call_us * 2000))
 
-    def dispatch(self, op: Op, n: int) -> dict[str, Any]:
+    def dispatch(self, op: Op, n: int, state: bool = False) -> dict[str, Any]:
+        """Host time of ``n`` cached calls; with ``state``, the process's :func:`process_state` read first."""
         import gc
 
         fn, args = self.calls[op.name]
+        read = process_state(self.torch, self.device == "cuda") if state else None
         self.sync()
         before = sum(g["collections"] for g in gc.get_stats())
         if self.device != "cuda":
@@ -921,6 +1017,8 @@ class _Child:
             fast = sorted(cpu_chunks)[: max(1, len(cpu_chunks) // 4)]
             out["cpu_us_per_call_fast_quarter"] = statistics.fmean(fast)
             out["control_us"], out["control_cpu_us"] = self._control(200)
+        if read is not None:
+            out["state"] = read
         return out
 
     def profile(self, op: Op, n: int) -> dict[str, Any]:
@@ -1002,7 +1100,7 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
         reply.write(MARK + json.dumps(obj) + "\n")
         reply.flush()
 
-    if engine == "tritune":
+    if engine in ("tritune", FRESH):
         import tritune
 
         patch = getattr(tritune, "patch_triton", None)
@@ -1055,7 +1153,7 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
                     elif cmd["cmd"] == "profile":
                         res = child.profile(op, cmd["n"])
                     else:
-                        res = child.dispatch(op, cmd["n"])
+                        res = child.dispatch(op, cmd["n"], bool(cmd.get("state")))
             send({"ok": True, **res})
         except Exception as e:
             send({"ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-4000:]})
@@ -1077,9 +1175,12 @@ class _Engine:
     #: must not kill a working one that a late start left a second for
     MIN_WAIT_S = 30.0
 
-    def __init__(self, name: str, args: argparse.Namespace, scratch: Path, log: Path, generation: int = 0) -> None:
-        # a replacement for a stopped engine (``generation`` 1, 2, ...) starts from empty caches of its own too
-        home = scratch / (name if generation == 0 else f"{name}.{generation}")
+    def __init__(self, name: str, args: argparse.Namespace, scratch: Path, log: Path, generation: int = 0,
+                 home: Path | None = None) -> None:  # fmt: skip
+        # a replacement for a stopped engine (``generation`` 1, 2, ...) starts from empty caches of its own too;
+        # ``home`` names another engine's folder instead: its caches and store, as that engine left them
+        home = home or scratch / (name if generation == 0 else f"{name}.{generation}")
+        self.home = home
         env = dict(os.environ)
         env["TRITON_CACHE_DIR"] = str(home / "triton-cache")  # each engine from an empty cache
         env["TRITUNE_STORE"] = str(home / "tritune-store")
@@ -1091,7 +1192,7 @@ class _Engine:
         env["PYTHONHASHSEED"] = "0"
         if args.cpu_smoke:
             env["TRITON_INTERPRET"] = "1"
-        if name == "tritune":  # --widen: the switch explores around each kernel's own configs
+        if name in ("tritune", FRESH):  # --widen: the switch explores around each kernel's own configs
             env["TRITUNE_WIDEN"] = "1" if args.widen else "0"
         cmd = [sys.executable, __file__, "--child", name, "--out", str(args.out / "outputs" / name)]
         cmd += ["--cpu-smoke"] * args.cpu_smoke + ["--quick"] * args.quick
@@ -1264,6 +1365,10 @@ def parent_main(args: argparse.Namespace) -> int:
         # an engine that was stopped took its earlier ops' tuned state with it: those ops are not timed
         live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") and ran_in[op.name][n] is engines[n]
                                         and engines[n].stopped is None for n in names)]
+        fresh = _fresh_engine(args, scratch, rows, ops, engines, ran_in, step_stop) if args.fresh_dispatch else None
+        if fresh is not None:
+            started_engines.append(fresh)
+        fresh_ops = {op.name for op in ops if rows[op.name].get(FRESH, {}).get("cold", {}).get("ok")}
         cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
         for op in live:  # where the host time of the ops that reach an autotuner goes, under each engine (~0.5 s)
             reaches = rows[op.name][names[0]]["cold"].get("reaches")
@@ -1282,8 +1387,17 @@ def parent_main(args: argparse.Namespace) -> int:
                     rows[op.name][n].setdefault("us", []).extend(got.get("us", []))
                     if got.get("us"):
                         rows[op.name][n].setdefault("us_rounds", []).append(statistics.median(got["us"]))
+                # the fresh process, where there is one, takes each place in turn (Triton's and tritune's order is
+                # that of a run without it); the first round also reads each process's state
+                order = [*order]
+                if fresh is not None and op.name in fresh_ops:
+                    order.insert(r % (len(order) + 1), FRESH)
+                state = {"state": True} if fresh is not None and r == 0 else {}
                 for n in order:
-                    got = engines[n].ask(step_stop, "dispatch", cmd="dispatch", op=op.name, n=ncalls, cpu=cpu)
+                    e = fresh if n == FRESH and fresh is not None else engines[n]
+                    got = e.ask(step_stop, "dispatch", cmd="dispatch", op=op.name, n=ncalls, cpu=cpu, **state)
+                    if "state" in got:
+                        rows[op.name][n]["state"] = got["state"]
                     if "us_per_call" in got:
                         rows[op.name][n].setdefault("dispatch_us", []).append(got["us_per_call"])
                         rows[op.name][n].setdefault("dispatch_gc", []).append([got["gc_passes"], got["gc_objects"]])
@@ -1304,6 +1418,8 @@ def parent_main(args: argparse.Namespace) -> int:
                 rows[op.name]["winners"] = engines["triton"].ask(step_stop, "re-timing the winners", cmd="winners",
                                                                  op=op.name, other=other, cpu=cpu)
         hello = {n: e.hello for n, e in engines.items()}
+        if fresh is not None:
+            hello[FRESH] = fresh.hello
     finally:
         for e in started_engines:
             e.close()
@@ -1314,6 +1430,37 @@ def parent_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fresh_engine(args: argparse.Namespace, scratch: Path, rows: dict[str, dict[str, Any]], ops: list[Op],
+                  engines: dict[str, _Engine], ran_in: dict[str, dict[str, _Engine]],
+                  step_stop: float) -> _Engine | None:  # fmt: skip
+    """--fresh-dispatch: a fresh process of the tritune engine on the caches and store of the live tritune process
+    (the last generation, the one whose ops are timed), making the first call of each op that process ran; each
+    reply is kept as ``rows[OP][FRESH]["cold"]``. None when no op qualifies or the process did not start."""
+    tuner = engines.get("tritune")
+    tuned = [op for op in ops if tuner is not None and tuner.stopped is None and ran_in[op.name].get("tritune") is tuner
+             and rows[op.name]["tritune"]["cold"].get("ok")]  # fmt: skip
+    if not tuned:
+        print(f"--fresh-dispatch: no op that a live tritune process ran; no {FRESH} process", file=sys.stderr)
+        return None
+    fresh = _Engine(FRESH, args, scratch, args.out / f"{FRESH}.log", home=tuner.home)  # type: ignore[union-attr]
+    if "fatal" in fresh.hello:
+        print(f"{FRESH}: {fresh.hello['fatal']}", file=sys.stderr)
+        for op in tuned:
+            rows[op.name][FRESH] = {"cold": {"ok": False, "error": str(fresh.hello["fatal"])}}
+        fresh.close()
+        return None
+    for op in tuned:
+        t0 = time.time()
+        got = fresh.ask(min(step_stop, t0 + args.op_share * args.budget_s), "making a first call from the store",
+                        cmd="cold", op=op.name)  # fmt: skip
+        rows[op.name][FRESH] = {"cold": got}
+        print(f"first call {op.name} {FRESH}: {'ok' if got.get('ok') else got.get('error', '?')[:200]} "
+              f"({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
+    partial = {"provenance": {"partial": "cold runs and first calls so far; the run did not finish"}, "ops": rows}
+    (args.out / "results.json").write_text(json.dumps(partial, indent=1, default=str))
+    return fresh
+
+
 def _paired(a: list[float], b: list[float]) -> float | None:
     """Median of the per-round ratios a[i]/b[i] (rounds measured back to back), None without a pair."""
     rs = [x / y for x, y in zip(a, b) if y]
@@ -1322,15 +1469,22 @@ def _paired(a: list[float], b: list[float]) -> float | None:
 
 def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[str, Any]:
     per_op = {}
+    # the totals and their ratio cover the ops every engine of the run ran (an op one engine failed would count for
+    # the other alone); each engine's own total over every op it ran is kept beside them
     cold_total = {n: 0.0 for n in ENGINES}
+    cold_own = {n: 0.0 for n in ENGINES}
+    cold_ops = 0
     for name, row in rows.items():
         s: dict[str, Any] = {"lib": row["lib"]}
+        every = all(row[n]["cold"].get("ok") for n in names)
+        cold_ops += every
         for n in ENGINES:
             c = row[n]["cold"] if n in names else {"error": "not run (--engines)"}
             s[f"{n}_runs"] = bool(c.get("ok"))
             s[f"{n}_error"] = c.get("error")
             if c.get("ok"):
-                cold_total[n] += c["cold_s"]
+                cold_own[n] += c["cold_s"]
+                cold_total[n] += c["cold_s"] if every else 0.0
             s[f"{n}_cold_s"] = c.get("cold_s")
             s[f"{n}_us"] = _median(row.get(n, {}).get("us", []))
             s[f"{n}_dispatch_us"] = _median(row.get(n, {}).get("dispatch_us", []))
@@ -1384,7 +1538,8 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
     fq_reach = [r for k, r in fq.items() if r is not None and per_op[k]["reaches"]]
     fq_bypass = [r for k, r in fq.items() if r is not None and per_op[k]["reaches"] is False]
     widened = {k: s["winner_ratio"] for k, s in per_op.items() if s["winner_ratio"] is not None}
-    return {"ops": per_op, "cold_total_s": cold_total,
+    out: dict[str, Any] = {"ops": per_op, "cold_total_s": cold_total, "cold_total_ops": cold_ops,
+            "cold_own_total_s": cold_own,
             "winner_ratio_median": _median(list(widened.values())),
             "winner_ratio_best": min(widened.values()) if widened else None,
             "winners_at_most_1_01": sum(1 for r in widened.values() if r <= 1.01),
@@ -1406,6 +1561,58 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
             "bypass_dispatch_range": [min(bypass), max(bypass)] if bypass else None,
             "fast_quarter_median_reaching": _median(fq_reach),
             "fast_quarter_bypass_range": [min(fq_bypass), max(fq_bypass)] if fq_bypass else None}
+    if any(FRESH in row for row in rows.values()):
+        out.update(_summarize_fresh(rows, per_op))
+    return out
+
+
+#: process_state's keys that change from one moment to the next on their own: kept in the rows, not compared
+STATE_NOISE = ("gc_count",)
+
+
+def _summarize_fresh(rows: dict[str, dict[str, Any]], per_op: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """--fresh-dispatch: per op (into ``per_op``), the fresh tritune process's first call (from the store) and the
+    tuning process's dispatch time over the fresh one's, median of per-round ratios (the calling thread's CPU time;
+    wall time where that was not recorded, as in --cpu-smoke), the control loop's likewise; over the ops, their
+    median and worst, and the process state that differs between the two processes at the first op both read it."""
+    ratios: dict[str, float] = {}
+    controls: list[float] = []
+    first_calls: dict[str, float] = {}
+    state_diff: dict[str, Any] = {}
+    for name, row in rows.items():
+        if FRESH not in row:
+            continue
+        s = per_op[name]
+        c, t, f = row[FRESH].get("cold", {}), row.get("tritune", {}), row[FRESH]
+        s[f"{FRESH}_runs"] = bool(c.get("ok"))
+        s[f"{FRESH}_error"] = c.get("error")
+        s[f"{FRESH}_cold_s"] = c.get("cold_s")  # the first call in a fresh process with the store
+        if c.get("ok"):
+            first_calls[name] = c["cold_s"]
+            mine = [x["config"] for x in t.get("cold", {}).get("tuners", [])]
+            s[f"{FRESH}_same_config"] = [x["config"] for x in c.get("tuners", [])] == mine
+        s[f"{FRESH}_dispatch_us"] = _median(f.get("dispatch_us", []))
+        s[f"{FRESH}_dispatch_cpu_us"] = _median(f.get("dispatch_cpu_us", []))
+        cpu = _paired(t.get("dispatch_cpu_us", []), f.get("dispatch_cpu_us", []))
+        s["fresh_ratio_wall"] = _paired(t.get("dispatch_us", []), f.get("dispatch_us", []))
+        s["fresh_ratio"] = cpu if cpu is not None else s["fresh_ratio_wall"]
+        s["fresh_ratio_basis"] = "cpu" if cpu is not None else ("wall" if s["fresh_ratio"] is not None else None)
+        s["fresh_control_ratio_cpu"] = _paired(t.get("control_cpu_us", []), f.get("control_cpu_us", []))
+        if s["fresh_ratio"] is not None:
+            ratios[name] = s["fresh_ratio"]
+        if s["fresh_control_ratio_cpu"] is not None:
+            controls.append(s["fresh_control_ratio_cpu"])
+        if not state_diff and t.get("state") and f.get("state"):
+            state_diff = {"op": name, "differs": {k: {"tuning": t["state"].get(k), "fresh": f["state"].get(k)}
+                                                  for k in sorted({*t["state"], *f["state"]} - set(STATE_NOISE))
+                                                  if t["state"].get(k) != f["state"].get(k)}}  # fmt: skip
+    worst = max(ratios, key=ratios.__getitem__) if ratios else None
+    return {"fresh_ratio_median": _median(list(ratios.values())), "fresh_ops_compared": len(ratios),
+            "fresh_ratio_max": ratios[worst] if worst else None, "fresh_ratio_worst_op": worst,
+            "fresh_ratio_basis": sorted({per_op[k]["fresh_ratio_basis"] for k in ratios}),
+            "fresh_control_ratio_median": _median(controls),
+            "fresh_first_call_s": first_calls, "fresh_first_call_total_s": sum(first_calls.values()),
+            "fresh_state_diff": state_diff or None}
 
 
 def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1448,8 +1655,8 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
         if s["winner_note"]:
             print(f"|   winner not compared: {s['winner_note'][:300]} |")
     ct = t["cold_total_s"]  # an engine not run counts 0
-    print(f"cold total: triton {ct['triton']:.2f} s, tritune {ct['tritune']:.2f} s, "
-          f"ratio {_fmt(t['cold_total_ratio'], '.3f')} (T = triton, t = tritune)")
+    print(f"cold total over the {t['cold_total_ops']} ops every engine ran: triton {ct['triton']:.2f} s, tritune "
+          f"{ct['tritune']:.2f} s, ratio {_fmt(t['cold_total_ratio'], '.3f')} (T = triton, t = tritune)")
     print(f"winners re-measured interleaved (warm: calls back to back): {t['winners_within_1_02']}/"
           f"{t['winners_compared']} within 1.02x of Triton's, worst {_fmt(t['winner_ratio_max'], '.3f')}")
     if t.get("winners_compared_cold"):
@@ -1496,8 +1703,60 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
         print(f"  winner t/T: median {_fmt(t['winner_ratio_median'], '.3f')}, best {_fmt(t['winner_ratio_best'], '.3f')}; "
               f"{t['winners_at_most_1_01']}/{t['winners_compared']} at most 1.01; faster by 5% or more: "
               f"{len(t['winners_faster_by_5pct'])} ({', '.join(t['winners_faster_by_5pct']) or '-'})")
+    if "fresh_ratio_median" in t:
+        _print_fresh(t)
     print(f"ops run: triton {t['ops_run']['triton']}/{t['ops_total']}, tritune {t['ops_run']['tritune']}/"
           f"{t['ops_total']}; outputs equal {t['ops_equal']}/{t['ops_total']}")
+
+
+def _print_fresh(t: dict[str, Any]) -> None:
+    """--fresh-dispatch's part of the table: the tuning tritune process against a fresh one, per op and overall, and
+    the process state where the two differ."""
+    basis = "the calling thread's CPU time" if t["fresh_ratio_basis"] == ["cpu"] else (
+        "wall time where CPU time was not recorded" if t["fresh_ratio_basis"] else "-")
+    print(f"tuning process / fresh process (tritune): a cached call in the process that tuned over one in a fresh "
+          f"process on the same caches and store ({basis}, median of per-round ratios); first call: the fresh "
+          f"process's first call of the op, with the store the tuning process wrote")
+    head = ("op", "first call s", "same configs", "disp tuning us", "disp fresh us", "ratio", "control ratio",
+            "reaches")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for name, s in t["ops"].items():
+        if f"{FRESH}_runs" not in s:
+            continue
+        same = s.get(f"{FRESH}_same_config")
+        cells = (name, _fmt(s[f"{FRESH}_cold_s"], ".3f"), "-" if same is None else str(same),
+                 _fmt(s.get("tritune_dispatch_cpu_us") or s["tritune_dispatch_us"], ".1f"),
+                 _fmt(s.get(f"{FRESH}_dispatch_cpu_us") or s[f"{FRESH}_dispatch_us"], ".1f"),
+                 _fmt(s["fresh_ratio"], ".3f"), _fmt(s["fresh_control_ratio_cpu"], ".3f"),
+                 "-" if s["tritune_reaches"] is None else str(s["tritune_reaches"]))
+        print("| " + " | ".join(cells) + " |")
+        if s[f"{FRESH}_error"]:
+            print(f"|   {FRESH} error: {s[f'{FRESH}_error'][:300]} |")
+    print(f"tuning process / fresh process (tritune): median {_fmt(t['fresh_ratio_median'], '.3f')} over "
+          f"{t['fresh_ops_compared']} ops, worst {_fmt(t['fresh_ratio_max'], '.3f')} "
+          f"({t['fresh_ratio_worst_op'] or '-'})")
+    if t.get("fresh_control_ratio_median") is not None:
+        print(f"  control (a torch add's host path, CPU time): tuning process / fresh process median "
+              f"{t['fresh_control_ratio_median']:.3f}")
+    print(f"first call in a fresh process with the store: {t['fresh_first_call_total_s']:.3f} s in all over "
+          f"{len(t['fresh_first_call_s'])} ops")
+    diff = t.get("fresh_state_diff")
+    if not diff:
+        return
+    print(f"process state where the tuning and the fresh tritune process differ (read before {diff['op']}'s first "
+          f"dispatch round), tuning / fresh:" + ("" if diff["differs"] else " nowhere"))
+    for key, v in diff["differs"].items():
+        a, b = v["tuning"], v["fresh"]
+        if isinstance(a, (list, dict)) and isinstance(b, (list, dict)):
+            ca, cb = Counter(a), Counter(b)  # names, with their counts for OS threads
+            print(f"  {key}: only in the tuning process {_names(ca - cb)}; only in the fresh one {_names(cb - ca)}")
+        else:
+            print(f"  {key}: {a} / {b}")
+
+
+def _names(c: Counter[str]) -> str:
+    return ", ".join(n if k == 1 else f"{n} x{k}" for n, k in sorted(c.items())) or "-"
 
 
 def _provenance(args: argparse.Namespace, started: float, hello: dict[str, Any]) -> dict[str, Any]:
@@ -1515,7 +1774,7 @@ def _provenance(args: argparse.Namespace, started: float, hello: dict[str, Any])
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": round(time.time() - started, 1), "python": platform.python_version(),
             "command": " ".join([sys.executable, *sys.argv]), "widen": bool(args.widen),
-            "compile": bool(args.compile)}
+            "compile": bool(args.compile), "fresh_dispatch": bool(args.fresh_dispatch)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1539,7 +1798,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variants", action="store_true",
                    help="also the ops' second shapes (OP@odd: sizes no power of 2 divides); --ops can name them too")
     p.add_argument("--no-pin", action="store_true", help="do not pin both engines to one CPU core while timing")
-    p.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
+    p.add_argument("--fresh-dispatch", action="store_true",
+                   help="also time cached calls in a fresh tritune process on the caches and store the tuning one "
+                        "wrote, and its first calls; each engine's process state is read in the first dispatch round")
+    p.add_argument("--child", choices=(*ENGINES, FRESH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         return child_main(args.child, args.out, args.cpu_smoke, args.quick)

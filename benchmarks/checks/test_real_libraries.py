@@ -1,7 +1,8 @@
 """real_libraries.py on CPU: its --cpu-smoke mode, Triton's engine, then both engines.
 
-The two runs of the harness are in the long group (``python -m pytest -m long``), which the test command leaves
-out and .ci/run runs after it.
+The two runs of the harness over both engines are in the long group (``python -m pytest -m long``), which the test
+command leaves out and .ci/run runs after it; the runs of one op under tritune alone, with and without
+--fresh-dispatch, take seconds and are not.
 
 Triton's side runs under the interpreter with the harness's FAKE timer (Triton's autotuner cannot time
 on CPU). tritune's side needs ``tritune.patch_triton()``: without it the harness
@@ -80,6 +81,151 @@ def test_both_engines(tmp_path: Path) -> None:
         assert s["reaches"] is True and s["tritune_reaches"] is True  # plain autotuned kernels: no libentry
     assert summary["winners_compared"] == 2 and summary["ops_reaching"] == 2
     assert "winners re-measured interleaved (warm" in p.stdout and "median over the 2 ops" in p.stdout
+
+
+@pytest.mark.slow  # seconds: two runs of one op under tritune alone (three child processes, each imports torch)
+def test_fresh_dispatch_times_a_fresh_tritune_process_beside_the_tuning_one_and_without_it_nothing_changes(
+    tmp_path: Path,
+) -> None:
+    """--fresh-dispatch: a fresh tritune process makes the op's first call on the tuning process's caches and store,
+    is timed in every dispatch round, and both processes' state is kept from the first round; the summary and the
+    table have the tuning process over the fresh one. Without the flag the run has none of it."""
+    if not hasattr(tritune, "patch_triton"):
+        pytest.skip("this tritune has no patch_triton()")
+    one = ("--engines", "tritune", "--ops", "smoke_axpy", "--profile-calls", "0")
+    p = _run(tmp_path / "fresh", *one, "--fresh-dispatch")
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = json.loads((tmp_path / "fresh" / "results.json").read_text())
+    row, summary = got["ops"]["smoke_axpy"], got["summary"]
+    fresh = row["tritune_fresh"]
+    assert fresh["cold"]["ok"] and fresh["cold"]["cold_s"] > 0, fresh["cold"]
+    rounds = len(row["tritune"]["dispatch_us"])
+    assert rounds == 3 and len(fresh["dispatch_us"]) == rounds and all(x > 0 for x in fresh["dispatch_us"])
+    for side in (row["tritune"], fresh):  # the first round's state, in both processes
+        st = side["state"]
+        assert st["threads"] >= 1 and "MainThread" in st["thread_names"], st
+        assert st["switch_interval_s"] > 0 and st["gc_freeze_count"] >= 0 and st["gc_objects"] > 1000, st
+        assert len(st["gc_threshold"]) == 3 and st["children"] is not None and st["os_threads"], st
+    s = summary["ops"]["smoke_axpy"]
+    assert s["tritune_fresh_runs"] and s["tritune_fresh_same_config"] is True, s
+    assert s["fresh_ratio"] > 0 and s["fresh_ratio_basis"] == "wall", s  # no CPU time on the interpreter's path
+    assert summary["fresh_ops_compared"] == 1 and summary["fresh_ratio_worst_op"] == "smoke_axpy", summary
+    assert summary["fresh_first_call_total_s"] == fresh["cold"]["cold_s"]
+    assert got["provenance"]["fresh_dispatch"] is True
+    assert "tuning process / fresh process (tritune): median " in p.stdout and "over 1 ops, worst " in p.stdout
+    assert "first call in a fresh process with the store: " in p.stdout, p.stdout
+    assert (tmp_path / "fresh" / "tritune_fresh.log").exists()
+    assert (tmp_path / "fresh" / "outputs" / "tritune_fresh" / "smoke_axpy.pt").exists()
+
+    p = _run(tmp_path / "plain", *one)
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = json.loads((tmp_path / "plain" / "results.json").read_text())
+    assert set(got["ops"]["smoke_axpy"]) == {"lib", "tritune"} and "state" not in got["ops"]["smoke_axpy"]["tritune"]
+    assert not [k for k in got["summary"] if k.startswith("fresh")], got["summary"]
+    assert not [k for k in got["summary"]["ops"]["smoke_axpy"] if "fresh" in k]
+    assert "fresh process" not in p.stdout and not (tmp_path / "plain" / "tritune_fresh.log").exists()
+
+
+def test_a_fresh_engine_reads_the_caches_and_store_of_the_home_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fresh tritune process's environment: the Triton cache, tritune store and FlagGems cache of the folder it is
+    given (the tuning process's), tritune's widening as the tuning process has it, and its own outputs."""
+    import argparse
+
+    from real_libraries import FRESH, _Engine
+
+    spawned: dict[str, tuple[list[str], dict[str, str]]] = {}
+    monkeypatch.setattr(_Engine, "_spawn", lambda self, name, cmd, env, log: spawned.setdefault(name, (cmd, env)))
+    args = argparse.Namespace(cpu_smoke=True, quick=False, widen=True, out=tmp_path / "out")
+    tuning = _Engine("tritune", args, tmp_path, tmp_path / "t.log", generation=1)  # a replacement's own folder
+    _Engine(FRESH, args, tmp_path, tmp_path / "f.log", home=tuning.home)
+    env_t, (cmd_f, env_f) = spawned["tritune"][1], spawned[FRESH]
+    assert tuning.home == tmp_path / "tritune.1"
+    for key in ("TRITON_CACHE_DIR", "TRITUNE_STORE", "FLAGGEMS_CACHE_DIR", "TRITUNE_WIDEN", "PYTHONHASHSEED"):
+        assert env_f[key] == env_t[key], key
+    assert env_f["TRITUNE_STORE"].startswith(str(tmp_path / "tritune.1")) and env_f["TRITUNE_WIDEN"] == "1"
+    assert cmd_f[cmd_f.index("--child") + 1] == FRESH and cmd_f[cmd_f.index("--out") + 1].endswith(FRESH)
+
+
+def test_process_state_names_threads_and_counts_child_processes() -> None:
+    """``process_state`` in this process: a FAKE worker thread by its name, a child process (a ``sleep``), the
+    collector's settings and heap, the switch interval."""
+    import gc
+    import threading
+
+    from real_libraries import process_state
+
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, name="fake-worker", daemon=True)  # FAKE: a thread left running
+    worker.start()
+    before = process_state()
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        st = process_state()
+    finally:
+        child.kill()
+        child.wait()
+        stop.set()
+        worker.join()
+    assert "fake-worker" in st["thread_names"] and st["threads"] == len(st["thread_names"]) >= 2
+    assert st["switch_interval_s"] == sys.getswitchinterval() and st["gc_threshold"] == list(gc.get_threshold())
+    assert st["gc_freeze_count"] == gc.get_freeze_count() and st["gc_objects"] > 1000
+    if before["children"] is not None:  # Linux: psutil, /proc's children lists, or a scan of /proc
+        assert st["children"] == before["children"] + 1, (before["children"], st["children"])
+    assert st["os_threads"] is None or sum(st["os_threads"].values()) >= 2
+
+
+def test_the_fresh_summary_rates_the_tuning_process_over_the_fresh_one() -> None:
+    """The summary's --fresh-dispatch part on recorded rows (no GPU): per op the tuning process's CPU time a call over
+    the fresh process's, median of per-round ratios, and the control's; their median and worst; the first calls;
+    the state where the two differ (not the collector's counts, which move on their own); and the table's lines.
+    Triton's and tritune's comparison is the same as on rows without the fresh process."""
+    import contextlib
+    import io
+
+    from real_libraries import FRESH, _print_table, _summarize
+
+    def side(cpu: list[float], ctl: list[float], state: dict[str, object] | None = None) -> dict[str, object]:
+        out = {"cold": {"ok": True, "cold_s": 0.5, "reaches": False, "tuners": [{"name": "k", "config": {"B": 1}}]},
+               "us": [10.0], "us_rounds": [10.0], "dispatch_us": [c + 1 for c in cpu], "dispatch_cpu_us": cpu,
+               "control_cpu_us": ctl, "control_us": ctl, "run_us": [0.0]}  # fmt: skip
+        return {**out, "state": state} if state else out
+
+    tuning = {"thread_names": ["MainThread", "tritune-store"], "switch_interval_s": 0.005, "gc_freeze_count": 9,
+              "gc_objects": 900, "gc_count": [1, 0, 0], "os_threads": {"python": 3}}  # fmt: skip
+    fresh = {"thread_names": ["MainThread"], "switch_interval_s": 0.005, "gc_freeze_count": 0, "gc_objects": 500,
+             "gc_count": [5, 0, 0], "os_threads": {"python": 2}}  # fmt: skip
+    rows = {
+        "a": {"lib": "x", "triton": side([10.0, 10.0], [4.0, 4.0]), "tritune": side([13.0, 15.0], [4.4, 4.4], tuning),
+              FRESH: {**side([10.0, 10.0], [4.0, 4.0], fresh), "cold": {"ok": True, "cold_s": 0.25, "tuners": [
+                  {"name": "k", "config": {"B": 1}}]}}},
+        "b": {"lib": "x", "triton": side([10.0], [4.0]), "tritune": side([11.0], [4.0]),
+              FRESH: {**side([10.0], [4.0]), "cold": {"ok": True, "cold_s": 0.5, "tuners": [
+                  {"name": "k", "config": {"B": 2}}]}}},
+    }  # fmt: skip
+    t = _summarize(rows, ("triton", "tritune"))
+    plain = _summarize({k: {n: v for n, v in r.items() if n != FRESH} for k, r in rows.items()}, ("triton", "tritune"))
+    assert {k: v for k, v in t.items() if not k.startswith("fresh") and k != "ops"} == {
+        k: v for k, v in plain.items() if k != "ops"}
+    a, b = t["ops"]["a"], t["ops"]["b"]
+    assert abs(a["fresh_ratio"] - 1.4) < 1e-9 and a["fresh_ratio_basis"] == "cpu"  # median of 1.3 and 1.5
+    assert abs(a["fresh_control_ratio_cpu"] - 1.1) < 1e-9 and abs(b["fresh_ratio"] - 1.1) < 1e-9
+    assert a["tritune_fresh_same_config"] is True and b["tritune_fresh_same_config"] is False
+    assert t["fresh_ratio_worst_op"] == "a" and abs(t["fresh_ratio_median"] - 1.25) < 1e-9
+    assert t["fresh_first_call_s"] == {"a": 0.25, "b": 0.5} and t["fresh_first_call_total_s"] == 0.75
+    diff = t["fresh_state_diff"]
+    assert diff["op"] == "a" and set(diff["differs"]) == {"thread_names", "gc_freeze_count", "gc_objects", "os_threads"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        _print_table(t, {"gpu": "cpu", "torch": "-", "triton": "-", "date": "-"})
+    text = out.getvalue()
+    assert "tuning process / fresh process (tritune): median 1.250 over 2 ops, worst 1.400 (a)" in text, text
+    assert "first call in a fresh process with the store: 0.750 s in all over 2 ops" in text
+    assert "  thread_names: only in the tuning process tritune-store; only in the fresh one -" in text
+    assert "  os_threads: only in the tuning process python; only in the fresh one -" in text
+    assert "  gc_freeze_count: 9 / 0" in text and "gc_count" not in text and "switch_interval_s" not in text
+    assert "| a | 0.250 | True | 14.0 | 10.0 | 1.400 | 1.100 | False |" in text
 
 
 def test_run_counter_counts_runs_and_puts_run_back() -> None:
