@@ -43,3 +43,36 @@ def test_each_key_races_on_its_own() -> None:
     race_in_library_loop(tuned, ("a",), _fake_measure(1.0, calls))
     race_in_library_loop(tuned, ("b",), _fake_measure(3.0, calls))  # slower, but the first of its key
     assert [opts for _, opts in calls].count(FULL_LOOK) == 2
+
+
+def test_a_generated_config_faster_only_with_the_l2_flushed_does_not_beat_the_written_best() -> None:
+    """A widened list in a library loop: the written best is timed warm too; a generated config that beats it with
+    the L2 flushed (FAKE 0.9 against 1.0 ms) but is 16% slower warm (FAKE 1.16 against 1.0 ms) gets the written
+    best's time scaled by 1 + WARM_MARGIN, so the loop's min keeps the written config; one that is faster both ways
+    keeps its own time."""
+    from tritune.decorator.timing import WARM_MARGIN
+
+    tuned, calls, warm_calls = _Tuned(), [], []
+    written = race_in_library_loop(tuned, ("k",), _fake_measure(1.0, calls), measure_warm=_fake_measure(1.0, warm_calls))
+    slow_warm = race_in_library_loop(tuned, ("k",), _fake_measure(0.9, calls), generated="BLOCK=64",
+                                     measure_warm=_fake_measure(1.16, warm_calls))  # fmt: skip
+    assert slow_warm.median_ms == written.median_ms * (1 + WARM_MARGIN) > written.median_ms
+    refused = tuned.__dict__["_library_loop_warm_refused"][("k",)]["BLOCK=64"]
+    assert refused["warm_ms"] > refused["written_warm_ms"] and refused["flushed_ms"] < refused["written_flushed_ms"]
+
+    both = race_in_library_loop(tuned, ("k",), _fake_measure(0.85, calls), generated="BLOCK=128",
+                                measure_warm=_fake_measure(0.9, warm_calls))  # fmt: skip
+    assert both.median_ms < written.median_ms and "BLOCK=128" not in tuned.__dict__["_library_loop_warm_refused"][("k",)]
+    # warm looks: the written best, and each generated config that beat it with the flush
+    assert [t for t, _ in warm_calls] == [1.0, 1.16, 0.9]
+
+
+def test_the_warm_check_times_only_the_written_best_and_generated_configs_that_beat_it() -> None:
+    tuned, calls, warm_calls = _Tuned(), [], []
+    for t, gen in ((1.2, None), (1.0, None), (1.1, None), (1.3, "BLOCK=32")):
+        race_in_library_loop(tuned, ("k",), _fake_measure(t, calls), generated=gen,
+                             measure_warm=_fake_measure(t, warm_calls))  # fmt: skip
+    # each new written best (1.2, then 1.0) is timed warm; 1.1 (written, not the best) and 1.3 (generated, slower
+    # with the flush) are not
+    assert [t for t, _ in warm_calls] == [1.2, 1.0]
+    assert "_library_loop_warm_refused" not in tuned.__dict__

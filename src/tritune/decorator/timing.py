@@ -151,8 +151,23 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
             finally:
                 note_gpu_busy()
 
+        warm_timer = None
+        if tuned.generated:  # a widened list: a generated config must also beat the list's best with the L2 warm
+            warm_timer = _LOOP_WARM_TIMERS.get(device)
+            if warm_timer is None:
+                warm_timer = _LOOP_WARM_TIMERS[device] = EventTimer(device=device, flush_l2=False)
+
+        def measure_warm(**options: Any) -> Any:
+            assert warm_timer is not None
+            try:
+                return warm_timer.measure(call, **options)
+            finally:
+                note_gpu_busy()
+
         try:
-            m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure)
+            m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure,
+                                     generated=cfg.id if cfg in tuned.generated else None,
+                                     measure_warm=measure_warm if warm_timer is not None else None)  # fmt: skip
         except Exception as e:
             if cannot_run_here(e):
                 return inf
@@ -190,6 +205,8 @@ def _user_bench(do_bench: Callable[..., Any], call: Callable[[], None]) -> Any:
 
 #: The event timers of library loops, by device, shared by every kernel (each held a flush buffer before).
 _LOOP_TIMERS: dict[int, Any] = {}
+#: Their twins without the L2 flush, for the warm check of a widened list's generated configs.
+_LOOP_WARM_TIMERS: dict[int, Any] = {}
 
 #: A library loop's first look at a config: short, so that the many clear losers cost little.
 FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0.002}
@@ -197,15 +214,27 @@ FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0
 LOSER_MARGIN = 0.05
 #: The full measurement of a config still in the race (its first look just warmed it up).
 FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002}
+#: A generated config that beats the list's best with the L2 flushed serves only if, with the L2 warm (calls back to
+#: back), it is at most this much slower than the list's best. On an H100, FlagGems ``mv``'s widened winner was 0.9%
+#: faster than the list's best with a flush before each call and 16% slower without (``real_libraries.py --widen``).
+WARM_MARGIN = 0.01
 
 
-def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., Any]) -> Any:
+def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., Any], *, generated: str | None = None,
+                         measure_warm: Callable[..., Any] | None = None) -> Any:  # fmt: skip
     """One config's timing inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` times every
     pruned config, one after another): a race run one config at a time. Each config gets a short first
     look; one whose interval lies wholly above the best so far, and whose median is more than
     :data:`LOSER_MARGIN` slower, is out, and its first look is what the loop gets (it loses the loop's
     ``min`` either way). The others are measured in full and may become the best. ``measure(**options)``
-    times the config once (:meth:`tritune.bench.EventTimer.measure`). Returns the Measurement."""
+    times the config once (:meth:`tritune.bench.EventTimer.measure`). Returns the Measurement.
+
+    With ``measure_warm`` (the same call timed without the L2 flush: a widened list), the best written config so far
+    is timed warm too, and a generated config (``generated``: its id) that beats it is timed warm and must be within
+    :data:`WARM_MARGIN` of it there as well; one that is not gets the written config's measurement, scaled by
+    ``1 + WARM_MARGIN``, so the loop's ``min`` keeps the written config. A widened list puts its written configs
+    first, so the loop meets them before any generated one. The refusals are kept, per key, in
+    ``_library_loop_warm_refused`` (config id -> the two warm medians)."""
     from tritune.bench.stats import clearly_slower
 
     bests: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_best", {})
@@ -214,9 +243,31 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     if best is not None and first.median_ms > best.median_ms * (1 + LOSER_MARGIN) and clearly_slower(first, best):
         return first
     full = first.merged(measure(**FULL_LOOK))
+    if measure_warm is not None:
+        full = _warm_guard(tuned, key, full, generated, measure_warm)
     if best is None or full.median_ms < best.median_ms:
         bests[key] = full
     return full
+
+
+def _warm_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
+                measure_warm: Callable[..., Any]) -> Any:  # fmt: skip
+    """:func:`race_in_library_loop`'s warm check: the measurement the loop gets for this config."""
+    written: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_written", {})
+    ref = written.get(key)  # (flushed, warm) measurements of the fastest written config so far
+    if generated is None:
+        if ref is None or full.median_ms < ref[0].median_ms:
+            written[key] = (full, measure_warm(**FULL_LOOK))
+        return full
+    if ref is None or full.median_ms >= ref[0].median_ms:
+        return full
+    warm = measure_warm(**FULL_LOOK)
+    if warm.median_ms <= ref[1].median_ms * (1 + WARM_MARGIN):
+        return full
+    refused = tuned.__dict__.setdefault("_library_loop_warm_refused", {}).setdefault(key, {})
+    refused[generated] = {"warm_ms": warm.median_ms, "written_warm_ms": ref[1].median_ms,
+                             "flushed_ms": full.median_ms, "written_flushed_ms": ref[0].median_ms}  # fmt: skip
+    return ref[0].scaled(1 + WARM_MARGIN)
 
 
 def library_loop_configs(tuned: TunedKernel, kwargs: Mapping[str, Any], *, legal: bool) -> list[Config]:
