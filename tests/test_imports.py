@@ -106,8 +106,18 @@ def test_import_tritune_loads_no_engine_store_search_or_serving() -> None:
     loaded = set(out.stdout.split())
     assert "tritune.decorator.autotuned" in loaded and "tritune.decorator.dispatch" in loaded
     heavy = ("tritune.engine", "tritune.store", "tritune.search", "tritune.serving", "tritune.verify", "tritune.cli",
-             "tritune.offline", "tritune.ranks", "tritune.report", "tritune.screen", "tritune.workers")
+             "tritune.offline", "tritune.ranks", "tritune.report", "tritune.screen", "tritune.workers",
+             # a space's derivation and widening, the GPU timer, replay and ties: at first use too
+             "tritune.space.derive", "tritune.space.widen", "tritune.space.blocks", "tritune.bench.event",
+             "tritune.bench.replay", "tritune.bench.ties", "tritune.bench.synthetic")
     assert sorted(m for m in loaded if m.startswith(heavy)) == []
+
+
+def test_lazy_names_load_at_first_use_and_stay() -> None:
+    code = ("import sys, tritune.space as s; a = 'tritune.space.derive' in sys.modules; f = s.derive_space; "
+            "print(a, 'tritune.space.derive' in sys.modules, 'derive_space' in vars(s), 'derive_space' in dir(s))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "True", "True", "True"]
 
 
 def test_the_documented_submodules_are_reached_from_import_tritune_alone() -> None:

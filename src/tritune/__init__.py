@@ -27,6 +27,7 @@ from tritune.errors import (
     TrituneError,
     WorkloadError,
 )
+from tritune.lazy import lazy_names as _lazy_names
 from tritune.outcome import Status
 from tritune.space import Constraint, Space, constraint, pow2, values
 
@@ -49,21 +50,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        value = importlib.import_module(module)
-        value = getattr(value, attr) if attr else value
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'tritune' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)
 
 _patch_from_environment()  # TRITUNE_PATCH_TRITON=1
 if _os.environ.get("TRITUNE_RECORD"):  # record every choice at exit (tritune.fleet)

@@ -22,6 +22,7 @@ from tritune.bench.stats import (
     within,
 )
 from tritune.bench.timer import ConfigMeasure, Failure, Runnable, Timer, TimerMeasure
+from tritune.lazy import lazy_names
 from tritune.measure import DEFAULT_POLICY, MeasurePolicy, launches_per_sample, resolve_policy
 
 if TYPE_CHECKING:
@@ -31,30 +32,15 @@ if TYPE_CHECKING:
     from tritune.bench.ties import TIE_RULE, TieCandidate, TieReport, break_tie, race_tie_report, tie_report
 
 #: Names loaded at their first use (the GPU timer, replay, ties and synthetic landscapes are not needed to import
-#: tritune or to serve a cached call): name -> module.
+#: tritune or to serve a cached call): name -> (module, attribute).
 _LAZY = {
-    **dict.fromkeys(("EventTimer", "bench", "l2_cache_bytes"), "tritune.bench.event"),
-    **dict.fromkeys(("GpuDrift", "ReplayTimer"), "tritune.bench.replay"),
-    "synthetic_landscape": "tritune.bench.synthetic",
-    **dict.fromkeys(("TIE_RULE", "TieCandidate", "TieReport", "break_tie", "race_tie_report", "tie_report"),
-                    "tritune.bench.ties"),
+    **{n: ("tritune.bench.event", n) for n in ("EventTimer", "bench", "l2_cache_bytes")},
+    **{n: ("tritune.bench.replay", n) for n in ("GpuDrift", "ReplayTimer")},
+    "synthetic_landscape": ("tritune.bench.synthetic", "synthetic_landscape"),
+    **{n: ("tritune.bench.ties", n)
+       for n in ("TIE_RULE", "TieCandidate", "TieReport", "break_tie", "race_tie_report", "tie_report")},
 }
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tritune.bench' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -6,6 +6,7 @@ decorates hundreds of kernels under the switch does not pay for them."""
 
 from typing import TYPE_CHECKING
 
+from tritune.lazy import lazy_names
 from tritune.space.bounds import Launch, Limits
 from tritune.space.legality import Rejection, check_static, check_static_all
 from tritune.space.params import pow2, values
@@ -15,31 +16,12 @@ if TYPE_CHECKING:
     from tritune.space.derive import DerivedParam, DerivedSpace, derive_space
     from tritune.space.widen import Widened, WidenedSpace, widen
 
-#: Names loaded at their first use: name -> module.
+#: Names loaded at their first use: name -> (module, attribute).
 _LAZY = {
-    "DerivedParam": "tritune.space.derive",
-    "DerivedSpace": "tritune.space.derive",
-    "derive_space": "tritune.space.derive",
-    "Widened": "tritune.space.widen",
-    "WidenedSpace": "tritune.space.widen",
-    "widen": "tritune.space.widen",
+    **{n: ("tritune.space.derive", n) for n in ("DerivedParam", "DerivedSpace", "derive_space")},
+    **{n: ("tritune.space.widen", n) for n in ("Widened", "WidenedSpace", "widen")},
 }
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tritune.space' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "Constraint",
