@@ -234,7 +234,7 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     :data:`WARM_MARGIN` of it there as well; one that is not gets the written config's measurement, scaled by
     ``1 + WARM_MARGIN``, so the loop's ``min`` keeps the written config. A widened list puts its written configs
     first, so the loop meets them before any generated one. The refusals are kept, per key, in
-    ``_library_loop_warm_refused`` (config id -> the two warm medians)."""
+    ``_library_loop_warm_refused`` (config id -> its medians and the written best's, warm and flushed)."""
     from tritune.bench.stats import clearly_slower
 
     bests: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_best", {})
@@ -266,7 +266,7 @@ def _warm_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
         return full
     refused = tuned.__dict__.setdefault("_library_loop_warm_refused", {}).setdefault(key, {})
     refused[generated] = {"warm_ms": warm.median_ms, "written_warm_ms": ref[1].median_ms,
-                             "flushed_ms": full.median_ms, "written_flushed_ms": ref[0].median_ms}  # fmt: skip
+                          "flushed_ms": full.median_ms, "written_flushed_ms": ref[0].median_ms}  # fmt: skip
     return ref[0].scaled(1 + WARM_MARGIN)
 
 
