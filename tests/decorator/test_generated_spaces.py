@@ -45,6 +45,21 @@ class FakeTimer:
         return Measurement.from_samples([t] * 8, stop="budget")
 
 
+class WarmTwinTimer(FakeTimer):
+    """FAKE timings with a warm twin (``measure_config_warm``): flushed, larger blocks are faster; warm, blocks
+    above ``warm_best`` are ``warm_penalty`` times slower than it."""
+
+    def __init__(self, warm_best: int, warm_penalty: float) -> None:
+        super().__init__()
+        self.warm_best, self.warm_penalty = warm_best, warm_penalty
+        self.warm: list[Config] = []
+
+    def measure_config_warm(self, config: Config, budget_s: float) -> Measurement:
+        self.warm.append(config)
+        t = 1.0 if config.kwargs["BLOCK"] <= self.warm_best else self.warm_penalty
+        return Measurement.from_samples([t] * 8, stop="budget")
+
+
 def _call(k: Any, n: int, grid: Any) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.randn(n)
     out = torch.full((n,), -1.0)
@@ -64,6 +79,35 @@ def test_configs_none_derives_a_space_from_the_kernel_and_tunes_it() -> None:
     space = choice.stats["space"]
     assert space["source"] == "derived" and "BLOCK" in space["how"] and space["legal"] > 0
     assert choice.stats["checked"]["mode"] == "agree" and choice.stats["checked"]["checked"] >= 1
+
+
+def test_a_generated_winner_slower_with_the_l2_warm_gives_way_to_the_written_config() -> None:
+    """Widened: BLOCK=256 (generated) wins the FAKE flushed race; timed warm against the written BLOCK=128 it is 16%
+    slower, so 128 serves, and the check is in the choice's stats; with a warm twin that agrees, 256 serves."""
+    timer = WarmTwinTimer(warm_best=128, warm_penalty=1.16)
+    k = tritune.autotune([triton.Config({"BLOCK": 128})], ["n"], store=False, timer=timer, widen=True)(scale)
+    x, out = _call(k, 3000, lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
+    assert torch.equal(out, x * 2) and k.best_config.kwargs["BLOCK"] == 128
+    (choice,) = k.choices().values()
+    check = choice.stats["warm_check"]
+    assert not check["kept"] and check["written"].startswith("BLOCK=128,") and check["warm_ms"] > check["written_warm_ms"]
+    assert {c.kwargs["BLOCK"] for c in timer.warm} == {128, int(check["winner"].split(",")[0].split("=")[1])}
+
+    timer = WarmTwinTimer(warm_best=4096, warm_penalty=1.16)
+    k = tritune.autotune([triton.Config({"BLOCK": 128})], ["n"], store=False, timer=timer, widen=True)(scale)
+    _call(k, 3000, lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
+    (choice,) = k.choices().values()
+    assert choice.stats["warm_check"]["kept"] and k.best_config.kwargs["BLOCK"] > 128
+
+
+def test_a_written_winner_needs_no_warm_check() -> None:
+    timer = WarmTwinTimer(warm_best=128, warm_penalty=1.16)
+    k = tritune.autotune([triton.Config({"BLOCK": 1024}, num_warps=1, num_stages=1)], ["n"], store=False,
+                         timer=timer, widen=True)(scale)  # fmt: skip
+    _call(k, 600, lambda meta: (triton.cdiv(600, meta["BLOCK"]),))  # n=600: no larger block; the fewest warps
+    (choice,) = k.choices().values()
+    assert len(k.candidates) > 1 and k.best_config.kwargs["BLOCK"] == 1024 and k.best_config.num_warps == 1
+    assert "warm_check" not in choice.stats and timer.warm == []
 
 
 def test_a_kernel_with_nothing_to_derive_says_so_in_one_line() -> None:

@@ -50,7 +50,7 @@ def test_a_generated_config_faster_only_with_the_l2_flushed_does_not_beat_the_wr
     the L2 flushed (FAKE 0.9 against 1.0 ms) but is 16% slower warm (FAKE 1.16 against 1.0 ms) gets the written
     best's time scaled by 1 + WARM_MARGIN, so the loop's min keeps the written config; one that is faster both ways
     keeps its own time."""
-    from tritune.decorator.timing import WARM_MARGIN
+    from tritune.engine.warm import WARM_MARGIN
 
     tuned, calls, warm_calls = _Tuned(), [], []
     written = race_in_library_loop(tuned, ("k",), _fake_measure(1.0, calls), measure_warm=_fake_measure(1.0, warm_calls))

@@ -322,8 +322,14 @@ class KeyTuner:
 
             farm = Farm() if rank_and_world()[1] > 1 else None
         written = tuple(c for c in legal if c not in generated) if generated else ()
+        # a generated winner is timed again with the L2 warm against the best written config (tritune.engine.warm):
+        # on a GPU with a second, unflushed timer; a FAKE or replay timer may bring its own (``measure_config_warm``)
+        measure_warm = None
+        if written and policy.flush_l2 and (gpu or self.timer is not None):
+            measure_warm = (getattr(self.timer, "measure_config_warm", None) if self.timer is not None else
+                            timer_measure(None, make_fn, opts.race.rel_tol, lambda: EventTimer.for_policy("warm")))
         job = KeyJob(_label(tuned, key), tkey, tuple(legal), prepare, measure, compiler, rejected,
-                     probe=cuda_context_error if gpu else None, include=written)  # fmt: skip
+                     probe=cuda_context_error if gpu else None, include=written, measure_warm=measure_warm)  # fmt: skip
         stats: dict[str, Any] = {"candidates": len(legal), "measure": tkey.measure.value}
         try:
             got = tune_key(job, opts, store=self.open_store(), farm=farm, reuse=True, stats=stats)

@@ -214,10 +214,6 @@ FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0
 LOSER_MARGIN = 0.05
 #: The full measurement of a config still in the race (its first look just warmed it up).
 FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002}
-#: A generated config that beats the list's best with the L2 flushed serves only if, with the L2 warm (calls back to
-#: back), it is at most this much slower than the list's best. On an H100, FlagGems ``mv``'s widened winner was 0.9%
-#: faster than the list's best with a flush before each call and 16% slower without (``real_libraries.py --widen``).
-WARM_MARGIN = 0.01
 
 
 def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., Any], *, generated: str | None = None,
@@ -231,10 +227,11 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
 
     With ``measure_warm`` (the same call timed without the L2 flush: a widened list), the best written config so far
     is timed warm too, and a generated config (``generated``: its id) that beats it is timed warm and must be within
-    :data:`WARM_MARGIN` of it there as well; one that is not gets the written config's measurement, scaled by
-    ``1 + WARM_MARGIN``, so the loop's ``min`` keeps the written config. A widened list puts its written configs
-    first, so the loop meets them before any generated one. The refusals are kept, per key, in
-    ``_library_loop_warm_refused`` (config id -> its medians and the written best's, warm and flushed)."""
+    :data:`~tritune.engine.warm.WARM_MARGIN` of it there as well (:mod:`tritune.engine.warm`); one that is not gets
+    the written config's measurement, scaled by ``1 + WARM_MARGIN``, so the loop's ``min`` keeps the written config.
+    A widened list puts its written configs first, so the loop meets them before any generated one. The refusals are
+    kept, per key, in ``_library_loop_warm_refused`` (config id -> its medians and the written best's, warm and
+    flushed)."""
     from tritune.bench.stats import clearly_slower
 
     bests: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_best", {})
@@ -261,8 +258,10 @@ def _warm_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
         return full
     if ref is None or full.median_ms >= ref[0].median_ms:
         return full
+    from tritune.engine.warm import WARM_MARGIN, warm_refuses
+
     warm = measure_warm(**FULL_LOOK)
-    if warm.median_ms <= ref[1].median_ms * (1 + WARM_MARGIN):
+    if not warm_refuses(warm.median_ms, ref[1].median_ms):
         return full
     refused = tuned.__dict__.setdefault("_library_loop_warm_refused", {}).setdefault(key, {})
     refused[generated] = {"warm_ms": warm.median_ms, "written_warm_ms": ref[1].median_ms,

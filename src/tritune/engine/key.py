@@ -9,7 +9,9 @@ over ranks, a :class:`~tritune.engine.loop.Place` (``tritune.ranks.Farm``). The 
    from their winners (a transfer); its stored winner and ties race again with the first batch;
 3. **batches**: compile, load, check and race (:func:`~tritune.engine.loop.run_batches`), in this process or over
    the ranks;
-4. **pick**: the tie rule's pick among the configs within the race's resolution (:mod:`tritune.bench.ties`);
+4. **pick**: the tie rule's pick among the configs within the race's resolution (:mod:`tritune.bench.ties`); a
+   pick nobody wrote (a widened or derived space's) is timed again with the L2 warm against the fastest written
+   config, and serves only if no slower there (:mod:`tritune.engine.warm`, with ``KeyJob.measure_warm``);
 5. **record**: every outcome, the winner and its ties in the store, once (rank 0), in one transaction.
 
 A key raced whole records the statically rejected configs too (a later process serves the winner when every
@@ -36,6 +38,7 @@ from tritune.engine.options import TuneOptions
 from tritune.engine.pipeline import Prepared
 from tritune.engine.precompile import default_jobs
 from tritune.engine.race import RaceResult
+from tritune.engine.warm import warm_check
 from tritune.outcome import Status
 from tritune.store import CandidateRecord
 from tritune.store.keys import TuningKey
@@ -64,6 +67,9 @@ class KeyJob:
     #: Configs that race in a searched key's first batch whatever the strategy proposes (the list someone wrote,
     #: when the space was widened: the winner is then compared with them in the same race).
     include: tuple[Config, ...] = ()
+    #: Times a config with the L2 warm: given with ``include``, a winner outside ``include`` serves only if it is
+    #: also no slower than the fastest of them that way (:mod:`tritune.engine.warm`).
+    measure_warm: ConfigMeasure | None = None
 
 
 @dataclass
@@ -162,6 +168,14 @@ def tune_key(job: KeyJob, options: TuneOptions, *, store: Any = None, farm: Plac
         picked = result.outcome(winner).measurement if result is not None else None
         best_ms = picked.median_ms if picked is not None else None
         ties = tuple(c for c in tie.tied if c != winner)
+    if winner is not None and job.measure_warm is not None and winner not in job.include:
+        written = [c for c in job.include if c in timings]
+        if written:
+            best = min(written, key=lambda c: timings[c][0])
+            check = warm_check(job.measure_warm, winner, best)
+            stats["warm_check"] = check
+            if not check["kept"]:  # faster only with the L2 flushed: the written config serves
+                winner, best_ms, ties = best, timings[best][0], ()
     source = "timed"
     stored_ok = old is not None and old.time_ms is not None and old.config in set(legal)
     if reuse and stored_ok and (winner is None or (partial and old.time_ms <= best_ms)):  # type: ignore[union-attr,operator]
