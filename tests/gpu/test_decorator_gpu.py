@@ -62,6 +62,29 @@ def test_decorator_times_and_picks_on_gpu(tmp_path):
 
 
 @pytest.mark.gpu
+def test_a_widened_winner_nobody_wrote_is_checked_warm_against_the_written_best(tmp_path):
+    """A widened list of one small block: a neighbour wins the flushed race; it serves only after the warm check
+    against the written config, whose two medians are real GPU times in the choice's stats."""
+    need_gpu()
+    written = [tritune.Config({"BLOCK": 128}, num_warps=4)]
+    k = tritune.autotune(configs=written, key=["n"], store=str(tmp_path / "w.db"), widen=True)(_gelu)
+    n = 1 << 22
+    x = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    k[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, out, n)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, torch.nn.functional.gelu(x), atol=1e-5, rtol=1e-5)
+    choice = next(iter(k.choices().values()))
+    if k.best_config in written and "warm_check" not in choice.stats:
+        pytest.skip("the written config won the flushed race: nothing to check warm")
+    check = choice.stats["warm_check"]
+    assert check["written"].startswith("BLOCK=128,num_warps=4")
+    assert check["warm_ms"] > 0 and check["written_warm_ms"] > 0
+    assert (k.best_config in written) == (not check["kept"])
+    print("warm check", check)
+
+
+@pytest.mark.gpu
 def test_restore_value_protects_in_place_kernels(tmp_path):
     need_gpu()
     k = tritune.autotune(configs=CONFIGS[:-1], key=["n"], restore_value=["out_ptr"], store=False)(_accumulate)
