@@ -408,7 +408,14 @@ def _smoke_kernels() -> dict[str, Any]:
             m = offs < n
             tl.store(out_ptr + offs, a * tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
 
-    return {"row_sum": row_sum, "axpy": axpy}
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (64, 128)], key=["n"])
+    @triton.jit
+    def whole_blocks(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        """A trap: right only where BLOCK divides n (the caller's grid, n // BLOCK, leaves a tail unwritten)."""
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+    return {"row_sum": row_sum, "axpy": axpy, "whole_blocks": whole_blocks}
 
 
 def _smoke_row_sum(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
@@ -433,6 +440,19 @@ def _smoke_axpy(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any
         return out
 
     return call, (_randn((200,), torch.float32, device), _randn((200,), torch.float32, device))
+
+
+def _trap_whole_blocks(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """The trap of a widened list: its written blocks (64, 128) divide n = 128 * 3003; the neighbour 256 does not,
+    leaves a tail unwritten, and must be refused by the output check before it is timed (it may be the fastest)."""
+    k = _smoke_kernels()["whole_blocks"]
+
+    def call(x: Any) -> Any:
+        out = torch.zeros_like(x)
+        k[lambda m: (x.numel() // m["BLOCK"],)](x, out, x.numel())
+        return out
+
+    return call, (_randn((128 * 3003,), torch.float32, device),)
 
 
 M = 2048
@@ -514,6 +534,7 @@ OPS: tuple[Op, ...] = (
     Op("fla_gla+compile", "fla", _compiled(_fla("gla")), reduce_dim=128, compiled=True),
     Op("smoke_row_sum", "smoke", _smoke_row_sum, reduce_dim=100, smoke=True),
     Op("smoke_axpy", "smoke", _smoke_axpy, smoke=True),
+    Op("trap_whole_blocks", "smoke", _trap_whole_blocks),
 )
 QUICK = ("mm", "addmm", "bmm", "softmax", "layer_norm", "sum_dim", "batch_norm", "liger_dyt", "liger_dyt_bwd")
 
@@ -1624,9 +1645,14 @@ def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for key, st in (t.get("stats") or {}).items():
             sp = (st or {}).get("space") if isinstance(st, dict) else None
             if sp:
+                checked = (st.get("checked") or {}) if isinstance(st.get("checked"), dict) else {}
+                warm = st.get("warm_check") if isinstance(st.get("warm_check"), dict) else None
                 out.append({"tuner": t["name"], "key": key, **{k: sp.get(k) for k in (
                     "source", "given", "generated", "legal", "generated_legal", "winner_generated",
-                    "winner_over_best_written")}})
+                    "winner_over_best_written")},
+                    # generated configs the output check refused (what differed, and on which input)
+                    "refused": dict(checked.get("other") or {}),
+                    "warm_kept": None if warm is None else warm.get("kept")})  # fmt: skip
     return out
 
 
@@ -1695,9 +1721,11 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
               "process and timed interleaved (winner t/T above):")
         for n, s in t["ops"].items():
             for sp in s.get("space") or []:
+                warm = {None: "", True: "; warm check: kept", False: "; warm check: the written config serves"}
                 print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, generated {sp['generated']}, legal "
                       f"{sp['legal']} ({sp['generated_legal']} generated); winner generated: {sp['winner_generated']}, "
-                      f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}")
+                      f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}; "
+                      f"refused by the check: {len(sp.get('refused') or {})}{warm[sp.get('warm_kept')]}")
         gen = [n for n, s in t["ops"].items() if s.get("winner_generated")]
         print(f"  ops whose tritune winner is a config outside the library's list: {len(gen)} ({', '.join(gen) or '-'})")
         print(f"  winner t/T: median {_fmt(t['winner_ratio_median'], '.3f')}, best {_fmt(t['winner_ratio_best'], '.3f')}; "

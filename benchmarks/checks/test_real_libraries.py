@@ -539,3 +539,34 @@ def test_an_engine_step_past_its_deadline_is_stopped_and_later_steps_say_why(tmp
     assert time.time() - t0 < 5
     log = (tmp_path / "fake.log").read_text()
     assert "most recent call first" in log and 'File "<string>", line 7' in log, log  # stalled in the sleep
+
+
+def test_the_widen_trap_is_wrong_where_its_block_does_not_divide_and_the_check_refuses_that_neighbour() -> None:
+    """``trap_whole_blocks``: its written blocks divide the size, its widened neighbour 256 does not and leaves a tail
+    unwritten; under ``widen=True`` the output check refuses 256 before any timing and a written block serves.
+    TIMINGS ARE FAKE (larger blocks faster, so 256 would win unchecked); the kernel runs in the interpreter."""
+    import torch
+    import triton
+
+    import real_libraries as rl
+    from tritune.bench import Measurement
+
+    class FakeTimer:
+        def measure_config(self, config, budget_s):  # type: ignore[no-untyped-def]
+            return Measurement.from_samples([1.0 / config.kwargs["BLOCK"]] * 8, stop="budget")
+
+    jit = rl._smoke_kernels()["whole_blocks"].fn
+    n = 128 * 3
+    x = torch.randn(n)
+    wrong = torch.zeros(n)
+    jit[(n // 256,)](x, wrong, n, BLOCK=256)
+    assert not torch.equal(wrong, x * 2) and torch.equal(wrong[:256], x[:256] * 2)  # the trap is real
+
+    k = tritune.autotune([triton.Config({"BLOCK": b}) for b in (64, 128)], ["n"], store=False, timer=FakeTimer(),
+                         widen=True)(jit)  # fmt: skip
+    out = torch.zeros(n)
+    k[lambda m: (n // m["BLOCK"],)](x, out, n)
+    assert torch.equal(out, x * 2) and k.best_config.kwargs["BLOCK"] in (32, 64, 128)
+    (choice,) = k.choices().values()
+    assert any(c.startswith("BLOCK=256,") for c in choice.stats["checked"]["other"])
+    assert rl._spaces([{"name": "t", "stats": {"k": choice.stats}}])[0]["refused"]
