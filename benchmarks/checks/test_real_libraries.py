@@ -545,10 +545,10 @@ def test_the_widen_trap_is_wrong_where_its_block_does_not_divide_and_the_check_r
     """``trap_whole_blocks``: its written blocks divide the size, its widened neighbour 256 does not and leaves a tail
     unwritten; under ``widen=True`` the output check refuses 256 before any timing and a written block serves.
     TIMINGS ARE FAKE (larger blocks faster, so 256 would win unchecked); the kernel runs in the interpreter."""
+    import real_libraries as rl
     import torch
     import triton
 
-    import real_libraries as rl
     from tritune.bench import Measurement
 
     class FakeTimer:
