@@ -42,7 +42,8 @@
 # (also the ops inside torch.compile), LIBS_FRESH=1 (libs: also a fresh tritune process on the caches and store the
 # tuning one wrote, its first calls and its cached calls beside the tuning process's), WIDEN_BUDGET_S, WIDEN_OPS,
 # NUMERICS_OPS, NUMERICS_RUNS,
-# NUMERICS_SHARED_CACHE=1, OP_SHARE (libs, widen: the most of the budget one op's cold run may take; 0.4 by
+# NUMERICS_SHARED_CACHE=1, NUMERICS_RESUME (a folder of an earlier numerics call's any_N/exact_N.json, e.g. unpacked
+# from its raw data into .ref/ and carried: its runs count with this call's), OP_SHARE (libs, widen: the most of the budget one op's cold run may take; 0.4 by
 # default, more for fla's chunked GLA, which tunes for minutes under Triton), BASELINE_SERVING=0 (baseline: libs
 # only), BASELINE_SERVING_ORDER (the trees' order for serving: "this base" by default, "base this" to swap), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
 # IMPORTS_LIBS, IMPORTS_ROUNDS, SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
@@ -91,7 +92,8 @@ for part in "$@"; do
     screen) step screen 400 python3 benchmarks/screen_vs_launch.py --out "$RES/screen/screen_vs_launch.json" ;;
     numerics) step numerics 560 python3 benchmarks/numerics.py --out "$RES/numerics" --budget-s 545 \
                 --runs "${NUMERICS_RUNS:-5}" \
-                ${NUMERICS_OPS:+--ops "$NUMERICS_OPS"} ${NUMERICS_SHARED_CACHE:+--shared-triton-cache}
+                ${NUMERICS_OPS:+--ops "$NUMERICS_OPS"} ${NUMERICS_SHARED_CACHE:+--shared-triton-cache} \
+                ${NUMERICS_RESUME:+--resume "$NUMERICS_RESUME"}
               show numerics "^op \|exact/any" ;;
     search) step search 540 python3 benchmarks/search_tune.py --out "$RES/search" --new-key-cache shared
             show search "^== search vs exhaustive" ;;

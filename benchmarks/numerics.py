@@ -12,6 +12,10 @@ against the unconstrained winner (``triton.testing.do_bench``, interleaved, the 
 reference config (the first legal one, what a pinned run without a table would run). Prints per op: the number of
 distinct outputs each mode gave over its runs (exact: must be 1, equal to the reference config's bits), and the
 per-call ratio exact/any; writes DIR/numerics.json.
+
+``--resume EARLIER`` counts an earlier call's runs (its ``any_N.json`` and ``exact_N.json``, the same ``--ops``) with
+this call's, which are numbered after them: fresh runs from empty caches that one call's time limit cannot hold all
+of add up over calls. The earlier files are copied into DIR, and ``numerics.json`` says how many runs were resumed.
 """
 
 from __future__ import annotations
@@ -215,6 +219,27 @@ def compare(results: dict[str, Any], ops: list[str]) -> dict[str, Any]:
     return out
 
 
+def resume(earlier: Path, out: Path, ops: list[str], results: dict[str, list[dict[str, Any]]]) -> int:
+    """Load ``earlier``'s runs into ``results`` (and copy their files into ``out``); the number the next run takes.
+    Every earlier run must hold every op of this call: one that does not is an error naming it."""
+    last = -1
+    for mode in ("any", "exact"):
+        found = sorted(earlier.glob(f"{mode}_*.json"), key=lambda f: int(f.stem.split("_")[1]))
+        for f in found:
+            run = json.loads(f.read_text())
+            missing = [op for op in ops if op not in run]
+            if missing:
+                raise SystemExit(f"--resume {earlier}: {f.name} has no run of {', '.join(missing)}; resume with "
+                                 "the --ops of that call")  # fmt: skip
+            results[mode].append(run)
+            last = max(last, int(f.stem.split("_")[1]))
+            if f.parent.resolve() != out.resolve():
+                (out / f.name).write_text(f.read_text())
+    if last < 0:
+        raise SystemExit(f"--resume {earlier}: no any_N.json or exact_N.json there")
+    return last + 1
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, type=Path)
@@ -226,6 +251,9 @@ def main() -> None:
                     help="start no further pair of runs (any, exact) that would end past this many seconds minus"
                          " --compare-reserve-s, so that the comparison still runs")
     ap.add_argument("--compare-reserve-s", type=float, default=90.0)
+    ap.add_argument("--resume", type=Path, default=None,
+                    help="a folder of an earlier call's runs (any_N.json, exact_N.json) of the same --ops, counted "
+                         "with this call's")
     ap.add_argument("--child", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     ops = [o for o in a.ops.split(",") if o]
@@ -238,14 +266,16 @@ def main() -> None:
         return
     a.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {"any": [], "exact": []}
+    first = resume(a.resume, a.out, ops, results) if a.resume is not None else 0
+    resumed = {m: len(r) for m, r in results.items()}
     # --shared-triton-cache: the runs share Triton's cache of compiled binaries (identical in every run; what decides
     # a winner is the timing), so each run costs its timing, not its compilation. Stores stay fresh either way.
     shared_cache = tempfile.mkdtemp(prefix="numerics_triton_") if a.shared_triton_cache else None
     started, pair_walls = time.monotonic(), []
-    for run in range(a.runs):
+    for run in range(first, first + a.runs):
         elapsed = time.monotonic() - started
         if a.budget_s is not None and pair_walls and elapsed + max(pair_walls) > a.budget_s - a.compare_reserve_s:
-            print(f"runs stopped after {run} of {a.runs} per mode: another pair (up to {max(pair_walls):.0f} s) "
+            print(f"runs stopped after {run - first} of {a.runs} per mode: another pair (up to {max(pair_walls):.0f} s) "
                   f"would pass --budget-s {a.budget_s:.0f} less the comparison's {a.compare_reserve_s:.0f} s")
             break
         for mode in ("any", "exact"):
@@ -262,7 +292,7 @@ def main() -> None:
                 continue
             results[mode].append(json.loads(path.read_text()))
         pair_walls.append(time.monotonic() - started - elapsed)
-    summary: dict[str, Any] = {"runs": {m: len(r) for m, r in results.items()}, "ops": {},
+    summary: dict[str, Any] = {"runs": {m: len(r) for m, r in results.items()}, "resumed": resumed, "ops": {},
                                "shared_triton_cache": bool(shared_cache),
                                "pair_walls_s": [round(w, 1) for w in pair_walls]}
     timed = compare(results, ops) if results["any"] and results["exact"] and DEVICE == "cuda" else {}

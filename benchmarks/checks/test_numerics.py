@@ -30,3 +30,19 @@ def test_library_ops_run_in_both_modes_and_compare_in_a_process_of_their_own(tmp
         assert row["any_distinct"] == row["exact_distinct"] == 1 and row["exact_is_reference"]
         assert set(row["timing"]["ms"]) == {"exact", "any", "reference"}
     assert "exact/any per call: median" in p.stdout
+
+    # a later call resumes: its run is numbered after the earlier two and every run counts
+    more = tmp_path / "more"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "numerics.py"), "--out", str(more), "--runs", "1",
+                        "--ops", "lib:smoke_row_sum,lib:smoke_axpy", "--shared-triton-cache", "--resume",
+                        str(tmp_path)], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)  # fmt: skip
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    summary = json.loads((more / "numerics.json").read_text())
+    assert summary["runs"] == {"any": 3, "exact": 3} and summary["resumed"] == {"any": 2, "exact": 2}
+    assert sorted(f.name for f in more.glob("*_[0-9].json")) == [f"{m}_{i}.json" for m in ("any", "exact")
+                                                                  for i in range(3)]  # fmt: skip
+    assert summary["ops"]["lib:smoke_axpy"]["exact_distinct"] == 1
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "numerics.py"), "--out", str(tmp_path / "x"),
+                        "--runs", "1", "--ops", "lib:smoke_row_sum,lib:mm", "--resume", str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)  # fmt: skip
+    assert p.returncode != 0 and "any_0.json has no run of lib:mm" in p.stderr
