@@ -168,7 +168,8 @@ def tune_key(job: KeyJob, options: TuneOptions, *, store: Any = None, farm: Plac
         picked = result.outcome(winner).measurement if result is not None else None
         best_ms = picked.median_ms if picked is not None else None
         ties = tuple(c for c in tie.tied if c != winner)
-    if winner is not None and job.measure_warm is not None and winner not in job.include:
+    # (over ranks the race's pick stands: each rank's own warm looks could decide differently)
+    if winner is not None and job.measure_warm is not None and farm is None and winner not in job.include:
         written = [c for c in job.include if c in timings]
         if written:
             best = min(written, key=lambda c: timings[c][0])

@@ -7,7 +7,8 @@ list's best with the flush and 16% slower without it (``benchmarks/real_librarie
 promises never to serve slower than the list's own winner, so a generated winner serves only if, timed again with
 the L2 warm and interleaved with the fastest written config, it is at most :data:`WARM_MARGIN` slower there too;
 otherwise the written config serves. The key's race (:func:`~tritune.engine.key.tune_key`) and a library's own loop
-over ``_bench`` (:func:`~tritune.decorator.timing.race_in_library_loop`) apply the same margin.
+over ``_bench`` (:func:`~tritune.decorator.timing.race_in_library_loop`) apply the same margin. A key tuned over
+the ranks of a group keeps the race's pick: each rank's own warm looks could decide differently.
 """
 
 from __future__ import annotations
