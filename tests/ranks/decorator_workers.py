@@ -41,6 +41,29 @@ class CountingReplay:
         return self._replay.measure_config(config, budget_s, **kw)
 
 
+class WidenedFake:
+    """SYNTHETIC timer for a widened list: larger blocks are faster with the L2 flushed (``measure_config``); its warm
+    twin (``measure_config_warm``) makes blocks above 512 slower on rank 0 only, so a warm check run by each rank
+    would pick differently on the two ranks."""
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        self.warm: list[str] = []
+
+    def measure_config(self, config: Any, budget_s: float = 0.05, **kw: Any) -> Any:
+        from tritune.bench import Measurement
+
+        t = 1.0 / config.kwargs["BLOCK"] + 1e-5 * config.num_warps + 1e-6 * config.num_stages
+        return Measurement.from_samples([t] * 8, stop="budget")
+
+    def measure_config_warm(self, config: Any, budget_s: float = 0.05, **kw: Any) -> Any:
+        from tritune.bench import Measurement
+
+        self.warm.append(config.id)
+        slow = self.rank == 0 and config.kwargs["BLOCK"] > 512
+        return Measurement.from_samples([2.0 if slow else 1.0] * 8, stop="budget")
+
+
 def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store_b: str, store_c: str) -> None:
     import torch
     import torch.distributed as dist
@@ -94,6 +117,18 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
         more = launch(store_c if rank == 0 else store_c + f".rank{rank}", CountingReplay(seed=50 + rank),
                       search="random", budget=6, jobs=1)  # fmt: skip
         data["resumed"] = {"config": more.config.id, "search": more.stats["search"]}
+        # A widened list over ranks: the race's pick stands on every rank (no rank-local warm check)
+        wide_timer = WidenedFake(rank)
+        k = tritune.autotune(configs=[tritune.Config({"BLOCK": 512}, num_warps=4)], key=["n"], store=False,
+                             distributed=True, timer=wide_timer, race=opts, widen=True)(scale_kernel)  # fmt: skip
+        n = KEY["n"]
+        x = torch.randn(n)
+        out = torch.empty_like(x)
+        k[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, out, n)
+        assert torch.equal(out, x * 2)
+        (wide,) = k.choices().values()
+        data["widened"] = {"config": wide.config.id, "warm_check": "warm_check" in wide.stats,
+                           "warm_looks": wide_timer.warm}  # fmt: skip
     except BaseException:
         data["exception"] = traceback.format_exc()
     (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(data))

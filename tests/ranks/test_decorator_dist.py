@@ -58,3 +58,8 @@ def test_ranks_split_agree_record_once_and_a_partial_miss_does_not_hang(tmp_path
         assert win.config.id == m0["config"] and win.provenance["search"]["ranks"] == 2
     with SQLiteStore(str(tmp_path / "c.sqlite") + ".rank1") as st:
         assert st.entries() == []  # only rank 0 writes
+    # a widened list over ranks: both ranks serve the race's generated pick; no rank ran a warm check of its own
+    # (rank 0's warm twin would have made it fall back to the written config alone)
+    w0, w1 = res[0]["widened"], res[1]["widened"]
+    assert w0["config"] == w1["config"] and not w0["config"].startswith("BLOCK=512,")
+    assert not w0["warm_check"] and not w1["warm_check"] and w0["warm_looks"] == w1["warm_looks"] == []
