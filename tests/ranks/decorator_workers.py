@@ -80,8 +80,8 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
         configs = [tritune.Config({"BLOCK": b}, num_warps=4) for b in (*BLOCKS, 300)]
         opts = RaceOptions(brief_budget_s=0.001, round_budget_s=0.003)
 
-        def launch(store: str, timer: Any, **search: Any) -> Any:
-            k = tritune.autotune(configs=configs, key=["n"], store=store, distributed=True, timer=timer, race=opts,
+        def launch(store: str | bool, timer: Any, cfgs: Any = configs, **search: Any) -> Any:
+            k = tritune.autotune(configs=cfgs, key=["n"], store=store, distributed=True, timer=timer, race=opts,
                                  **search)(scale_kernel)  # fmt: skip
             n = KEY["n"]
             x = torch.randn(n)
@@ -119,14 +119,7 @@ def run(rank: int, world: int, init_file: str, out_dir: str, store_a: str, store
         data["resumed"] = {"config": more.config.id, "search": more.stats["search"]}
         # A widened list over ranks: the race's pick stands on every rank (no rank-local warm check)
         wide_timer = WidenedFake(rank)
-        k = tritune.autotune(configs=[tritune.Config({"BLOCK": 512}, num_warps=4)], key=["n"], store=False,
-                             distributed=True, timer=wide_timer, race=opts, widen=True)(scale_kernel)  # fmt: skip
-        n = KEY["n"]
-        x = torch.randn(n)
-        out = torch.empty_like(x)
-        k[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, out, n)
-        assert torch.equal(out, x * 2)
-        (wide,) = k.choices().values()
+        wide = launch(False, wide_timer, [tritune.Config({"BLOCK": 512}, num_warps=4)], widen=True)
         data["widened"] = {"config": wide.config.id, "warm_check": "warm_check" in wide.stats,
                            "warm_looks": wide_timer.warm}  # fmt: skip
     except BaseException:
