@@ -140,34 +140,28 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
         from tritune.engine.timing import note_gpu_busy, warm_if_idle
 
         device = torch.cuda.current_device()
-        timer = _LOOP_TIMERS.get(device)
-        if timer is None:  # one timer, and one L2 flush buffer (2x the L2: 120 MB on an H200), per device
-            timer = _LOOP_TIMERS[device] = EventTimer(device=device)
-        warm_if_idle(timer)  # clocks ramped unless tritune kept the GPU busy within the last second
 
-        def measure(**options: Any) -> Any:
-            try:
-                return timer.measure(call, **options)
-            finally:
-                note_gpu_busy()
+        def looks(flush_l2: bool) -> Callable[..., Any]:
+            """This config's timed looks on the device's shared timer, with or without the L2 flush."""
+            timer = _LOOP_TIMERS.get((device, flush_l2))
+            if timer is None:  # one timer, and one L2 flush buffer (2x the L2: 120 MB on an H200), per device
+                timer = _LOOP_TIMERS[(device, flush_l2)] = EventTimer(device=device, flush_l2=flush_l2)
 
-        warm_timer = None
-        if tuned.generated:  # a widened list: a generated config must also beat the list's best with the L2 warm
-            warm_timer = _LOOP_WARM_TIMERS.get(device)
-            if warm_timer is None:
-                warm_timer = _LOOP_WARM_TIMERS[device] = EventTimer(device=device, flush_l2=False)
+            def measure(**options: Any) -> Any:
+                try:
+                    return timer.measure(call, **options)
+                finally:
+                    note_gpu_busy()
 
-        def measure_warm(**options: Any) -> Any:
-            assert warm_timer is not None
-            try:
-                return warm_timer.measure(call, **options)
-            finally:
-                note_gpu_busy()
+            return measure
 
+        measure = looks(True)
+        warm_if_idle(_LOOP_TIMERS[(device, True)])  # clocks ramped unless tritune kept the GPU busy in the last second
         try:
+            # a widened list: a generated config must also beat the list's best with the L2 warm
             m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure,
                                      generated=cfg.id if cfg in tuned.generated else None,
-                                     measure_warm=measure_warm if warm_timer is not None else None)  # fmt: skip
+                                     measure_warm=looks(False) if tuned.generated else None)  # fmt: skip
         except Exception as e:
             if cannot_run_here(e):
                 return inf
@@ -203,10 +197,9 @@ def _user_bench(do_bench: Callable[..., Any], call: Callable[[], None]) -> Any:
         return [float("inf")] * 3
 
 
-#: The event timers of library loops, by device, shared by every kernel (each held a flush buffer before).
-_LOOP_TIMERS: dict[int, Any] = {}
-#: Their twins without the L2 flush, for the warm check of a widened list's generated configs.
-_LOOP_WARM_TIMERS: dict[int, Any] = {}
+#: The event timers of library loops, by device and whether they flush the L2 (the unflushed one for the warm check of
+#: a widened list's generated configs), shared by every kernel (each held a flush buffer before).
+_LOOP_TIMERS: dict[tuple[int, bool], Any] = {}
 
 #: A library loop's first look at a config: short, so that the many clear losers cost little.
 FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0.002}

@@ -235,8 +235,9 @@ def _wait_for_quiet(limit_s: float) -> None:
     would release them: a worker forked while another thread compiled a Triton kernel (tritune's timer warming
     up, whose ``zero_()`` FlagGems sends to a Triton kernel of its own, compiled on first use; a user's thread)
     can wait in its first compile on a lock nobody holds any more, until the compile timeout, config after
-    config: the likely reason a key of tutorial 03's matmul did not finish in 425 s on an H100 with FlagGems
-    enabled (8 s without). A thread seen inside after ``limit_s`` is not waited for again until it has left."""
+    config. On an H100 with FlagGems enabled, a key of tutorial 03's matmul did not finish in 425 s without this
+    wait, and took 7.4 s with it (``benchmarks/real_libraries.py --widen``). A thread seen inside after ``limit_s``
+    is not waited for again until it has left."""
     deadline = time.monotonic() + limit_s
     while True:
         busy = threads_in_locking_code()
