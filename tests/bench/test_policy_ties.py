@@ -7,7 +7,7 @@ import random
 import pytest
 
 from tritune.bench import Failure, Measurement, MeasurePolicy, TieCandidate, TieReport, break_tie, tie_report
-from tritune.bench.ties import TIE_RULE, race_tie_report, tied_with
+from tritune.bench.ties import TIE_RULE, TIE_RULE_ID, race_tie_report, tied_with
 from tritune.config import Config
 
 # Same warps, so per-block and per-thread register counts rank alike; the per-block test makes its own.
@@ -144,3 +144,19 @@ def test_only_ties_within_half_the_resolution_can_be_picked() -> None:
     assert TieReport.from_json(rep.to_json()) == rep
     old = {k: v for k, v in rep.to_json().items() if k != "pick_within"}  # written before the half-resolution rule
     assert TieReport.from_json({**old, "rule": "registers,shared,other-policies,median,id"}).pick_within is None
+
+
+def test_a_written_config_wins_a_tie_with_generated_ones_before_any_other_criterion() -> None:
+    """A widened list: the written config, with more registers and a slower median, beats the generated ones it is
+    tied with; among generated configs alone (a derived space) the registers rule decides as before."""
+    w, g1, g2 = Config({"BLOCK": 128}), Config({"BLOCK": 64}), Config({"BLOCK": 256})
+    cands = [TieCandidate(w, 1.002, 64, 0, written=True), TieCandidate(g1, 1.0, 32, 0, written=False),
+             TieCandidate(g2, 1.001, 16, 0, written=False)]
+    assert break_tie(cands) == w
+    assert break_tie([TieCandidate(g1, 1.0, 32, 0, written=False), TieCandidate(g2, 1.001, 16, 0, written=False)]) == g2
+    meas = {c: Measurement.from_samples([t] * 8, stop="budget") for c, t in ((g1, 1.0), (w, 1.004), (g2, 1.001))}
+    rep = tie_report(meas, fastest=g1, tied=[w, g2], resolution=0.01, written={w})
+    assert rep.picked == w and rep.rule == TIE_RULE_ID and "written" in TIE_RULE
+    # beyond half the resolution the written config is tied but may not be picked: the fastest generated one is
+    meas[w] = Measurement.from_samples([1.008] * 8, stop="budget")
+    assert tie_report(meas, fastest=g1, tied=[w, g2], resolution=0.01, written={w}).picked == g1

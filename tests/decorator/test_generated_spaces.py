@@ -100,6 +100,43 @@ def test_a_generated_winner_slower_with_the_l2_warm_gives_way_to_the_written_con
     assert choice.stats["warm_check"]["kept"] and k.best_config.kwargs["BLOCK"] > 128
 
 
+class TiedTimer(FakeTimer):
+    """FAKE timings: every BLOCK=128 config (the written one and its generated warps and stages variants) 1.0, every
+    BLOCK=256 config ``neighbour``, the rest 1.5; the warm twin gives the same times."""
+
+    def __init__(self, neighbour: float) -> None:
+        super().__init__()
+        self.neighbour = neighbour
+
+    def measure_config(self, config: Config, budget_s: float) -> Measurement:
+        self.timed.append(config)
+        t = {128: 1.0, 256: self.neighbour}.get(config.kwargs["BLOCK"], 1.5)
+        return Measurement.from_samples([t] * 8, stop="budget")
+
+    measure_config_warm = measure_config
+
+
+def test_a_generated_config_tied_with_the_written_one_does_not_serve() -> None:
+    """Widened around BLOCK=128: its generated neighbours at BLOCK=256, 0.2% faster (within half the race's 1%
+    resolution: tied), and its own warps and stages variants, as fast as it, lose the tie to the written config;
+    2% faster, a neighbour wins (and passes the warm check)."""
+    timer = TiedTimer(neighbour=0.998)
+    k = tritune.autotune([triton.Config({"BLOCK": 128})], ["n"], store=False, timer=timer, widen=True)(scale)
+    x, out = _call(k, 3000, lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    assert k.best_config.kwargs["BLOCK"] == 128 and not choice.stats["space"]["winner_generated"]
+    assert choice.config not in k.generated and len(choice.stats["tie"]["tied"]) > 2
+    assert "warm_check" not in choice.stats  # a written winner
+
+    timer = TiedTimer(neighbour=0.98)
+    k = tritune.autotune([triton.Config({"BLOCK": 128})], ["n"], store=False, timer=timer, widen=True)(scale)
+    _call(k, 3000, lambda meta: (triton.cdiv(3000, meta["BLOCK"]),))
+    (choice,) = k.choices().values()
+    assert k.best_config.kwargs["BLOCK"] == 256 and choice.stats["space"]["winner_generated"]
+    assert choice.stats["warm_check"]["kept"]
+
+
 def test_a_written_winner_needs_no_warm_check() -> None:
     timer = WarmTwinTimer(warm_best=128, warm_penalty=1.16)
     k = tritune.autotune([triton.Config({"BLOCK": 1024}, num_warps=1, num_stages=1)], ["n"], store=False,

@@ -57,14 +57,32 @@ def test_a_generated_config_faster_only_with_the_l2_flushed_does_not_beat_the_wr
     slow_warm = race_in_library_loop(tuned, ("k",), _fake_measure(0.9, calls), generated="BLOCK=64",
                                      measure_warm=_fake_measure(1.16, warm_calls))  # fmt: skip
     assert slow_warm.median_ms == written.median_ms * (1 + WARM_MARGIN) > written.median_ms
-    refused = tuned.__dict__["_library_loop_warm_refused"][("k",)]["BLOCK=64"]
+    refused = tuned.__dict__["_library_loop_refused"][("k",)]["BLOCK=64"]
     assert refused["warm_ms"] > refused["written_warm_ms"] and refused["flushed_ms"] < refused["written_flushed_ms"]
 
     both = race_in_library_loop(tuned, ("k",), _fake_measure(0.85, calls), generated="BLOCK=128",
                                 measure_warm=_fake_measure(0.9, warm_calls))  # fmt: skip
-    assert both.median_ms < written.median_ms and "BLOCK=128" not in tuned.__dict__["_library_loop_warm_refused"][("k",)]
+    assert both.median_ms < written.median_ms and "BLOCK=128" not in tuned.__dict__["_library_loop_refused"][("k",)]
     # warm looks: the written best, and each generated config that beat it with the flush
     assert [t for t, _ in warm_calls] == [1.0, 1.16, 0.9]
+
+
+def test_a_generated_config_tied_with_the_written_best_does_not_beat_it() -> None:
+    """A generated config 0.2% faster than the written best with the flush (FAKE 0.998 against 1.0 ms: within the tie
+    rule's band, half the 1% resolution) gets the written best's time scaled by 1 + WARM_MARGIN, and is not timed
+    warm; one 2% faster keeps its own time."""
+    from tritune.engine.warm import WARM_MARGIN
+
+    tuned, calls, warm_calls = _Tuned(), [], []
+    written = race_in_library_loop(tuned, ("k",), _fake_measure(1.0, calls), measure_warm=_fake_measure(1.0, warm_calls))
+    tied = race_in_library_loop(tuned, ("k",), _fake_measure(0.998, calls), generated="BLOCK=64",
+                                measure_warm=_fake_measure(0.998, warm_calls))  # fmt: skip
+    assert tied.median_ms == written.median_ms * (1 + WARM_MARGIN)
+    assert tuned.__dict__["_library_loop_refused"][("k",)]["BLOCK=64"]["why"] == "tied with the written best"
+    faster = race_in_library_loop(tuned, ("k",), _fake_measure(0.98, calls), generated="BLOCK=256",
+                                  measure_warm=_fake_measure(0.98, warm_calls))  # fmt: skip
+    assert faster.median_ms == 0.98 and "BLOCK=256" not in tuned.__dict__["_library_loop_refused"][("k",)]
+    assert [t for t, _ in warm_calls] == [1.0, 0.98]  # the written best, then the one that beat it beyond the band
 
 
 def test_the_warm_check_times_only_the_written_best_and_generated_configs_that_beat_it() -> None:
@@ -75,4 +93,4 @@ def test_the_warm_check_times_only_the_written_best_and_generated_configs_that_b
     # each new written best (1.2, then 1.0) is timed warm; 1.1 (written, not the best) and 1.3 (generated, slower
     # with the flush) are not
     assert [t for t, _ in warm_calls] == [1.2, 1.0]
-    assert "_library_loop_warm_refused" not in tuned.__dict__
+    assert "_library_loop_refused" not in tuned.__dict__

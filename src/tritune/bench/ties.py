@@ -8,10 +8,16 @@ at what resolution, under which policy, and which rule picked the winner), for `
 result JSON and the report.
 
 The pick among tied configs follows :data:`TIE_RULE`, implemented by the pure function
-:func:`break_tie`: among configs that cannot be told apart, prefer the one that uses less of the GPU
-(it leaves room to co-running kernels and is less likely to fall off a cliff at a neighbouring size),
-then the one that is best when timed the other ways, then the faster median:
+:func:`break_tie`: among configs that cannot be told apart, prefer one someone wrote, then the one that uses
+less of the GPU (it leaves room to co-running kernels and is less likely to fall off a cliff at a neighbouring
+size), then the one that is best when timed the other ways, then the faster median:
 
+0. a config of the list someone wrote before one nobody wrote (a widened list's neighbour): a generated config
+   serves only where it is measurably faster than every written one, since a tie says nothing of how the two
+   compare in another state (on an H200, FlagGems ``upsample_nearest1d``'s generated winner, picked from a tie by
+   the registers rule over the fastest config, a written one 0.2% faster, ran 1.035x the list's winner with the L2
+   warm: ``benchmarks/real_libraries.py --widen``); where no config was written (a derived space) or none was
+   generated, it decides nothing;
 1. fewest registers per block (registers per thread x threads per block: what occupancy is limited by;
    per-thread counts alone would favour more warps, which spread the same work over more threads)
    (unknown counts last);
@@ -31,7 +37,7 @@ Configs between half and the whole resolution are still reported as tied.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,23 +50,25 @@ PICK_SHARE = 0.5
 
 #: The tie-breaking rule in words (what reports and JSON print).
 TIE_RULE = (
-    "among tied configs within half the measurement's resolution of the fastest: fewest registers per block, "
-    "then least shared memory per block, then best under the other measurement policies, then smallest median, "
-    "then config id"
+    "among tied configs within half the measurement's resolution of the fastest: a written config before a "
+    "generated one, then fewest registers per block, then least shared memory per block, then best under the "
+    "other measurement policies, then smallest median, then config id"
 )
-TIE_RULE_ID = "half-resolution,block-registers,shared,other-policies,median,id"
+TIE_RULE_ID = "half-resolution,written,block-registers,shared,other-policies,median,id"
 
 
 @dataclass(frozen=True)
 class TieCandidate:
     """What the rule looks at for one tied config. ``other_ms`` maps another policy's name to the config's
-    median under it (empty when only one policy was measured)."""
+    median under it (empty when only one policy was measured); ``written`` is False for a config nobody wrote
+    (a widened list's neighbour)."""
 
     config: Config
     median_ms: float
     registers: int | None = None
     shared: int | None = None
     other_ms: Mapping[str, float] = field(default_factory=dict)
+    written: bool = True
 
 
 def _other_score(c: TieCandidate, best_other: Mapping[str, float]) -> float:
@@ -83,8 +91,9 @@ def break_tie(candidates: Sequence[TieCandidate]) -> Config:
     shared_policies = set.intersection(*(set(c.other_ms) for c in candidates))
     best_other = {p: min(c.other_ms[p] for c in candidates) for p in sorted(shared_policies)}
 
-    def rank(c: TieCandidate) -> tuple[float, float, float, float, str]:
+    def rank(c: TieCandidate) -> tuple[int, float, float, float, float, str]:
         return (
+            0 if c.written else 1,
             math.inf if c.registers is None else float(c.registers) * _threads_per_block(c.config),
             math.inf if c.shared is None else float(c.shared),
             _other_score(c, best_other),
@@ -189,11 +198,13 @@ def tie_report(
     measure: MeasurePolicy | str = DEFAULT_POLICY,
     facts: Mapping[Config, Mapping[str, Any]] | None = None,
     other_ms: Mapping[Config, Mapping[str, float]] | None = None,
+    written: Collection[Config] | None = None,
 ) -> TieReport:
     """A TieReport for ``fastest`` and the configs ``tied`` with it (a race's ``winner`` and ``ties``),
     with the pick made by :func:`break_tie` from the binaries' ``facts`` (``registers``, ``shared``) and
     any times under other policies (``other_ms``), among the tied configs within ``PICK_SHARE`` of the
-    resolution of ``fastest``."""
+    resolution of ``fastest``. ``written``: the configs someone wrote, where the others were generated (a
+    widened list); None: every config counts as written."""
     group = [fastest, *sorted((c for c in tied if c != fastest), key=lambda c: measurements[c].median_ms)]
     facts = facts or {}
     other_ms = other_ms or {}
@@ -206,6 +217,7 @@ def tie_report(
             _int_or_none((facts.get(c) or {}).get("registers")),
             _int_or_none((facts.get(c) or {}).get("shared")),
             dict(other_ms.get(c, {})),
+            written is None or c in written,
         )
         for c in group
         if c == fastest or measurements[c].median_ms <= limit
@@ -221,10 +233,12 @@ def tie_report(
     )
 
 
-def race_tie_report(result: Any, measure: MeasurePolicy | str = DEFAULT_POLICY) -> TieReport | None:
+def race_tie_report(result: Any, measure: MeasurePolicy | str = DEFAULT_POLICY,
+                    written: Collection[Config] | None = None) -> TieReport | None:  # fmt: skip
     """The TieReport of a race's result (:class:`tritune.engine.race.RaceResult`: its ``winner``, ``ties``,
     ``outcomes`` with measurements and binary facts, and ``options.rel_tol`` as the resolution); None when
-    nothing was measured. Typed loosely so the timing layer does not import the tuning layer."""
+    nothing was measured; ``written`` as :func:`tie_report`'s. Typed loosely so the timing layer does not import
+    the tuning layer."""
     if result is None or result.winner is None:
         return None
     meas = {o.config: o.measurement for o in result.outcomes if o.measurement is not None}
@@ -242,7 +256,8 @@ def race_tie_report(result: Any, measure: MeasurePolicy | str = DEFAULT_POLICY) 
     tied = [c for c in result.ties if c in pool]
     tied += [c for c, m in pool.items() if c != result.winner and c not in tied and m.median_ms <= best * (1 + res)]
     facts = {o.config: o.facts for o in result.outcomes if o.facts}
-    return tie_report(meas, fastest=result.winner, tied=tied, resolution=res, measure=measure, facts=facts)
+    return tie_report(meas, fastest=result.winner, tied=tied, resolution=res, measure=measure, facts=facts,
+                      written=written)
 
 
 def _int_or_none(v: Any) -> int | None:

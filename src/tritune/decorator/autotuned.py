@@ -297,15 +297,16 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def _library_loop_choices(self) -> dict[tuple[Any, ...], Choice]:
         """The keys a subclass's own loop over ``_bench`` decided (FlagGems' ``LibTuner``), as ``library`` choices:
         the config the loop left in ``cache``, with the output check's report (the numerics class under
-        ``numerics="exact"``) and the generated configs the warm check kept from winning (``warm_refused``) in
-        ``stats``; in a pinned or sensitivity run, the choice the loop was steered to (the table's ``pretuned``, the
-        stated rule's ``pinned``, or the draw's ``sensitivity``)."""
+        ``numerics="exact"``) and the generated configs kept from winning (``generated_refused``: tied with the
+        written best, or slower than it with the L2 warm) in ``stats``; in a pinned or sensitivity run, the choice
+        the loop was steered to (the table's ``pretuned``, the stated rule's ``pinned``, or the draw's
+        ``sensitivity``)."""
         loop = self.__dict__.get("_library_loop_keys")
         if not loop:
             return {}
         checks = self.__dict__.get("_library_loop_checks") or {}
         pins = self.__dict__.get("_library_loop_pins") or {}
-        warm_refused = self.__dict__.get("_library_loop_warm_refused") or {}
+        generated_refused = self.__dict__.get("_library_loop_refused") or {}
         out = {}
         for key in list(loop):
             if key in self._choices:
@@ -319,9 +320,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 continue
             check = checks.get(key)
             stats = None if check is None else {("numerics" if check.exact else "checked"): check.summary()}
-            refused = warm_refused.get(key)
-            if refused:  # generated configs faster than the written best only with the L2 flushed
-                stats = {**(stats or {}), "warm_refused": dict(refused)}
+            refused = generated_refused.get(key)
+            if refused:  # generated configs tied with the written best, or faster only with the L2 flushed
+                stats = {**(stats or {}), "generated_refused": dict(refused)}
             out[key] = Choice(from_triton(entry), "library", "the library's own loop over _bench, each config "
                                  "timed by tritune", stats=stats, original=entry)  # fmt: skip
         return out

@@ -206,7 +206,7 @@ FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0
 #: A config whose first look is clearly slower than the best so far AND this much slower is out of the race.
 LOSER_MARGIN = 0.05
 #: The full measurement of a config still in the race (its first look just warmed it up).
-FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002}
+FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002, "rel_tol": 0.01}
 
 
 def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., Any], *, generated: str | None = None,
@@ -219,12 +219,13 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     times the config once (:meth:`tritune.bench.EventTimer.measure`). Returns the Measurement.
 
     With ``measure_warm`` (the same call timed without the L2 flush: a widened list), the best written config so far
-    is timed warm too, and a generated config (``generated``: its id) that beats it is timed warm and must be within
-    :data:`~tritune.engine.warm.WARM_MARGIN` of it there as well (:mod:`tritune.engine.warm`); one that is not gets
-    the written config's measurement, scaled by ``1 + WARM_MARGIN``, so the loop's ``min`` keeps the written config.
-    A widened list puts its written configs first, so the loop meets them before any generated one. The refusals are
-    kept, per key, in ``_library_loop_warm_refused`` (config id -> its medians and the written best's, warm and
-    flushed)."""
+    is timed warm too. A generated config (``generated``: its id) must beat it by more than the tie rule's band (half
+    the resolution: :data:`tritune.bench.ties.PICK_SHARE`), as it must in a key's race, and then, timed warm, be
+    within :data:`~tritune.engine.warm.WARM_MARGIN` of it there as well (:mod:`tritune.engine.warm`); one that is
+    not gets the written config's measurement, scaled by ``1 + WARM_MARGIN``, so the loop's ``min`` keeps the
+    written config. A widened list puts its written configs first, so the loop meets them before any generated one.
+    The refusals are kept, per key, in ``_library_loop_refused`` (config id -> why, its medians and the written
+    best's)."""
     from tritune.bench.stats import clearly_slower
 
     bests: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_best", {})
@@ -251,14 +252,20 @@ def _warm_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
         return full
     if ref is None or full.median_ms >= ref[0].median_ms:
         return full
+    from tritune.bench.ties import PICK_SHARE
     from tritune.engine.warm import WARM_MARGIN, warm_refuses
 
+    refused = tuned.__dict__.setdefault("_library_loop_refused", {}).setdefault(key, {})
+    flushed = {"flushed_ms": full.median_ms, "written_flushed_ms": ref[0].median_ms}
+    if full.median_ms > ref[0].median_ms * (1 - PICK_SHARE * FULL_LOOK["rel_tol"]):
+        # tied with the written best: the tie rule's first step (tritune.bench.ties) serves the written config
+        refused[generated] = {"why": "tied with the written best", **flushed}
+        return ref[0].scaled(1 + WARM_MARGIN)
     warm = measure_warm(**FULL_LOOK)
     if not warm_refuses(warm.median_ms, ref[1].median_ms):
         return full
-    refused = tuned.__dict__.setdefault("_library_loop_warm_refused", {}).setdefault(key, {})
-    refused[generated] = {"warm_ms": warm.median_ms, "written_warm_ms": ref[1].median_ms,
-                          "flushed_ms": full.median_ms, "written_flushed_ms": ref[0].median_ms}  # fmt: skip
+    refused[generated] = {"why": "slower with the L2 warm", "warm_ms": warm.median_ms,
+                          "written_warm_ms": ref[1].median_ms, **flushed}  # fmt: skip
     return ref[0].scaled(1 + WARM_MARGIN)
 
 

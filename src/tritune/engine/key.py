@@ -158,7 +158,8 @@ def tune_key(job: KeyJob, options: TuneOptions, *, store: Any = None, farm: Plac
                 timings[o.config] = [m.median_ms, m.q1_ms, m.q3_ms]
             records.append(CandidateRecord(o.config, o.status, None if m is None else m.median_ms, o.reason,
                                            None if m is None else m.to_json()))  # fmt: skip
-    tie = race_tie_report(result, job.key.measure)
+    # a widened list: a config nobody wrote wins a tie with none of the written ones (the tie rule's first step)
+    tie = race_tie_report(result, job.key.measure, written=set(job.include) if job.include else None)
     winner: Config | None = None
     best_ms: float | None = None
     ties: tuple[Config, ...] = ()
