@@ -228,3 +228,18 @@ def test_launch_pad_is_sized_from_the_warm_up_without_extra_runs(monkeypatch: py
     assert runs[0] - at_sampling[0] == m.n  # no launches beyond the samples
     assert timer.pad_us >= 3 * 40  # covers the host's 40 us launch (and the flush's)
     assert m.median_ms == pytest.approx(COLD_LONG, rel=0.02)
+
+
+def test_bench_and_library_loops_share_one_timer_per_device_and_setting(fake_device: Any) -> None:
+    """One L2 flush buffer per device and setting in the process: ``bench`` and a library's own loop over ``_bench``
+    (``shared_timer``) time through the same plain timer, which reuses no graphs."""
+    from tritune.bench.event import shared_timer
+
+    bench(lambda: fake_device.run(COLD_LONG, 0.02, WARM_LONG), budget_s=0.5, device=0)
+    flushed = shared_timer(device=0, flush_l2=True)
+    assert shared_timer(device=0, flush_l2=True) is flushed and flushed.flush_l2 and not flushed.reuse_graphs
+    warm = shared_timer(device=0, flush_l2=False)
+    assert warm is not flushed and not warm.flush_l2 and warm.flush_bytes == 0
+    import tritune.bench.event as event
+
+    assert len(event._TIMERS) == 2  # bench's cold timer is the loop's

@@ -565,6 +565,18 @@ _GRAPH_CACHE_SIZE = 512
 _TIMERS: dict[tuple[int | None, bool, bool, bool], EventTimer] = {}
 
 
+def shared_timer(*, device: int | None, flush_l2: bool, graph: bool = False, batch_short: bool = False) -> EventTimer:
+    """The process's one timer of these settings, for callables timed once each (:func:`bench`, and each config in a
+    library's own loop over ``_bench``): one L2 flush buffer (2x the L2: 120 MB on an H200) per device and setting,
+    however many kernels time through it. It reuses no graphs: a callable may launch other work the next time."""
+    key = (device, flush_l2, graph, batch_short)
+    timer = _TIMERS.get(key)
+    if timer is None:
+        timer = _TIMERS[key] = EventTimer(device=device, flush_l2=flush_l2, graph=graph, batch_short=batch_short,
+                                          reuse_graphs=False)  # fmt: skip
+    return timer
+
+
 def bench(
     fn: Runnable,
     *,
@@ -594,11 +606,7 @@ def bench(
     if measure is not None:
         p = MeasurePolicy.parse(measure)
         flush_l2, graph, batch = p.flush_l2, p.graph, True
-    key = (device, flush_l2, graph, batch)
-    timer = _TIMERS.get(key)
-    if timer is None:
-        timer = _TIMERS[key] = EventTimer(device=device, flush_l2=flush_l2, graph=graph, batch_short=batch,
-                                          reuse_graphs=False)  # a user's callable may launch other work next time
+    timer = shared_timer(device=device, flush_l2=flush_l2, graph=graph, batch_short=batch)
     return timer.measure(
         fn,
         budget_s=budget_s,

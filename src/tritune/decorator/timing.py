@@ -136,16 +136,14 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
             )
         import torch
 
-        from tritune.bench import EventTimer
+        from tritune.bench.event import shared_timer
         from tritune.engine.timing import note_gpu_busy, warm_if_idle
 
         device = torch.cuda.current_device()
 
         def looks(flush_l2: bool) -> Callable[..., Any]:
             """This config's timed looks on the device's shared timer, with or without the L2 flush."""
-            timer = _LOOP_TIMERS.get((device, flush_l2))
-            if timer is None:  # one timer, and one L2 flush buffer (2x the L2: 120 MB on an H200), per device
-                timer = _LOOP_TIMERS[(device, flush_l2)] = EventTimer(device=device, flush_l2=flush_l2)
+            timer = shared_timer(device=device, flush_l2=flush_l2)
 
             def measure(**options: Any) -> Any:
                 try:
@@ -156,7 +154,7 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
             return measure
 
         measure = looks(True)
-        warm_if_idle(_LOOP_TIMERS[(device, True)])  # clocks ramped unless tritune kept the GPU busy in the last second
+        warm_if_idle(shared_timer(device=device, flush_l2=True))  # clocks ramped unless tritune kept the GPU busy lately
         try:
             # a widened list: a generated config must also beat the list's best with the L2 warm
             m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure,
@@ -196,10 +194,6 @@ def _user_bench(do_bench: Callable[..., Any], call: Callable[[], None]) -> Any:
             print(f"Autotuning failed with {e}")
         return [float("inf")] * 3
 
-
-#: The event timers of library loops, by device and whether they flush the L2 (the unflushed one for the warm check of
-#: a widened list's generated configs), shared by every kernel (each held a flush buffer before).
-_LOOP_TIMERS: dict[tuple[int, bool], Any] = {}
 
 #: A library loop's first look at a config: short, so that the many clear losers cost little.
 FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0.002}
