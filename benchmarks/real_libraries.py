@@ -30,7 +30,8 @@ measurements alternate engines on the one GPU:
   PYTHONPATH=<flag_gems>:<liger>:src python3 benchmarks/real_libraries.py --out results/real_libs [--quick] [--ops mm,bmm]
 
 ``--widen`` runs the tritune engine with ``patch_triton(widen=True)``: each kernel's own configs and their
-neighbours, screened, searched and checked against the kernel's first config. The winners' comparison is then the
+neighbours, screened, searched and checked against the kernel's first config (``--widen 2``: up to two steps from
+each). The winners' comparison is then the
 widened winner against Triton's winner of the library's own list, and the summary adds, per autotuner, the space
 (given, generated, legal) and tritune's own race of its winner against the best given config. The tutorial ops
 are widened the same way: tutorial 03's matmul configs and 06's attention forward configs.
@@ -1214,7 +1215,7 @@ class _Engine:
         if args.cpu_smoke:
             env["TRITON_INTERPRET"] = "1"
         if name in ("tritune", FRESH):  # --widen: the switch explores around each kernel's own configs
-            env["TRITUNE_WIDEN"] = "1" if args.widen else "0"
+            env["TRITUNE_WIDEN"] = str(args.widen)
         cmd = [sys.executable, __file__, "--child", name, "--out", str(args.out / "outputs" / name)]
         cmd += ["--cpu-smoke"] * args.cpu_smoke + ["--quick"] * args.quick
         self._spawn(name, cmd, env, log)
@@ -1801,7 +1802,7 @@ def _provenance(args: argparse.Namespace, started: float, hello: dict[str, Any])
             "tritune": hello.get("tritune", {}).get("tritune"), "libs": {n: v.get("libs") for n, v in hello.items()},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": round(time.time() - started, 1), "python": platform.python_version(),
-            "command": " ".join([sys.executable, *sys.argv]), "widen": bool(args.widen),
+            "command": " ".join([sys.executable, *sys.argv]), "widen": args.widen,
             "compile": bool(args.compile), "fresh_dispatch": bool(args.fresh_dispatch)}
 
 
@@ -1819,9 +1820,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="the most of --budget-s one op's cold run may take before its engine is stopped and replaced "
                         "(default %(default)s; an op that tunes for minutes under Triton, fla's chunked GLA, needs more)")
     p.add_argument("--engines", default=",".join(ENGINES), help="triton,tritune (default), or one of them to debug")
-    p.add_argument("--widen", action="store_true",
-                   help="the tritune engine widens each kernel's own configs (patch_triton(widen=True)); the winners' "
-                        "comparison is then the widened winner against Triton's winner of the library's list")
+    p.add_argument("--widen", nargs="?", type=int, const=1, default=0, metavar="STEPS",
+                   help="the tritune engine widens each kernel's own configs (patch_triton(widen=STEPS), 1 when not "
+                        "given); the winners' comparison is then the widened winner against Triton's winner of the "
+                        "library's list")
     p.add_argument("--compile", action="store_true", help="also the ops marked +compile (called inside torch.compile)")
     p.add_argument("--variants", action="store_true",
                    help="also the ops' second shapes (OP@odd: sizes no power of 2 divides); --ops can name them too")

@@ -137,14 +137,14 @@ def test_a_fresh_engine_reads_the_caches_and_store_of_the_home_it_is_given(
 
     spawned: dict[str, tuple[list[str], dict[str, str]]] = {}
     monkeypatch.setattr(_Engine, "_spawn", lambda self, name, cmd, env, log: spawned.setdefault(name, (cmd, env)))
-    args = argparse.Namespace(cpu_smoke=True, quick=False, widen=True, out=tmp_path / "out")
+    args = argparse.Namespace(cpu_smoke=True, quick=False, widen=2, out=tmp_path / "out")
     tuning = _Engine("tritune", args, tmp_path, tmp_path / "t.log", generation=1)  # a replacement's own folder
     _Engine(FRESH, args, tmp_path, tmp_path / "f.log", home=tuning.home)
     env_t, (cmd_f, env_f) = spawned["tritune"][1], spawned[FRESH]
     assert tuning.home == tmp_path / "tritune.1"
     for key in ("TRITON_CACHE_DIR", "TRITUNE_STORE", "FLAGGEMS_CACHE_DIR", "TRITUNE_WIDEN", "PYTHONHASHSEED"):
         assert env_f[key] == env_t[key], key
-    assert env_f["TRITUNE_STORE"].startswith(str(tmp_path / "tritune.1")) and env_f["TRITUNE_WIDEN"] == "1"
+    assert env_f["TRITUNE_STORE"].startswith(str(tmp_path / "tritune.1")) and env_f["TRITUNE_WIDEN"] == "2"
     assert cmd_f[cmd_f.index("--child") + 1] == FRESH and cmd_f[cmd_f.index("--out") + 1].endswith(FRESH)
 
 

@@ -72,7 +72,7 @@ def autotune(
     numerics: str | None = None,
     pinned: bool | None = None,
     sensitivity: int | None = None,
-    widen: bool | None = None,
+    widen: bool | int | None = None,
     incremental: bool | IncrementalOptions | Any | None = None,
     outputs: Iterable[str] | None = None,
     atol: float | None = None,
@@ -108,7 +108,8 @@ def autotune(
 
     Spaces nobody wrote: ``configs=None`` derives the candidates from the kernel's source at each call's sizes (its
     free ``tl.constexpr`` block sizes over powers of 2, ``num_warps``, ``num_stages``: :func:`tritune.space.derive_space`),
-    and ``widen=True`` (``$TRITUNE_WIDEN=1``) adds each given config's neighbours (:func:`tritune.space.widen`); the
+    and ``widen=True`` (``$TRITUNE_WIDEN=1``) adds each given config's neighbours (:func:`tritune.space.widen`;
+    ``widen=2``: up to two steps from a given config, so a block doubled with its warps halved too); the
     screen removes what cannot compile or fit, large spaces are searched, and a generated config serves only after its
     outputs agree with the first legal config's on the call's arguments and two perturbed copies. ``choices()`` says
     how the space was made and how the winner compares with the best written config, measured in the same race.
@@ -220,7 +221,7 @@ class TritonAutotuner(Autotuned, metaclass=_StandIn):
                          reset_to_zero=names["reset_to_zero"], restore_value=names["restore_value"], pre_hook=pre_hook,
                          post_hook=post_hook, do_bench=do_bench, tuner=KeyTuner(served=serving is not None),
                          warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph, cache_results=cache_results,
-                         serving=serving, widen=_widen(None) and bool(configs))  # fmt: skip
+                         serving=serving, widen=_widen(None) if configs else 0)  # fmt: skip
 
 
 #: What Triton 3.6, which takes names that are no kernel argument, does with them.
@@ -273,11 +274,25 @@ def triton_autotune(
     return decorator
 
 
-def _widen(value: bool | None) -> bool:
-    """``widen=``, else ``$TRITUNE_WIDEN`` (what :func:`patch_triton` sets with ``widen=True``)."""
-    if value is not None:
-        return bool(value)
-    return os.environ.get("TRITUNE_WIDEN", "").strip().lower() in ("1", "true", "yes", "on")
+def _widen(value: bool | int | None) -> int:
+    """How many steps from a given config widening reaches (0: none): ``widen=`` (True: 1), else ``$TRITUNE_WIDEN``
+    (what :func:`patch_triton` sets with ``widen=``): ``1``, ``true``, ``yes``, ``on``, or a number of steps."""
+    from tritune.errors import ConfigError
+
+    where, v = ("widen", value) if value is not None else ("$TRITUNE_WIDEN", os.environ.get("TRITUNE_WIDEN", ""))
+    if isinstance(v, str):
+        word = v.strip().lower()
+        v = True if word in ("true", "yes", "on") else False if word in ("", "false", "no", "off") else word
+        if isinstance(v, str):
+            if not v.isdigit():
+                raise ConfigError(f"{where}={word!r}: use 1 (or true) to widen each config by one step, a number of "
+                                  "steps, or 0 (false)")  # fmt: skip
+            v = int(v)
+    if isinstance(v, bool):
+        return int(v)
+    if not isinstance(v, int) or v < 0:
+        raise ConfigError(f"{where}={v!r}: use True (one step from each given config), a number of steps, or False")
+    return v
 
 
 #: (module name, attribute, which replacement) for every place Triton exposes its autotuner.
@@ -296,16 +311,17 @@ def is_patched() -> bool:
     return bool(_saved)
 
 
-def patch_triton(*, widen: bool | None = None) -> None:
+def patch_triton(*, widen: bool | int | None = None) -> None:
     """Make Triton's autotuner names use tritune's engine, for code that looks them up from now on.
 
     Idempotent. Every kernel tuned through them gets the store, the screen before launch, the race and the
     fast dispatch; ``triton.Config`` and ``triton.heuristics`` stay Triton's own. ``widen=True`` (or
     ``$TRITUNE_WIDEN=1``) explores around each kernel's own configs: their neighbouring block sizes, warps and
-    stages, screened, searched and checked against the kernel's first config, the library's configs always included.
+    stages, screened, searched and checked against the kernel's first config, the library's configs always included;
+    ``widen=2`` (``$TRITUNE_WIDEN=2``) reaches two steps from each.
     """
     if widen is not None:
-        os.environ["TRITUNE_WIDEN"] = "1" if widen else "0"
+        os.environ["TRITUNE_WIDEN"] = str(_widen(widen))
     if _saved:
         return
     new = {"autotune": triton_autotune, "Autotuner": TritonAutotuner}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import torch
 import triton
 import triton.language as tl
@@ -135,6 +136,31 @@ def test_a_generated_config_tied_with_the_written_one_does_not_serve() -> None:
     (choice,) = k.choices().values()
     assert k.best_config.kwargs["BLOCK"] == 256 and choice.stats["space"]["winner_generated"]
     assert choice.stats["warm_check"]["kept"]
+
+
+def test_widen_two_reaches_two_steps_from_each_given_config(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``widen=2``: the one-step neighbours and theirs (BLOCK 128 -> 512, a block doubled with its warps halved; the
+    kernel's bounds leave out blocks below 128 at 4 warps); the
+    space says how far it reached; ``$TRITUNE_WIDEN`` takes a number of steps and names itself when it cannot."""
+    from tritune.api import _widen
+
+    grid = lambda meta: (triton.cdiv(3000, meta["BLOCK"]),)  # noqa: E731
+    k1 = tritune.autotune([triton.Config({"BLOCK": 128})], ["n"], store=False, timer=FakeTimer(), widen=True)(scale)
+    k2 = tritune.autotune([triton.Config({"BLOCK": 128})], ["n"], store=False, timer=FakeTimer(), widen=2)(scale)
+    for k in (k1, k2):
+        x, out = _call(k, 3000, grid)
+        assert torch.equal(out, x * 2)
+    one, two = set(k1.candidates), set(k2.candidates)
+    assert one < two and 512 in {c.kwargs["BLOCK"] for c in two - one}
+    assert any(c.kwargs["BLOCK"] == 256 and c.num_warps == 2 for c in two - one)
+    (choice,) = k2.choices().values()
+    assert "up to 2 steps" in choice.stats["space"]["how"] and choice.stats["space"]["generated"] == len(two) - 1
+    for value, radius in (("2", 2), ("on", 1), ("1", 1), ("off", 0), ("", 0)):
+        monkeypatch.setenv("TRITUNE_WIDEN", value)
+        assert _widen(None) == radius
+    monkeypatch.setenv("TRITUNE_WIDEN", "far")
+    with pytest.raises(tritune.ConfigError, match=r"\$TRITUNE_WIDEN='far'"):
+        _widen(None)
 
 
 def test_a_written_winner_needs_no_warm_check() -> None:

@@ -68,6 +68,23 @@ def test_laws_of_widening(configs: list[Config], factor: int) -> None:
             assert is_pow2(new)
 
 
+@settings(max_examples=40, deadline=None)
+@given(configs=configs_st)
+def test_a_radius_of_two_is_the_neighbours_and_their_own_neighbours(configs: list[Config]) -> None:
+    """``radius=2``: the one-step list, in its order, then the one-step neighbours of its generated configs; every
+    config two steps from a given one (a block doubled with the warps halved) is in it unless a bound skipped it."""
+    one, two = widen(configs), widen(configs, radius=2)
+    assert two.configs()[: len(one.configs())] == one.configs() and two.radius == 2 and one.radius == 1
+    ring1 = {e.config for e in one.generated}
+    for e in two.generated:
+        assert e.origin in set(one.given) | ring1  # one step from a given config or from the first ring
+        if e.config not in ring1:
+            assert e.origin in ring1 and len(_axes(e.config, e.origin)) == 1
+    assert set(two.configs()) == set(one.configs()) | {
+        n.config for r in one.generated for n in widen([r.config], params=two.params).generated} - {c for c, _ in two.skipped}
+    assert "up to 2 steps" in two.explain() and "steps" not in one.explain().splitlines()[0]
+
+
 def test_without_a_kernel_ints_named_like_blocks_or_varied_by_the_list_are_widened() -> None:
     w = widen(MATMUL_LIST)
     assert w.params == ("BLOCK_SIZE_K", "BLOCK_SIZE_M", "BLOCK_SIZE_N")  # GROUP_SIZE_M is 8 in both: not widened
@@ -144,6 +161,9 @@ def test_refusals() -> None:
         widen([])
     with pytest.raises(ConfigError, match="power of 2"):
         widen(MATMUL_LIST, factor=3)
+    for radius in (0, True, 1.5):
+        with pytest.raises(ConfigError, match="radius"):
+            widen(MATMUL_LIST, radius=radius)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="no given config sets BLOCK"):
         widen(MATMUL_LIST, params=("BLOCK",))
     with pytest.raises(ConfigError, match="has no parameter BLOCK"):

@@ -114,7 +114,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         use_cuda_graph: bool = False,
         cache_results: bool = False,
         serving: Serving | None = None,
-        widen: bool = False,
+        widen: bool | int = False,
     ) -> None:
         self.fn = fn
         self.info = KernelInfo.of(fn)
@@ -134,6 +134,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         #: Where the candidates come from: "given" (the list), "derived" (configs=None: from the kernel's source,
         #: per call's sizes) or "widened" (the list and its neighbours): see :meth:`_call_space`.
         self.space_source = "derived" if configs is None else "widened" if widen else "given"
+        #: How many steps from a given config a widened list reaches (:func:`~tritune.space.widen`'s ``radius``).
+        self.widen_radius = int(widen)
         self._declared = [] if configs is None else configs
         #: Generated candidates of the last call's space (not in the list anyone wrote): config -> where it came from.
         self.generated: dict[Config, str] = {}
@@ -721,7 +723,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             self.space_report = {"source": "derived", "configs": len(derived), "how": d.explain()}
         else:
             declared, given = normalize(self._declared)
-            w = widen(declared, kernel=self.fn, sizes=sizes)
+            w = widen(declared, kernel=self.fn, sizes=sizes, radius=self.widen_radius)
             self._set_configs([given.get(c, c) for c in w.configs()])  # the library's own objects stay what callers see
             self.generated = {g.config: str(g) for g in w.generated}
             self.space_report = {"source": "widened", "given": len(given), "generated": len(self.generated),

@@ -1,8 +1,10 @@
 """Widen a library's own config list: around each config, its neighbours one step away along one axis at a time.
 
 A block size is multiplied and divided by ``factor`` (a power of 2 stays a power of 2; any other value gets the
-powers of 2 on either side), ``num_warps`` doubled and halved, ``num_stages`` one more and one less. The given
-configs come first and are never dropped; every generated config names the config it came from and what changed.
+powers of 2 on either side), ``num_warps`` doubled and halved, ``num_stages`` one more and one less. With
+``radius`` above 1, the neighbours' neighbours in turn, up to that many steps from a given config (two steps reach
+a block size doubled with the warps halved, or the warps halved twice). The given configs come first and are never
+dropped; every generated config names the config it came from and what changed.
 Given the kernel, only the parameters that shape its blocks are widened, each step within the bounds a derivation
 would give the value it changes (:mod:`tritune.space.derive`) and within the constraints over the kernel's tiles
 that its origin keeps.
@@ -29,8 +31,8 @@ _BLOCK_WORDS = ("BLOCK", "TILE")
 
 @dataclass(frozen=True)
 class Widened:
-    """One config of a widened list: ``origin`` None for a given config, else the given config it neighbours and
-    ``change`` what differs (``"BLOCK_M 128->256"``)."""
+    """One config of a widened list: ``origin`` None for a given config, else the config it neighbours (a given one,
+    or one step nearer to one) and ``change`` what differs (``"BLOCK_M 128->256"``)."""
 
     config: Config
     origin: Config | None = None
@@ -52,6 +54,7 @@ class WidenedSpace:
     entries: tuple[Widened, ...]
     params: tuple[str, ...]
     skipped: tuple[tuple[Config, str], ...] = ()
+    radius: int = 1
     space: Space = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -74,8 +77,9 @@ class WidenedSpace:
         return next((e for e in self.entries if e.config == config), None)
 
     def explain(self) -> str:
+        within = "" if self.radius == 1 else f", up to {self.radius} steps"
         lines = [f"{len(self.given)} given + {len(self.generated)} neighbours "
-                 f"(widened: {', '.join(self.params) or 'none'}, num_warps, num_stages)"]  # fmt: skip
+                 f"(widened: {', '.join(self.params) or 'none'}, num_warps, num_stages{within})"]  # fmt: skip
         lines += [f"  {e}" for e in self.entries]
         lines += [f"  skipped {c.id}: {why}" for c, why in self.skipped]
         return "\n".join(lines)
@@ -141,8 +145,10 @@ def widen(
     sizes: Mapping[str, int] | None = None,
     limits: Limits | None = None,
     params: Collection[str] | None = None,
+    radius: int = 1,
 ) -> WidenedSpace:
-    """The given configs (duplicates removed, order kept), then each one's neighbours in turn.
+    """The given configs (duplicates removed, order kept), then each one's neighbours in turn (then, with ``radius``
+    above 1, the neighbours' own neighbours, one ring at a time).
 
     ``params``: the meta-parameters to widen. By default, given ``kernel``, those that shape its blocks
     (neighbours then keep to the bounds of :func:`~tritune.space.derive_space` for ``sizes`` and ``limits``, and
@@ -151,6 +157,8 @@ def widen(
     its sets. ``factor``: a power of 2 of at least 2."""
     if not is_pow2(factor) or factor < 2:
         raise ConfigError(f"widen(factor={factor!r}): the factor must be a power of 2 of at least 2")
+    if isinstance(radius, bool) or not isinstance(radius, int) or radius < 1:
+        raise ConfigError(f"widen(radius={radius!r}): the radius is how many steps from a given config, 1 or more")
     launch = launch or Launch()
     given = list(dict.fromkeys(as_config(c) for c in configs))
     if not given:
@@ -172,18 +180,23 @@ def widen(
     entries = [Widened(c) for c in given]
     seen = set(given)
     skipped: list[tuple[Config, str]] = []
-    for c in given:
-        for name, old, new in _neighbours(c, blocks, factor, warps, stages):
-            n = c.replace(**{name: new})
-            if n in seen:
-                continue
-            seen.add(n)
-            why = bounds.rejection(n, name, c) if bounds is not None else None
-            if why is None:
-                entries.append(Widened(n, c, f"{name} {old}->{new}"))
-            else:
-                skipped.append((n, why))
-    return WidenedSpace(tuple(entries), tuple(blocks), tuple(skipped))
+    ring = given
+    for _ in range(radius):
+        outer: list[Config] = []
+        for c in ring:
+            for name, old, new in _neighbours(c, blocks, factor, warps, stages):
+                n = c.replace(**{name: new})
+                if n in seen:
+                    continue
+                seen.add(n)
+                why = bounds.rejection(n, name, c) if bounds is not None else None
+                if why is None:
+                    entries.append(Widened(n, c, f"{name} {old}->{new}"))
+                    outer.append(n)
+                else:
+                    skipped.append((n, why))
+        ring = outer
+    return WidenedSpace(tuple(entries), tuple(blocks), tuple(skipped), radius)
 
 
 def _block_like(name: str, configs: Sequence[Config]) -> bool:
