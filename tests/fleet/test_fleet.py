@@ -251,3 +251,52 @@ def test_a_pinned_table_entry_with_other_results_is_ignored_in_a_librarys_own_lo
         k.run(x, out, 4096, grid=(16,))  # 16 blocks of 256
     assert k.best_config.kwargs == {"BLOCK": 256} and torch.equal(out, x * 2.0)
     assert [c["source"] for c in fleet.choices([k])] == ["pinned"]
+
+
+def _ranks_record(rank: int, world: int, init_file: str, out_dir: str) -> None:
+    """Rank process of a gloo job: tune one key (replayed: rank 1's fastest config differs from rank 0's), record
+    the choices to ``choices-{rank}.json`` (the rank from torch.distributed), and keep the output's bytes."""
+    import sys
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    data: dict[str, Any] = {"rank": rank}
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
+                                timeout=timedelta(seconds=60))  # fmt: skip
+        k = tritune.autotune(CONFIGS, ["n"], store=False, timer=CountingReplay(128 if rank == 0 else 64))(row_sum)
+        data["out"] = _run(k).numpy().tobytes().hex()
+        data["recording"] = str(fleet.record_choices(Path(out_dir) / "choices-{rank}.json"))
+        dist.barrier()
+    except BaseException:
+        import traceback
+
+        data["exception"] = traceback.format_exc()
+    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(data))
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def test_two_ranks_record_a_merge_pins_and_the_pinned_run_times_nothing_and_computes_rank_0s_bits(
+        tmp_path: Path) -> None:  # fmt: skip
+    """Two gloo ranks on the CPU, each recording its own choice (rank 0: BLOCK=128, rank 1: BLOCK=64); ``tritune pin
+    merge`` breaks the 1-1 tie by the lowest rank; a run pinned to the table times nothing (counted) and computes the
+    bits rank 0 computed."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ranks"))
+    from ranks import run_ranks
+
+    out = tmp_path / "out"
+    out.mkdir()
+    res = run_ranks(_ranks_record, 2, out, (str(tmp_path / "rdv"), str(out)), ["torch.distributed", "triton", "tritune"])
+    assert [Path(r["recording"]).name for r in res] == ["choices-0.json", "choices-1.json"]
+    assert res[0]["out"] != res[1]["out"]  # the two choices sum the rows in other orders
+    table = tmp_path / "pinned.json"
+    assert cli(["pin", "merge", *(r["recording"] for r in res), "--out", str(table)]) == 0
+    timer = CountingReplay(fastest=32)
+    pinned = tritune.autotune(CONFIGS, ["n"], store=False, timer=timer, pretuned=table, pinned=True)(row_sum)
+    got = _run(pinned)
+    assert timer.timed == 0 and pinned.best_config.kwargs == {"BLOCK": 128}
+    assert got.numpy().tobytes().hex() == res[0]["out"]
