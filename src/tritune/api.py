@@ -141,6 +141,7 @@ def autotune(
                                   compile_timeout=compile_timeout, race=race if race is not None else RaceOptions(),
                                   retime_finalists=retime_finalists, precompile=precompile,
                                   numerics=numerics)  # fmt: skip
+            radius = _widen(widen)
         except TrituneError as e:
             raise type(e)(f"{name}: {e}") from None
         serving = serving_mode(incremental, outputs=outputs, atol=atol, rtol=rtol, on_promote=on_promote,
@@ -154,8 +155,7 @@ def autotune(
         tuned = Autotuned(fn, configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                           restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook, do_bench=do_bench,
                           on_no_gpu=on_no_gpu, tuner=tuner, warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph,
-                          cache_results=cache_results, serving=serving,
-                          widen=_widen(widen))  # fmt: skip
+                          cache_results=cache_results, serving=serving, widen=radius)  # fmt: skip
         tuner.check_pretuned(tuned)  # a file that can serve this kernel nothing is said here, once
         return tuned
 

@@ -161,6 +161,10 @@ def test_widen_two_reaches_two_steps_from_each_given_config(monkeypatch) -> None
     monkeypatch.setenv("TRITUNE_WIDEN", "far")
     with pytest.raises(tritune.ConfigError, match=r"\$TRITUNE_WIDEN='far'"):
         _widen(None)
+    with pytest.raises(tritune.ConfigError, match=r"^scale: \$TRITUNE_WIDEN='far'"):
+        tritune.autotune([triton.Config({"BLOCK": 128})], ["n"], store=False)(scale)
+    with pytest.raises(tritune.ConfigError, match=r"^scale: widen=-1"):
+        tritune.autotune([triton.Config({"BLOCK": 128})], ["n"], store=False, widen=-1)(scale)
 
 
 def test_a_written_winner_needs_no_warm_check() -> None:

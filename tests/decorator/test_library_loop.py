@@ -63,6 +63,7 @@ def test_a_generated_config_faster_only_with_the_l2_flushed_does_not_beat_the_wr
     both = race_in_library_loop(tuned, ("k",), _fake_measure(0.85, calls), generated="BLOCK=128",
                                 measure_warm=_fake_measure(0.9, warm_calls))  # fmt: skip
     assert both.median_ms < written.median_ms and "BLOCK=128" not in tuned.__dict__["_library_loop_refused"][("k",)]
+    assert tuned.__dict__["_library_loop_refused"][("k",)]["BLOCK=64"]["why"] == "slower with the L2 warm"
     # warm looks: the written best, and each generated config that beat it with the flush
     assert [t for t, _ in warm_calls] == [1.0, 1.16, 0.9]
 

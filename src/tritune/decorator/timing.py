@@ -249,17 +249,16 @@ def _warm_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
     from tritune.bench.ties import PICK_SHARE
     from tritune.engine.warm import WARM_MARGIN, warm_refuses
 
-    refused = tuned.__dict__.setdefault("_library_loop_refused", {}).setdefault(key, {})
-    flushed = {"flushed_ms": full.median_ms, "written_flushed_ms": ref[0].median_ms}
+    why: dict[str, Any] = {"flushed_ms": full.median_ms, "written_flushed_ms": ref[0].median_ms}
     if full.median_ms > ref[0].median_ms * (1 - PICK_SHARE * FULL_LOOK["rel_tol"]):
         # tied with the written best: the tie rule's first step (tritune.bench.ties) serves the written config
-        refused[generated] = {"why": "tied with the written best", **flushed}
-        return ref[0].scaled(1 + WARM_MARGIN)
-    warm = measure_warm(**FULL_LOOK)
-    if not warm_refuses(warm.median_ms, ref[1].median_ms):
-        return full
-    refused[generated] = {"why": "slower with the L2 warm", "warm_ms": warm.median_ms,
-                          "written_warm_ms": ref[1].median_ms, **flushed}  # fmt: skip
+        why["why"] = "tied with the written best"
+    else:
+        warm = measure_warm(**FULL_LOOK)
+        if not warm_refuses(warm.median_ms, ref[1].median_ms):
+            return full
+        why.update(why="slower with the L2 warm", warm_ms=warm.median_ms, written_warm_ms=ref[1].median_ms)
+    tuned.__dict__.setdefault("_library_loop_refused", {}).setdefault(key, {})[generated] = why
     return ref[0].scaled(1 + WARM_MARGIN)
 
 
