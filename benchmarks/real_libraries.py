@@ -1653,8 +1653,20 @@ def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "winner_over_best_written")},
                     # generated configs the output check refused (what differed, and on which input)
                     "refused": dict(checked.get("other") or {}),
+                    # seconds the check spent making its inputs and running the configs (the reference's runs too)
+                    "check_s": checked.get("s"),
+                    "total_s": st.get("total_s"),
                     "warm_kept": None if warm is None else warm.get("kept")})  # fmt: skip
     return out
+
+
+def _check_seconds(sp: dict[str, Any]) -> str:
+    """``; check 0.41 s of 1.59`` where the key's output check (inputs and runs) and total tuning time are known."""
+    c = sp.get("check_s") or {}
+    if not c:
+        return ""
+    total = sp.get("total_s")
+    return f"; check {sum(c.values()):.2f} s" + (f" of {total:.2f}" if isinstance(total, (int, float)) else "")
 
 
 def _fmt(x: Any, spec: str) -> str:
@@ -1726,7 +1738,8 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
                 print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, generated {sp['generated']}, legal "
                       f"{sp['legal']} ({sp['generated_legal']} generated); winner generated: {sp['winner_generated']}, "
                       f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}; "
-                      f"refused by the check: {len(sp.get('refused') or {})}{warm[sp.get('warm_kept')]}")
+                      f"refused by the check: {len(sp.get('refused') or {})}{warm[sp.get('warm_kept')]}"
+                      f"{_check_seconds(sp)}")
         gen = [n for n, s in t["ops"].items() if s.get("winner_generated")]
         print(f"  ops whose tritune winner is a config outside the library's list: {len(gen)} ({', '.join(gen) or '-'})")
         print(f"  winner t/T: median {_fmt(t['winner_ratio_median'], '.3f')}, best {_fmt(t['winner_ratio_best'], '.3f')}; "

@@ -319,7 +319,7 @@ def test_widened_winners_are_summarised_with_their_spaces_and_a_new_config_takes
     from real_libraries import _summarize, matching_config
 
     def side(ratio: float | None, space: dict[str, object] | None) -> dict[str, object]:
-        stats = {"(64,)": {"space": space}} if space else None
+        stats = {"(64,)": {"space": space, "total_s": 1.5, "checked": {"s": {"inputs": 0.1, "checks": 0.3}}}} if space else None
         return {"cold": {"ok": True, "cold_s": 1.0, "reaches": False, "tuners": [
             {"name": "k", "config": {"B": 1}, "stats": stats}]}, "us": [10.0], "us_rounds": [10.0]}
 
@@ -332,6 +332,9 @@ def test_widened_winners_are_summarised_with_their_spaces_and_a_new_config_takes
     assert t["winners_faster_by_5pct"] == ["a"] and t["winners_at_most_1_01"] == 3
     assert abs(t["winner_ratio_best"] - 0.9) < 1e-9 and t["winner_ratio_median"] == 1.0
     assert t["ops"]["a"]["winner_generated"] and t["ops"]["a"]["space"][0]["winner_over_best_written"] == 0.93
+    from real_libraries import _check_seconds
+
+    assert _check_seconds(t["ops"]["a"]["space"][0]) == "; check 0.40 s of 1.50"
 
     def hook(nargs: object) -> None:
         return None

@@ -80,6 +80,7 @@ def test_configs_none_derives_a_space_from_the_kernel_and_tunes_it() -> None:
     space = choice.stats["space"]
     assert space["source"] == "derived" and "BLOCK" in space["how"] and space["legal"] > 0
     assert choice.stats["checked"]["mode"] == "agree" and choice.stats["checked"]["checked"] >= 1
+    assert set(choice.stats["checked"]["s"]) == {"inputs", "checks"} and choice.stats["checked"]["s"]["checks"] > 0
 
 
 def test_a_generated_winner_slower_with_the_l2_warm_gives_way_to_the_written_config() -> None:

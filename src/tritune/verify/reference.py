@@ -12,6 +12,7 @@ apart by one or two).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -223,12 +224,16 @@ class OutputCheck:
                        *(f"the bucket's sizes {label}" for label, _ in edges)]  # fmt: skip
         #: Why the inputs could not be made, if so: then only the first reference may serve (never a call's failure).
         self.broken: str | None = None
+        #: Wall seconds spent making the inputs and in :meth:`check` (the reference's runs included), for the summary.
+        self.seconds = {"inputs": 0.0, "checks": 0.0}
+        started = time.perf_counter()
         try:
             sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs)),
                     *(list(a) for _, a in edges)]  # fmt: skip
             runs = [ReferenceRun(launch, a, names) for a in sets]
         except Exception as e:
             self.broken, runs = f"{type(e).__name__}: {e}", []
+        self.seconds["inputs"] = time.perf_counter() - started
         self._only = None if only is None else set(only)
         self.reference: Config | None = references[0] if references else None
         self._runs = runs
@@ -240,6 +245,13 @@ class OutputCheck:
         """None when ``cfg`` passes (class docstring), else the status and reason to record."""
         if self._only is not None and cfg not in self._only:
             return None
+        started = time.perf_counter()
+        try:
+            return self._check(cfg)
+        finally:
+            self.seconds["checks"] += time.perf_counter() - started
+
+    def _check(self, cfg: Config) -> tuple[Status, str] | None:
         if self.broken is not None:
             if self.exact and self._references and cfg == self._references[0]:
                 return None
@@ -289,7 +301,8 @@ class OutputCheck:
         out = {"mode": "exact" if self.exact else "agree", "inputs": len(self._runs),
                "reference": None if self.reference is None else self.reference.id,
                "class": [c.id for c in self.members], "class_size": len(self.members),
-               "other": {c.id: why for c, why in self.others.items()}}  # fmt: skip
+               "other": {c.id: why for c, why in self.others.items()},
+               "s": {k: round(v, 4) for k, v in self.seconds.items()}}  # fmt: skip
         if not self.exact:
             out = {**out, "passed": out.pop("class"), "checked": len(self.members) + len(self.others)}
             out.pop("class_size")
