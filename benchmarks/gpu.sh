@@ -41,7 +41,9 @@
 # are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
 # (also the ops inside torch.compile), LIBS_FRESH=1 (libs: also a fresh tritune process on the caches and store the
 # tuning one wrote, its first calls and its cached calls beside the tuning process's), WIDEN_BUDGET_S, WIDEN_OPS,
-# WIDEN_STEPS (widen: how many steps from each written config, 1 by default),
+# WIDEN_STEPS (widen: how many steps from each written config, 1 by default), LIBS_RESUME / WIDEN_RESUME (an
+# earlier call's results.json, e.g. unpacked from its raw data into .ref/ and carried: its finished ops are not run
+# again and count in this call's summary, so a run longer than one call's limit adds up over calls),
 # NUMERICS_OPS, NUMERICS_RUNS,
 # NUMERICS_SHARED_CACHE=1, NUMERICS_RESUME (a folder of an earlier numerics call's any_N/exact_N.json, e.g. unpacked
 # from its raw data into .ref/ and carried: its runs count with this call's), OP_SHARE (libs, widen: the most of the budget one op's cold run may take; 0.4 by
@@ -113,7 +115,7 @@ for part in "$@"; do
     libs) b=${LIBS_BUDGET_S:-440}
           step libs $((b + 20)) python3 benchmarks/real_libraries.py --out "$RES/libs" --budget-s "$b" \
             ${LIBS_OPS:+--ops "$LIBS_OPS"} ${LIBS_COMPILE:+--compile} ${OP_SHARE:+--op-share "$OP_SHARE"} \
-            ${LIBS_FRESH:+--fresh-dispatch} ;;
+            ${LIBS_FRESH:+--fresh-dispatch} ${LIBS_RESUME:+--resume "$LIBS_RESUME"} ;;
     widen) b=${WIDEN_BUDGET_S:-480}
            # default: a trap (a kernel whose widened neighbour leaves a tail unwritten), the FlagGems, Liger, fla norm
            # and tutorial ops that reach an autotuner, then every second shape (@odd); fla's chunked attention ops
@@ -126,7 +128,7 @@ for part in "$@"; do
            # that runs long shows which key it was on
            step widen $((b + 40)) env TRITON_PRINT_AUTOTUNING=1 python3 benchmarks/real_libraries.py --out "$RES/widen" \
              --budget-s "$b" --widen "${WIDEN_STEPS:-1}" --ops "$o" ${LIBS_COMPILE:+--compile} \
-             ${OP_SHARE:+--op-share "$OP_SHARE"}
+             ${OP_SHARE:+--op-share "$OP_SHARE"} ${WIDEN_RESUME:+--resume "$WIDEN_RESUME"}
            show widen "^widened\|^cold total" ;;
     libtests) if ls .whl/libtests/*.whl >/dev/null 2>&1; then  # Liger's test helpers import transformers
                 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-tests \

@@ -36,6 +36,9 @@ widened winner against Triton's winner of the library's own list, and the summar
 (given, generated, legal) and tritune's own race of its winner against the best given config. The tutorial ops
 are widened the same way: tutorial 03's matmul configs and 06's attention forward configs.
 
+``--resume RESULTS_JSON`` counts an earlier call's finished ops (same GPU, driver, torch, triton and libraries) with
+this call's and runs only the others: a run longer than one call's time limit adds up over calls.
+
 ``--variants`` adds each ``OP@odd``: the op at a second shape whose sizes no power of 2 divides, so a block size
 that mishandles a tail shows in the outputs and a winner is judged at more than one shape.
 
@@ -1338,13 +1341,42 @@ def select_ops(args: argparse.Namespace) -> list[Op]:
     return ops
 
 
+def resumed_rows(path: Path, names: tuple[str, ...]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The rows of an earlier call's ``results.json`` that this call need not run again (every engine's cold run
+    ended and its cached calls were timed), and that call's provenance. A run that needs more than one call's time
+    limit (fla's chunked ops tune for minutes under Triton) adds up over calls on one machine: the ops of each call
+    run from empty caches in their own engine processes, as in one call."""
+    try:
+        doc = json.loads(path.read_text())
+        rows, prov = doc["ops"], doc.get("provenance") or {}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"--resume {path}: not a results.json of real_libraries.py ({type(e).__name__}: {e})") from None
+    done = {op: row for op, row in rows.items()
+            if all((row.get(n) or {}).get("cold", {}).get("ok") and (row.get(n) or {}).get("us") for n in names)}
+    return done, prov
+
+
+def _check_resumed(path: Path, earlier: dict[str, Any], prov: dict[str, Any]) -> None:
+    """The earlier call must have run on the same GPU, torch, triton and libraries: one line naming what differs."""
+    differ = [f"{k} {earlier.get(k)!r} there, {prov.get(k)!r} here" for k in ("gpu", "driver", "torch", "triton")
+              if earlier.get(k) != prov.get(k)]  # fmt: skip
+    libs_then, libs_now = earlier.get("libs") or {}, prov.get("libs") or {}
+    differ += [f"{n}'s libraries {libs_then[n]!r} there, {libs_now[n]!r} here" for n in sorted(set(libs_then) & set(libs_now))
+               if libs_then[n] != libs_now[n]]  # fmt: skip
+    if differ:
+        raise SystemExit(f"--resume {path}: the earlier call ran elsewhere ({'; '.join(differ)}); its rows cannot be "
+                         "counted with this call's: run the ops again here")  # fmt: skip
+
+
 def parent_main(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     ops = select_ops(args)
+    names: tuple[str, ...] = tuple(n for n in ENGINES if n in args.engines.split(","))
+    earlier_rows, earlier_prov = resumed_rows(args.resume, names) if args.resume else ({}, {})
+    ops = [op for op in ops if op.name not in earlier_rows]
     rounds, reps, ncalls = (3, 3, 20) if args.cpu_smoke else ((5, 20, 200) if args.quick else (10, 30, 500))
     started = time.time()
     scratch = Path(tempfile.mkdtemp(prefix="real_libraries_"))
-    names: tuple[str, ...] = tuple(n for n in ENGINES if n in args.engines.split(","))
     engines = {e: _Engine(e, args, scratch, args.out / f"{e}.log") for e in names}
     started_engines = list(engines.values())  # replacements included: every one is closed at the end
     try:
@@ -1352,6 +1384,8 @@ def parent_main(args: argparse.Namespace) -> int:
             if "fatal" in e.hello:
                 print(f"{e.name}: {e.hello['fatal']}", file=sys.stderr)
                 return 2
+        if args.resume:  # before any op runs: the earlier call's machine and versions must be this one's
+            _check_resumed(args.resume, earlier_prov, _provenance(args, started, {n: e.hello for n, e in engines.items()}))
         rows: dict[str, dict[str, Any]] = {op.name: {"lib": op.lib} for op in ops}
         ran_in: dict[str, dict[str, _Engine]] = {op.name: {} for op in ops}  # the process each op's cold ran in
         cold_stop, step_stop = started + COLD_STOP * args.budget_s, started + STEP_STOP * args.budget_s
@@ -1445,8 +1479,11 @@ def parent_main(args: argparse.Namespace) -> int:
     finally:
         for e in started_engines:
             e.close()
-    table = _summarize(rows, names)
     prov = _provenance(args, started, hello)
+    if args.resume:
+        prov["resumed"] = {"from": str(args.resume), "ops": list(earlier_rows), "provenance": earlier_prov}
+        rows = {**earlier_rows, **rows}
+    table = _summarize(rows, names)
     (args.out / "results.json").write_text(json.dumps({"provenance": prov, "ops": rows, "summary": table}, indent=1))
     _print_table(table, prov)
     return 0
@@ -1838,6 +1875,9 @@ def main(argv: list[str] | None = None) -> int:
                         "given); the winners' comparison is then the widened winner against Triton's winner of the "
                         "library's list")
     p.add_argument("--compile", action="store_true", help="also the ops marked +compile (called inside torch.compile)")
+    p.add_argument("--resume", type=Path, default=None, metavar="RESULTS_JSON",
+                   help="an earlier call's results.json (same GPU, torch, triton, libraries): its finished ops are not "
+                        "run again and count in this call's summary")
     p.add_argument("--variants", action="store_true",
                    help="also the ops' second shapes (OP@odd: sizes no power of 2 divides); --ops can name them too")
     p.add_argument("--no-pin", action="store_true", help="do not pin both engines to one CPU core while timing")

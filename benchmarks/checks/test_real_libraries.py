@@ -573,3 +573,30 @@ def test_the_widen_trap_is_wrong_where_its_block_does_not_divide_and_the_check_r
     (choice,) = k.choices().values()
     assert any(c.startswith("BLOCK=256,") for c in choice.stats["checked"]["other"])
     assert rl._spaces([{"name": "t", "stats": {"k": choice.stats}}])[0]["refused"]
+
+
+def test_a_resumed_call_skips_the_finished_ops_and_refuses_another_machines(tmp_path: Path) -> None:
+    """``--resume``: the ops of an earlier results.json that every engine finished (cold run ok, cached calls timed)
+    are not run again; an op cut short is; an earlier call on another GPU or library version is refused in one line
+    naming what differs. Recorded rows, no GPU."""
+    import json
+
+    from real_libraries import _check_resumed, resumed_rows
+
+    done = {"lib": "x", "triton": {"cold": {"ok": True}, "us": [1.0]}, "tritune": {"cold": {"ok": True}, "us": [0.9]}}
+    cut = {"lib": "x", "triton": {"cold": {"ok": True}, "us": [1.0]},
+           "tritune": {"cold": {"ok": False, "error": "not run: past 70% of --budget-s 480.0"}}}  # fmt: skip
+    prov = {"gpu": "NVIDIA H200", "driver": "580", "torch": "2.11", "triton": "3.6",
+            "libs": {"triton": {"flag_gems": "5.0.2"}, "tritune": {"flag_gems": "5.0.2"}}}  # fmt: skip
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"provenance": prov, "ops": {"mm": done, "bmm": cut}, "summary": {}}))
+    rows, earlier = resumed_rows(path, ("triton", "tritune"))
+    assert list(rows) == ["mm"] and earlier == prov
+    _check_resumed(path, earlier, {**prov, "libs": {**prov["libs"], "tritune_fresh": {"flag_gems": "5.0.2"}}})
+    with pytest.raises(SystemExit, match=r"gpu 'NVIDIA H200' there, 'NVIDIA H100 80GB HBM3' here"):
+        _check_resumed(path, earlier, {**prov, "gpu": "NVIDIA H100 80GB HBM3"})
+    with pytest.raises(SystemExit, match=r"triton's libraries"):
+        _check_resumed(path, earlier, {**prov, "libs": {"triton": {"flag_gems": "5.0.3"}}})
+    (tmp_path / "bad.json").write_text("[]")
+    with pytest.raises(SystemExit, match=r"not a results\.json"):
+        resumed_rows(tmp_path / "bad.json", ("triton", "tritune"))
