@@ -45,6 +45,21 @@ def test_triton_engine_runs_every_smoke_op(tmp_path: Path) -> None:
     assert "| smoke_row_sum | 1/0 |" in p.stdout
 
 
+@pytest.mark.long  # about a minute: two calls of the harness, one smoke op each
+def test_a_resumed_call_runs_only_the_ops_the_earlier_one_did_not_finish(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    p = _run(first, "--engines", "triton", "--ops", "smoke_row_sum")
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = _run(second, "--engines", "triton", "--ops", "smoke_row_sum,smoke_axpy", "--resume", str(first / "results.json"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((second / "results.json").read_text())
+    assert doc["provenance"]["resumed"]["ops"] == ["smoke_row_sum"] and list(doc["ops"]) == ["smoke_row_sum", "smoke_axpy"]
+    assert doc["summary"]["ops_run"]["triton"] == 2
+    earlier = json.loads((first / "results.json").read_text())["ops"]["smoke_row_sum"]
+    assert doc["ops"]["smoke_row_sum"] == earlier  # counted as it was, not run again
+    assert "cold smoke_row_sum" not in p.stdout + p.stderr and "cold smoke_axpy triton" in p.stdout + p.stderr
+
+
 @pytest.mark.long  # about a minute: a stalled op waits out the least wait a step gets (30 s)
 def test_a_stalled_op_is_stopped_and_the_next_ops_run_in_a_fresh_engine(tmp_path: Path) -> None:
     """The first smoke op's cold run hangs (FAKE: ``REAL_LIBRARIES_FAKE_HANG``); past its share of the budget its
