@@ -24,7 +24,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -116,21 +115,20 @@ def run_lib(lib: str, rounds: int, src: Path) -> dict[str, Any]:
 
 
 def provenance(argv: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "python": platform.python_version(),
-                           "machine": platform.node(), "cores": os.cpu_count(),
-                           "command": "python benchmarks/import_cost.py " + " ".join(argv)}  # fmt: skip
-    for mod, dist in (("torch", "torch"), ("triton", "triton"), ("fla", "fla-core"), ("liger_kernel", "liger-kernel"),
-                      ("flag_gems", "flag-gems")):  # fmt: skip
-        p = subprocess.run([sys.executable, "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
-                           capture_output=True, text=True)  # fmt: skip
-        out[mod] = p.stdout.strip() or None
-    try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30)  # fmt: skip
-        out["gpu"] = q.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        out["gpu"] = None
-    return out
+    """:func:`tritune.bench.provenance.provenance` (date, torch, triton, tritune, GPU and driver) with this run's
+    command, host and the measured libraries' installed versions (read from their metadata, not imported)."""
+    from importlib import metadata
+
+    from tritune.bench.provenance import provenance as base
+
+    def version(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return base(command="python benchmarks/import_cost.py " + " ".join(argv), machine=platform.node(),
+                cores=os.cpu_count(), libraries={d: version(d) for d in ("fla-core", "liger-kernel", "flag-gems")})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,3 +56,9 @@ def test_a_library_that_does_not_import_is_reported_with_its_reason(tmp_path: Pa
     monkeypatch.setitem(import_cost.LIBS, "absent_lib", ("absent_lib_xyz", ()))
     res = import_cost.run_lib("absent_lib", rounds=1, src=ROOT / "src")
     assert "absent_lib did not import under triton" in res["error"] and "absent_lib_xyz" in res["error"]
+
+
+def test_provenance_is_the_projects_with_the_libraries_versions() -> None:
+    prov = import_cost.provenance(["--libs", "fla"])
+    assert prov["command"] == "python benchmarks/import_cost.py --libs fla" and prov["torch"] and prov["triton"]
+    assert set(prov["libraries"]) == {"fla-core", "liger-kernel", "flag-gems"} and prov["cores"] >= 1
