@@ -282,17 +282,15 @@ def _widen(value: bool | int | None) -> int:
     where, v = ("widen", value) if value is not None else ("$TRITUNE_WIDEN", os.environ.get("TRITUNE_WIDEN", ""))
     if isinstance(v, str):
         word = v.strip().lower()
-        v = True if word in ("true", "yes", "on") else False if word in ("", "false", "no", "off") else word
-        if isinstance(v, str):
-            if not v.isdigit():
-                raise ConfigError(f"{where}={word!r}: use 1 (or true) to widen each config by one step, a number of "
-                                  "steps, or 0 (false)")  # fmt: skip
-            v = int(v)
-    if isinstance(v, bool):
-        return int(v)
-    if not isinstance(v, int) or v < 0:
+        if word in ("true", "yes", "on", "false", "no", "off", ""):
+            return int(word in ("true", "yes", "on"))
+        if not word.isdigit():
+            raise ConfigError(f"{where}={word!r}: use 1 (or true) to widen each config by one step, a number of "
+                              "steps, or 0 (false)")  # fmt: skip
+        return int(word)
+    if not isinstance(v, int) or v < 0:  # (a bool is an int: True is one step)
         raise ConfigError(f"{where}={v!r}: use True (one step from each given config), a number of steps, or False")
-    return v
+    return int(v)
 
 
 #: (module name, attribute, which replacement) for every place Triton exposes its autotuner.
