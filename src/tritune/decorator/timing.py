@@ -229,15 +229,17 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
         return first
     full = first.merged(measure(**FULL_LOOK))
     if measure_warm is not None:
-        full = _warm_guard(tuned, key, full, generated, measure_warm)
+        full = _generated_guard(tuned, key, full, generated, measure_warm)
     if best is None or full.median_ms < best.median_ms:
         bests[key] = full
     return full
 
 
-def _warm_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
-                measure_warm: Callable[..., Any]) -> Any:  # fmt: skip
-    """:func:`race_in_library_loop`'s warm check: the measurement the loop gets for this config."""
+def _generated_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
+                     measure_warm: Callable[..., Any]) -> Any:  # fmt: skip
+    """The measurement the loop gets for this config in a widened list (:func:`race_in_library_loop`): a written one
+    keeps its own, tracked as the written best; a generated one keeps its own only if it beats the written best
+    beyond the tie band and with the L2 warm too."""
     written: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_written", {})
     ref = written.get(key)  # (flushed, warm) measurements of the fastest written config so far
     if generated is None:
