@@ -43,10 +43,10 @@
 # tuning one wrote, its first calls and its cached calls beside the tuning process's), WIDEN_BUDGET_S, WIDEN_OPS,
 # WIDEN_STEPS (widen: how many steps from each written config, 1 by default), LIBS_RESUME / WIDEN_RESUME (an
 # earlier call's results.json, e.g. unpacked from its raw data into .ref/ and carried: its finished ops are not run
-# again and count in this call's summary, so a run longer than one call's limit adds up over calls),
-# NUMERICS_OPS, NUMERICS_RUNS,
-# NUMERICS_SHARED_CACHE=1, NUMERICS_RESUME (a folder of an earlier numerics call's any_N/exact_N.json, e.g. unpacked
-# from its raw data into .ref/ and carried: its runs count with this call's), OP_SHARE (libs, widen: the most of the budget one op's cold run may take; 0.4 by
+# again and count in this call's summary, so a run longer than one call's limit adds up over calls), NUMERICS_OPS,
+# NUMERICS_RUNS, NUMERICS_SHARED_CACHE=1, NUMERICS_RESUME (a folder of an earlier numerics call's any_N/exact_N.json,
+# e.g. unpacked from its raw data into .ref/ and carried: its runs count with this call's), OP_SHARE (libs, widen: the
+# most of the budget one op's cold run may take; 0.4 by
 # default, more for fla's chunked GLA, which tunes for minutes under Triton), BASELINE_SERVING=0 (baseline: libs
 # only), BASELINE_SERVING_ORDER (the trees' order for serving: "this base" by default, "base this" to swap), LIBTESTS_BUDGET_S, LIBTESTS_SUITES,
 # IMPORTS_LIBS, IMPORTS_ROUNDS, SEARCHXFER_CACHE (both|shared|empty), SEARCHXFER_PROCESS (both|fresh|warm), SEARCHXFER_REPEAT, SERVINGLONG_CALLS.
