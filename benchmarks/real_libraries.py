@@ -533,6 +533,8 @@ OPS: tuple[Op, ...] = (
     Op("tut_matmul@odd", "tutorials", _tut_matmul((3000, 1500), (1500, 2000)), reduce_dim=1500, variant=True),
     Op("tut_attention", "tutorials", _tut_attention(), tol=(0.0, 1e-2)),
     Op("tut_attention_bwd", "tutorials", _tut_attention(backward=True), tol=(0.0, 1e-2)),
+    # FlagGems' matmul inside torch.compile: Inductor lowers mm to an extern call of aten's mm, which FlagGems overrides
+    Op("mm+compile", "flag_gems", _compiled(_gems(_f("mm"), (M, 1024), (1024, M))), reduce_dim=1024, compiled=True),
     Op("liger_dyt+compile", "liger_kernel", _compiled(_liger_dyt()), compiled=True),
     Op("fla_rms_norm_bwd+compile", "fla", _compiled(_fla("rms_norm", True)), reduce_dim=4096, compiled=True),
     Op("fla_gla+compile", "fla", _compiled(_fla("gla")), reduce_dim=128, compiled=True),
