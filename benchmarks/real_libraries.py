@@ -1157,8 +1157,8 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
 
     child = _Child(engine, outdir, "cpu" if cpu_smoke else "cuda", quick)
     by_name = {op.name: op for op in OPS}
-    send({"ready": True, "libs": libs, "torch": torch.__version__, "triton": _version("triton"),
-          "tritune": _version("tritune"), "engine": engine})
+    send({"ready": True, "libs": libs, "versions": _dist_versions(lib for lib, err in libs.items() if err is None),
+          "torch": torch.__version__, "triton": _version("triton"), "tritune": _version("tritune"), "engine": engine})
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd["cmd"] == "quit":
@@ -1185,6 +1185,22 @@ def child_main(engine: str, outdir: Path, cpu_smoke: bool, quick: bool) -> int:
         except Exception as e:
             send({"ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-4000:]})
     return 0
+
+
+def _dist_versions(modules: Any) -> dict[str, str]:
+    """The installed version of each imported library, by the distribution that provides the module (``fla`` comes
+    from ``fla-core``)."""
+    from importlib import metadata
+
+    dists = metadata.packages_distributions()
+    out = {}
+    for mod in modules:
+        for dist in dists.get(mod, ()):
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                continue
+    return out
 
 
 def _version(mod: str) -> str | None:
@@ -1362,9 +1378,10 @@ def _check_resumed(path: Path, earlier: dict[str, Any], prov: dict[str, Any]) ->
     """The earlier call must have run on the same GPU, torch, triton and libraries: one line naming what differs."""
     differ = [f"{k} {earlier.get(k)!r} there, {prov.get(k)!r} here" for k in ("gpu", "driver", "torch", "triton")
               if earlier.get(k) != prov.get(k)]  # fmt: skip
-    libs_then, libs_now = earlier.get("libs") or {}, prov.get("libs") or {}
-    differ += [f"{n}'s libraries {libs_then[n]!r} there, {libs_now[n]!r} here" for n in sorted(set(libs_then) & set(libs_now))
-               if libs_then[n] != libs_now[n]]  # fmt: skip
+    for field, what in (("libs", "libraries"), ("versions", "library versions")):  # an older file has no versions
+        then, now = earlier.get(field) or {}, prov.get(field) or {}
+        differ += [f"{n}'s {what} {then[n]!r} there, {now[n]!r} here" for n in sorted(set(then) & set(now))
+                   if then[n] != now[n]]  # fmt: skip
     if differ:
         raise SystemExit(f"--resume {path}: the earlier call ran elsewhere ({'; '.join(differ)}); its rows cannot be "
                          "counted with this call's: run the ops again here")  # fmt: skip
@@ -1852,6 +1869,7 @@ def _provenance(args: argparse.Namespace, started: float, hello: dict[str, Any])
     h = hello.get("triton") or hello.get("tritune") or {}
     return {"gpu": gpu, "driver": driver, "torch": h.get("torch"), "triton": h.get("triton"),
             "tritune": hello.get("tritune", {}).get("tritune"), "libs": {n: v.get("libs") for n, v in hello.items()},
+            "versions": {n: v.get("versions") for n, v in hello.items()},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "wall_s": round(time.time() - started, 1), "python": platform.python_version(),
             "command": " ".join([sys.executable, *sys.argv]), "widen": args.widen,

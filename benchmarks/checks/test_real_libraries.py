@@ -602,16 +602,32 @@ def test_a_resumed_call_skips_the_finished_ops_and_refuses_another_machines(tmp_
     cut = {"lib": "x", "triton": {"cold": {"ok": True}, "us": [1.0]},
            "tritune": {"cold": {"ok": False, "error": "not run: past 70% of --budget-s 480.0"}}}  # fmt: skip
     prov = {"gpu": "NVIDIA H200", "driver": "580", "torch": "2.11", "triton": "3.6",
-            "libs": {"triton": {"flag_gems": "5.0.2"}, "tritune": {"flag_gems": "5.0.2"}}}  # fmt: skip
+            "libs": {"triton": {"flag_gems": None}, "tritune": {"flag_gems": None}},
+            "versions": {"triton": {"flag_gems": "5.0.2"}, "tritune": {"flag_gems": "5.0.2"}}}  # fmt: skip
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"provenance": prov, "ops": {"mm": done, "bmm": cut}, "summary": {}}))
     rows, earlier = resumed_rows(path, ("triton", "tritune"))
     assert list(rows) == ["mm"] and earlier == prov
-    _check_resumed(path, earlier, {**prov, "libs": {**prov["libs"], "tritune_fresh": {"flag_gems": "5.0.2"}}})
+    _check_resumed(path, earlier, {**prov, "versions": {**prov["versions"], "tritune_fresh": {"flag_gems": "5.0.2"}}})
     with pytest.raises(SystemExit, match=r"gpu 'NVIDIA H200' there, 'NVIDIA H100 80GB HBM3' here"):
         _check_resumed(path, earlier, {**prov, "gpu": "NVIDIA H100 80GB HBM3"})
-    with pytest.raises(SystemExit, match=r"triton's libraries"):
-        _check_resumed(path, earlier, {**prov, "libs": {"triton": {"flag_gems": "5.0.3"}}})
+    with pytest.raises(SystemExit, match=r"triton's library versions \{'flag_gems': '5.0.2'\} there, \{'flag_gems': '5.0.3'\}"):
+        _check_resumed(path, earlier, {**prov, "versions": {"triton": {"flag_gems": "5.0.3"}}})
+    with pytest.raises(SystemExit, match=r"triton's libraries"):  # one engine's library did not import
+        _check_resumed(path, earlier, {**prov, "libs": {"triton": {"flag_gems": "ImportError: no GPU"}}})
+    older = {k: v for k, v in prov.items() if k != "versions"}  # a file written before versions were recorded
+    _check_resumed(path, older, prov)
     (tmp_path / "bad.json").write_text("[]")
     with pytest.raises(SystemExit, match=r"not a results\.json"):
         resumed_rows(tmp_path / "bad.json", ("triton", "tritune"))
+
+
+def test_provenance_names_each_imported_librarys_distribution_and_version() -> None:
+    """A library's version is its distribution's (the module ``fla`` comes from ``fla-core``): read from the
+    installed metadata, here of modules this environment has."""
+    from importlib import metadata
+
+    from real_libraries import _dist_versions
+
+    got = _dist_versions(["pytest", "no_such_module_anywhere"])
+    assert got == {"pytest": metadata.version("pytest")}

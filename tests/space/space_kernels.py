@@ -329,6 +329,21 @@ def helper_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, HALF: tl.constexpr = 2):
 
 
 @triton.jit
+def _row_total(ptr, n, WIDTH: tl.constexpr):
+    acc = tl.zeros([WIDTH], dtype=tl.float32)
+    for start in range(0, n, WIDTH):
+        acc += _tile_of(ptr, start, n, WIDTH)
+    return tl.sum(acc)
+
+
+@triton.jit
+def looping_helper_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """Its only loop is in a helper: num_stages may change its binary."""
+    row = tl.program_id(0)
+    tl.store(y_ptr + row, _row_total(x_ptr + row * n, n, BLOCK))
+
+
+@triton.jit
 def scalar_kernel(x_ptr, y_ptr, n):
     i = tl.program_id(0)
     tl.store(y_ptr + i, tl.load(x_ptr + i) * 2)

@@ -3,6 +3,8 @@ origin; given the kernel, only block parameters, within their derived bounds."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import space_kernels as K
 from hypothesis import given, settings
@@ -128,6 +130,60 @@ def test_launch_bounds_the_warps_and_stages() -> None:
     w = widen([Config({"BLOCK": 128}, num_warps=4, num_stages=2)], launch=Launch(num_warps=(4, 8), num_stages=(2, 3)))
     assert {c.num_warps for c in w.configs()} == {4, 8}
     assert {c.num_stages for c in w.configs()} == {2, 3}
+
+
+def test_num_stages_is_widened_only_where_the_kernel_has_a_loop_to_pipeline() -> None:
+    flat = widen([Config({"BLOCK_SIZE": 1024}, num_warps=4, num_stages=2)], kernel=K.add_kernel,
+                 sizes={"n_elements": 100_000})  # fmt: skip
+    assert {c.num_stages for c in flat.configs()} == {2}
+    assert {c.num_warps for c in flat.configs()} == {2, 4, 8} and {c["BLOCK_SIZE"] for c in flat.configs()} == {512, 1024, 2048}
+    assert flat.stages_kept == "the kernel has no loop to pipeline"
+    assert "widened: BLOCK_SIZE, num_warps; num_stages kept: the kernel has no loop to pipeline" in flat.explain()
+    # a loop in the kernel, or in a helper it calls, is pipelined: num_stages is widened there
+    looping = Config({"BLOCK": 256}, num_warps=4, num_stages=3)
+    for kernel, origin in ((K.grouped_matmul_kernel, MATMUL_LIST[0]), (K.looping_helper_kernel, looping)):
+        looped = widen([origin], kernel=kernel, sizes={"M": 4096, "N": 4096, "K": 4096, "n": 4096})
+        assert looped.stages_kept is None and {c.num_stages for c in looped.configs()} == {2, 3, 4}, kernel
+        assert "num_warps, num_stages" in looped.explain()
+    # without the kernel nothing is known: num_stages is widened
+    assert {c.num_stages for c in widen([Config({"BLOCK_SIZE": 1024}, num_warps=4, num_stages=2)]).configs()} == {1, 2, 3}
+
+
+def test_a_helper_the_reading_cannot_enter_counts_as_a_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake (labelled): the reader is made to fail entering every helper, as it does past its depth limit or for a
+    helper whose source it cannot read. A loop there cannot be ruled out, so num_stages is widened."""
+    from tritune.space import reading
+
+    monkeypatch.setattr(reading._Reader, "enter", lambda self, fn, call, scope: None)
+    w = widen([Config({"BLOCK": 256}, num_warps=4, num_stages=2)], kernel=K.helper_kernel, sizes={"n": 4096})
+    assert w.stages_kept is None and {c.num_stages for c in w.configs()} == {1, 2, 3}
+
+
+def test_without_a_loop_every_num_stages_compiles_to_the_same_binary(tmp_path: Path) -> None:
+    """The premise of keeping num_stages: real Triton compilation for sm_90 (no GPU needed) of a loop-free kernel
+    gives the same cubin at every num_stages. In a fresh process without the interpreter (which this suite's other
+    tests run, and which leaves ``triton.language`` unfit for compiling) and with an empty Triton cache."""
+    import os
+    import subprocess
+    import sys
+
+    script = """
+import hashlib, sys
+import triton
+from triton.backends.compiler import GPUTarget
+import space_kernels as K
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32", "BLOCK_SIZE": "constexpr"}
+for stages in (1, 2, 3):
+    src = triton.compiler.ASTSource(fn=K.add_kernel, signature=sig, constexprs={"BLOCK_SIZE": 1024})
+    done = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": stages})
+    print(hashlib.sha1(done.asm["cubin"]).hexdigest())
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(TRITON_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), *sys.path]))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    hashes = out.stdout.split()
+    assert len(hashes) == 3 and len(set(hashes)) == 1
 
 
 def test_explicit_params_and_kernel_examples() -> None:

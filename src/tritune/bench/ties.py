@@ -48,6 +48,12 @@ from tritune.measure import DEFAULT_POLICY, MeasurePolicy
 #: The share of the resolution within which a tied config may be picked over the fastest.
 PICK_SHARE = 0.5
 
+
+def pick_band(resolution: float) -> float:
+    """How much slower than the fastest (relative) a tied config may be and still be picked: ``PICK_SHARE`` of
+    the measurement's ``resolution`` (its relative tolerance). Every place that applies the tie rule uses this."""
+    return resolution * PICK_SHARE
+
 #: The tie-breaking rule in words (what reports and JSON print).
 TIE_RULE = (
     "among tied configs within half the measurement's resolution of the fastest: a written config before a "
@@ -208,7 +214,7 @@ def tie_report(
     group = [fastest, *sorted((c for c in tied if c != fastest), key=lambda c: measurements[c].median_ms)]
     facts = facts or {}
     other_ms = other_ms or {}
-    pick_within = resolution * PICK_SHARE
+    pick_within = pick_band(resolution)
     limit = measurements[fastest].median_ms * (1 + pick_within)
     cands = [
         TieCandidate(

@@ -248,11 +248,11 @@ def _generated_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | N
         return full
     if ref is None or full.median_ms >= ref[0].median_ms:
         return full
-    from tritune.bench.ties import PICK_SHARE
+    from tritune.bench.ties import pick_band
     from tritune.engine.warm import WARM_MARGIN, warm_refuses
 
     why: dict[str, Any] = {"flushed_ms": full.median_ms, "written_flushed_ms": ref[0].median_ms}
-    if full.median_ms > ref[0].median_ms * (1 - PICK_SHARE * FULL_LOOK["rel_tol"]):
+    if full.median_ms > ref[0].median_ms * (1 - pick_band(FULL_LOOK["rel_tol"])):
         # tied with the written best: the tie rule's first step (tritune.bench.ties) serves the written config
         why["why"] = "tied with the written best"
     else:

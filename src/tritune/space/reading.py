@@ -114,7 +114,8 @@ class _Reader(Shapes):
         elif name is None and isinstance(node.func, ast.Attribute) and node.func.attr in ("reshape", "view"):
             self._use(self.shape(node, scope), "shape", node, scope)
         elif name is None and (callee := self.callee(node.func, scope)) is not None:
-            self.enter(callee, node, scope)
+            if self.enter(callee, node, scope) is None:
+                self.has_loop = True  # a helper not read may loop: num_stages may matter
 
     def _tiling_loop(self, start: ast.expr, step: ast.expr, scope: Scope) -> bool:
         """A loop that walks a size in blocks starts at 0 or at a multiple of its block (``pid * BLOCK``); one that

@@ -1,7 +1,8 @@
 """Widen a library's own config list: around each config, its neighbours one step away along one axis at a time.
 
 A block size is multiplied and divided by ``factor`` (a power of 2 stays a power of 2; any other value gets the
-powers of 2 on either side), ``num_warps`` doubled and halved, ``num_stages`` one more and one less. With
+powers of 2 on either side), ``num_warps`` doubled and halved, ``num_stages`` one more and one less (given the
+kernel, only where it has a loop to pipeline: without one, every ``num_stages`` compiles to the same binary). With
 ``radius`` above 1, the neighbours' neighbours in turn, up to that many steps from a given config (two steps reach
 a block size doubled with the warps halved, or the warps halved twice). The given configs come first and are never
 dropped; every generated config names the config it came from and what changed.
@@ -55,6 +56,8 @@ class WidenedSpace:
     params: tuple[str, ...]
     skipped: tuple[tuple[Config, str], ...] = ()
     radius: int = 1
+    #: Why ``num_stages`` was not widened (the kernel has no loop to pipeline), or None when it was.
+    stages_kept: str | None = None
     space: Space = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,8 +81,10 @@ class WidenedSpace:
 
     def explain(self) -> str:
         within = "" if self.radius == 1 else f", up to {self.radius} steps"
+        launch = "num_warps" if self.stages_kept else "num_warps, num_stages"
+        kept = f"; num_stages kept: {self.stages_kept}" if self.stages_kept else ""
         lines = [f"{len(self.given)} given + {len(self.generated)} neighbours "
-                 f"(widened: {', '.join(self.params) or 'none'}, num_warps, num_stages{within})"]  # fmt: skip
+                 f"(widened: {', '.join([*self.params, launch])}{within}{kept})"]  # fmt: skip
         lines += [f"  {e}" for e in self.entries]
         lines += [f"  skipped {c.id}: {why}" for c, why in self.skipped]
         return "\n".join(lines)
@@ -117,8 +122,9 @@ class _Bounds:
 
 
 def _kernel_bounds(kernel: Any, names: Collection[str], heuristics: Collection[str], sizes: Mapping[str, Any],
-                   limits: Limits, min_warps: int) -> tuple[list[str], _Bounds]:  # fmt: skip
-    """The configs' meta-parameters that shape the kernel's blocks, and the bounds a derivation gives them."""
+                   limits: Limits, min_warps: int) -> tuple[list[str], _Bounds, bool]:  # fmt: skip
+    """The configs' meta-parameters that shape the kernel's blocks, the bounds a derivation gives them, and whether
+    the kernel has a loop to pipeline (else ``num_stages`` changes nothing in its binary)."""
     jit = unwrap_jit(kernel)
     info = KernelInfo.of(jit)
     unknown = sorted(set(names) - set(info.arg_names))
@@ -132,7 +138,8 @@ def _kernel_bounds(kernel: Any, names: Collection[str], heuristics: Collection[s
     ranges = {n: block_range(n, reading, sizes, caller_set, limits) for n in blocks}
     env = {k: v for k, v in sizes.items() if k in caller_set}
     env.update({n: v for n, v in info.defaults if n not in names and n not in env})
-    return blocks, _Bounds(ranges, TileCheck(reading, names, env, limits).constraints(min_warps=min_warps))
+    tiles = TileCheck(reading, names, env, limits).constraints(min_warps=min_warps)
+    return blocks, _Bounds(ranges, tiles), reading.has_loop
 
 
 def widen(
@@ -165,9 +172,12 @@ def widen(
         raise ConfigError("widen() needs at least one config")
     names = sorted({n for c in given for n in c.names})
     bounds: _Bounds | None = None
+    stages_kept: str | None = None
     if kernel is not None:
-        blocks, bounds = _kernel_bounds(kernel, names, heuristics, dict(sizes or {}), limits or Limits(),
-                                        min(launch.num_warps))
+        blocks, bounds, has_loop = _kernel_bounds(kernel, names, heuristics, dict(sizes or {}), limits or Limits(),
+                                                  min(launch.num_warps))
+        if not has_loop:
+            stages_kept = "the kernel has no loop to pipeline"
     else:
         blocks = [n for n in names if _block_like(n, given)]
     if params is not None:
@@ -176,7 +186,7 @@ def widen(
             raise ConfigError(f"widen(params=...): no given config sets {', '.join(missing)}")
         blocks = [n for n in names if n in params]
     warps = (min(launch.num_warps), max(launch.num_warps))
-    stages = (min(launch.num_stages), max(launch.num_stages))
+    stages = None if stages_kept else (min(launch.num_stages), max(launch.num_stages))
     entries = [Widened(c) for c in given]
     seen = set(given)
     skipped: list[tuple[Config, str]] = []
@@ -196,7 +206,7 @@ def widen(
                 else:
                     skipped.append((n, why))
         ring = outer
-    return WidenedSpace(tuple(entries), tuple(blocks), tuple(skipped), radius)
+    return WidenedSpace(tuple(entries), tuple(blocks), tuple(skipped), radius, stages_kept)
 
 
 def _block_like(name: str, configs: Sequence[Config]) -> bool:
@@ -207,12 +217,13 @@ def _block_like(name: str, configs: Sequence[Config]) -> bool:
 
 
 def _neighbours(c: Config, blocks: Sequence[str], factor: int, warps: tuple[int, int],
-                stages: tuple[int, int]) -> list[tuple[str, Any, Any]]:  # fmt: skip
+                stages: tuple[int, int] | None) -> list[tuple[str, Any, Any]]:  # fmt: skip
     out: list[tuple[str, Any, Any]] = []
     for name in blocks:
         if name in c.names:
             out += [(name, c[name], v) for v in _steps(c[name], factor)]
     w, s = c.num_warps, c.num_stages
     out += [("num_warps", w, v) for v in (w // 2, w * 2) if warps[0] <= v <= warps[1] and v != w]
-    out += [("num_stages", s, v) for v in (s - 1, s + 1) if stages[0] <= v <= stages[1]]
+    if stages is not None:
+        out += [("num_stages", s, v) for v in (s - 1, s + 1) if stages[0] <= v <= stages[1]]
     return out
