@@ -48,10 +48,12 @@ Dynamo and Inductor read and re-create each library autotuner under both engines
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
 run still going at 85% of it, or after 40% of it for one op (``--op-share``; any other step at 110%; never before a
 step has had 30 s), is stopped: its engine's process is killed, that op is reported as stopped, the ops that engine
-had run lose their timing rounds, and the next ops' cold runs go to a fresh process of that engine (empty caches of
+had run keep only the two timing rounds each had right after its cold runs (the later rounds and the winners'
+re-timing need the process), and the next ops' cold runs go to a fresh process of that engine (empty caches of
 its own, its log ``ENGINE.1.log``), so one stalled op does not cost the rest of the run. Before the kill, the engine
 prints every thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
-``results.json`` is rewritten after each op's cold runs, so a run cut short from outside keeps what it finished.
+``results.json`` is rewritten after each op's cold runs and first two rounds, so a run cut short from outside keeps
+what it finished, and ``--resume`` counts those ops.
 
 ``--fresh-dispatch`` asks whether a cached call costs, in the process that tuned, what it costs in a fresh process:
 after the cold runs one more process of the tritune engine (``tritune_fresh`` in the results, its log
@@ -1403,11 +1405,49 @@ def parent_main(args: argparse.Namespace) -> int:
             if "fatal" in e.hello:
                 print(f"{e.name}: {e.hello['fatal']}", file=sys.stderr)
                 return 2
+        prov0 = _provenance(args, started, {n: e.hello for n, e in engines.items()})
         if args.resume:  # before any op runs: the earlier call's machine and versions must be this one's
-            _check_resumed(args.resume, earlier_prov, _provenance(args, started, {n: e.hello for n, e in engines.items()}))
+            _check_resumed(args.resume, earlier_prov, prov0)
         rows: dict[str, dict[str, Any]] = {op.name: {"lib": op.lib} for op in ops}
         ran_in: dict[str, dict[str, _Engine]] = {op.name: {} for op in ops}  # the process each op's cold ran in
         cold_stop, step_stop = started + COLD_STOP * args.budget_s, started + STEP_STOP * args.budget_s
+        cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
+        fresh: _Engine | None = None
+        fresh_ops: set[str] = set()
+        rounds_done: dict[str, int] = {}
+
+        def one_round(op: Op, r: int) -> None:
+            """One interleaved round of an op's timing: engines alternate, the first mover alternating by round."""
+            order = names if r % 2 == 0 else names[::-1]
+            for n in order:
+                got = engines[n].ask(step_stop, "timing", cmd="time", op=op.name, reps=reps, cpu=cpu)
+                rows[op.name][n].setdefault("us", []).extend(got.get("us", []))
+                if got.get("us"):
+                    rows[op.name][n].setdefault("us_rounds", []).append(statistics.median(got["us"]))
+            # the fresh process, where there is one, takes each place in turn (Triton's and tritune's order is
+            # that of a run without it); the first round also reads each process's state
+            with_fresh = [*order]
+            if fresh is not None and op.name in fresh_ops:
+                with_fresh.insert(r % (len(order) + 1), FRESH)
+            state = {"state": True} if fresh is not None and r == 0 else {}
+            for n in with_fresh:
+                e = fresh if n == FRESH and fresh is not None else engines[n]
+                got = e.ask(step_stop, "dispatch", cmd="dispatch", op=op.name, n=ncalls, cpu=cpu, **state)
+                if "state" in got:
+                    rows[op.name][n]["state"] = got["state"]
+                if "us_per_call" in got:
+                    rows[op.name][n].setdefault("dispatch_us", []).append(got["us_per_call"])
+                    rows[op.name][n].setdefault("dispatch_gc", []).append([got["gc_passes"], got["gc_objects"]])
+                    rows[op.name][n].setdefault("run_us", []).append(got.get("run_us_per_call"))
+                    if "us_per_call_median_chunk" in got:
+                        rows[op.name][n].setdefault("dispatch_chunk_us", []).append(got["us_per_call_median_chunk"])
+                        rows[op.name][n].setdefault("control_us", []).append(got["control_us"])
+                        rows[op.name][n].setdefault("dispatch_cpu_us", []).append(got["cpu_us_per_call"])
+                        rows[op.name][n].setdefault("dispatch_cpu_fast_us", []).append(
+                            got["cpu_us_per_call_fast_quarter"])
+                        rows[op.name][n].setdefault("control_cpu_us", []).append(got["control_cpu_us"])
+            rounds_done[op.name] = r + 1
+
         for op in ops:  # cold: one engine at a time, so neither's tuning competes with the other's
             for e in engines.values():
                 if time.time() - started > 0.7 * args.budget_s:
@@ -1435,7 +1475,15 @@ def parent_main(args: argparse.Namespace) -> int:
             colds = [rows[op.name][n]["cold"] for n in names]
             if len(colds) == 2 and all(c.get("ok") for c in colds):
                 rows[op.name]["outputs"] = _compare(op, colds[0]["output"], colds[1]["output"])
-            partial = {"provenance": {"partial": "cold runs so far; the run did not finish"}, "ops": rows}
+            if not args.fresh_dispatch and all(c.get("ok") for c in colds) and all(
+                    ran_in[op.name][n] is engines[n] and engines[n].stopped is None for n in names):  # fmt: skip
+                # the op's first two rounds now, while its processes live: a later op's cold run that has to be
+                # stopped takes the process's tuned state with it, and this op's row is whole already (a later
+                # call's --resume counts it). With --fresh-dispatch every round waits for the fresh process.
+                for r in range(2):
+                    one_round(op, r)
+            partial = {"provenance": {**prov0, "partial": "the ops so far; the run did not finish"},
+                       "ops": {**earlier_rows, **rows}}
             (args.out / "results.json").write_text(json.dumps(partial, indent=1, default=str))
         # an engine that was stopped took its earlier ops' tuned state with it: those ops are not timed
         live = [op for op in ops if all(rows[op.name][n]["cold"].get("ok") and ran_in[op.name][n] is engines[n]
@@ -1444,7 +1492,6 @@ def parent_main(args: argparse.Namespace) -> int:
         if fresh is not None:
             started_engines.append(fresh)
         fresh_ops = {op.name for op in ops if rows[op.name].get(FRESH, {}).get("cold", {}).get("ok")}
-        cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") and not args.no_pin else None
         for op in live:  # where the host time of the ops that reach an autotuner goes, under each engine (~0.5 s)
             reaches = rows[op.name][names[0]]["cold"].get("reaches")
             if args.profile_calls and reaches and time.time() - started < 0.8 * args.budget_s:
@@ -1452,38 +1499,12 @@ def parent_main(args: argparse.Namespace) -> int:
                     got = engines[n].ask(step_stop, "profiling", cmd="profile", op=op.name, n=args.profile_calls,
                                          cpu=cpu)
                     rows[op.name][n]["profile"] = got.get("path") or got.get("error")
-        for r in range(rounds):  # winners, interleaved: engines alternate, first mover alternates by round
+        for r in range(rounds):  # interleaved rounds; an op timed right after its cold runs has had two already
             if r >= 2 and time.time() - started > args.budget_s - WINNERS_RESERVE_S:
                 break  # at least two rounds, so each engine has led once; time is kept for the winners
             for op in live:
-                order = names if r % 2 == 0 else names[::-1]
-                for n in order:
-                    got = engines[n].ask(step_stop, "timing", cmd="time", op=op.name, reps=reps, cpu=cpu)
-                    rows[op.name][n].setdefault("us", []).extend(got.get("us", []))
-                    if got.get("us"):
-                        rows[op.name][n].setdefault("us_rounds", []).append(statistics.median(got["us"]))
-                # the fresh process, where there is one, takes each place in turn (Triton's and tritune's order is
-                # that of a run without it); the first round also reads each process's state
-                order = [*order]
-                if fresh is not None and op.name in fresh_ops:
-                    order.insert(r % (len(order) + 1), FRESH)
-                state = {"state": True} if fresh is not None and r == 0 else {}
-                for n in order:
-                    e = fresh if n == FRESH and fresh is not None else engines[n]
-                    got = e.ask(step_stop, "dispatch", cmd="dispatch", op=op.name, n=ncalls, cpu=cpu, **state)
-                    if "state" in got:
-                        rows[op.name][n]["state"] = got["state"]
-                    if "us_per_call" in got:
-                        rows[op.name][n].setdefault("dispatch_us", []).append(got["us_per_call"])
-                        rows[op.name][n].setdefault("dispatch_gc", []).append([got["gc_passes"], got["gc_objects"]])
-                        rows[op.name][n].setdefault("run_us", []).append(got.get("run_us_per_call"))
-                        if "us_per_call_median_chunk" in got:
-                            rows[op.name][n].setdefault("dispatch_chunk_us", []).append(got["us_per_call_median_chunk"])
-                            rows[op.name][n].setdefault("control_us", []).append(got["control_us"])
-                            rows[op.name][n].setdefault("dispatch_cpu_us", []).append(got["cpu_us_per_call"])
-                            rows[op.name][n].setdefault("dispatch_cpu_fast_us", []).append(
-                                got["cpu_us_per_call_fast_quarter"])
-                            rows[op.name][n].setdefault("control_cpu_us", []).append(got["control_cpu_us"])
+                if rounds_done.get(op.name, 0) <= r:
+                    one_round(op, r)
         if len(names) == 2:  # both winners pinned in turn in Triton's process: the kernels' ratio alone
             for op in live:
                 if time.time() - started > args.budget_s:

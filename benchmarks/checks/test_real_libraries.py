@@ -78,6 +78,29 @@ def test_a_stalled_op_is_stopped_and_the_next_ops_run_in_a_fresh_engine(tmp_path
     assert (tmp_path / "triton.1.log").exists()
 
 
+@pytest.mark.long  # about a minute: a stalled op waits out the least wait a step gets (30 s)
+def test_an_op_timed_before_a_later_op_is_stopped_keeps_its_row_for_a_resumed_call(tmp_path: Path) -> None:
+    """The second smoke op's cold run hangs (FAKE: ``REAL_LIBRARIES_FAKE_HANG``) and its engine is stopped, taking
+    the first op's tuned state with it. The first op was timed right after its cold run, so its row is whole: a
+    later call's ``--resume`` counts it and runs only the second."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["REAL_LIBRARIES_FAKE_HANG"] = "smoke_axpy"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "real_libraries.py"), "--cpu-smoke", "--out", str(tmp_path),
+           "--engines", "triton", "--budget-s", "60", "--ops", "smoke_row_sum,smoke_axpy"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((tmp_path / "results.json").read_text())
+    ops = doc["summary"]["ops"]
+    assert "one op's most" in (ops["smoke_axpy"]["triton_error"] or ""), ops["smoke_axpy"]
+    assert ops["smoke_row_sum"]["triton_us"] > 0, ops["smoke_row_sum"]  # timed before its process was stopped
+    assert len(doc["ops"]["smoke_row_sum"]["triton"]["us_rounds"]) >= 2
+    from real_libraries import resumed_rows
+
+    rows, _ = resumed_rows(tmp_path / "results.json", ("triton",))
+    assert list(rows) == ["smoke_row_sum"]
+
+
 @pytest.mark.long  # minutes: both engines tune, then each winner is pinned and re-timed
 def test_both_engines(tmp_path: Path) -> None:
     p = _run(tmp_path)
