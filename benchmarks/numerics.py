@@ -15,7 +15,8 @@ per-call ratio exact/any; writes DIR/numerics.json.
 
 ``--resume EARLIER`` counts an earlier call's runs (its ``any_N.json`` and ``exact_N.json``, the same ``--ops``) with
 this call's, which are numbered after them: fresh runs from empty caches that one call's time limit cannot hold all
-of add up over calls. The earlier files are copied into DIR, and ``numerics.json`` says how many runs were resumed.
+of add up over calls. Each run records its machine (GPU, driver, torch, triton); runs of another machine are refused
+before anything runs. The earlier files are copied into DIR, and ``numerics.json`` says how many runs were resumed.
 """
 
 from __future__ import annotations
@@ -113,6 +114,17 @@ def _lib_run(rl: Any, op: Any) -> tuple[Any, Any, list[Any]]:
     return fn, (args, out), counted.tuners()
 
 
+MACHINE = ("gpu", "driver", "torch", "triton")
+
+
+def _machine() -> dict[str, Any]:
+    """What a run's timings depend on besides the code: the GPU, its driver, torch and triton."""
+    from tritune.bench.provenance import provenance
+
+    p = provenance()
+    return {k: p.get(k) for k in MACHINE}
+
+
 def child(mode: str, ops: list[str], out: str) -> None:
     """One fresh process: tune every op once under ``mode``; its outputs' digests, winners and classes."""
 
@@ -140,6 +152,7 @@ def child(mode: str, ops: list[str], out: str) -> None:
         res[op] = {"winner": choice.config.to_json(), "winner_id": choice.config.id,
                    "digest": _digest(w.output_tensors(args)), "numerics": (choice.stats or {}).get("numerics"),
                    "source": choice.source}  # fmt: skip
+    res["_machine"] = _machine()
     Path(out).write_text(json.dumps(res))
 
 
@@ -219,9 +232,11 @@ def compare(results: dict[str, Any], ops: list[str]) -> dict[str, Any]:
     return out
 
 
-def resume(earlier: Path, out: Path, ops: list[str], results: dict[str, list[dict[str, Any]]]) -> int:
+def resume(earlier: Path, out: Path, ops: list[str], results: dict[str, list[dict[str, Any]]],
+           here: dict[str, Any]) -> int:  # fmt: skip
     """Load ``earlier``'s runs into ``results`` (and copy their files into ``out``); the number the next run takes.
-    Every earlier run must hold every op of this call: one that does not is an error naming it."""
+    Every earlier run must hold every op of this call, and must have run on this machine (``here``: GPU, driver,
+    torch, triton): one that does not is an error naming what differs."""
     last = -1
     for mode in ("any", "exact"):
         found = sorted(earlier.glob(f"{mode}_*.json"), key=lambda f: int(f.stem.split("_")[1]))
@@ -231,6 +246,12 @@ def resume(earlier: Path, out: Path, ops: list[str], results: dict[str, list[dic
             if missing:
                 raise SystemExit(f"--resume {earlier}: {f.name} has no run of {', '.join(missing)}; resume with "
                                  "the --ops of that call")  # fmt: skip
+            then = run.get("_machine") or {}  # (a file written before machines were recorded has none)
+            differ = [f"{k} {then.get(k)!r} there, {here.get(k)!r} here" for k in MACHINE if k in then
+                      and then.get(k) != here.get(k)]  # fmt: skip
+            if differ:
+                raise SystemExit(f"--resume {earlier}: {f.name} ran elsewhere ({'; '.join(differ)}); its runs "
+                                 "cannot count with this call's")  # fmt: skip
             results[mode].append(run)
             last = max(last, int(f.stem.split("_")[1]))
             if f.parent.resolve() != out.resolve():
@@ -266,7 +287,7 @@ def main() -> None:
         return
     a.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {"any": [], "exact": []}
-    first = resume(a.resume, a.out, ops, results) if a.resume is not None else 0
+    first = resume(a.resume, a.out, ops, results, _machine()) if a.resume is not None else 0
     resumed = {m: len(r) for m, r in results.items()}
     # --shared-triton-cache: the runs share Triton's cache of compiled binaries (identical in every run; what decides
     # a winner is the timing), so each run costs its timing, not its compilation. Stores stay fresh either way.

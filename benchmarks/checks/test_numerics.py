@@ -46,3 +46,17 @@ def test_library_ops_run_in_both_modes_and_compare_in_a_process_of_their_own(tmp
                         "--runs", "1", "--ops", "lib:smoke_row_sum,lib:mm", "--resume", str(tmp_path)],
                        capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)  # fmt: skip
     assert p.returncode != 0 and "any_0.json has no run of lib:mm" in p.stderr
+    # each run records its machine; runs from another machine are refused before anything runs
+    run0 = json.loads((tmp_path / "any_0.json").read_text())
+    assert set(run0["_machine"]) == {"gpu", "driver", "torch", "triton"} and run0["_machine"]["torch"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for f in tmp_path.glob("*_[0-9].json"):
+        run = json.loads(f.read_text())
+        run["_machine"]["gpu"] = "NVIDIA H100 80GB HBM3"
+        (elsewhere / f.name).write_text(json.dumps(run))
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "numerics.py"), "--out", str(tmp_path / "y"),
+                        "--runs", "1", "--ops", "lib:smoke_row_sum,lib:smoke_axpy", "--resume", str(elsewhere)],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)  # fmt: skip
+    assert p.returncode != 0 and "ran elsewhere (gpu 'NVIDIA H100 80GB HBM3' there, None here)" in p.stderr, p.stderr
+    assert not list((tmp_path / "y").glob("*_[0-9].json"))  # refused before any run
