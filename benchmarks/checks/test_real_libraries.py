@@ -27,9 +27,12 @@ import tritune
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *extra: str, hang: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The harness's CPU smoke run; ``hang``: the op whose cold run hangs (FAKE: ``REAL_LIBRARIES_FAKE_HANG``)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    if hang is not None:
+        env["REAL_LIBRARIES_FAKE_HANG"] = hang
     cmd = [sys.executable, str(ROOT / "benchmarks" / "real_libraries.py"), "--cpu-smoke", "--out", str(tmp_path), *extra]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
 
@@ -64,12 +67,7 @@ def test_a_resumed_call_runs_only_the_ops_the_earlier_one_did_not_finish(tmp_pat
 def test_a_stalled_op_is_stopped_and_the_next_ops_run_in_a_fresh_engine(tmp_path: Path) -> None:
     """The first smoke op's cold run hangs (FAKE: ``REAL_LIBRARIES_FAKE_HANG``); past its share of the budget its
     engine is stopped, its stacks land in the log, and the second op runs, and is timed, in a fresh process."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    env["REAL_LIBRARIES_FAKE_HANG"] = "smoke_row_sum"
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "real_libraries.py"), "--cpu-smoke", "--out", str(tmp_path),
-           "--engines", "triton", "--budget-s", "60", "--ops", "smoke_row_sum,smoke_axpy"]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    p = _run(tmp_path, "--engines", "triton", "--budget-s", "60", "--ops", "smoke_row_sum,smoke_axpy", hang="smoke_row_sum")
     assert p.returncode == 0, p.stdout + p.stderr
     ops = json.loads((tmp_path / "results.json").read_text())["summary"]["ops"]
     assert "one op's most" in (ops["smoke_row_sum"]["triton_error"] or ""), ops["smoke_row_sum"]
@@ -83,12 +81,7 @@ def test_an_op_timed_before_a_later_op_is_stopped_keeps_its_row_for_a_resumed_ca
     """The second smoke op's cold run hangs (FAKE: ``REAL_LIBRARIES_FAKE_HANG``) and its engine is stopped, taking
     the first op's tuned state with it. The first op was timed right after its cold run, so its row is whole: a
     later call's ``--resume`` counts it and runs only the second."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    env["REAL_LIBRARIES_FAKE_HANG"] = "smoke_axpy"
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "real_libraries.py"), "--cpu-smoke", "--out", str(tmp_path),
-           "--engines", "triton", "--budget-s", "60", "--ops", "smoke_row_sum,smoke_axpy"]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    p = _run(tmp_path, "--engines", "triton", "--budget-s", "60", "--ops", "smoke_row_sum,smoke_axpy", hang="smoke_axpy")
     assert p.returncode == 0, p.stdout + p.stderr
     doc = json.loads((tmp_path / "results.json").read_text())
     ops = doc["summary"]["ops"]
