@@ -1727,7 +1727,7 @@ def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 warm = st.get("warm_check") if isinstance(st.get("warm_check"), dict) else None
                 out.append({"tuner": t["name"], "key": key, **{k: sp.get(k) for k in (
                     "source", "given", "generated", "legal", "generated_legal", "winner_generated",
-                    "winner_over_best_written")},
+                    "winner_over_best_written", "stages_kept")},
                     # generated configs the output check refused (what differed, and on which input)
                     "refused": dict(checked.get("other") or {}),
                     # seconds the check spent making its inputs and running the configs (the reference's runs too)
@@ -1812,7 +1812,8 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
         for n, s in t["ops"].items():
             for sp in s.get("space") or []:
                 warm = {None: "", True: "; warm check: kept", False: "; warm check: the written config serves"}
-                print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, generated {sp['generated']}, legal "
+                kept = " (num_stages kept: no loop)" if sp.get("stages_kept") else ""
+                print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, generated {sp['generated']}{kept}, legal "
                       f"{sp['legal']} ({sp['generated_legal']} generated); winner generated: {sp['winner_generated']}, "
                       f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}; "
                       f"refused by the check: {len(sp.get('refused') or {})}{warm[sp.get('warm_kept')]}"

@@ -156,6 +156,9 @@ def test_widen_two_reaches_two_steps_from_each_given_config(monkeypatch) -> None
     assert any(c.kwargs["BLOCK"] == 256 and c.num_warps == 2 for c in two - one)
     (choice,) = k2.choices().values()
     assert "up to 2 steps" in choice.stats["space"]["how"] and choice.stats["space"]["generated"] == len(two) - 1
+    # scale has no loop: every num_stages is the same binary, so none is generated, and the space says why
+    assert choice.stats["space"]["stages_kept"] == "the kernel has no loop to pipeline"
+    assert {c.num_stages for c in two} == {next(iter(one)).num_stages}
     for value, radius in (("2", 2), ("on", 1), ("1", 1), ("off", 0), ("", 0)):
         monkeypatch.setenv("TRITUNE_WIDEN", value)
         assert _widen(None) == radius

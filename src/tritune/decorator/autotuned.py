@@ -727,7 +727,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             self._set_configs([given.get(c, c) for c in w.configs()])  # the library's own objects stay what callers see
             self.generated = {g.config: str(g) for g in w.generated}
             self.space_report = {"source": "widened", "given": len(given), "generated": len(self.generated),
-                                 "how": w.explain()}  # fmt: skip
+                                 "stages_kept": w.stages_kept, "how": w.explain()}  # fmt: skip
         self._space_ident = ident
 
     def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any = None,
