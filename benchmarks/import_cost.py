@@ -117,18 +117,12 @@ def run_lib(lib: str, rounds: int, src: Path) -> dict[str, Any]:
 def provenance(argv: list[str]) -> dict[str, Any]:
     """:func:`tritune.bench.provenance.provenance` (date, torch, triton, tritune, GPU and driver) with this run's
     command, host and the measured libraries' installed versions (read from their metadata, not imported)."""
-    from importlib import metadata
-
+    from tritune.bench.provenance import installed_version
     from tritune.bench.provenance import provenance as base
 
-    def version(dist: str) -> str | None:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return None
-
     return base(command="python benchmarks/import_cost.py " + " ".join(argv), machine=platform.node(),
-                cores=os.cpu_count(), libraries={d: version(d) for d in ("fla-core", "liger-kernel", "flag-gems")})
+                cores=os.cpu_count(),
+                libraries={d: installed_version(d) for d in ("fla-core", "liger-kernel", "flag-gems")})
 
 
 def main(argv: list[str] | None = None) -> int:

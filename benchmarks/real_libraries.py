@@ -1194,15 +1194,11 @@ def _dist_versions(modules: Any) -> dict[str, str]:
     from ``fla-core``)."""
     from importlib import metadata
 
+    from tritune.bench.provenance import installed_version
+
     dists = metadata.packages_distributions()
-    out = {}
-    for mod in modules:
-        for dist in dists.get(mod, ()):
-            try:
-                out[dist] = metadata.version(dist)
-            except metadata.PackageNotFoundError:
-                continue
-    return out
+    found = {dist: installed_version(dist) for mod in modules for dist in dists.get(mod, ())}
+    return {dist: v for dist, v in found.items() if v is not None}
 
 
 def _version(mod: str) -> str | None:
@@ -1879,15 +1875,20 @@ def _names(c: Counter[str]) -> str:
     return ", ".join(n if k == 1 else f"{n} x{k}" for n, k in sorted(c.items())) or "-"
 
 
+@functools.cache
+def _gpu_and_driver() -> tuple[str, str | None]:
+    """The GPU's name and driver, asked of nvidia-smi once per process (this process imports no torch)."""
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", None
+    gpu, driver = ([*q[0].split(", "), None])[:2] if q else ("unknown", None)
+    return gpu, driver
+
+
 def _provenance(args: argparse.Namespace, started: float, hello: dict[str, Any]) -> dict[str, Any]:
-    gpu, driver = "cpu (interpreter smoke)", None
-    if not args.cpu_smoke:
-        try:
-            q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
-            gpu, driver = ([*q[0].split(", "), None])[:2] if q else ("unknown", None)
-        except (OSError, subprocess.SubprocessError):
-            gpu = "unknown"
+    gpu, driver = ("cpu (interpreter smoke)", None) if args.cpu_smoke else _gpu_and_driver()
     h = hello.get("triton") or hello.get("tritune") or {}
     return {"gpu": gpu, "driver": driver, "torch": h.get("torch"), "triton": h.get("triton"),
             "tritune": hello.get("tritune", {}).get("tritune"), "libs": {n: v.get("libs") for n, v in hello.items()},

@@ -22,6 +22,17 @@ def driver_version() -> str | None:
     return line[0].strip() if line else None
 
 
+def installed_version(dist: str) -> str | None:
+    """A distribution's installed version from its metadata (``fla-core`` for the module ``fla``), without importing
+    it; None when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def provenance(**extra: Any) -> dict[str, Any]:
     import torch
     import triton

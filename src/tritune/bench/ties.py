@@ -48,12 +48,6 @@ from tritune.measure import DEFAULT_POLICY, MeasurePolicy
 #: The share of the resolution within which a tied config may be picked over the fastest.
 PICK_SHARE = 0.5
 
-
-def pick_band(resolution: float) -> float:
-    """How much slower than the fastest (relative) a tied config may be and still be picked: ``PICK_SHARE`` of
-    the measurement's ``resolution`` (its relative tolerance). Every place that applies the tie rule uses this."""
-    return resolution * PICK_SHARE
-
 #: The tie-breaking rule in words (what reports and JSON print).
 TIE_RULE = (
     "among tied configs within half the measurement's resolution of the fastest: a written config before a "
@@ -61,6 +55,12 @@ TIE_RULE = (
     "other measurement policies, then smallest median, then config id"
 )
 TIE_RULE_ID = "half-resolution,written,block-registers,shared,other-policies,median,id"
+
+
+def pick_band(resolution: float) -> float:
+    """How much slower than the fastest (relative) a tied config may be and still be picked: ``PICK_SHARE`` of
+    the measurement's ``resolution`` (its relative tolerance). Every place that applies the tie rule uses this."""
+    return resolution * PICK_SHARE
 
 
 @dataclass(frozen=True)
