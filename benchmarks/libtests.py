@@ -1,4 +1,4 @@
-"""FlagGems' and Liger-Kernel's own tests for the tuned ops, once under Triton's autotuner and once under tritune's.
+"""FlagGems', Liger-Kernel's and fla's own tests for the tuned ops, once under Triton's autotuner and once under tritune's.
 
 The test files are the libraries' own, carried unedited under ``--ref`` (``benchmarks/libtests_fetch.sh`` gathers
 them; they are never committed). Each engine runs every suite in its own process tree with its own empty Triton
@@ -63,6 +63,17 @@ SUITES = (
     Suite("liger mlp / swiglu (autotuned, host descriptors)", "liger_kernel",
           ("test/transformers/test_mlp.py", "-k", "test_correctness_inference_mode and 2-256-256-512"),
           ("liger_kernel", "transformers", "tokenizers"), ("test/transformers/test_mlp.py",)),
+    # fla's tests compare each chunked kernel (forward and backward) with fla's recurrent reference, per shape; every
+    # shape is a new key that Triton tunes for minutes on the chunked ops, so these run each op's first shape only
+    Suite("fla norms (LayerNorm, RMSNorm fwd/bwd)", "fla",
+          ("tests/modules/test_layernorm.py::test_layernorm", "tests/modules/test_layernorm.py::test_rmsnorm"),
+          ("fla", "einops", "transformers"), ("tests/modules/test_layernorm.py",)),
+    Suite("fla delta rule, chunked fwd/bwd (first shape)", "fla",
+          ("tests/ops/test_delta.py::test_chunk", "-k", "B1-T63"), ("fla", "einops"), ("tests/ops/test_delta.py",)),
+    Suite("fla retention, chunked fwd/bwd (first shape)", "fla",
+          ("tests/ops/test_retention.py::test_chunk", "-k", "B1-T63"), ("fla", "einops"), ("tests/ops/test_retention.py",)),
+    Suite("fla GLA, chunked fwd/bwd (first shape)", "fla",
+          ("tests/ops/test_gla.py::test_chunk", "-k", "B1-T63"), ("fla", "einops"), ("tests/ops/test_gla.py",)),
 )
 
 
@@ -79,6 +90,13 @@ def missing(suite: Suite, ref: Path) -> str | None:
     if gone or p.returncode:
         return f"not importable on this machine: {gone or p.stderr.strip()[-300:]} (carry their wheels in .whl/libtests)"
     return None
+
+
+def selected(suite: Suite, words: list[str]) -> bool:
+    """Whether ``--suites`` picks ``suite``: a library's folder names all its suites and only those (``fla`` is not
+    ``flag_gems``); another word picks the suites whose name contains it."""
+    roots = {s.root for s in SUITES}
+    return any(suite.root == w if w in roots else w in suite.name for w in words)
 
 
 def run_engine(engine: str, suites: list[Suite], ref: Path, out: Path, deadline: float) -> dict[str, Any]:
@@ -98,7 +116,9 @@ def run_engine(engine: str, suites: list[Suite], ref: Path, out: Path, deadline:
         if left < 5:
             results[suite.name] = {"ran": False, "why": "not run: the engine's --budget-s was spent"}
             continue
-        cmd = [*head, "-p", "no:cacheprovider", "-v", "-rs", *suite.args]
+        # live logging (fla's pyproject turns it on) puts a test's outcome lines below its id: off, so that each
+        # outcome stays on its test's line
+        cmd = [*head, "-p", "no:cacheprovider", "-o", "log_cli=false", "-v", "-rs", *suite.args]
         t0 = time.time()
         with log.open("w") as f:
             f.write(" ".join(cmd) + "\n")
@@ -125,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--budget-s", type=float, default=210.0, help="wall seconds per engine (they run side by side)")
     p.add_argument("--engines", default=",".join(ENGINES))
-    p.add_argument("--suites", default="", help="run only the suites whose name contains one of these "
-                   "comma-separated words (e.g. 'liger' to rerun Liger's alone); the others are listed as not run")
+    p.add_argument("--suites", default="", help="run only these comma-separated suites: a library's folder under "
+                   "--ref (flag_gems, liger_kernel, fla) selects its suites, any other word the suites whose name "
+                   "contains it (e.g. 'norms'); the others are listed as not run")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     ref = args.ref.resolve()
@@ -134,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     words = [w for w in args.suites.split(",") if w]
     for s in SUITES:
         why = missing(s, ref)
-        if words and not any(w in s.name for w in words):
+        if words and not selected(s, words):
             why = f"not selected (--suites {args.suites})"
         if why is None:
             runnable.append(s)

@@ -8,6 +8,10 @@
 #                                     FlagGems sdist). The snapshot is the 3.0 tree (Nov 2025): its test helpers use
 #                                     only APIs that 5.0.2 still has (use_gems, testing.assert_close, runtime.device).
 # CHECKOUT/.ref/libtests/liger_kernel/ Liger-Kernel 0.8.5's test/ helpers, test_dyt.py and test_mlp.py (sdist, PyPI).
+# CHECKOUT/.ref/libtests/fla/          flash-linear-attention's tests (conftest, ops/test_{delta,retention,gla}.py,
+#                                     modules/test_layernorm.py) and pyproject.toml, from the git snapshot in $FLA_REPO
+#                                     (default /work/.mirror/fla-org+flash-linear-attention/repo; fla-core's sdist has
+#                                     no tests); the files import only what fla-core 0.6.0 still provides.
 # CHECKOUT/.whl/libtests/             wheels Liger's test helpers import (transformers, tokenizers and theirs), for
 #                                     python 3.12, minus what the device already has with torch (numpy, filelock,
 #                                     fsspec, typing_extensions, packaging, pyyaml): they would shadow its own.
@@ -34,6 +38,15 @@ cp "$src/pyproject.toml" "$out/"
 cp "$src/test/__init__.py" "$src/test/conftest.py" "$src/test/utils.py" "$out/test/"
 cp "$src/test/transformers/test_dyt.py" "$src/test/transformers/test_mlp.py" "$out/test/transformers/"
 echo "liger_kernel 0.8.5 sdist (PyPI)" > "$out/SOURCE"
+
+FLA=${FLA_REPO:-/work/.mirror/fla-org+flash-linear-attention/repo}
+out=$DEST/.ref/libtests/fla
+mkdir -p "$out/tests/ops" "$out/tests/modules"
+for f in pyproject.toml tests/conftest.py tests/ops/test_delta.py tests/ops/test_retention.py tests/ops/test_gla.py \
+         tests/modules/test_layernorm.py; do
+  git -C "$FLA" show "HEAD:$f" > "$out/$f"
+done
+git -C "$FLA" log -1 --format='flash-linear-attention %H %cd' > "$out/SOURCE"
 
 whl=$DEST/.whl/libtests
 mkdir -p "$whl"

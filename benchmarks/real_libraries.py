@@ -1373,13 +1373,15 @@ def resumed_rows(path: Path, names: tuple[str, ...]) -> tuple[dict[str, dict[str
 
 
 def _check_resumed(path: Path, earlier: dict[str, Any], prov: dict[str, Any]) -> None:
-    """The earlier call must have run on the same GPU, torch, triton and libraries: one line naming what differs."""
+    """The earlier call must have run on the same GPU, driver, torch and triton, and each library that both calls
+    imported in an engine must be the same version: one line naming what differs. A library (or the tutorials'
+    files) that only one call could import does not refuse it: that call has no rows of it to mix."""
     differ = [f"{k} {earlier.get(k)!r} there, {prov.get(k)!r} here" for k in ("gpu", "driver", "torch", "triton")
               if earlier.get(k) != prov.get(k)]  # fmt: skip
-    for field, what in (("libs", "libraries"), ("versions", "library versions")):  # an older file has no versions
-        then, now = earlier.get(field) or {}, prov.get(field) or {}
-        differ += [f"{n}'s {what} {then[n]!r} there, {now[n]!r} here" for n in sorted(set(then) & set(now))
-                   if then[n] != now[n]]  # fmt: skip
+    then, now = earlier.get("versions") or {}, prov.get("versions") or {}  # an older file has no versions
+    for engine in sorted(set(then) & set(now)):
+        a, b = then[engine] or {}, now[engine] or {}
+        differ += [f"{engine}'s {d} {a[d]!r} there, {b[d]!r} here" for d in sorted(set(a) & set(b)) if a[d] != b[d]]
     if differ:
         raise SystemExit(f"--resume {path}: the earlier call ran elsewhere ({'; '.join(differ)}); its rows cannot be "
                          "counted with this call's: run the ops again here")  # fmt: skip

@@ -609,7 +609,8 @@ def test_the_widen_trap_is_wrong_where_its_block_does_not_divide_and_the_check_r
 def test_a_resumed_call_skips_the_finished_ops_and_refuses_another_machines(tmp_path: Path) -> None:
     """``--resume``: the ops of an earlier results.json that every engine finished (cold run ok, cached calls timed)
     are not run again; an op cut short is; an earlier call on another GPU or library version is refused in one line
-    naming what differs. Recorded rows, no GPU."""
+    naming what differs, and one that could not import a library this call imports (or the reverse) is not. Recorded
+    rows, no GPU."""
     import json
 
     from real_libraries import _check_resumed, resumed_rows
@@ -627,10 +628,11 @@ def test_a_resumed_call_skips_the_finished_ops_and_refuses_another_machines(tmp_
     _check_resumed(path, earlier, {**prov, "versions": {**prov["versions"], "tritune_fresh": {"flag_gems": "5.0.2"}}})
     with pytest.raises(SystemExit, match=r"gpu 'NVIDIA H200' there, 'NVIDIA H100 80GB HBM3' here"):
         _check_resumed(path, earlier, {**prov, "gpu": "NVIDIA H100 80GB HBM3"})
-    with pytest.raises(SystemExit, match=r"triton's library versions \{'flag_gems': '5.0.2'\} there, \{'flag_gems': '5.0.3'\}"):
-        _check_resumed(path, earlier, {**prov, "versions": {"triton": {"flag_gems": "5.0.3"}}})
-    with pytest.raises(SystemExit, match=r"triton's libraries"):  # one engine's library did not import
-        _check_resumed(path, earlier, {**prov, "libs": {"triton": {"flag_gems": "ImportError: no GPU"}}})
+    with pytest.raises(SystemExit, match=r"triton's flag_gems '5.0.2' there, '5.0.3' here"):
+        _check_resumed(path, earlier, {**prov, "versions": {"triton": {"flag_gems": "5.0.3", "fla-core": "0.6.0"}}})
+    # a library or the tutorials' files that only one call could import: no rows of it to mix, so not refused
+    _check_resumed(path, earlier, {**prov, "libs": {"triton": {"flag_gems": None, "tutorials": "FileNotFoundError"}},
+                                   "versions": {"triton": {"flag_gems": "5.0.2", "fla-core": "0.6.0"}}})  # fmt: skip
     older = {k: v for k, v in prov.items() if k != "versions"}  # a file written before versions were recorded
     _check_resumed(path, older, prov)
     (tmp_path / "bad.json").write_text("[]")
