@@ -32,13 +32,12 @@
 # its exit status and wall time. Everything is packed into $OUT/results.tgz (default /tmp/out) after every part, so
 # a run cut short still leaves what it finished. COMMIT=<sha> names the commit in run.log.
 #
-# What the parts need besides the repository: libs, widen and libtests need FlagGems 5.0.2, Liger-Kernel 0.8.5 and
+# What the parts need besides the repository, in ignored folders copied with the checkout (`bash benchmarks/fetch.sh`
+# gathers them on a machine with a network): libs, widen and libtests need FlagGems 5.0.2, Liger-Kernel 0.8.5 and
 # fla-core 0.6.0 wheels (and SQLAlchemy's, which FlagGems imports) in .whl/ (installed into /tmp/site); libtests needs
-# the libraries' test files in .ref/libtests and their helpers' wheels in .whl/libtests (benchmarks/libtests_fetch.sh
-# gathers both); tutorials, and the tut_ ops of libs and widen, read Triton's tutorials 03-matrix-multiplication.py
-# and 06-fused-attention.py from .ref/tutorials (an ignored folder, to be copied with the checkout;
-# benchmarks/tutorials_fetch.sh writes them from a Triton git directory, at the 3.6 release; without them those ops
-# are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
+# the libraries' test files in .ref/libtests and their helpers' wheels in .whl/libtests; tutorials, and the tut_ ops
+# of libs and widen, read Triton's tutorials 03-matrix-multiplication.py and 06-fused-attention.py (3.6 release)
+# from .ref/tutorials (without them those ops are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
 # (also the ops inside torch.compile), LIBS_FRESH=1 (libs: also a fresh tritune process on the caches and store the
 # tuning one wrote, its first calls and its cached calls beside the tuning process's), WIDEN_BUDGET_S, WIDEN_OPS,
 # WIDEN_STEPS (widen: how many steps from each written config, 1 by default), LIBS_RESUME / WIDEN_RESUME (an

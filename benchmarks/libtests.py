@@ -1,6 +1,6 @@
 """FlagGems', Liger-Kernel's and fla's own tests for the tuned ops, once under Triton's autotuner and once under tritune's.
 
-The test files are the libraries' own, carried unedited under ``--ref`` (``benchmarks/libtests_fetch.sh`` gathers
+The test files are the libraries' own, carried unedited under ``--ref`` (``bash benchmarks/fetch.sh libtests`` gathers
 them; they are never committed). Each engine runs every suite in its own process tree with its own empty Triton
 cache, tritune store and FlagGems tuning cache; the tritune side runs ``python -m tritune run -m pytest``, the
 process-wide switch. The two engines run side by side (correctness only: no timing is compared), each within
@@ -82,7 +82,7 @@ def missing(suite: Suite, ref: Path) -> str | None:
     root = ref / suite.root
     absent = [f for f in suite.files if not (root / f).is_file()]
     if absent:
-        return f"test files not carried: {', '.join(str(root / f) for f in absent)} (run benchmarks/libtests_fetch.sh)"
+        return f"test files not carried: {', '.join(str(root / f) for f in absent)} (run bash benchmarks/fetch.sh libtests)"
     code = "import importlib.util, sys; print(','.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))"
     p = subprocess.run([sys.executable, "-c", code, "pytest", *suite.imports], capture_output=True, text=True,
                        cwd=root, timeout=120)  # fmt: skip

@@ -5,7 +5,7 @@ Installs nothing: ``flag_gems`` (5.0.2), ``liger_kernel`` (0.8.5) and ``fla`` (`
 importable (`gpu.sh libs` puts the wheels of `.whl/` on PYTHONPATH); an op whose library did not import is
 reported as not run. The ``tut_`` ops (``lib="tutorials"``) call Triton's tutorials 03 (``matmul``) and 06
 (``attention``, forward and backward), imported unedited from ``$TRITUNE_TUTORIALS`` or else ``.ref/tutorials``
-(``benchmarks/tutorials_fetch.sh`` writes them there); without those files they are reported as not run too.
+(``bash benchmarks/fetch.sh tutorials`` writes them there); without those files they are reported as not run too.
 Each engine runs in its own long-lived child process with its own empty ``TRITON_CACHE_DIR`` and empty tritune
 store (``TRITUNE_STORE``); the parent drives both children over a line protocol, so that the interleaved
 measurements alternate engines on the one GPU:
@@ -279,7 +279,7 @@ def _compiled(make: Any) -> Any:
     return wrapped
 
 
-# Triton's own tutorials as a library: the files are not part of tritune; benchmarks/tutorials_fetch.sh writes
+# Triton's own tutorials as a library: the files are not part of tritune; bash benchmarks/fetch.sh tutorials writes
 # them into the ignored folder .ref/tutorials of a checkout (TRITUNE_TUTORIALS names another folder).
 TUTORIAL_FILES = {"03": "03-matrix-multiplication.py", "06": "06-fused-attention.py"}
 
@@ -294,7 +294,7 @@ def tutorials_missing() -> str | None:
     missing = [f for f in TUTORIAL_FILES.values() if not (tutorials_dir() / f).is_file()]
     if not missing:
         return None
-    return (f"FileNotFoundError: {', '.join(missing)} not in {tutorials_dir()} (benchmarks/tutorials_fetch.sh "
+    return (f"FileNotFoundError: {', '.join(missing)} not in {tutorials_dir()} (bash benchmarks/fetch.sh tutorials "
             f"writes Triton's tutorials there; TRITUNE_TUTORIALS names another folder)")  # fmt: skip
 
 
@@ -1877,20 +1877,11 @@ def _names(c: Counter[str]) -> str:
     return ", ".join(n if k == 1 else f"{n} x{k}" for n, k in sorted(c.items())) or "-"
 
 
-@functools.cache
-def _gpu_and_driver() -> tuple[str, str | None]:
-    """The GPU's name and driver, asked of nvidia-smi once per process (this process imports no torch)."""
-    try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown", None
-    gpu, driver = ([*q[0].split(", "), None])[:2] if q else ("unknown", None)
-    return gpu, driver
-
-
 def _provenance(args: argparse.Namespace, started: float, hello: dict[str, Any]) -> dict[str, Any]:
-    gpu, driver = ("cpu (interpreter smoke)", None) if args.cpu_smoke else _gpu_and_driver()
+    from tritune.bench.provenance import gpu_and_driver
+
+    gpu, driver = ("cpu (interpreter smoke)", None) if args.cpu_smoke else gpu_and_driver()
+    gpu = gpu or "unknown"
     h = hello.get("triton") or hello.get("tritune") or {}
     return {"gpu": gpu, "driver": driver, "torch": h.get("torch"), "triton": h.get("triton"),
             "tritune": hello.get("tritune", {}).get("tritune"), "libs": {n: v.get("libs") for n, v in hello.items()},

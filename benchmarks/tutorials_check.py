@@ -1,7 +1,7 @@
 """Triton's tutorials 03 (matmul) and 06 (fused attention), unchanged, plain and under ``python -m tritune run``.
 
 GPU only. The tutorial files are not part of tritune: put ``03-matrix-multiplication.py`` and
-``06-fused-attention.py`` (from the installed Triton's release; ``benchmarks/tutorials_fetch.sh`` writes them into
+``06-fused-attention.py`` (from the installed Triton's release; ``bash benchmarks/fetch.sh tutorials`` writes them into
 ``.ref/tutorials``) in a folder and pass it:
 
   PYTHONPATH=src python3 benchmarks/tutorials_check.py TUTORIAL_DIR --out results/tutorials
@@ -203,12 +203,9 @@ def _versions() -> dict[str, str | None]:
             out[mod] = str(__import__(mod).__version__)
         except Exception:
             out[mod] = None
-    try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30)
-        out["gpu"] = q.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        out["gpu"] = None
+    from tritune.bench.provenance import gpu_and_driver
+
+    out["gpu"], out["driver"] = gpu_and_driver()
     return out
 
 

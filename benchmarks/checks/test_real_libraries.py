@@ -433,7 +433,7 @@ def test_tutorial_ops_without_their_files_or_whose_file_fails_to_import_are_repo
             e.close()
     reason, cold = got["empty"]
     assert reason.startswith("FileNotFoundError: 03-matrix-multiplication.py, 06-fused-attention.py not in ")
-    assert str(empty) in reason and "tutorials_fetch.sh" in reason and "\n" not in reason
+    assert str(empty) in reason and "fetch.sh tutorials" in reason and "\n" not in reason
     assert cold["ok"] is False and cold["error"] == f"RuntimeError: tutorials did not import: {reason}"
     reason, cold = got["broken"]
     assert reason is None  # the files are there; the op's first call imports them

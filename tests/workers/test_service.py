@@ -274,32 +274,42 @@ def test_a_fork_from_inside_an_import_does_not_wait_for_a_thread_blocked_on_that
     assert m.RESULT == [5] and m.FORK_S < 10
 
 
-def test_a_thread_inside_tritons_compiler_is_seen() -> None:
+def test_a_thread_inside_tritons_compiler_is_seen(tmp_path: Path) -> None:
     """What a fork waits for: a thread compiling a real kernel for sm90 (no GPU needed) is inside Triton's
-    compiler until the compile returns; this thread, which asks, never counts."""
-    import threading
+    compiler until the compile returns; this thread, which asks, never counts. In a fresh process without the
+    interpreter: a process that has run interpreted kernels (this suite's) can leave ``triton.language`` unfit for
+    a real compile."""
+    import subprocess
+    import sys
 
-    import triton
-    import triton.language as tl
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+    code = """
+import threading, time
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from tritune.workers.service import threads_in_locking_code
 
-    from tritune.adapters.kernel import as_jit
-    from tritune.workers.service import threads_in_locking_code
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
 
-    @triton.jit
-    def add_one(x_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
-
-    src = ASTSource(as_jit(add_one), {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 128})
-    t = threading.Thread(target=triton.compile, args=(src,), kwargs={"target": GPUTarget("cuda", 90, 32)},
-                         name="compiling")  # fmt: skip
-    seen = False
-    t.start()
-    while t.is_alive() and not seen:
-        seen = "compiling" in threads_in_locking_code().values()
-        time.sleep(0.001)
-    t.join()
-    assert seen
-    assert threading.get_ident() not in threads_in_locking_code() and "compiling" not in threads_in_locking_code().values()
+src = ASTSource(add_one, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 128})
+t = threading.Thread(target=triton.compile, args=(src,), kwargs={"target": GPUTarget("cuda", 90, 32)},
+                     name="compiling")
+seen = False
+t.start()
+while t.is_alive() and not seen:
+    seen = "compiling" in threads_in_locking_code().values()
+    time.sleep(0.001)
+t.join()
+after = threads_in_locking_code()
+print("seen", seen, "self", threading.get_ident() in after, "after", "compiling" in after.values())
+"""
+    (tmp_path / "compile_in_a_thread.py").write_text(code)  # Triton reads a kernel's source from its file
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, str(tmp_path / "compile_in_a_thread.py")], cwd=HERE, env=env,
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["seen", "True", "self", "False", "after", "False"], p.stdout

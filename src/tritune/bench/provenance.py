@@ -3,23 +3,34 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import shutil
 import subprocess
 import sys
 from typing import Any
 
 
-def driver_version() -> str | None:
+@functools.cache
+def gpu_and_driver() -> tuple[str | None, str | None]:
+    """The first GPU's name and the driver's version, asked of nvidia-smi once per process, without importing torch
+    (a benchmark's parent process that must not touch CUDA can call it); ``(None, None)`` without nvidia-smi."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        return None
+        return None, None
     try:
-        out = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    line = out.stdout.strip().splitlines()
-    return line[0].strip() if line else None
+        out = subprocess.run([exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    lines = out.stdout.strip().splitlines()
+    if not lines:
+        return None, None
+    name, _, driver = lines[0].rpartition(",")
+    return (name.strip() or None, driver.strip() or None) if name else (driver.strip() or None, None)
+
+
+def driver_version() -> str | None:
+    return gpu_and_driver()[1]
 
 
 def installed_version(dist: str) -> str | None:

@@ -1,0 +1,50 @@
+"""tritune.bench.provenance.gpu_and_driver: the GPU's name and the driver, read from nvidia-smi without torch.
+
+nvidia-smi here is a FAKE: a shell script of this test's own on PATH, printing what the real one prints for the
+query, so that the parsing and the absent-tool answers are under test on a machine with no GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tritune.bench import provenance
+
+
+def _fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    exe = tmp_path / "nvidia-smi"
+    exe.write_text(f"#!/bin/sh\n{body}\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    provenance.gpu_and_driver.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    provenance.gpu_and_driver.cache_clear()
+    yield
+    provenance.gpu_and_driver.cache_clear()
+
+
+def test_the_first_gpus_name_and_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a name with a comma of its own stays whole: the driver is the last field
+    _fake_smi(tmp_path, monkeypatch, 'printf "NVIDIA H100 80GB HBM3, 580.159.04\\nNVIDIA H100, 580.159.04\\n"')
+    assert provenance.gpu_and_driver() == ("NVIDIA H100 80GB HBM3", "580.159.04")
+    assert provenance.driver_version() == "580.159.04"
+
+
+def test_asked_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    count = tmp_path / "count"
+    _fake_smi(tmp_path, monkeypatch, f'echo x >> {count}; echo "NVIDIA H200, 580.159.04"')
+    assert provenance.gpu_and_driver() == provenance.gpu_and_driver() == ("NVIDIA H200", "580.159.04")
+    assert count.read_text().count("x") == 1
+
+
+def test_no_gpu_tool_or_no_answer_gives_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert provenance.gpu_and_driver() == (None, None)
+    _fake_smi(tmp_path, monkeypatch, "exit 9")
+    assert provenance.gpu_and_driver() == (None, None)
