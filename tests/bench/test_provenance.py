@@ -46,5 +46,5 @@ def test_asked_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_no_gpu_tool_or_no_answer_gives_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert provenance.gpu_and_driver() == (None, None)
-    _fake_smi(tmp_path, monkeypatch, "exit 9")
+    _fake_smi(tmp_path, monkeypatch, 'echo "NVIDIA-SMI has failed because it could not communicate with the driver"; exit 9')
     assert provenance.gpu_and_driver() == (None, None)

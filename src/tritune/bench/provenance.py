@@ -23,7 +23,7 @@ def gpu_and_driver() -> tuple[str | None, str | None]:
     except (OSError, subprocess.SubprocessError):
         return None, None
     lines = out.stdout.strip().splitlines()
-    if not lines:
+    if out.returncode or not lines:  # (a failing nvidia-smi prints its complaint on stdout)
         return None, None
     name, _, driver = lines[0].rpartition(",")
     return (name.strip() or None, driver.strip() or None) if name else (driver.strip() or None, None)
