@@ -30,7 +30,7 @@ def _fresh_cache():
 
 
 def test_the_first_gpus_name_and_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # a name with a comma of its own stays whole: the driver is the last field
+    # one line per GPU: the first one's name and the driver (the last field) are read, the second GPU's line is not
     _fake_smi(tmp_path, monkeypatch, 'printf "NVIDIA H100 80GB HBM3, 580.159.04\\nNVIDIA H100, 580.159.04\\n"')
     assert provenance.gpu_and_driver() == ("NVIDIA H100 80GB HBM3", "580.159.04")
     assert provenance.driver_version() == "580.159.04"
