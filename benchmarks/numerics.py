@@ -114,12 +114,9 @@ def _lib_run(rl: Any, op: Any) -> tuple[Any, Any, list[Any]]:
     return fn, (args, out), counted.tuners()
 
 
-MACHINE = ("gpu", "driver", "torch", "triton")
-
-
 def _machine() -> dict[str, Any]:
     """What a run's timings depend on besides the code: the GPU, its driver, torch and triton."""
-    from tritune.bench.provenance import provenance
+    from tritune.bench.provenance import MACHINE, provenance
 
     p = provenance()
     return {k: p.get(k) for k in MACHINE}
@@ -237,6 +234,8 @@ def resume(earlier: Path, out: Path, ops: list[str], results: dict[str, list[dic
     """Load ``earlier``'s runs into ``results`` (and copy their files into ``out``); the number the next run takes.
     Every earlier run must hold every op of this call, and must have run on this machine (``here``: GPU, driver,
     torch, triton): one that does not is an error naming what differs."""
+    from tritune.bench.provenance import machine_differences
+
     last = -1
     for mode in ("any", "exact"):
         found = sorted(earlier.glob(f"{mode}_*.json"), key=lambda f: int(f.stem.split("_")[1]))
@@ -246,9 +245,8 @@ def resume(earlier: Path, out: Path, ops: list[str], results: dict[str, list[dic
             if missing:
                 raise SystemExit(f"--resume {earlier}: {f.name} has no run of {', '.join(missing)}; resume with "
                                  "the --ops of that call")  # fmt: skip
-            then = run.get("_machine") or {}  # (a file written before machines were recorded has none)
-            differ = [f"{k} {then.get(k)!r} there, {here.get(k)!r} here" for k in MACHINE if k in then
-                      and then.get(k) != here.get(k)]  # fmt: skip
+            then = run.get("_machine")  # (a file written before machines were recorded has none)
+            differ = machine_differences(then, here) if then else []
             if differ:
                 raise SystemExit(f"--resume {earlier}: {f.name} ran elsewhere ({'; '.join(differ)}); its runs "
                                  "cannot count with this call's")  # fmt: skip

@@ -1376,8 +1376,9 @@ def _check_resumed(path: Path, earlier: dict[str, Any], prov: dict[str, Any]) ->
     """The earlier call must have run on the same GPU, driver, torch and triton, and each library that both calls
     imported in an engine must be the same version: one line naming what differs. A library (or the tutorials'
     files) that only one call could import does not refuse it: that call has no rows of it to mix."""
-    differ = [f"{k} {earlier.get(k)!r} there, {prov.get(k)!r} here" for k in ("gpu", "driver", "torch", "triton")
-              if earlier.get(k) != prov.get(k)]  # fmt: skip
+    from tritune.bench.provenance import machine_differences
+
+    differ = machine_differences(earlier, prov)
     then, now = earlier.get("versions") or {}, prov.get("versions") or {}  # an older file has no versions
     for engine in sorted(set(then) & set(now)):
         a, b = then[engine] or {}, now[engine] or {}

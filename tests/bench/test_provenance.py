@@ -48,3 +48,12 @@ def test_no_gpu_tool_or_no_answer_gives_none(tmp_path: Path, monkeypatch: pytest
     assert provenance.gpu_and_driver() == (None, None)
     _fake_smi(tmp_path, monkeypatch, 'echo "NVIDIA-SMI has failed because it could not communicate with the driver"; exit 9')
     assert provenance.gpu_and_driver() == (None, None)
+
+
+def test_machine_differences_name_each_field_that_differs() -> None:
+    here = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "torch": "2.11.0", "triton": "3.6.0", "date": "x"}
+    assert provenance.machine_differences({**here, "date": "y"}, here) == []  # the date is not the machine
+    there = {**here, "gpu": "NVIDIA H200", "triton": "3.5.1"}
+    assert provenance.machine_differences(there, here) == [
+        "gpu 'NVIDIA H200' there, 'NVIDIA H100 80GB HBM3' here", "triton '3.5.1' there, '3.6.0' here"]
+    assert provenance.machine_differences({}, here)[0] == "gpu None there, 'NVIDIA H100 80GB HBM3' here"

@@ -33,6 +33,16 @@ def driver_version() -> str | None:
     return gpu_and_driver()[1]
 
 
+#: What timings depend on besides the code and the libraries: results of two runs count together only where these agree.
+MACHINE = ("gpu", "driver", "torch", "triton")
+
+
+def machine_differences(then: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Where an earlier run's machine (``then``: a provenance, or its :data:`MACHINE` fields) differs from this one's,
+    one phrase each ("gpu 'X' there, 'Y' here"); empty when they agree."""
+    return [f"{k} {then.get(k)!r} there, {now.get(k)!r} here" for k in MACHINE if then.get(k) != now.get(k)]
+
+
 def installed_version(dist: str) -> str | None:
     """A distribution's installed version from its metadata (``fla-core`` for the module ``fla``), without importing
     it; None when it is not installed."""
