@@ -973,9 +973,9 @@ class Incremental:
         try:
             prep = threading.Thread(target=self._prepare_fused, args=(todo, device), name="tritune-compare-prep",
                                     daemon=True)  # fmt: skip
-            self._helpers.append(prep)
             self._hook_exit()
             prep.start()
+            self._helpers.append(prep)  # (only a started thread: close() joins each)
         except Exception as e:  # no thread: torch's comparison for these dtypes, and the checks go on
             self._unfused.update(todo)
             self._note("fused comparison", f"{', '.join(todo)}: no preparation thread ({type(e).__name__}: {e})")
