@@ -731,17 +731,53 @@ class Pinned:
                 d.clear()
 
 
+class GpuHold:
+    """A GPU sleep of a given length (``torch.cuda._sleep``, its cycles per ms measured once per process): the
+    host queues work behind it while the GPU waits, so the events that follow time the GPU's work, not the
+    host's launch rate."""
+
+    _cycles_per_ms: float | None = None
+
+    @classmethod
+    def hold(cls, torch: Any, ms: float) -> None:
+        if cls._cycles_per_ms is None:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1000)  # the sleep kernel's first launch loads its module: not counted as sleep
+            torch.cuda.synchronize()
+            a.record()
+            torch.cuda._sleep(2_000_000)
+            b.record()
+            b.synchronize()
+            cls._cycles_per_ms = 2_000_000 / max(a.elapsed_time(b), 1e-3)
+        torch.cuda._sleep(max(1, int(ms * cls._cycles_per_ms)))
+
+
+def host_bound(queued_ms: float, hold_ms: float) -> bool:
+    """Whether a block queued behind a ``hold_ms`` GPU sleep in ``queued_ms`` of host time may have let the GPU
+    wait for the host (the sleep ran out before the last launch was queued): its events then time the host's
+    launch rate, not the kernels, and the block is timed again behind a longer sleep."""
+    return queued_ms > 0.8 * hold_ms
+
+
+def hold_for(queued_ms: float, floor_ms: float) -> float:
+    """The sleep to queue a block behind: twice the host time its last queuing took, at least ``floor_ms``, at
+    most 50 ms."""
+    return min(50.0, max(floor_ms, 2.0 * queued_ms))
+
+
 def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...], tuners: list[Any],
                       sides: dict[str, list[Any]], blocks: int = 24, calls: int = 10,
                       cuda: bool = True, cold_calls: int = 0) -> dict[str, Any]:  # fmt: skip
     """GPU microseconds per call of ``fn(*args)`` with each side's configs pinned, blocks alternating sides
-    (the first side alternates too). A sleep kernel ahead of each block keeps the GPU busy while the host
-    queues the block, so host dispatch time is not counted. Returns each side's median (``us``: warm, the
-    calls back to back). With ``cold_calls`` each block also times that many calls one at a time, each after
-    an L2 flush (zeroing twice the L2) and a sleep kernel that covers its queueing (``us_cold``: the cache
-    state both engines tuned in, since Triton's ``do_bench`` and tritune's default policy flush).
-    ``cuda=False`` (the CPU smoke run) times host wall time instead, which means nothing but exercises the
-    pinning."""
+    (the first side alternates too). A GPU sleep ahead of each block (:class:`GpuHold`) keeps the GPU busy
+    while the host queues the block, so host dispatch time is not counted: the sleep is sized from the host
+    time the side's last block took to queue, and a block whose queuing outlasted its sleep (:func:`host_bound`:
+    a library whose Python wrapper costs 100 us a call queues 20 calls in 2 ms) is timed again behind a
+    longer one (``redone``). Returns each side's median (``us``: warm, the calls back to back). With
+    ``cold_calls`` each block also times that many calls one at a time, each after an L2 flush (zeroing twice
+    the L2) and a sleep that covers its queueing (``us_cold``: the cache state both engines tuned in, since
+    Triton's ``do_bench`` and tritune's default policy flush). ``cuda=False`` (the CPU smoke run) times host
+    wall time instead, which means nothing but exercises the pinning."""
     import time
 
     if not cuda:
@@ -749,6 +785,10 @@ def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...],
     pinned = Pinned(tuners)
     per: dict[str, list[float]] = {s: [] for s in sides}
     per_cold: dict[str, list[float]] = {s: [] for s in sides}
+    hold_ms = {s: 2.5 for s in sides}  # grows with a side's host time a block
+    hold_cold_ms = {s: 0.5 for s in sides}  # a call's
+    redone = 0
+    waits: set[str] = set()  # sides whose calls wait for the GPU
     names = list(sides)
     flush = None
     if cold_calls:
@@ -765,30 +805,47 @@ def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...],
                         fn(*args)
                     per[side].append((time.perf_counter() - t0) * 1e6 / calls)
                     continue
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda._sleep(5_000_000)
-                start.record()
-                for _ in range(calls):
-                    fn(*args)
-                end.record()
-                end.synchronize()
+                for attempt in range(2):
+                    torch.cuda.synchronize()
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    GpuHold.hold(torch, hold_ms[side])
+                    t0 = time.perf_counter()
+                    start.record()
+                    for _ in range(calls):
+                        fn(*args)
+                    end.record()
+                    queued_ms = (time.perf_counter() - t0) * 1e3
+                    end.synchronize()
+                    if side in waits or not host_bound(queued_ms, hold_ms[side]):
+                        break
+                    if attempt:  # still bound behind twice its queuing time: the calls wait for the GPU (a
+                        waits.add(side)  # library that synchronizes), no sleep covers them; not retried again
+                        hold_ms[side] = 2.5
+                        break
+                    hold_ms[side] = hold_for(queued_ms, hold_ms[side])
+                    redone += 1
                 per[side].append(start.elapsed_time(end) * 1e3 / calls)
                 if flush is not None:
                     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                           for _ in range(cold_calls)]  # fmt: skip
+                    longest_ms = 0.0
                     for s0, e0 in ev:
                         flush.zero_()
-                        torch.cuda._sleep(1_000_000)  # ~0.5 ms: the host queues the call behind it
+                        GpuHold.hold(torch, hold_cold_ms[side])  # the host queues the call behind it
+                        t0 = time.perf_counter()
                         s0.record()
                         fn(*args)
                         e0.record()
+                        longest_ms = max(longest_ms, (time.perf_counter() - t0) * 1e3)
                     ev[-1][1].synchronize()
                     per_cold[side].append(statistics.median(s0.elapsed_time(e0) * 1e3 for s0, e0 in ev))
+                    if side not in waits:  # (a waiting call's host time includes the sleep: it would only grow)
+                        hold_cold_ms[side] = hold_for(longest_ms, 0.5)
     finally:
         pinned.restore()
     out: dict[str, Any] = {"us": {s: statistics.median(v) for s, v in per.items()}, "blocks": blocks,
-                           "calls_per_block": calls}  # fmt: skip
+                           "calls_per_block": calls, "redone": redone, "waits": sorted(waits),
+                           "hold_ms": {s: round(v, 3) for s, v in hold_ms.items()}}  # fmt: skip
     if flush is not None:
         out["us_cold"] = {s: statistics.median(v) for s, v in per_cold.items()}
         out["cold_calls_per_block"] = cold_calls
@@ -957,7 +1014,8 @@ class _Child:
                 "same": [describe(a) == describe(b) for a, b in zip(own, alt)],
                 "other_generated": [describe(b) not in [describe(c) for c in t.configs] for t, b in zip(mine, alt)],
                 "configs": {self.engine: [describe(c) for c in own], "other": [describe(c) for c in alt]},
-                "blocks": got["blocks"], "calls_per_block": got["calls_per_block"]}
+                "blocks": got["blocks"], "calls_per_block": got["calls_per_block"], "redone": got.get("redone", 0),
+                "waits": got.get("waits", [])}
 
     def time_op(self, op: Op, reps: int) -> dict[str, Any]:
         fn, args = self.calls[op.name]
@@ -977,9 +1035,9 @@ class _Child:
         return {"us": times}
 
     def _cover(self, calls: int, per_call_us: float) -> None:
-        """A GPU sleep of 1.5x the host time of ``calls`` calls (~2000 cycles a us on an H200): the host queues
-        them while the GPU sleeps, so the launch queue never makes the host wait for the GPU."""
-        self.torch.cuda._sleep(int(1.5 * calls * per_call_us * 2000))
+        """A GPU sleep of 1.5x the host time of ``calls`` calls: the host queues them while the GPU sleeps, so
+        the launch queue never makes the host wait for the GPU."""
+        GpuHold.hold(self.torch, 1.5 * calls * per_call_us / 1e3)
 
     def dispatch(self, op: Op, n: int, state: bool = False) -> dict[str, Any]:
         """Host time of ``n`` cached calls; with ``state``, the process's :func:`process_state` read first."""
@@ -1619,6 +1677,7 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
         s["winner_ratio_cold"] = (1.0 if same and s["winner_ratio_cold_measured"] is not None
                                   else s["winner_ratio_cold_measured"])  # fmt: skip
         s["winner_note"] = w.get("skipped") or w.get("error")
+        s["winner_waits"] = bool(w.get("waits"))  # a side's calls waited for the GPU: warm includes host time
         s["winner_generated"] = any(w["other_generated"]) if w.get("other_generated") else None  # not in the list
         s["reaches"] = s["triton_reaches"]  # classified under Triton; tritune's own is recorded beside it
         s["space"] = _spaces(row.get("tritune", {}).get("cold", {}).get("tuners", []))
@@ -1653,6 +1712,7 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
             "winners_within_1_02": sum(1 for r in wins if r <= 1.02),
             "winner_ratio_cold_max": max(wins_cold) if wins_cold else None, "winners_compared_cold": len(wins_cold),
             "winners_cold_within_1_02": sum(1 for r in wins_cold if r <= 1.02),
+            "winners_warm_waiting": sorted(k for k, s in per_op.items() if s.get("winner_waits")),
             "dispatch_ratio_median_reaching_wall": _median(walls),
             "judge_aa_ratios": aa, "control_ratio_median": _median(controls),
             "control_ratio_range": [min(controls), max(controls)] if controls else None,
@@ -1774,6 +1834,9 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
           f"{ct['tritune']:.2f} s, ratio {_fmt(t['cold_total_ratio'], '.3f')} (T = triton, t = tritune)")
     print(f"winners re-measured interleaved (warm: calls back to back): {t['winners_within_1_02']}/"
           f"{t['winners_compared']} within 1.02x of Triton's, worst {_fmt(t['winner_ratio_max'], '.3f')}")
+    if t.get("winners_warm_waiting"):
+        print(f"  warm, the calls of {', '.join(t['winners_warm_waiting'])} waited for the GPU (the library "
+              "synchronizes): no sleep covers their queuing, so their warm times include host time")
     if t.get("winners_compared_cold"):
         print(f"winners re-measured interleaved (cold: each call after an L2 flush, the state both engines tune "
               f"in): {t['winners_cold_within_1_02']}/{t['winners_compared_cold']} within 1.02x, worst "

@@ -649,3 +649,89 @@ def test_provenance_names_each_imported_librarys_distribution_and_version() -> N
 
     got = _dist_versions(["pytest", "no_such_module_anywhere"])
     assert got == {"pytest": metadata.version("pytest")}
+
+
+class _SimDevice:
+    """FAKE CUDA for the winners' judge: one stream on a simulated timeline. The host clock advances by each
+    call's host cost; a queued kernel starts when the stream is free and the host has queued it, so a GPU sleep
+    covers the queuing of what follows it only while it lasts. Events read the stream's time when reached."""
+
+    def __init__(self, host_us: float, kernel_us: float, waits: bool = False) -> None:
+        self.host, self.gpu = 0.0, 0.0  # ms
+        self.host_us, self.kernel_us, self.waits = host_us, kernel_us, waits
+        sim = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.t = 0.0
+
+            def record(self) -> None:
+                sim.gpu = max(sim.gpu, sim.host)
+                self.t = sim.gpu
+
+            def synchronize(self) -> None:
+                sim.host = max(sim.host, sim.gpu)
+
+            def elapsed_time(self, other: Event) -> float:
+                return other.t - self.t
+
+        class Cuda:
+            def __init__(self) -> None:
+                self.Event = Event
+
+            def _sleep(self, cycles: int) -> None:
+                sim.enqueue(cycles / 2e6)  # 2 GHz: 2e6 cycles a ms
+
+            def synchronize(self) -> None:
+                sim.host = max(sim.host, sim.gpu)
+
+        self.cuda = Cuda()
+
+    def enqueue(self, ms: float) -> None:
+        self.gpu = max(self.gpu, self.host) + ms
+
+    def call(self) -> None:  # the library's op: host code, then its kernel; with waits, it synchronizes
+        self.host += self.host_us / 1e3
+        self.enqueue(self.kernel_us / 1e3)
+        if self.waits:
+            self.host = max(self.host, self.gpu)
+
+    def perf_counter(self) -> float:
+        return self.host / 1e3
+
+
+@pytest.mark.parametrize("host_us", [20.0, 200.0])
+def test_the_winners_judge_times_kernels_not_a_slow_wrapper(monkeypatch, host_us) -> None:
+    """A library whose wrapper costs 200 us a call queues a block of 20 calls in 4 ms, longer than the judge's
+    first sleep: that block timed the host's launch rate (about 200 us a call for a 6 us kernel), so it is
+    timed again behind a sleep that covers it, and the judge reports the kernel's time, as for a fast wrapper."""
+    import time
+
+    import real_libraries as rl
+
+    sim = _SimDevice(host_us=host_us, kernel_us=6.0)
+    monkeypatch.setattr(time, "perf_counter", sim.perf_counter)
+    monkeypatch.setattr(rl.GpuHold, "_cycles_per_ms", 2e6)
+    got = rl.remeasure_winners(sim, lambda: sim.call(), (), [], {"triton": [], "other": []}, blocks=6, calls=20)
+    assert got["us"] == {"triton": pytest.approx(6.0), "other": pytest.approx(6.0)}
+    assert got["waits"] == []
+    assert (got["redone"] > 0) == (host_us * 20 / 1e3 > 0.8 * 2.5)  # only the slow wrapper's first blocks
+    assert got["redone"] <= 2  # once a side: its sleep then covers every later block
+
+
+def test_the_winners_judge_stops_growing_its_sleep_for_calls_that_wait(monkeypatch) -> None:
+    """An op that synchronizes inside its call queues nothing ahead: no sleep covers it, so the judge stops
+    retrying that side after one longer sleep, its sleep back to the first length (it does not grow block
+    after block), and says so (``waits``)."""
+    import time
+
+    import real_libraries as rl
+
+    sim = _SimDevice(host_us=50.0, kernel_us=6.0, waits=True)
+    monkeypatch.setattr(time, "perf_counter", sim.perf_counter)
+    monkeypatch.setattr(rl.GpuHold, "_cycles_per_ms", 2e6)
+    got = rl.remeasure_winners(sim, lambda: sim.call(), (), [], {"triton": [], "other": []}, blocks=8, calls=20)
+    assert got["waits"] == ["other", "triton"] and got["redone"] == 2
+    assert got["hold_ms"] == {"triton": 2.5, "other": 2.5}
+    # simulated time spent: 16 blocks, each about one 2.5 ms sleep plus 20 calls, and two retried ones
+    assert sim.host < 16 * (2.5 + 20 * 0.056) + 2 * 20
