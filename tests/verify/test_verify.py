@@ -191,3 +191,28 @@ def test_allow_illegal_passes_illegal_but_not_incorrect():
     assert not ok.ok and ok.passes(allow_illegal=True) and not ok.passes()
     bad = tritune.verify(_configs_workload(wrong_value_kernel, [Config({"BLOCK": b}) for b in (1024, 300)]))
     assert not bad.passes(allow_illegal=True)
+
+
+def test_perturbed_inputs_refill_floating_tensors_on_their_device_reproducibly() -> None:
+    """The output check's second and third inputs: every floating tensor refilled from the seed (the same values for
+    the same seed, others for another, at the seed's scale, a quarter of them zero), in its own dtype, device and
+    strides; integer tensors and plain values kept; a broadcast tensor (stride 0) refilled through its storage."""
+    from tritune.verify.reference import perturbed_inputs
+
+    x = torch.ones(64, 96, dtype=torch.float16)
+    t = torch.ones(96, 64, dtype=torch.bfloat16).t()  # not contiguous
+    idx = torch.arange(10)
+    bias = torch.ones(8).expand(4, 8)
+    a = perturbed_inputs([x, t, idx, bias, 7], seed=1)
+    b = perturbed_inputs([x, t, idx, bias, 7], seed=1)
+    c = perturbed_inputs([x, t, idx, bias, 7], seed=2)
+    assert all(torch.equal(p, q) for p, q in zip(a[:4], b[:4])) and a[4] == 7
+    assert not torch.equal(a[0], c[0])
+    assert a[0].dtype == torch.float16 and a[0].device == x.device
+    assert a[1].dtype == torch.bfloat16 and a[1].stride() == t.stride()
+    assert a[2] is idx
+    assert a[3].stride() == (0, 1) and torch.equal(a[3][0], a[3][3])
+    zeros = (a[0] == 0).float().mean().item()
+    assert 0.2 < zeros < 0.3
+    big, small = a[0].float().abs().max().item(), c[0].float().abs().max().item()
+    assert big > 16 and small < 1  # 16x the unit scale for seed 1, 1/16 for seed 2
