@@ -16,16 +16,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "examples"))
 
-
-
+#: The serving mode's helper threads, by name.
 SERVING_THREADS = ("tritune-resolver", "tritune-store", "tritune-compare-prep")
 
 
 @pytest.fixture(autouse=True)
 def _no_background_thread_outlives_its_test():
-    """The serving mode's helper threads (``tritune-resolver``, ``tritune-store``) that a test starts are stopped
-    when it ends, as the interpreter's exit stops them (``stop_at_exit``), and none is left running: a test that
-    leaves one fails here, where it would otherwise keep running into the next tests."""
+    """The serving mode's helper threads that a test starts are stopped when it ends, as the interpreter's exit
+    stops them (``stop_at_exit``); one still running after that (never registered to be stopped, or not stopping)
+    fails the test, where it would otherwise run on into the next tests."""
     from tritune.serving import runtime
 
     with runtime._STOPPERS_LOCK:
