@@ -770,10 +770,9 @@ def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...],
                       cuda: bool = True, cold_calls: int = 0) -> dict[str, Any]:  # fmt: skip
     """GPU microseconds per call of ``fn(*args)`` with each side's configs pinned, blocks alternating sides
     (the first side alternates too). A GPU sleep ahead of each block (:class:`GpuHold`) keeps the GPU busy
-    while the host queues the block, so host dispatch time is not counted: the sleep is sized from the host
-    time the side's last block took to queue, and a block whose queuing outlasted its sleep (:func:`host_bound`:
-    a library whose Python wrapper costs 100 us a call queues 20 calls in 2 ms) is timed again behind a
-    longer one (``redone``). Returns each side's median (``us``: warm, the calls back to back). With
+    while the host queues the block, so host dispatch time is not counted: a block whose queuing outlasted its
+    sleep (:func:`host_bound`: a library whose Python wrapper costs 100 us a call queues 20 calls in 2 ms) is
+    timed again behind a sleep of twice its queuing time, which that side keeps (``redone``, ``hold_ms``). Returns each side's median (``us``: warm, the calls back to back). With
     ``cold_calls`` each block also times that many calls one at a time, each after an L2 flush (zeroing twice
     the L2) and a sleep that covers its queueing (``us_cold``: the cache state both engines tuned in, since
     Triton's ``do_bench`` and tritune's default policy flush). ``cuda=False`` (the CPU smoke run) times host
