@@ -732,24 +732,36 @@ class Pinned:
 
 
 class GpuHold:
-    """A GPU sleep of a given length (``torch.cuda._sleep``, its cycles per ms measured once per process): the
-    host queues work behind it while the GPU waits, so the events that follow time the GPU's work, not the
-    host's launch rate."""
+    """A GPU sleep of a given length (``torch.cuda._sleep``): the host queues work behind it while the GPU waits,
+    so the events that follow time the GPU's work, not the host's launch rate. The sleep's cycles per ms of event
+    time are measured once per process (:meth:`cycles_per_ms`); the winners' judge, the dispatch loop's cover and
+    serving.py's held spans size their sleeps with it."""
 
     _cycles_per_ms: float | None = None
 
     @classmethod
-    def hold(cls, torch: Any, ms: float) -> None:
+    def cycles_per_ms(cls, torch: Any) -> float:
         if cls._cycles_per_ms is None:
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(1000)  # the sleep kernel's first launch loads its module: not counted as sleep
+            # Warm first: the sleep kernel's first launch in a process loads its module while the device waits
+            # behind event a, and that load counted as sleep (on an H100: 7.03e4 cycles per ms, a hold ~28x too
+            # long; EventTimer._cycles_per_us warms likewise).
+            torch.cuda._sleep(1000)
             torch.cuda.synchronize()
             a.record()
             torch.cuda._sleep(2_000_000)
             b.record()
             b.synchronize()
-            cls._cycles_per_ms = 2_000_000 / max(a.elapsed_time(b), 1e-3)
-        torch.cuda._sleep(max(1, int(ms * cls._cycles_per_ms)))
+            cycles = 2_000_000 / max(a.elapsed_time(b), 1e-3)
+            if not 1e5 <= cycles <= 1e8:  # a GPU clock of 0.1-100 GHz: else every sleep is wrong
+                raise RuntimeError(f"torch.cuda._sleep ran {cycles:.3g} cycles per ms of event time; a GPU sleep "
+                                   "cannot be sized")  # fmt: skip
+            cls._cycles_per_ms = cycles
+        return cls._cycles_per_ms
+
+    @classmethod
+    def hold(cls, torch: Any, ms: float) -> None:
+        torch.cuda._sleep(max(1, int(ms * cls.cycles_per_ms(torch))))
 
 
 def host_bound(queued_ms: float, hold_ms: float) -> bool:

@@ -83,6 +83,7 @@ if "--dry-run" in sys.argv:
 import torch
 import triton
 import triton.language as tl
+from real_libraries import GpuHold  # (a benchmark script beside this one)
 
 import tritune
 
@@ -835,7 +836,6 @@ class HeldSpans:
     def __init__(self, sub: int = 64, hold_ms: float = 2.0, tries: int = 6, max_hold_ms: float = 64.0) -> None:
         self.sub, self.hold_ms, self.tries, self.max_hold_ms = sub, hold_ms, tries, max_hold_ms
         self.redone = self.behind = self.subs = 0
-        self._cycles_per_ms = 0.0
         self._gate: Any = None
         self._events: list[tuple[Any, Any]] = []
 
@@ -868,25 +868,11 @@ class HeldSpans:
 
     # the device (a FAKE overrides these)
     def _hold(self, ms: float) -> None:
-        if not self._cycles_per_ms:  # calibrated once: the sleep's cycles per ms of event time
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            # Warm first: the sleep kernel's first launch in a process loads its module while the device waits
-            # behind event a, and that load counted as sleep (on an H100: 7.03e4 cycles per ms, a hold ~28x too
-            # long; EventTimer._cycles_per_us warms likewise).
-            torch.cuda._sleep(1000)
-            torch.cuda.synchronize()
-            a.record()
-            torch.cuda._sleep(2_000_000)
-            b.record()
-            b.synchronize()
-            self._cycles_per_ms = 2_000_000 / max(a.elapsed_time(b), 1e-3)
-            if not 1e5 <= self._cycles_per_ms <= 1e8:  # a GPU clock of 0.1-100 GHz: else every hold is wrong
-                raise RuntimeError(f"HeldSpans: torch.cuda._sleep ran {self._cycles_per_ms:.3g} cycles per ms of "
-                                   "event time; the hold cannot be sized")  # fmt: skip
+        if self._gate is None:
             self._gate = torch.cuda.Event()
             self._events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                             for _ in range(self.sub)]  # fmt: skip
-        torch.cuda._sleep(max(1, int(ms * self._cycles_per_ms)))
+        GpuHold.hold(torch, ms)  # (its cycles per ms measured at the first hold of the process)
         self._gate.record()
 
     def _ahead(self) -> bool:

@@ -254,10 +254,11 @@ def test_held_spans_launch_the_sleep_once_before_timing_it_for_the_calibration(s
     Cuda.Event = Event  # type: ignore[attr-defined]
 
     monkeypatch.setattr(serving, "torch", Torch)
+    monkeypatch.setattr(serving.GpuHold, "_cycles_per_ms", None)  # measured afresh with the FAKE device
     spans = serving.HeldSpans(sub=2, hold_ms=1.0)
     spans._hold(1.0)
     sleeps = [i for i, x in enumerate(log) if x[0] == "sleep"]
     first_record = next(i for i, x in enumerate(log) if x[0] == "record")
     assert sleeps[0] < first_record and ("sync",) in log[sleeps[0]:first_record]  # warmed, then timed
     assert log[sleeps[1]] == ("sleep", 2_000_000) and sleeps[1] > first_record  # the timed one, between a and b
-    assert spans._cycles_per_ms == 2_000_000 and log[sleeps[2]] == ("sleep", 2_000_000)  # the hold: 1 ms at 2 GHz
+    assert serving.GpuHold._cycles_per_ms == 2_000_000 and log[sleeps[2]] == ("sleep", 2_000_000)  # 1 ms at 2 GHz
