@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -45,6 +46,8 @@ def main() -> None:
         t.join()
     else:
         held.append(start(mode))
+    if where == "cli":  # as a shell starts a command: under nohup (SIGHUP ignored, inherited) tritune keeps it so
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     scope = stop_signals_raise() if where == "cli" else contextlib.nullcontext()
     with scope, held[0]:
         workers = [w.pid for w in held[0]._workers]
