@@ -155,7 +155,7 @@ def perturbed_inputs(args: Sequence[Any], seed: int) -> list[Any]:
         native = dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
         vals = torch.randn(shape, generator=gen, device=device, dtype=dtype if native else torch.float32)
         vals.mul_(scale)
-        vals[torch.rand(shape, generator=gen, device=device) < 0.25] = 0.0
+        vals[torch.rand(shape, generator=gen, device=device, dtype=vals.dtype) < 0.25] = 0.0  # (no wider temporary)
         return vals
 
     out: list[Any] = []
