@@ -784,11 +784,12 @@ def remeasure_winners(torch: Any, fn: Callable[..., Any], args: tuple[Any, ...],
     (the first side alternates too). A GPU sleep ahead of each block (:class:`GpuHold`) keeps the GPU busy
     while the host queues the block, so host dispatch time is not counted: a block whose queuing outlasted its
     sleep (:func:`host_bound`: a library whose Python wrapper costs 100 us a call queues 20 calls in 2 ms) is
-    timed again behind a sleep of twice its queuing time, which that side keeps (``redone``, ``hold_ms``). Returns each side's median (``us``: warm, the calls back to back). With
-    ``cold_calls`` each block also times that many calls one at a time, each after an L2 flush (zeroing twice
-    the L2) and a sleep that covers its queueing (``us_cold``: the cache state both engines tuned in, since
-    Triton's ``do_bench`` and tritune's default policy flush). ``cuda=False`` (the CPU smoke run) times host
-    wall time instead, which means nothing but exercises the pinning."""
+    timed again behind a sleep of twice its queuing time, which that side keeps (``redone``, ``hold_ms``).
+    Returns each side's median (``us``: warm, the calls back to back). With ``cold_calls`` each block also
+    times that many calls one at a time, each after an L2 flush (zeroing twice the L2) and a sleep that covers
+    its queueing (``us_cold``: the cache state both engines tuned in, since Triton's ``do_bench`` and tritune's
+    default policy flush). ``cuda=False`` (the CPU smoke run) times host wall time instead, which means nothing
+    but exercises the pinning."""
     import time
 
     if not cuda:
