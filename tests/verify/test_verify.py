@@ -1,4 +1,5 @@
 import json
+from typing import Any
 
 import pytest
 import torch
@@ -216,3 +217,57 @@ def test_perturbed_inputs_refill_floating_tensors_on_their_device_reproducibly()
     assert 0.2 < zeros < 0.3
     big, small = a[0].float().abs().max().item(), c[0].float().abs().max().item()
     assert big > 16 and small < 1  # 16x the unit scale for seed 1, 1/16 for seed 2
+
+
+def test_fill_kernel_draws_seeded_values_with_zeros_in_the_tensors_dtype() -> None:
+    """The output check's GPU values come from tritune's own Triton kernel (run here by the interpreter on CPU
+    tensors): the same values for the same seed, others for another, normal at the given scale, the given share
+    zero, stored in the tensor's dtype, and not one element past the end (a tail shorter than a block)."""
+    from tritune.verify.fill import BLOCK, fill_normal
+
+    n = 3 * BLOCK + 37
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        buf = torch.full((n + 5,), 7.0, dtype=dtype)
+        fill_normal(buf[:n], seed=11, scale=2.0, zeros=0.25)
+        again = torch.full((n,), 7.0, dtype=dtype)
+        fill_normal(again, seed=11, scale=2.0, zeros=0.25)
+        other = torch.full((n,), 7.0, dtype=dtype)
+        fill_normal(other, seed=12, scale=2.0, zeros=0.25)
+        assert torch.equal(buf[:n], again) and not torch.equal(again, other)
+        assert torch.equal(buf[n:], torch.full((5,), 7.0, dtype=dtype))  # past the end: untouched
+        vals = again.float()
+        assert not (vals == 7.0).any()
+        assert 0.2 < (vals == 0).float().mean().item() < 0.3
+        nonzero = vals[vals != 0]
+        assert abs(nonzero.mean().item()) < 0.15 and 1.8 < nonzero.std().item() < 2.2  # normal, times 2
+
+
+def test_perturbed_inputs_use_the_fill_kernel_on_a_gpu_never_torchs_random_ops(monkeypatch: Any) -> None:
+    """Labelled fake: a tensor that says it lives on a CUDA device (a CPU tensor, the kernel run by the interpreter)
+    is refilled by tritune's kernel, whatever torch's random ops do; a library's overrides of them (here: ops that
+    raise) are never called."""
+    from tritune.verify import reference
+
+    x = torch.ones(40, 50)
+    calls: list[tuple[int, float]] = []
+
+    def fake_is_cuda(t: Any) -> bool:
+        return True
+
+    import tritune.verify.fill as fill
+
+    real = fill.fill_normal
+
+    def recording(flat: Any, seed: int, scale: float, zeros: float) -> None:
+        calls.append((flat.numel(), scale))
+        real(flat, seed, scale, zeros)
+
+    def refuse(*a: Any, **k: Any) -> Any:
+        raise AssertionError("the check drew with torch's random ops")
+
+    monkeypatch.setattr(fill, "fill_normal", recording)
+    monkeypatch.setattr(reference, "_on_gpu", fake_is_cuda)
+    monkeypatch.setattr(torch, "randn", refuse)
+    monkeypatch.setattr(torch, "rand", refuse)
+    a = reference.perturbed_inputs([x], seed=1)
+    assert calls == [(2000, 16.0)] and a[0].shape == x.shape and (a[0] == 0).any()

@@ -134,42 +134,50 @@ def _is_tensor(a: Any) -> bool:
     return hasattr(a, "clone") and hasattr(a, "dtype") and hasattr(a, "shape")
 
 
+def _on_gpu(t: Any) -> bool:
+    """Whether ``t`` lives where tritune's fill kernel runs (a CUDA or ROCm device)."""
+    return bool(t.device.type == "cuda")
+
+
+#: The share of a perturbed input's values that are zero.
+_ZEROS = 0.25
+
+
 def perturbed_inputs(args: Sequence[Any], seed: int) -> list[Any]:
     """``args`` with every floating tensor refilled, reproducibly from ``seed``: normal values at a scale that
     changes with the seed (16 for seed 1, 1/16 for seed 2, ...), a quarter of them zero. Integer and boolean tensors
     (indices, masks, counts) and everything else are kept as they are. A second and third input on which two configs
     must agree bit for bit: configs that sum in another order often agree on one input by chance, rarely on three.
 
-    The values are drawn on each tensor's own device, by a generator of that device seeded from ``seed``: drawn on
-    the host and copied, a large activation's values cost seconds of a tuning's first call (on an H100, 3.1 s of an
-    fla RMSNorm key's 3.6 s)."""
+    Each tensor is a fresh one of the same shape, strides and dtype on the same device, its whole storage span
+    filled (so a broadcast tensor, stride 0, stays one). On a GPU the values come from tritune's own Triton kernel
+    (:mod:`tritune.verify.fill`): drawn on the host and copied, a large activation's values cost seconds of a
+    tuning's first call, and drawn with torch on the device, they run whatever kernels a library registered for
+    torch's random ops (FlagGems' autotuned ``randn``). Elsewhere (CPU tensors) torch draws them."""
     import torch
 
-    gens: dict[Any, Any] = {}
     scale = 16.0 ** (1 if seed % 2 else -1) * (seed // 2 + 1)
-
-    def draw(shape: Any, device: Any, dtype: Any) -> Any:
-        gen = gens.get(device)
-        if gen is None:
-            gen = gens[device] = torch.Generator(device=device).manual_seed(1_000_003 * seed)
-        native = dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-        vals = torch.randn(shape, generator=gen, device=device, dtype=dtype if native else torch.float32)
-        vals.mul_(scale)
-        vals[torch.rand(shape, generator=gen, device=device, dtype=vals.dtype) < 0.25] = 0.0  # (no wider temporary)
-        return vals
-
     out: list[Any] = []
-    for a in args:
-        if _is_tensor(a) and a.dtype.is_floating_point and a.numel():
-            fresh = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
-            try:
-                fresh.copy_(draw(a.shape, a.device, a.dtype))
-            except RuntimeError:  # elements that share memory (a broadcast bias, stride 0): refill the storage
-                span = 1 + sum((n - 1) * st for n, st in zip(a.shape, a.stride()))
-                fresh = draw((span,), a.device, a.dtype).to(a.dtype).as_strided(a.shape, a.stride())
-            out.append(fresh)
-        else:
+    for i, a in enumerate(args):
+        if not (_is_tensor(a) and a.dtype.is_floating_point and a.numel()):
             out.append(a)
+            continue
+        fresh = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
+        span = 1 + sum((n - 1) * st for n, st in zip(a.shape, a.stride()))
+        flat = fresh.as_strided((span,), (1,))
+        own_seed = (1_000_003 * seed + 7_919 * i) % (2**31 - 1)
+        if _on_gpu(a):
+            from tritune.verify.fill import fill_normal
+
+            fill_normal(flat, own_seed, scale, _ZEROS)
+        else:
+            gen = torch.Generator(device=a.device).manual_seed(own_seed)
+            native = a.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+            vals = torch.randn((span,), generator=gen, device=a.device, dtype=a.dtype if native else torch.float32)
+            vals.mul_(scale)
+            vals[torch.rand((span,), generator=gen, device=a.device, dtype=vals.dtype) < _ZEROS] = 0.0
+            flat.copy_(vals)
+        out.append(fresh)
     return out
 
 
