@@ -14,7 +14,7 @@ from fake_compiling import FakeCompiling
 from tritune.bench import Failure, ReplayTimer, synthetic_landscape
 from tritune.config import Config
 from tritune.engine import precompile as pc
-from tritune.engine.pipeline import LazyMeasure, compile_and_race
+from tritune.engine.pipeline import LazyMeasure, after_compiles, compile_and_race
 from tritune.engine.race import RaceOptions
 from tritune.outcome import Status
 
@@ -144,7 +144,7 @@ def test_lazy_measure_started_ahead_builds_on_a_helper_thread_and_the_first_call
 
 
 def test_lazy_measure_after_a_compiler_builds_once_the_compiles_started() -> None:
-    """LazyMeasure.after: the build starts once the compiler's first call has started the compiles (their workers
+    """after_compiles: the build starts once the compiler's first call has started the compiles (their workers
     forked: a fork never meets the timer's helper mid-compile), once; without a compiler it starts at once."""
     land = synthetic_landscape(4, seed=2)
     events: list[str] = []
@@ -158,16 +158,20 @@ def test_lazy_measure_after_a_compiler_builds_once_the_compiles_started() -> Non
         return None
 
     lazy = LazyMeasure(make)
-    wrapped = lazy.after(compiler)
+    wrapped = after_compiles(compiler, lazy.start)
     assert wrapped is not None and events == []  # nothing built before the compiles
     wrapped(land.configs[:3])
     lazy(land.configs[0], 0.001)  # joins the build
     wrapped(land.configs[3:])
     assert events == ["compiling 3", "built", "compiling 1"]
     alone = LazyMeasure(make)
-    assert alone.after(None) is None
+    assert after_compiles(None, alone.start) is None
     alone(land.configs[0], 0.001)
-    assert events[-1] == "built" and alone.seconds > 0.0  # started by after(None), on the helper
+    assert events[-1] == "built" and alone.seconds > 0.0  # started by after_compiles(None), on the helper
+    both = after_compiles(compiler, lambda: events.append("a"), lambda: events.append("b"))
+    assert both is not None and events[-1] == "built"
+    both(land.configs[:1])  # every start, in order, after each compiler call (each start does nothing twice)
+    assert events[-3:] == ["compiling 1", "a", "b"]
 
 
 def test_lazy_measure_started_ahead_raises_its_error_at_the_first_call() -> None:

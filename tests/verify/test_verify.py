@@ -271,3 +271,51 @@ def test_perturbed_inputs_use_the_fill_kernel_on_a_gpu_never_torchs_random_ops(m
     monkeypatch.setattr(torch, "rand", refuse)
     a = reference.perturbed_inputs([x], seed=1)
     assert calls == [(2000, 16.0)] and a[0].shape == x.shape and (a[0] == 0).any()
+
+
+def test_output_check_prepares_once_from_the_snapshot_and_a_check_waits_for_it(monkeypatch: Any) -> None:
+    """OutputCheck.prepare, run on a helper thread as beside a key's compiles: the perturbed inputs come from the
+    call's arguments as they were when the check was made (a later write to them changes nothing), are made once,
+    and a check that starts while they are being made waits for them (labelled fake: a slow perturbed_inputs, and
+    plain torch code as the kernel). A generated config that disagrees on them is still refused."""
+    import threading
+    import time
+
+    from tritune.config import Config
+    from tritune.outcome import Status
+    from tritune.verify import reference
+
+    x, idx, out = torch.arange(8, dtype=torch.float32), torch.tensor([3, 1]), torch.zeros(2)
+    ref, gen = Config({"B": 1}), Config({"B": 2})
+
+    def launch(cfg: Any, a: list[Any]) -> None:  # out = x[idx] * 2, whichever the config
+        a[2].copy_(a[0][a[1]] * 2)
+
+    seen: list[list[int]] = []
+    real = reference.perturbed_inputs
+
+    def slow(args: Any, seed: int) -> list[Any]:
+        seen.append(args[1].tolist())
+        time.sleep(0.2)
+        return real(args, seed)
+
+    monkeypatch.setattr(reference, "perturbed_inputs", slow)
+    names = ["x", "idx", "out"]
+    check = reference.OutputCheck("k", launch, [x, idx, out], names, exact=False, references=[ref], only=[gen])
+    idx[0] = 7  # the caller's arguments change after the snapshot
+    helper = threading.Thread(target=check.prepare)
+    helper.start()
+    time.sleep(0.05)
+    assert check.check(gen) is None
+    assert seen == [[3, 1], [3, 1]]  # both perturbed inputs were made before the check compared anything
+    helper.join()
+    check.prepare()
+    assert len(seen) == 2 and check.summary()["inputs"] == 3 and check.summary()["passed"] == [gen.id]
+
+    def wrong_on_perturbed(cfg: Any, a: list[Any]) -> None:  # right on the call's arguments only
+        a[2].copy_(a[0][a[1]] * (2 if cfg == ref or a[0].sum() == 28 else 3))
+
+    other = reference.OutputCheck("k", wrong_on_perturbed, [x, idx, out], names, exact=False, references=[ref],
+                                  only=[gen])  # fmt: skip
+    got = other.check(gen)
+    assert got is not None and got[0] is Status.INCORRECT and "perturbed input 1" in got[1]

@@ -88,6 +88,29 @@ def load_binary(jit: Any, name: str, cfg: Config, args: Sequence[Any], kwargs: M
     return facts
 
 
+def after_compiles(compiler: Callable[[Sequence[Config]], Any] | None,
+                   *starts: Callable[[], None]) -> Callable[[Sequence[Config]], Any] | None:  # fmt: skip
+    """``compiler``, which calls each of ``starts`` (each starts work on a helper thread, and does nothing when
+    called again) once a call has started the compiles (their workers forked): that work then runs beside the
+    compiles, and no fork waits for a thread inside a compiler (:mod:`tritune.workers.service`). What starts
+    there: a timer's build (:meth:`LazyMeasure.start`), the output check's inputs and comparison
+    (:meth:`tritune.verify.reference.OutputCheck.prepare`). Without a compiler they start now."""
+    if compiler is None:
+        for start in starts:
+            start()
+        return None
+    inner = compiler
+
+    def compile_then_start(configs: Sequence[Config]) -> Any:
+        try:
+            return inner(configs)
+        finally:
+            for start in starts:
+                start()
+
+    return compile_then_start
+
+
 class LazyMeasure:
     """A ConfigMeasure built by ``make()`` at its first call: no timer is set up (nor the GPU warmed)
     for a tuning in which every candidate fails before timing.
@@ -110,26 +133,9 @@ class LazyMeasure:
         """Begin building the measure on a helper thread now (once; nothing if it is built already). Its device
         work runs torch ops that a library may send to Triton kernels of its own, compiled there, and a worker's
         fork waits while another thread compiles (:mod:`tritune.workers.service`): start it after a key's first
-        compiles (:meth:`after`)."""
+        compiles (:func:`after_compiles`)."""
         if self._measure is None and self._ahead is None:
             self._ahead = aside(self._make, name="tritune-timer")
-
-    def after(self, compiler: Callable[[Sequence[Config]], Any] | None) -> Callable[[Sequence[Config]], Any] | None:
-        """``compiler``, which starts this measure's build (:meth:`start`) once its first call has started the
-        compiles (their workers forked): the build then runs beside the compiles, and no fork waits for it. Without
-        a compiler the build starts now."""
-        if compiler is None:
-            self.start()
-            return None
-        inner = compiler
-
-        def compile_then_build(configs: Sequence[Config]) -> Any:
-            try:
-                return inner(configs)
-            finally:
-                self.start()
-
-        return compile_then_build
 
     def __call__(self, config: Config, budget_s: float) -> Any:
         if self._measure is None:

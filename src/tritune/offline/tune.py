@@ -40,7 +40,7 @@ from tritune.engine.imports import import_ahead
 from tritune.engine.isolate import IsolatedBench
 from tritune.engine.key import KeyJob
 from tritune.engine.options import TuneOptions
-from tritune.engine.pipeline import Prepared, load_binary
+from tritune.engine.pipeline import Prepared, after_compiles, load_binary
 from tritune.engine.precompile import Precompiler
 from tritune.engine.race import RaceResult
 from tritune.engine.sticky import cuda_context_error
@@ -98,7 +98,7 @@ def tune_key(
     beside the static screen and the comparison's float64 warm-up, and the oracle, the outputs' comparison
     warm-up run beside the search's start and the first batch's compiles, and the timer's setup (its flush buffer,
     the clocks' warm-up) beside the compiles once their workers are forked (:mod:`tritune.engine.aside`,
-    :meth:`~tritune.engine.pipeline.LazyMeasure.after`); the first check joins the oracle and the warm-ups, the
+    :func:`~tritune.engine.pipeline.after_compiles`); the first check joins the oracle and the warm-ups, the
     first timing the timer: ``screen_s``/``oracle_s``/``compare_warm0_s``/``compare_warm_s``/``timer_s`` are
     their own seconds on the helper thread, the ``*_wait_s`` what this thread waited for them.
     """
@@ -221,8 +221,14 @@ def tune_key(
     if gpu_target is not None:
         compiler = Precompiler(compile_jit, args, kw, gpu_target, options.jobs or None, options.compile_timeout,
                                pre_hook=workload.pre_hook)  # fmt: skip
-    if device != "cpu" and legal:  # the timer's flush buffer and the clocks' warm-up, beside the first compiles
-        compiler = measuring.after(compiler)
+    preps: list[Any] = []
+
+    def start_check() -> None:  # numerics="exact": the check's perturbed inputs and comparison, on a helper
+        if numerics is not None and not preps:
+            preps.append(aside(numerics.prepare, name="tritune-check-prep"))
+
+    if device != "cpu" and legal:  # the timer's flush buffer and the clocks' warm-up, and the check's preparation,
+        compiler = after_compiles(compiler, measuring.start, start_check)  # beside the first compiles
     benches: list[IsolatedBench] = []
     path = locate(workload) if device != "cpu" else None
 
@@ -300,6 +306,8 @@ def tune_key(
     }
     if tuned.search is not None:
         wextra["search"] = tuned.search
+    for p in preps:  # (its errors are the check's: OutputCheck.broken)
+        p.result()
     if numerics is not None:
         wextra["numerics"] = numerics.summary()
     wr = WorkloadResult(workload.name, dict(key), cands, wextra)

@@ -12,6 +12,8 @@ apart by one or two).
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +85,10 @@ class ReferenceRun:
         self._launch(config, scratch)
         return {i: scratch[i] for i in self._compared}
 
+    def pristine_args(self) -> list[Any]:
+        """The call's arguments as they were when this run was made (its own copies of the tensors; never run on)."""
+        return [self._pristine.get(i, a) for i, a in enumerate(self._args)]
+
     def set_reference(self, config: Config) -> None:
         """Run the reference ``config`` once; later :meth:`check` calls compare with its outputs."""
         self._reference = self.outputs(config)
@@ -141,6 +147,25 @@ def _on_gpu(t: Any) -> bool:
 
 #: The share of a perturbed input's values that are zero.
 _ZEROS = 0.25
+
+
+def _stream_of(args: Sequence[Any]) -> Any:
+    """The calling thread's current CUDA stream on the device of the first CUDA tensor in ``args``; None without."""
+    for a in args:
+        if _is_tensor(a) and _on_gpu(a):
+            import torch
+
+            return torch.cuda.current_stream(a.device)
+    return None
+
+
+def _on_stream(stream: Any) -> Any:
+    """A context that queues CUDA work on ``stream`` (nothing when None)."""
+    if stream is None:
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.cuda.stream(stream)
 
 
 def perturbed_inputs(args: Sequence[Any], seed: int) -> list[Any]:
@@ -239,26 +264,58 @@ class OutputCheck:
         self.name = name
         self.exact = exact
         self._references = list(references)
+        self._inputs = inputs
         self._where = ["the call's arguments", *(f"perturbed input {i}" for i in range(1, inputs)),
                        *(f"the bucket's sizes {label}" for label, _ in edges)]  # fmt: skip
         #: Why the inputs could not be made, if so: then only the first reference may serve (never a call's failure).
         self.broken: str | None = None
-        #: Wall seconds spent making the inputs and in :meth:`check` (the reference's runs included), for the summary.
+        #: Wall seconds spent making the inputs (here and in :meth:`prepare`) and in :meth:`check` (the reference's
+        #: runs included, and any wait for :meth:`prepare` on another thread), for the summary.
         self.seconds = {"inputs": 0.0, "checks": 0.0}
         started = time.perf_counter()
-        try:
-            sets = [list(args), *(perturbed_inputs(args, seed) for seed in range(1, inputs)),
-                    *(list(a) for _, a in edges)]  # fmt: skip
-            runs = [ReferenceRun(launch, a, names) for a in sets]
+        try:  # snapshots of the call's arguments now, before any candidate runs on them
+            runs = [ReferenceRun(launch, args, names), *(ReferenceRun(launch, list(a), names) for _, a in edges)]
         except Exception as e:
             self.broken, runs = f"{type(e).__name__}: {e}", []
         self.seconds["inputs"] = time.perf_counter() - started
+        self._launch, self._names = launch, list(names)
+        # the stream the check's runs are queued on: the inputs made on another thread are queued there too
+        self._stream = _stream_of(args)
         self._only = None if only is None else set(only)
         self.reference: Config | None = references[0] if references else None
         self._runs = runs
+        self._prepared = self.broken is not None or inputs < 2
+        self._prep_lock = threading.Lock()
         self._ready = False
         self.members: list[Config] = []
         self.others: dict[Config, str] = {}
+
+    def prepare(self) -> None:
+        """Make the perturbed inputs (from the snapshot of the call's arguments) and load the comparison's device
+        code for the arguments' dtypes (:func:`~tritune.verify.compare.warm_compare`): the first check in a
+        process otherwise waits for CUDA's lazy loading of about twenty kernels, or, where a library has replaced
+        torch's ops with Triton kernels of its own (``flag_gems.enable()``), for their compiles. Run it beside a
+        key's compiles (``decorator.miss``); :meth:`check` runs it, or waits for it, if it has not finished. Once."""
+        with self._prep_lock:
+            if self._prepared:
+                return
+            started = time.perf_counter()
+            try:
+                with _on_stream(self._stream):
+                    base = self._runs[0].pristine_args()
+                    made = [ReferenceRun(self._launch, perturbed_inputs(base, seed), self._names)
+                            for seed in range(1, self._inputs)]  # fmt: skip
+                self._runs[1:1] = made
+            except Exception as e:
+                self.broken = f"{type(e).__name__}: {e}"
+            finally:
+                self._prepared = True
+                self.seconds["inputs"] += time.perf_counter() - started
+            if self.broken is None:
+                from tritune.verify.compare import warm_compare
+
+                with contextlib.suppress(Exception):  # a warm-up only: the check itself says what fails
+                    warm_compare(self._runs[0].pristine_args(), atol=0.0, rtol=0.0)
 
     def check(self, cfg: Config) -> tuple[Status, str] | None:
         """None when ``cfg`` passes (class docstring), else the status and reason to record."""
@@ -271,6 +328,7 @@ class OutputCheck:
             self.seconds["checks"] += time.perf_counter() - started
 
     def _check(self, cfg: Config) -> tuple[Status, str] | None:
+        self.prepare()
         if self.broken is not None:
             if self.exact and self._references and cfg == self._references[0]:
                 return None
