@@ -87,3 +87,53 @@ def test_first_race_runs_while_stragglers_compile_and_the_late_best_still_wins(m
     (entry,) = st.entries()
     broken = st.candidates(entry.key, [BROKEN])
     assert len(broken) == 1 and broken[0].status is Status.COMPILE_FAILED and "ptxas fatal" in (broken[0].reason or "")
+
+
+def test_a_widened_keys_check_is_prepared_beside_its_compiles(monkeypatch, tmp_path):
+    """With a generated config to check, the output check's perturbed inputs are made on a helper thread once the
+    (FAKE) compiles have started, not before them and not in the first check; the tuning then checks and serves as
+    it would otherwise (the trap-free kernel: every neighbour agrees). FAKES as above; timings SYNTHETIC."""
+    import threading
+
+    from tritune.decorator import miss as tuner
+    from tritune.engine import pipeline
+    from tritune.store import keys as store_keys
+    from tritune.verify import reference
+
+    monkeypatch.setattr(tuner, "gpu_unavailable_reason", lambda: None)  # FAKE: "a GPU is here"
+    monkeypatch.setattr(store_keys, "current_device", lambda: ("FAKE GPU", "9.0"))
+    monkeypatch.setattr("tritune.device.current_target", lambda: None)
+    monkeypatch.setattr(pipeline, "load_binary", lambda *a, **k: {})  # FAKE: every binary loads
+    events: list[str] = []
+
+    def fake_start(jit, todo, args, kwargs, target, jobs, timeout):  # FAKE compile workers
+        events.append("compiles started")
+        return FakeCompiling(list(todo), {}, workers=4)
+
+    real = reference.perturbed_inputs
+
+    def recording(args, seed):  # type: ignore[no-untyped-def]
+        events.append(f"inputs {seed} on {threading.current_thread().name}")
+        return real(args, seed)
+
+    monkeypatch.setattr(pc, "start_precompile", fake_start)
+    monkeypatch.setattr(reference, "perturbed_inputs", recording)
+
+    class Timer:  # SYNTHETIC: a time for any config, the written BLOCK=256 fastest
+        def measure_config(self, config, budget_s):  # type: ignore[no-untyped-def]
+            replay = ReplayTimer(Landscape.from_points("scale_kernel", "synthetic", {"n": N}, [
+                LandscapePoint(config, Status.MEASURED, 0.005 if config["BLOCK"] == 256 else 0.01)]))
+            return replay.measure_config(config, budget_s)
+
+    written = [tritune.Config({"BLOCK": 256}, num_warps=4)]
+    k = tritune.autotune(configs=written, key=["n"], store=str(tmp_path / "s.db"), timer=Timer(), jobs=4,
+                         widen=True)(scale_kernel)  # fmt: skip
+    x = torch.randn(N)
+    out = torch.empty_like(x)
+    k[lambda m: (triton.cdiv(N, m["BLOCK"]),)](x, out, N)
+    assert torch.equal(out, x * 2)
+    assert events[0] == "compiles started"
+    assert events[1:] == ["inputs 1 on tritune-check-prep", "inputs 2 on tritune-check-prep"]
+    (choice,) = k.choices().values()
+    checked = (choice.stats or {})["checked"]
+    assert checked["inputs"] == 3 and checked["checked"] > 0 and not checked["other"]

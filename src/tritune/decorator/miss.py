@@ -270,7 +270,7 @@ class KeyTuner:
         one config is loaded and timed, handed to :func:`~tritune.engine.key.tune_key`."""
         from tritune.bench import EventTimer, Failure
         from tritune.device import current_target
-        from tritune.engine.aside import aside
+        from tritune.engine.aside import Later
         from tritune.engine.key import KeyJob, tune_key
         from tritune.engine.pipeline import Prepared, after_compiles, load_binary
         from tritune.engine.precompile import Precompiler
@@ -315,14 +315,10 @@ class KeyTuner:
         if gpu and opts.precompile:  # in workers, slowest first (stacked heuristics' values computed here)
             jit, kwargs_for = tuned.compile_plan(args, kwargs)
             compiler = Precompiler(jit, args, kwargs, current_target(), opts.jobs, opts.compile_timeout, kwargs_for)
-        preps: list[Any] = []
-
-        def start_check() -> None:  # the check's perturbed inputs and its comparison's device code, on a helper
-            if numerics is not None and not preps:
-                preps.append(aside(numerics.prepare, name="tritune-check-prep"))
-
+        # the check's perturbed inputs and its comparison's device code, on a helper thread (OutputCheck.prepare)
+        prep = Later(numerics.prepare, name="tritune-check-prep") if numerics is not None else None
         if gpu and legal:  # the timer's flush buffer and the clocks' warm-up, and the check's preparation, beside the
-            compiler = after_compiles(compiler, measure.start, start_check)  # compiles once they start
+            compiler = after_compiles(compiler, measure.start, *([prep.start] if prep else []))  # compiles
         farm = None
         if self.distributed:
             from tritune.ranks import Farm, rank_and_world
@@ -343,8 +339,8 @@ class KeyTuner:
         finally:
             for c in cleanups:
                 c()
-            for p in preps:  # (its errors are the check's: OutputCheck.broken)
-                p.result()
+            if prep is not None:  # (what fails there is the check's to say: OutputCheck.broken)
+                prep.join()
         rejected.update(got.failures)
         if numerics is not None:
             stats["numerics" if exact else "checked"] = numerics.summary()

@@ -114,6 +114,24 @@ class Aside(Generic[T]):
         return self._value  # type: ignore[no-any-return]
 
 
+class Later:
+    """``fn`` to run on a helper thread from the first call of :meth:`start` (later calls do nothing), as
+    :func:`~tritune.engine.pipeline.after_compiles` starts work beside a key's compiles; :meth:`join` waits for it
+    and raises its exception (nothing when it never started)."""
+
+    def __init__(self, fn: Callable[[], object], *, name: str) -> None:
+        self._fn, self._name = fn, name
+        self._aside: Aside[object] | None = None
+
+    def start(self) -> None:
+        if self._aside is None:
+            self._aside = aside(self._fn, name=self._name)
+
+    def join(self) -> None:
+        if self._aside is not None:
+            self._aside.result()
+
+
 def _caller_state() -> tuple[int | None, bool]:
     """The caller thread's current CUDA device (None without CUDA) and autograd mode."""
     import torch

@@ -35,7 +35,7 @@ from tritune.bench.timer import ConfigMeasure
 from tritune.config import Config
 from tritune.device import current_target, gpu_unavailable_reason
 from tritune.engine import key as engine_key
-from tritune.engine.aside import aside
+from tritune.engine.aside import Later, aside
 from tritune.engine.imports import import_ahead
 from tritune.engine.isolate import IsolatedBench
 from tritune.engine.key import KeyJob
@@ -221,14 +221,10 @@ def tune_key(
     if gpu_target is not None:
         compiler = Precompiler(compile_jit, args, kw, gpu_target, options.jobs or None, options.compile_timeout,
                                pre_hook=workload.pre_hook)  # fmt: skip
-    preps: list[Any] = []
-
-    def start_check() -> None:  # numerics="exact": the check's perturbed inputs and comparison, on a helper
-        if numerics is not None and not preps:
-            preps.append(aside(numerics.prepare, name="tritune-check-prep"))
-
+    # numerics="exact": the check's perturbed inputs and comparison, on a helper thread (OutputCheck.prepare)
+    prep = Later(numerics.prepare, name="tritune-check-prep") if numerics is not None else None
     if device != "cpu" and legal:  # the timer's flush buffer and the clocks' warm-up, and the check's preparation,
-        compiler = after_compiles(compiler, measuring.start, start_check)  # beside the first compiles
+        compiler = after_compiles(compiler, measuring.start, *([prep.start] if prep else []))  # beside the compiles
     benches: list[IsolatedBench] = []
     path = locate(workload) if device != "cpu" else None
 
@@ -306,8 +302,8 @@ def tune_key(
     }
     if tuned.search is not None:
         wextra["search"] = tuned.search
-    for p in preps:  # (its errors are the check's: OutputCheck.broken)
-        p.result()
+    if prep is not None:  # (what fails there is the check's to say: OutputCheck.broken)
+        prep.join()
     if numerics is not None:
         wextra["numerics"] = numerics.summary()
     wr = WorkloadResult(workload.name, dict(key), cands, wextra)
