@@ -1,11 +1,11 @@
 """The output check's random values on a GPU, drawn by a Triton kernel of tritune's own.
 
-torch's random ops on a device are not always torch's: a library may register its own kernels for them (FlagGems'
-``enable()`` replaces ``randn``, ``rand``, ``mul_`` and ``index_put_`` on CUDA, and its ``randn`` is an autotuned
-Triton kernel). Drawn with torch, the check's perturbed inputs ran the library's kernels and, under the switch,
-tuned its ``randn`` once per tensor size inside the check (on an H100, 22 s of a process's first op, FlagGems'
-``randn`` tuned at ten sizes). This kernel is a plain ``@triton.jit`` function: no library sees it, no autotuner
-tunes it, one launch fills a tensor.
+torch's ops on a device are not always torch's: a library may register its own kernels for them, and
+``flag_gems.enable()`` does for ``randn`` and ``rand`` on CUDA, its ``randn`` an autotuned Triton kernel. Drawn with
+torch, the check's perturbed inputs would run the library's kernels and, under the switch, tune its ``randn`` at
+every new tensor size inside the check (on an H100, 22 s of a process's first op;
+``benchmarks/results/2026-12-07-h100-widen-randn.tar.gz``). This kernel is a plain ``@triton.jit`` function: no
+library replaces it, no autotuner tunes it, and one launch fills a tensor.
 """
 
 from __future__ import annotations
