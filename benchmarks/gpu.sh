@@ -40,7 +40,7 @@
 # from .ref/tutorials (without them those ops are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
 # (also the ops inside torch.compile), LIBS_FRESH=1 (libs: also a fresh tritune process on the caches and store the
 # tuning one wrote, its first calls and its cached calls beside the tuning process's), WIDEN_BUDGET_S, WIDEN_OPS,
-# WIDEN_STEPS (widen: how many steps from each written config, 1 by default), LIBS_RESUME / WIDEN_RESUME (an
+# WIDEN_STEPS (widen: how many steps from each written config, 1 by default, or derived: the list and the space derived from each kernel), LIBS_RESUME / WIDEN_RESUME (an
 # earlier call's results.json, e.g. unpacked from its raw data into .ref/ and carried: its finished ops are not run
 # again and count in this call's summary, so a run longer than one call's limit adds up over calls), NUMERICS_OPS,
 # NUMERICS_RUNS, NUMERICS_SHARED_CACHE=1, NUMERICS_RESUME (a folder of an earlier numerics call's any_N/exact_N.json,

@@ -31,7 +31,8 @@ measurements alternate engines on the one GPU:
 
 ``--widen`` runs the tritune engine with ``patch_triton(widen=True)``: each kernel's own configs and their
 neighbours, screened, searched and checked against the kernel's first config (``--widen 2``: up to two steps from
-each). The winners' comparison is then the
+each; ``--widen derived``: the list and the space derived from each kernel's source, where it has one). The
+winners' comparison is then the
 widened winner against Triton's winner of the library's own list, and the summary adds, per autotuner, the space
 (given, generated, legal) and tritune's own race of its winner against the best given config. The tutorial ops
 are widened the same way: tutorial 03's matmul configs and 06's attention forward configs.
@@ -1785,6 +1786,11 @@ def _summarize_fresh(rows: dict[str, dict[str, Any]], per_op: dict[str, dict[str
             "fresh_state_diff": state_diff or None}
 
 
+def _widen_arg(value: str) -> int | str:
+    """``--widen``'s value: a number of steps, or ``derived``."""
+    return "derived" if value.strip().lower() == "derived" else int(value)
+
+
 def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """tritune's record of how each tuner's space was made (``choices()[key].stats["space"]``): the configs given
     and generated, the legal ones, whether the winner was generated and its time over the best given config's,
@@ -1798,7 +1804,7 @@ def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 warm = st.get("warm_check") if isinstance(st.get("warm_check"), dict) else None
                 out.append({"tuner": t["name"], "key": key, **{k: sp.get(k) for k in (
                     "source", "given", "generated", "legal", "generated_legal", "winner_generated",
-                    "winner_over_best_written", "stages_kept")},
+                    "winner_over_best_written", "stages_kept", "not_derived")},
                     # generated configs the output check refused (what differed, and on which input)
                     "refused": dict(checked.get("other") or {}),
                     # seconds the check spent making its inputs and running the configs (the reference's runs too)
@@ -1887,7 +1893,9 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
             for sp in s.get("space") or []:
                 warm = {None: "", True: "; warm check: kept", False: "; warm check: the written config serves"}
                 kept = " (num_stages kept: no loop)" if sp.get("stages_kept") else ""
-                print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, generated {sp['generated']}{kept}, legal "
+                how = "derived" if sp.get("source") == "derived around the list" else "generated"
+                kept += f" (not derived: {sp['not_derived'][:80]})" if sp.get("not_derived") else ""
+                print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, {how} {sp['generated']}{kept}, legal "
                       f"{sp['legal']} ({sp['generated_legal']} generated); winner generated: {sp['winner_generated']}, "
                       f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}; "
                       f"refused by the check: {len(sp.get('refused') or {})}{warm[sp.get('warm_kept')]}"
@@ -1982,10 +1990,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="the most of --budget-s one op's cold run may take before its engine is stopped and replaced "
                         "(default %(default)s; an op that tunes for minutes under Triton, fla's chunked GLA, needs more)")
     p.add_argument("--engines", default=",".join(ENGINES), help="triton,tritune (default), or one of them to debug")
-    p.add_argument("--widen", nargs="?", type=int, const=1, default=0, metavar="STEPS",
+    p.add_argument("--widen", nargs="?", type=_widen_arg, const=1, default=0, metavar="STEPS",
                    help="the tritune engine widens each kernel's own configs (patch_triton(widen=STEPS), 1 when not "
-                        "given); the winners' comparison is then the widened winner against Triton's winner of the "
-                        "library's list")
+                        "given; 'derived': the list and the space derived from the kernel's source); the winners' "
+                        "comparison is then the widened winner against Triton's winner of the library's list")
     p.add_argument("--compile", action="store_true", help="also the ops marked +compile (called inside torch.compile)")
     p.add_argument("--resume", type=Path, default=None, metavar="RESULTS_JSON",
                    help="an earlier call's results.json (same GPU, torch, triton, libraries): its finished ops are not "

@@ -373,6 +373,14 @@ def test_widened_winners_are_summarised_with_their_spaces_and_a_new_config_takes
     k = SimpleNamespace(configs=[triton.Config({"BLOCK": 64}, pre_hook=hook), triton.Config({"BLOCK": 128}, pre_hook=hook)])
     assert matching_config(k, {"BLOCK": 256, "num_warps": 4}).pre_hook is hook
 
+    # --widen derived: the flag's value, and a tuner without a derived space says why in its row
+    from real_libraries import _spaces, _widen_arg
+
+    assert _widen_arg("derived") == "derived" and _widen_arg("2") == 2
+    why = "no tunable tl.constexpr parameter (BD is passed by the caller); widened one step instead"
+    (row,) = _spaces([{"name": "k", "stats": {"(64,)": {"space": {**space, "not_derived": why}}}}])
+    assert row["not_derived"] == why and row["source"] == "widened"
+
 
 def _widen_default_ops() -> str:
     """The op list of gpu.sh's widen part when WIDEN_OPS is unset (its ``o=${WIDEN_OPS:-...}`` lines, in order)."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritune.adapters.kernel import unwrap_jit
-from tritune.decorator.autotuned import Autotuned, Serving
+from tritune.decorator.autotuned import DERIVED, Autotuned, Serving
 from tritune.decorator.miss import KeyTuner
 from tritune.decorator.triton_surface import ORIGINAL_AUTOTUNER
 
@@ -72,7 +72,7 @@ def autotune(
     numerics: str | None = None,
     pinned: bool | None = None,
     sensitivity: int | None = None,
-    widen: bool | int | None = None,
+    widen: bool | int | str | None = None,
     incremental: bool | IncrementalOptions | Any | None = None,
     outputs: Iterable[str] | None = None,
     atol: float | None = None,
@@ -109,7 +109,8 @@ def autotune(
     Spaces nobody wrote: ``configs=None`` derives the candidates from the kernel's source at each call's sizes (its
     free ``tl.constexpr`` block sizes over powers of 2, ``num_warps``, ``num_stages``: :func:`tritune.space.derive_space`),
     and ``widen=True`` (``$TRITUNE_WIDEN=1``) adds each given config's neighbours (:func:`tritune.space.widen`;
-    ``widen=2``: up to two steps from a given config, so a block doubled with its warps halved too); the
+    ``widen=2``: up to two steps from a given config, so a block doubled with its warps halved too;
+    ``widen="derived"``: the list and the space derived from the kernel's source); the
     screen removes what cannot compile or fit, large spaces are searched, and a generated config serves only after its
     outputs agree with the first legal config's on the call's arguments and two perturbed copies. ``choices()`` says
     how the space was made and how the winner compares with the best written config, measured in the same race.
@@ -274,9 +275,10 @@ def triton_autotune(
     return decorator
 
 
-def _widen(value: bool | int | None) -> int:
-    """How many steps from a given config widening reaches (0: none): ``widen=`` (True: 1), else ``$TRITUNE_WIDEN``
-    (what :func:`patch_triton` sets with ``widen=``): ``1``, ``true``, ``yes``, ``on``, or a number of steps."""
+def _widen(value: bool | int | str | None) -> int | str:
+    """How far widening reaches: a number of steps from a given config (0: none), or ``"derived"``: to the space
+    derived from the kernel's source. ``widen=`` (True: 1), else ``$TRITUNE_WIDEN`` (what :func:`patch_triton`
+    sets with ``widen=``): ``1``, ``true``, ``yes``, ``on``, a number of steps, or ``derived``."""
     from tritune.errors import ConfigError
 
     where, v = ("widen", value) if value is not None else ("$TRITUNE_WIDEN", os.environ.get("TRITUNE_WIDEN", ""))
@@ -284,12 +286,15 @@ def _widen(value: bool | int | None) -> int:
         word = v.strip().lower()
         if word in ("true", "yes", "on", "false", "no", "off", ""):
             return int(word in ("true", "yes", "on"))
+        if word == DERIVED:
+            return DERIVED
         if not word.isdigit():
             raise ConfigError(f"{where}={word!r}: use 1 (or true) to widen each config by one step, a number of "
-                              "steps, or 0 (false)")  # fmt: skip
+                              f"steps, {DERIVED!r} for the space derived from the kernel, or 0 (false)")  # fmt: skip
         return int(word)
     if not isinstance(v, int) or v < 0:  # (a bool is an int: True is one step)
-        raise ConfigError(f"{where}={v!r}: use True (one step from each given config), a number of steps, or False")
+        raise ConfigError(f"{where}={v!r}: use True (one step from each given config), a number of steps, "
+                          f"{DERIVED!r}, or False")  # fmt: skip
     return int(v)
 
 
@@ -309,14 +314,17 @@ def is_patched() -> bool:
     return bool(_saved)
 
 
-def patch_triton(*, widen: bool | int | None = None) -> None:
+def patch_triton(*, widen: bool | int | str | None = None) -> None:
     """Make Triton's autotuner names use tritune's engine, for code that looks them up from now on.
 
     Idempotent. Every kernel tuned through them gets the store, the screen before launch, the race and the
     fast dispatch; ``triton.Config`` and ``triton.heuristics`` stay Triton's own. ``widen=True`` (or
     ``$TRITUNE_WIDEN=1``) explores around each kernel's own configs: their neighbouring block sizes, warps and
     stages, screened, searched and checked against the kernel's first config, the library's configs always included;
-    ``widen=2`` (``$TRITUNE_WIDEN=2``) reaches two steps from each.
+    ``widen=2`` (``$TRITUNE_WIDEN=2``) reaches two steps from each, and ``widen="derived"``
+    (``$TRITUNE_WIDEN=derived``) adds the space derived from each kernel's source at each call's sizes (searched
+    where large; a kernel without one, or whose derived space is too large for a library's own loop, is widened one
+    step, and ``choices()`` says why).
     """
     if widen is not None:
         os.environ["TRITUNE_WIDEN"] = str(_widen(widen))

@@ -369,3 +369,65 @@ def test_a_check_that_cannot_make_its_inputs_refuses_the_generated_configs_and_t
     (choice,) = k.choices().values()
     assert all("could not be made (RuntimeError: FAKE" in why for why in choice.stats["checked"]["other"].values())
     assert {c.kwargs["BLOCK"] for c in timer.timed} == {256}
+
+
+def test_widen_derived_adds_the_kernels_derived_space_to_the_list_and_checks_it() -> None:
+    """``widen="derived"``: the written configs first, then every config of the space derived from the kernel's
+    source at the call's sizes that the list lacks, labelled as derived and checked against a written config before
+    any timing; the trap's blocks that leave a tail unwritten are refused, and the fastest (FAKE) block that agrees
+    serves. ``$TRITUNE_WIDEN=derived`` and ``widen="Derived"`` name the same mode."""
+    from tritune.api import _widen
+    from tritune.space import derive_space
+
+    timer = FakeTimer()
+    written = [triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})]
+    k = tritune.autotune(written, ["n"], store=False, timer=timer, widen="derived")(scale_whole_blocks)
+    x, out = _call(k, 200, lambda meta: (200 // meta["BLOCK"],))
+    assert torch.equal(out, x * 2)
+    derived = derive_space(scale_whole_blocks, passed=["x_ptr", "out_ptr", "n"], sizes={"n": 200}).space
+    assert derived is not None
+    cands = list(k.candidates)
+    assert [c.kwargs["BLOCK"] for c in cands[:2]] == [4, 8]  # the written configs first
+    assert set(cands[2:]) == set(derived.configs()) - set(cands[:2]) and len(cands) > 10
+    (choice,) = k.choices().values()
+    space, checked = choice.stats["space"], choice.stats["checked"]
+    assert space["source"] == "derived around the list" and space["given"] == 2 and "configs of" in space["how"]
+    assert space["generated"] == len(cands) - 2
+    assert checked["reference"].startswith("BLOCK=4,")
+    refused = {int(c.split(",")[0].split("=")[1]) for c in checked["other"]}
+    assert refused and all(200 % b for b in refused)  # every refused block leaves a tail; no divisor is refused
+    assert 200 % k.best_config.kwargs["BLOCK"] == 0
+    assert not any(c.kwargs["BLOCK"] in refused for c in timer.timed)  # refused before any timing
+    assert _widen("Derived") == "derived"
+
+
+def test_widen_derived_without_a_derived_space_widens_one_step_and_says_why(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A kernel whose block sizes the caller passes has no derived space: ``widen="derived"`` then widens the list
+    one step (here: warps), and the space report names why; in a library's own loop, a derived space larger than
+    ``OWN_LOOP_DERIVED_MAX`` configs is left out the same way (the loop would time every config)."""
+    from tritune.decorator import autotuned
+
+    @triton.jit
+    def passed_block(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+
+    k = tritune.autotune([triton.Config({}, num_warps=4)], ["n"], store=False, timer=FakeTimer(),
+                         widen="derived")(passed_block)  # fmt: skip
+    x, out = torch.randn(300), torch.full((300,), -1.0)
+    k[(3,)](x, out, 300, BLOCK=128)
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    space = choice.stats["space"]
+    assert space["source"] == "widened" and "widened one step instead" in space["not_derived"]
+    assert {c.num_warps for c in k.candidates} >= {2, 4}  # the one-step neighbours (warps halved)
+
+    monkeypatch.setenv("TRITUNE_WIDEN", "derived")
+    monkeypatch.setattr(autotuned, "OWN_LOOP_DERIVED_MAX", 3)
+    loop = _OwnLoop(scale, ["x_ptr", "out_ptr", "n"], [triton.Config({"BLOCK": 128})], ["n"], do_bench=_fake_do_bench)
+    x, out = torch.randn(600), torch.full((600,), -1.0)
+    loop.run(x, out, 600, grid=lambda meta: (triton.cdiv(600, meta["BLOCK"]),))
+    assert torch.equal(out, x * 2)
+    assert "library's own loop times every config" in loop.space_report["not_derived"]
+    assert loop.space_report["source"] == "widened"

@@ -68,6 +68,13 @@ from tritune.errors import CaptureMissError, ConfigError
 from tritune.space import Space, check_static
 
 _MISS = object()
+#: ``widen=DERIVED`` (``$TRITUNE_WIDEN=derived``): a list widened to the space derived from its kernel's source
+#: (:func:`tritune.space.derive_space`), not by steps.
+DERIVED = "derived"
+#: ``widen="derived"`` in a library's own loop (FlagGems' ``LibTuner``), which times every config it is given:
+#: the most configs the derived space may add there (a larger one: the list widened one step instead).
+OWN_LOOP_DERIVED_MAX = 256
+
 #: Every decorated kernel made in this process (weakly held): what ``tritune.fleet`` lists, records and checks.
 REACHED: weakref.WeakSet[Autotuned] = weakref.WeakSet()
 #: What a :class:`Serving` mode's ``run`` returns when it leaves a call to the blocking path.
@@ -114,7 +121,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         use_cuda_graph: bool = False,
         cache_results: bool = False,
         serving: Serving | None = None,
-        widen: bool | int = False,
+        widen: bool | int | str = False,
     ) -> None:
         self.fn = fn
         self.info = KernelInfo.of(fn)
@@ -132,10 +139,14 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._cache: Any = LiveCache(self)
         self._foreign = False  # kernel.cache replaced by a mapping of the caller's: read on every call
         #: Where the candidates come from: "given" (the list), "derived" (configs=None: from the kernel's source,
-        #: per call's sizes) or "widened" (the list and its neighbours): see :meth:`_call_space`.
+        #: per call's sizes) or "widened" (the list and its neighbours, or with ``widen="derived"`` the list and the
+        #: space derived from the kernel's source): see :meth:`_call_space`.
         self.space_source = "derived" if configs is None else "widened" if widen else "given"
+        #: ``widen="derived"``: the list is widened to the kernel's derived space (one step where none can be).
+        self.widen_derived = widen == DERIVED
         #: How many steps from a given config a widened list reaches (:func:`~tritune.space.widen`'s ``radius``).
-        self.widen_radius = int(widen)
+        self.widen_radius = 1 if self.widen_derived else int(widen)
+        self._derivation_how = ""  # (widen="derived": the last derivation, for the space report)
         self._declared = [] if configs is None else configs
         #: Generated candidates of the last call's space (not in the list anyone wrote): config -> where it came from.
         self.generated: dict[Config, str] = {}
@@ -691,17 +702,20 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             names = list(self.info.arg_names)
             n = next((i for i, a in enumerate(names) if a not in named), len(names))
             extra = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup") and k in names}
-            self._call_space([named[a] for a in names[:n]], extra)
+            self._call_space([named[a] for a in names[:n]], extra, own_loop=True)
         pruned = triton_prune(self.info.name, self._given, self.early_config_prune, self.perf_model,
                               self.configs_top_k, named, kwargs)  # fmt: skip
         self._last_pruned = list(pruned)  # what a library's own loop will time next (simple.precompile_for_library_loop)
         return pruned
 
-    def _call_space(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    def _call_space(self, args: Sequence[Any], kwargs: Mapping[str, Any], *, own_loop: bool = False) -> None:
         """A derived or widened space for this call (once per set of argument names and integer sizes): derived
         from the kernel's source (:func:`~tritune.space.derive_space`), or the list and its neighbours
-        (:func:`~tritune.space.widen`). Its configs become the candidates; the generated ones are checked against
-        the first legal config's outputs before they may serve (``decorator.miss``)."""
+        (:func:`~tritune.space.widen`), or with ``widen="derived"`` the list and the derived space (in a library's
+        own loop, which times every config, only up to :data:`OWN_LOOP_DERIVED_MAX` of them; where there is no
+        derived space or a larger one, the list widened one step, and the report says why). Its configs become the
+        candidates; the generated ones are checked against a written config's outputs before they may serve
+        (``decorator.miss``)."""
         if self.space_source == "given":
             return
         from tritune.space import derive_space, widen
@@ -723,12 +737,38 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             self.space_report = {"source": "derived", "configs": len(derived), "how": d.explain()}
         else:
             declared, given = normalize(self._declared)
-            w = widen(declared, kernel=self.fn, sizes=sizes, radius=self.widen_radius)
-            self._set_configs([given.get(c, c) for c in w.configs()])  # the library's own objects stay what callers see
-            self.generated = {g.config: str(g) for g in w.generated}
-            self.space_report = {"source": "widened", "given": len(given), "generated": len(self.generated),
-                                 "stages_kept": w.stages_kept, "how": w.explain()}  # fmt: skip
+            around = self._derived_around(declared, passed, sizes, own_loop) if self.widen_derived else None
+            if isinstance(around, list):
+                self._set_configs([given.get(c, c) for c in declared] + around)
+                self.generated = {c: "derived from the kernel's source" for c in around}
+                self.space_report = {"source": "derived around the list", "given": len(given),
+                                     "generated": len(around), "stages_kept": None,
+                                     "how": self._derivation_how}  # fmt: skip
+            else:
+                w = widen(declared, kernel=self.fn, sizes=sizes, radius=self.widen_radius)
+                self._set_configs([given.get(c, c) for c in w.configs()])  # the library's objects stay what callers see
+                self.generated = {g.config: str(g) for g in w.generated}
+                self.space_report = {"source": "widened", "given": len(given), "generated": len(self.generated),
+                                     "stages_kept": w.stages_kept, "how": w.explain()}  # fmt: skip
+                if around is not None:
+                    self.space_report["not_derived"] = around
         self._space_ident = ident
+
+    def _derived_around(self, declared: Sequence[Config], passed: Sequence[str], sizes: Mapping[str, int],
+                        own_loop: bool) -> list[Config] | str:  # fmt: skip
+        """``widen="derived"``: the configs of the kernel's derived space that the list lacks, or why there are none
+        to add (the list is then widened one step)."""
+        from tritune.space import derive_space
+
+        d = derive_space(self.fn, passed=list(passed), sizes=dict(sizes))
+        if d.space is None:
+            return f"{d.reason}; widened one step instead"
+        extra = [c for c in d.space.configs() if c not in set(declared)]
+        if own_loop and len(extra) > OWN_LOOP_DERIVED_MAX:
+            return (f"the derived space adds {len(extra)} configs and the library's own loop times every config "
+                    f"(at most {OWN_LOOP_DERIVED_MAX} there); widened one step instead")  # fmt: skip
+        self._derivation_how = d.explain()
+        return extra
 
     def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any = None,
                       warmup: Any = False) -> tuple[list[Config], dict[Config, str]]:  # fmt: skip
