@@ -763,7 +763,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         d = derive_space(self.fn, passed=list(passed), sizes=dict(sizes))
         if d.space is None:
             return f"{d.reason}; widened one step instead"
-        extra = [c for c in d.space.configs() if c not in set(declared)]
+        listed = set(declared)
+        extra = [c for c in d.space.configs() if c not in listed]
         if own_loop and len(extra) > OWN_LOOP_DERIVED_MAX:
             return (f"the derived space adds {len(extra)} configs and the library's own loop times every config "
                     f"(at most {OWN_LOOP_DERIVED_MAX} there); widened one step instead")  # fmt: skip
