@@ -18,12 +18,16 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from triton.runtime.autotuner import Autotuner
+
+from tritune.adapters.kernel import unwrap_jit
+from tritune.space import derive_space
+from tritune.space.derive import heuristics_of
+
 
 def autotuners(packages: list[str]) -> Iterator[tuple[str, Any]]:
     """(module.name, autotuner) for every Triton autotuner defined at module level in ``packages``, once each; a
     module that does not import is skipped (named on stderr)."""
-    from triton.runtime.autotuner import Autotuner
-
     seen: set[int] = set()
     for root in packages:
         pkg = importlib.import_module(root)
@@ -44,16 +48,8 @@ def autotuners(packages: list[str]) -> Iterator[tuple[str, Any]]:
 
 def derivation(tuner: Any) -> tuple[int | None, str]:
     """The size of the kernel's derived space with its configs' parameters left free, or None and why not."""
-    from triton.runtime.autotuner import Heuristics
-
-    from tritune.space import derive_space
-
-    fn, by_heuristics = tuner.fn, set()
-    while isinstance(fn, Heuristics):
-        by_heuristics |= set(fn.values)
-        fn = fn.fn
-    tuned = {n for c in tuner.configs for n in c.kwargs}
-    passed = [a for a in fn.arg_names if a not in tuned and a not in by_heuristics]
+    left = {n for c in tuner.configs for n in c.kwargs} | heuristics_of(tuner.fn)
+    passed = [a for a in unwrap_jit(tuner.fn).arg_names if a not in left]
     d = derive_space(tuner.fn, passed=passed)
     return (None, d.reason or "") if d.space is None else (len(d.space), "")
 

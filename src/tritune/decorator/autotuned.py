@@ -146,7 +146,6 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self.widen_derived = widen == DERIVED
         #: How many steps from a given config a widened list reaches (:func:`~tritune.space.widen`'s ``radius``).
         self.widen_radius = 1 if self.widen_derived else int(widen)
-        self._derivation_how = ""  # (widen="derived": the last derivation, for the space report)
         self._declared = [] if configs is None else configs
         #: Generated candidates of the last call's space (not in the list anyone wrote): config -> where it came from.
         self.generated: dict[Config, str] = {}
@@ -738,12 +737,12 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         else:
             declared, given = normalize(self._declared)
             around = self._derived_around(declared, passed, sizes, own_loop) if self.widen_derived else None
-            if isinstance(around, list):
-                self._set_configs([given.get(c, c) for c in declared] + around)
-                self.generated = {c: "derived from the kernel's source" for c in around}
+            if isinstance(around, tuple):
+                extra, how = around
+                self._set_configs([given.get(c, c) for c in declared] + extra)
+                self.generated = {c: "derived from the kernel's source" for c in extra}
                 self.space_report = {"source": "derived around the list", "given": len(given),
-                                     "generated": len(around), "stages_kept": None,
-                                     "how": self._derivation_how}  # fmt: skip
+                                     "generated": len(extra), "stages_kept": None, "how": how}  # fmt: skip
             else:
                 w = widen(declared, kernel=self.fn, sizes=sizes, radius=self.widen_radius)
                 self._set_configs([given.get(c, c) for c in w.configs()])  # the library's objects stay what callers see
@@ -755,9 +754,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._space_ident = ident
 
     def _derived_around(self, declared: Sequence[Config], passed: Sequence[str], sizes: Mapping[str, int],
-                        own_loop: bool) -> list[Config] | str:  # fmt: skip
-        """``widen="derived"``: the configs of the kernel's derived space that the list lacks, or why there are none
-        to add (the list is then widened one step)."""
+                        own_loop: bool) -> tuple[list[Config], str] | str:  # fmt: skip
+        """``widen="derived"``: the configs of the kernel's derived space that the list lacks and how the space was
+        derived, or why there are none to add (the list is then widened one step)."""
         from tritune.space import derive_space
 
         d = derive_space(self.fn, passed=list(passed), sizes=dict(sizes))
@@ -768,8 +767,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         if own_loop and len(extra) > OWN_LOOP_DERIVED_MAX:
             return (f"the derived space adds {len(extra)} configs and the library's own loop times every config "
                     f"(at most {OWN_LOOP_DERIVED_MAX} there); widened one step instead")  # fmt: skip
-        self._derivation_how = d.explain()
-        return extra
+        return extra, d.explain()
 
     def legal_configs(self, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any = None,
                       warmup: Any = False) -> tuple[list[Config], dict[Config, str]]:  # fmt: skip
