@@ -103,6 +103,15 @@ def desc_copy_kernel(in_desc, out_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.const
     out_desc.store([pm * BLOCK_M, pn * BLOCK_N], in_desc.load([pm * BLOCK_M, pn * BLOCK_N]))
 
 
+@triton.jit
+def desc_flat_double_kernel(in_desc, out_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Doubles tiles through host TensorDescriptors, flattened in between as Liger's SwiGLU reshapes its loads: it
+    compiles only when the descriptors' block shape is the config's tile (a pre_hook sets it)."""
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    flat = tl.reshape(in_desc.load([pm * BLOCK_M, pn * BLOCK_N]), [BLOCK_M * BLOCK_N])
+    out_desc.store([pm * BLOCK_M, pn * BLOCK_N], tl.reshape(flat * 2, [BLOCK_M, BLOCK_N]))
+
+
 def set_desc_blocks(nargs):
     """A config pre_hook in the libraries' style: the descriptors' block shape is the config's tile."""
     for name in ("in_desc", "out_desc"):

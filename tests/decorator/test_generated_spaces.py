@@ -401,6 +401,37 @@ def test_widen_derived_adds_the_kernels_derived_space_to_the_list_and_checks_it(
     assert _widen("Derived") == "derived"
 
 
+def test_widen_derived_configs_carry_the_lists_pre_hook_and_it_runs_before_each_is_prepared() -> None:
+    """A list whose configs share a ``pre_hook`` (Liger's SwiGLU and Triton's tutorial 06 set a host descriptor's
+    block shape from the config there): the derived configs carry the same hook, and it runs for each candidate
+    before its compile check (here the compiler front end of the CPU replay mode), as Triton runs it before a
+    benchmark; a list whose configs carry different hooks is widened one step instead, and says why."""
+    seen: list[int] = []
+
+    def hook(nargs: dict[str, Any]) -> None:
+        seen.append(nargs["BLOCK"])
+
+    def other(nargs: dict[str, Any]) -> None:
+        return None
+
+    written = [triton.Config({"BLOCK": 4}, pre_hook=hook), triton.Config({"BLOCK": 8}, pre_hook=hook)]
+    k = tritune.autotune(written, ["n"], store=False, timer=FakeTimer(), widen="derived")(scale_whole_blocks)
+    x, out = _call(k, 200, lambda meta: (200 // meta["BLOCK"],))
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    assert choice.stats["space"]["source"] == "derived around the list"
+    derived = list(k.candidates)[2:]
+    assert derived and all(c.pre_hook is hook for c in derived)
+    assert {c.kwargs["BLOCK"] for c in derived} <= set(seen)  # every derived block went through the hook
+
+    mixed = [triton.Config({"BLOCK": 4}, pre_hook=hook), triton.Config({"BLOCK": 8}, pre_hook=other)]
+    k = tritune.autotune(mixed, ["n"], store=False, timer=FakeTimer(), widen="derived")(scale_whole_blocks)
+    x, out = _call(k, 200, lambda meta: (200 // meta["BLOCK"],))
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    assert "different pre_hooks" in choice.stats["space"]["not_derived"]
+
+
 def test_widen_derived_without_a_derived_space_widens_one_step_and_says_why(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A kernel whose block sizes the caller passes has no derived space: ``widen="derived"`` then widens the list
     one step (here: warps), and the space report names why; in a library's own loop, a derived space larger than

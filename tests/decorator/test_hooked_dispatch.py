@@ -176,3 +176,25 @@ def test_cached_calls_with_a_config_pre_hook_take_the_fast_path(monkeypatch: pyt
             hooked[0] = 0
     assert hooked[0] == 3  # then once per call
     assert len(fast) == 4 and slow[0] == 0  # the first call's launch already went through the built launcher
+
+
+def test_each_configs_hook_runs_before_its_compile_check_in_the_replay_mode() -> None:
+    """Without a GPU the compiler's front end checks each candidate; a config's ``pre_hook`` that sets the
+    descriptors' block shape runs first, as before a GPU compile, so the written configs compile (they did not
+    when the front end saw the dummy block the caller made the descriptors with). TIMINGS ARE SYNTHETIC (a FAKE
+    timer); the kernel runs in the interpreter."""
+    from kernels import desc_flat_double_kernel, set_desc_blocks
+    from tritune.bench import Measurement
+
+    class FakeTimer:  # FAKE: the larger tile, the faster
+        def measure_config(self, config: Config, budget_s: float) -> Measurement:
+            return Measurement.from_samples([1.0 / config.kwargs["BLOCK_M"]] * 8, stop="budget")
+
+    written = [triton.Config({"BLOCK_M": m, "BLOCK_N": 16}, pre_hook=set_desc_blocks) for m in (16, 32)]
+    k = tritune.autotune(written, [], store=False, timer=FakeTimer())(desc_flat_double_kernel)
+    x, out = torch.randn(64, 32), torch.zeros(64, 32)
+    d_in, d_out = TensorDescriptor.from_tensor(x, [1, 1]), TensorDescriptor.from_tensor(out, [1, 1])
+    k[lambda meta: (64 // meta["BLOCK_M"], 32 // meta["BLOCK_N"])](d_in, d_out)
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    assert choice.config.kwargs["BLOCK_M"] == 32 and choice.source == "replayed"

@@ -101,6 +101,25 @@ def test_compile_timeout_is_its_own_outcome_and_sweep_times_everything() -> None
     assert res.winner == land.best.config
 
 
+def test_a_config_that_fails_again_in_a_later_batch_keeps_one_outcome() -> None:
+    """A search may propose a finalist of its first batch again; when it fails both times the race over the
+    batches still lists it once (a store write refuses a config listed twice)."""
+    land = synthetic_landscape(12, seed=5)
+    cfgs = land.configs
+    bad = cfgs[2]
+    replay = ReplayTimer(land, noise=0.02, seed=2)
+
+    def prepare(c: Config):  # type: ignore[no-untyped-def]
+        return Failure(Status.ILLEGAL, "does not compile") if c == bad else None
+
+    first = compile_and_race(cfgs[:6], prepare=prepare, measure=replay.measure_config, options=OPTS)
+    both = compile_and_race([bad, *cfgs[6:]], prepare=prepare, measure=replay.measure_config, options=OPTS,
+                            prior=first)  # fmt: skip
+    listed = [o.config for o in both.outcomes]
+    assert sorted(listed) == sorted(cfgs) and len(listed) == len(set(listed))
+    assert both.outcome(bad).status is Status.ILLEGAL
+
+
 def test_nothing_runnable_times_nothing_and_never_builds_the_timer() -> None:
     land = synthetic_landscape(6, seed=5)
     built = []

@@ -759,11 +759,17 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         derived, or why there are none to add (the list is then widened one step)."""
         from tritune.space import derive_space
 
+        hooks = {id(c.pre_hook): c.pre_hook for c in declared}
+        if len(hooks) > 1:  # a derived config could not tell which hook sets what its launch depends on
+            return "the list's configs carry different pre_hooks; widened one step instead"
         d = derive_space(self.fn, passed=list(passed), sizes=dict(sizes))
         if d.space is None:
             return f"{d.reason}; widened one step instead"
         listed = set(declared)
-        extra = [c for c in d.space.configs() if c not in listed]
+        (hook,) = hooks.values() if hooks else (None,)
+        # the list's pre_hook (a host descriptor's block shape set from the config, as Liger's SwiGLU and Triton's
+        # tutorial 06 do) runs for the derived configs too, as for the list's own and their widened neighbours
+        extra = [c if hook is None else c.replace(pre_hook=hook) for c in d.space.configs() if c not in listed]
         if own_loop and len(extra) > OWN_LOOP_DERIVED_MAX:
             return (f"the derived space adds {len(extra)} configs and the library's own loop times every config "
                     f"(at most {OWN_LOOP_DERIVED_MAX} there); widened one step instead")  # fmt: skip

@@ -20,6 +20,7 @@ from tritune.config import Config
 from tritune.decorator.choice import Choice, PretunedIgnoredWarning
 from tritune.decorator.timing import candidate_call, output_check
 from tritune.decorator.tuned import TunedKernel
+from tritune.decorator.untuned import front_end_rejection
 from tritune.device import gpu_unavailable_reason
 from tritune.errors import ConfigError, NoLegalConfigError
 
@@ -277,7 +278,6 @@ class KeyTuner:
         from tritune.engine.sticky import cuda_context_error
         from tritune.engine.timing import timer_measure
         from tritune.outcome import Status
-        from tritune.screen.specialize import cuda_target, frontend_rejection
 
         gpu = gpu_unavailable_reason() is None
         tkey = self.tuning_key(tuned, key, interpreter=not gpu)
@@ -296,8 +296,8 @@ class KeyTuner:
 
         def prepare(cfg: Config) -> Prepared:
             got: Prepared
-            if not gpu:  # replay mode: the compiler front end stands in for the compile-and-load check
-                why = frontend_rejection(tuned.fn, args, cfg, cuda_target(90), tuned.launch_kwargs(cfg, args, kwargs))
+            if not gpu:  # replay mode: the compiler front end (after the config's pre_hook) stands in for the compile
+                why = front_end_rejection(tuned, cfg, args, kwargs)
                 got = None if why is None else Failure(Status.ILLEGAL, why)
             else:
                 if cfg.pre_hook is not None:  # as Triton: it may set what the compile depends on (a descriptor's block)

@@ -259,7 +259,10 @@ def compile_and_race(
         result = RaceResult(None, (), (), "none_measured", 0, 0, 0, 0.0, options)
     if stats is not None:
         stats["raced_s"] = round(time.perf_counter() - clock, 3)  # the race's end, on the same clock
-    outcomes = [replace(o, facts=facts[o.config]) if o.config in facts else o for o in result.outcomes]
+    # a config of this batch that failed replaces an earlier batch's outcome of it (a search may propose a finalist
+    # raced in its first batch again): one outcome a config
+    outcomes = [replace(o, facts=facts[o.config]) if o.config in facts else o for o in result.outcomes
+                if o.config not in failures]  # fmt: skip
     outcomes += [CandidateOutcome(c, f.status, None, f.reason) for c, f in failures.items()]
     outcomes.sort(key=lambda o: order.get(o.config, len(order)))
     return replace(result, outcomes=tuple(outcomes))
