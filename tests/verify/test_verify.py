@@ -266,7 +266,7 @@ def test_perturbed_inputs_use_the_fill_kernel_on_a_gpu_never_torchs_random_ops(m
         raise AssertionError("the check drew with torch's random ops")
 
     monkeypatch.setattr(fill, "fill_normal", recording)
-    monkeypatch.setattr(reference, "_on_gpu", fake_is_cuda)
+    monkeypatch.setattr(reference, "on_gpu", fake_is_cuda)
     monkeypatch.setattr(torch, "randn", refuse)
     monkeypatch.setattr(torch, "rand", refuse)
     a = reference.perturbed_inputs([x], seed=1)

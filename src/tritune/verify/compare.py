@@ -9,6 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 _CHUNK = 1 << 22  # elements per comparison chunk: bounded temporary memory on large outputs
+#: (output dtype, expected dtype) pairs whose comparison kernel failed to run in this process: torch's ops compare them
+_KERNEL_FAILED: set[tuple[Any, Any]] = set()
+
+
+def on_gpu(t: Any) -> bool:
+    """Whether ``t`` lives where tritune's own kernels fill and compare (a CUDA or ROCm device)."""
+    return bool(t.device.type == "cuda")
 
 
 def poison(t: Any) -> None:
@@ -54,6 +61,9 @@ class Comparison:
     mismatched: int
     first_bad_index: int | None
     detail: str
+    #: whether the output equals the expected value bit for bit (NaNs in the same places included), where the
+    #: comparison learnt it on the way (tritune's kernel on a GPU, same dtypes); None where it did not look
+    identical: bool | None = None
 
     @property
     def reason(self) -> str | None:
@@ -71,6 +81,10 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
     the device until the end, so a comparison waits for the device once (the first differing element is looked
     up only when something differs). Waiting chunk by chunk instead cost three waits per chunk of a 6144x6144
     output (9 chunks) in each check of a new key's 8 opening candidates on an H200.
+
+    On a GPU, tensors of the usual dtypes are compared by tritune's own kernel instead
+    (:mod:`tritune.verify.compare_kernel`: one launch, no torch op a library may have replaced), which also tells
+    whether the two are the same bit for bit (:attr:`Comparison.identical`).
     """
     import torch
 
@@ -79,6 +93,19 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
         return Comparison(False, float("inf"), 0, out.numel(), None,
                           f"{name} has shape {tuple(out.shape)}, the oracle gave {tuple(expected.shape)}")
     flat_o, flat_e = out.reshape(-1), expected.reshape(-1)
+    if on_gpu(flat_o):
+        from tritune.verify import compare_kernel
+
+        pair = (flat_o.dtype, flat_e.dtype)
+        if pair not in _KERNEL_FAILED and compare_kernel.takes(flat_o, flat_e):  # no torch op a library may replace
+            try:
+                poisoned = None if out.dtype.is_floating_point or out.dtype == torch.bool else sentinel(out.dtype)
+                got = compare_kernel.counts(flat_o, flat_e, atol=atol, rtol=rtol, poisoned=poisoned)
+            except Exception:  # a target or dtype the kernel does not compile for: torch's ops compare, as on the CPU
+                _KERNEL_FAILED.add(pair)
+            else:
+                same = got[4] == 0 if out.dtype == expected.dtype else None
+                return _described(flat_o, flat_e, name, atol, rtol, *got[:4], same)
     floating = out.dtype.is_floating_point
     parts: list[Any] = []  # per chunk: a float64 tensor [unwritten, mismatched, max error], read once at the end
     starts = range(0, flat_o.numel(), _CHUNK)
@@ -90,14 +117,20 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
     cols = torch.stack(parts).cpu()
     unwritten, mismatched = int(cols[:, 0].sum()), int(cols[:, 1].sum())
     max_err = float(cols[:, 2].max())
-    if mismatched == 0:
-        return Comparison(True, max_err, 0, 0, None, "")
     first_bad: int | None = None
     for k, start in enumerate(starts):
-        if cols[k, 1] > 0:  # the first chunk with a mismatch: compared once more, for its first bad index
+        if mismatched and cols[k, 1] > 0:  # the first chunk with a mismatch: compared once more, for its first index
             _, bad, _ = _chunk(flat_o, flat_e, start, floating, atol, rtol)
             first_bad = start + int(torch.nonzero(bad)[0])
             break
+    return _described(flat_o, flat_e, name, atol, rtol, unwritten, mismatched, max_err, first_bad, None)
+
+
+def _described(flat_o: Any, flat_e: Any, name: str, atol: float, rtol: float, unwritten: int, mismatched: int,
+               max_err: float, first_bad: int | None, identical: bool | None) -> Comparison:  # fmt: skip
+    """The :class:`Comparison` of these counts, with its one-line detail where something differs."""
+    if mismatched == 0:
+        return Comparison(True, max_err, 0, 0, None, "", identical)
     parts_txt = []
     if unwritten:
         parts_txt.append(f"{unwritten} of {flat_o.numel()} elements of {name} were never written")
@@ -108,7 +141,7 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
             f"{wrong} elements of {name} differ beyond atol={atol:g}, rtol={rtol:g} (max abs error {max_err:.3g}; "
             f"first at flat index {i}: got {flat_o[i].item()!r}, expected {flat_e[i].item()!r})"
         )
-    return Comparison(False, max_err, unwritten, mismatched, first_bad, "; ".join(parts_txt))
+    return Comparison(False, max_err, unwritten, mismatched, first_bad, "; ".join(parts_txt), identical)
 
 
 #: (dtype, device) pairs whose comparison :func:`warm_compare` has run in this process (its kernels are loaded).
@@ -117,8 +150,9 @@ _WARMED: set[tuple[Any, Any]] = set()
 
 def warm_compare(outputs: Sequence[Any], *, atol: float, rtol: float) -> int:
     """Run :func:`compare` once on small tensors of each CUDA output's dtype and device, on a side stream, and wait:
-    PyTorch loads a kernel's device code at its first launch (CUDA's lazy loading), and the comparison launches
-    about twenty kernels of its own. Run aside beside a key's setup (``tune_key``), that load leaves the first
+    the comparison's kernel (:mod:`tritune.verify.compare_kernel`) is compiled, or read from Triton's cache, and
+    loaded at its first launch for a dtype (torch's ops, for dtypes it does not take, load their device code at
+    their first launch too: CUDA's lazy loading). Run aside beside a key's setup (``tune_key``), that load leaves the first
     candidate's check: on the H200 a new key's 8 opening checks of a 6144^3 matmul spent 0.21 s in the comparison,
     about 0.16 s of it once per process, against ~5 ms a comparison after. Once per process and (dtype, device): the
     loads are done then, and a later key's warm-up would only repeat them (on the H200, in one ``tritune tune`` of

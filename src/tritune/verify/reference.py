@@ -21,7 +21,7 @@ from typing import Any
 
 from tritune.config import Config
 from tritune.outcome import Status
-from tritune.verify.compare import compare
+from tritune.verify.compare import compare, on_gpu
 
 #: Runs ``config`` on the given arguments (fresh copies of the call's), the kernel's hooks included.
 Launch = Callable[[Config, list[Any]], None]
@@ -112,12 +112,18 @@ def agreement(got: dict[int, Any], ref: dict[int, Any], names: Sequence[str]) ->
     for i, r in ref.items():
         g = got[i]
         name = names[i] if i < len(names) else f"argument {i}"
-        same = g.shape == r.shape and g.dtype == r.dtype and bool(torch.equal(g, r) or _same_bits(g, r))
+        atol, rtol = tolerance(r.dtype)
+        c = None
+        if on_gpu(g) and g.shape == r.shape and g.dtype == r.dtype:
+            c = compare(g, r, atol=atol, rtol=rtol, name=name)  # on a GPU its kernel tells the bits apart too
+        if c is not None and c.identical is not None:
+            same = c.identical
+        else:
+            same = g.shape == r.shape and g.dtype == r.dtype and bool(torch.equal(g, r) or _same_bits(g, r))
         if same:
             continue
         differing.append(name)
-        atol, rtol = tolerance(r.dtype)
-        c = compare(g, r, atol=atol, rtol=rtol, name=name)
+        c = c if c is not None else compare(g, r, atol=atol, rtol=rtol, name=name)
         if not c.ok:
             reasons.append(c.detail)
     return Agreement(not differing, not reasons, "; ".join(reasons) or None, tuple(differing))
@@ -140,11 +146,6 @@ def _is_tensor(a: Any) -> bool:
     return hasattr(a, "clone") and hasattr(a, "dtype") and hasattr(a, "shape")
 
 
-def _on_gpu(t: Any) -> bool:
-    """Whether ``t`` lives where tritune's fill kernel runs (a CUDA or ROCm device)."""
-    return bool(t.device.type == "cuda")
-
-
 #: The share of a perturbed input's values that are zero.
 _ZEROS = 0.25
 
@@ -152,7 +153,7 @@ _ZEROS = 0.25
 def _stream_of(args: Sequence[Any]) -> Any:
     """The calling thread's current CUDA stream on the device of the first CUDA tensor in ``args``; None without."""
     for a in args:
-        if _is_tensor(a) and _on_gpu(a):
+        if _is_tensor(a) and on_gpu(a):
             import torch
 
             return torch.cuda.current_stream(a.device)
@@ -191,7 +192,7 @@ def perturbed_inputs(args: Sequence[Any], seed: int) -> list[Any]:
         span = 1 + sum((n - 1) * st for n, st in zip(a.shape, a.stride()))
         flat = fresh.as_strided((span,), (1,))
         own_seed = (1_000_003 * seed + 7_919 * i) % (2**31 - 1)
-        if _on_gpu(a):
+        if on_gpu(a):
             from tritune.verify.fill import fill_normal
 
             fill_normal(flat, own_seed, scale, _ZEROS)
