@@ -14,58 +14,18 @@ from typing import Any
 import pytest
 import torch
 
+from compare_cases import cases, torch_counts
 from tritune.verify import compare_kernel
-from tritune.verify.compare import compare, poison, sentinel
+from tritune.verify.compare import compare, sentinel
 
 
-def _torch_counts(o: Any, e: Any, atol: float, rtol: float) -> tuple[int, int, float, int | None]:
-    c = compare(o, e, atol=atol, rtol=rtol)  # CPU tensors: torch's ops
-    return c.unwritten, c.mismatched, c.max_abs_error, c.first_bad_index
-
-
-def _cases() -> list[tuple[str, Any, Any, float, float]]:
-    g = torch.Generator().manual_seed(3)
-    n = 3 * compare_kernel.BLOCK + 77  # a tail shorter than a block
-    base = torch.randn(n, generator=g, dtype=torch.float64)
-    cases = []
-    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-        e = base.to(dtype)
-        o = e.clone()
-        cases.append((f"{dtype} equal", o, e, 1e-3, 1e-3))
-        o = e.clone()
-        o[5] += 1.0
-        o[n - 1] -= 2.0
-        poison(o[100:110])
-        o[200] = float("inf")
-        e2 = e.clone()
-        e2[300], o[300] = float("nan"), float("nan")  # NaN where NaN is expected: agrees
-        e2[400], o[400] = float("inf"), float("inf")  # the same infinity: agrees
-        e2[500], o[500] = float("-inf"), float("inf")  # opposite infinities: differ
-        e2[600] = float("inf")  # a number against an infinity: differs
-        cases.append((f"{dtype} mixed", o, e2, 1e-2, 1e-2))
-        cases.append((f"{dtype} exact", o, e2, 0.0, 0.0))
-    cases.append(("float16 against float32", base.to(torch.float16), base.to(torch.float32), 1e-3, 1e-3))
-    for dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
-        e = torch.randint(0, 100, (n,), generator=g).to(dtype)
-        o = e.clone()
-        o[7] += 3
-        o[n - 2] = sentinel(dtype)  # unwritten
-        cases.append((f"{dtype} exact", o, e, 0.0, 0.0))
-        cases.append((f"{dtype} within 3", o, e, 3.0, 0.0))
-    e = torch.rand(n, generator=g) < 0.5
-    o = e.clone()
-    o[11] = ~o[11]
-    cases.append(("bool", o, e, 0.0, 0.0))
-    return cases
-
-
-@pytest.mark.parametrize("case", _cases(), ids=lambda c: c[0])
+@pytest.mark.parametrize("case", cases(), ids=lambda c: c[0])
 def test_kernel_counts_what_torchs_comparison_counts(case: tuple[str, Any, Any, float, float]) -> None:
     _, o, e, atol, rtol = case
     assert compare_kernel.takes(o, e)
     poisoned = None if o.dtype.is_floating_point or o.dtype == torch.bool else sentinel(o.dtype)
     unw, bad, err, first, bits = compare_kernel.counts(o, e, atol=atol, rtol=rtol, poisoned=poisoned)
-    want = _torch_counts(o, e, atol, rtol)
+    want = torch_counts(o, e, atol, rtol)
     assert (unw, bad, first) == (want[0], want[1], want[3])
     assert err == pytest.approx(want[2], rel=1e-12) or err == want[2]
     if o.dtype == e.dtype:
