@@ -11,7 +11,9 @@ tolerance, the largest error, the first element outside it, and the elements who
 
 Its rules are those of :func:`tritune.verify.compare.compare` (floats in float64; NaN where NaN is expected and
 equal infinities agree; integers as int64, the poison sentinel marking the unwritten), checked against it under
-the interpreter in ``tests/verify/test_compare_kernel.py``.
+the interpreter in ``tests/verify/test_compare_kernel.py`` and on a GPU in ``tests/gpu/test_compare_kernel_gpu.py``.
+The tolerances reach the kernel as float32 arguments (Triton's type for a Python float), within a relative 6e-8
+of their value; the bound is then computed in float64.
 """
 
 from __future__ import annotations
