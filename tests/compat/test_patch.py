@@ -219,6 +219,36 @@ def test_library_loop_compiles_the_pruned_configs_once_per_key() -> None:
     assert len(seen) == 2
 
 
+def test_a_widened_library_loop_compiles_the_written_configs_then_the_neighbours_it_will_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Widened (``TRITUNE_WIDEN=1``), a LibTuner-style loop's first ``_bench`` for a key sends only the written
+    configs to the compile workers (a FAKE compiler records the lists); once they are timed (FAKE measurements: BLOCK=64
+    1.0 ms, BLOCK=128 3.0 ms, out of the race), the next sends the neighbours of BLOCK=64 alone, never those whose only
+    origin is BLOCK=128, and nothing twice."""
+    from tritune.bench.stats import Measurement
+    from tritune.decorator.timing import precompile_for_library_loop, race_in_library_loop
+
+    def fake_measure(ms: float) -> Any:  # FAKE timer: 1% spread around ms
+        return lambda **options: Measurement.from_samples([ms * (1 + 0.005 * (i % 3 - 1)) for i in range(8)])
+
+    monkeypatch.setenv("TRITUNE_WIDEN", "1")
+    seen: list[list[Any]] = []
+    k, x, acc = libtuner_loop_at_300(CONFIGS)
+    k.prune_configs({})
+    written = [c for c in k.candidates if c not in k.generated]
+    assert len(written) == 2 and k.generated_origins
+    precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
+    assert seen == [written]
+    key = k.key_spec.of((x, acc, 300), {})
+    for c, t in zip(written, (1.0, 3.0)):
+        race_in_library_loop(k, key, fake_measure(t), config=c)
+    precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
+    assert len(seen) == 2 and seen[1]
+    assert all(written[0] in k.generated_origins[c] for c in seen[1])
+    assert {c for c, o in k.generated_origins.items() if written[0] in o} == set(seen[1])
+    assert precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append) is None and len(seen) == 2
+
+
 def test_library_loop_precompiles_configs_with_a_pre_hook_too() -> None:
     """FlagGems' Hopper mm gives every config a pre_hook (it sets host descriptors' block shapes): those
     configs go to the compile workers as well (each specialized after its hook), not one by one in-process."""

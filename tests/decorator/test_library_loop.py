@@ -95,3 +95,44 @@ def test_the_warm_check_times_only_the_written_best_and_generated_configs_that_b
     # with the flush) are not
     assert [t for t, _ in warm_calls] == [1.2, 1.0]
     assert "_library_loop_refused" not in tuned.__dict__
+
+
+def test_a_widened_neighbour_is_timed_only_where_a_config_one_step_nearer_the_list_stays_near_the_best() -> None:
+    """A widened list in a library loop that times every config (FlagGems' LibTuner): the written configs first
+    (FAKE 1.0, 1.3, 3.0 ms), then their neighbours. A neighbour of the 1.0 ms config is timed; one whose only origin
+    is the 3.0 ms config (clearly more than 5% slower than the best: out of the race) is not, and says why; one
+    neighbouring both is timed. A second ring's config is decided when the loop meets it, by its first-ring
+    origin's own measurement."""
+    from tritune.config import Config
+    from tritune.decorator.timing import admitted_in_library_loop
+
+    w = [Config({"BLOCK": b}) for b in (64, 256, 1024)]
+    fast_n, slow_n, both, ring2 = (Config({"BLOCK": b}) for b in (32, 2048, 128, 16))
+    tuned, calls = _Tuned(), []
+    tuned.generated_origins = {fast_n: (w[0],), slow_n: (w[2],), both: (w[2], w[0]), ring2: (fast_n,)}
+    for c, t in zip(w, (1.0, 1.3, 3.0)):
+        race_in_library_loop(tuned, ("k",), _fake_measure(t, calls), config=c)
+    assert admitted_in_library_loop(tuned, ("k",), fast_n) and admitted_in_library_loop(tuned, ("k",), both)
+    assert not admitted_in_library_loop(tuned, ("k",), slow_n)
+    assert admitted_in_library_loop(tuned, ("k",), w[1])  # a written config is always timed
+    why = tuned.__dict__["_library_loop_untimed"][("k",)]
+    assert list(why) == [slow_n.id] and "BLOCK=1024" in why[slow_n.id] and "5%" in why[slow_n.id]
+    assert not admitted_in_library_loop(tuned, ("k",), ring2)  # its origin was admitted but is not timed yet
+    race_in_library_loop(tuned, ("k",), _fake_measure(0.9, calls), config=fast_n)
+    assert not admitted_in_library_loop(tuned, ("k",), ring2)  # decided once a key: the loop met it already
+    assert admitted_in_library_loop(tuned, ("k2",), w[0])  # another key decides on its own
+
+
+def test_a_neighbours_admission_counts_a_first_look_within_the_margin() -> None:
+    """An origin measured only at its first look (FAKE 1.03 ms against a 1.0 ms best: not clearly 5% slower, so
+    still in the race) admits its neighbour; one 1.2 ms (out) does not."""
+    from tritune.config import Config
+    from tritune.decorator.timing import admitted_in_library_loop
+
+    a, b, c = (Config({"BLOCK": x}) for x in (64, 128, 256))
+    near_n, far_n = Config({"BLOCK": 32}, num_warps=8), Config({"BLOCK": 512}, num_warps=8)
+    tuned, calls = _Tuned(), []
+    tuned.generated_origins = {near_n: (b,), far_n: (c,)}
+    for cfg, t in ((a, 1.0), (b, 1.03), (c, 1.2)):
+        race_in_library_loop(tuned, ("k",), _fake_measure(t, calls), config=cfg)
+    assert admitted_in_library_loop(tuned, ("k",), near_n) and not admitted_in_library_loop(tuned, ("k",), far_n)

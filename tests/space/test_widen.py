@@ -68,6 +68,13 @@ def test_laws_of_widening(configs: list[Config], factor: int) -> None:
             else:
                 assert new in (prev_pow2(old), next_pow2(old))
             assert is_pow2(new)
+    for g in given_once:  # every given config a generated one neighbours is among its origins, and only those
+        for n in widen([g], factor=factor, params=w.params).generated:
+            if n.config not in given_once:
+                assert g in w.entry(n.config).origins
+    for e in w.generated:
+        assert e.origins[0] == e.origin and len(set(e.origins)) == len(e.origins)
+        assert all(len(_axes(e.config, o)) == 1 and o in given_once for o in e.origins)
 
 
 @settings(max_examples=40, deadline=None)
@@ -82,6 +89,7 @@ def test_a_radius_of_two_is_the_neighbours_and_their_own_neighbours(configs: lis
         assert e.origin in set(one.given) | ring1  # one step from a given config or from the first ring
         if e.config not in ring1:
             assert e.origin in ring1 and len(_axes(e.config, e.origin)) == 1
+            assert all(o in ring1 for o in e.origins)  # a second ring's origins are all of the first
     assert set(two.configs()) == set(one.configs()) | {
         n.config for r in one.generated for n in widen([r.config], params=two.params).generated} - {c for c, _ in two.skipped}
     assert "up to 2 steps" in two.explain() and "steps" not in one.explain().splitlines()[0]
@@ -246,3 +254,14 @@ def test_kernel_informed_steps_stay_within_the_dot_and_size_bounds(blocks, m: in
         assert "GROUP_SIZE_M" not in e.change
     for c, why in w.skipped:
         assert c not in w.configs() and why
+
+
+def test_a_neighbour_of_two_given_configs_names_both_as_its_origins() -> None:
+    """BLOCK=64 is one step from both BLOCK=32 and BLOCK=128: it appears once, with both as origins (a library
+    loop times it if either stays near the best); BLOCK=16 and BLOCK=256 each have one."""
+    w = widen([Config({"BLOCK": 32}, num_warps=4, num_stages=2), Config({"BLOCK": 128}, num_warps=4, num_stages=2)],
+              params=["BLOCK"], launch=Launch(num_warps=(4,), num_stages=(2,)))  # fmt: skip
+    origins = {e.config.kwargs["BLOCK"]: [o.kwargs["BLOCK"] for o in e.origins] for e in w.generated}
+    assert origins == {16: [32], 64: [32, 128], 256: [128]}
+    assert w.entry(Config({"BLOCK": 64}, num_warps=4, num_stages=2)).origin.kwargs["BLOCK"] == 32  # the first stays the origin
+    assert w.entry(Config({"BLOCK": 32}, num_warps=4, num_stages=2)).origins == ()

@@ -40,7 +40,7 @@ from tritune.config import Config
 from tritune.decorator.choice import Choice, PretunedIgnoredWarning, UntunedWarning, resolve_on_no_gpu
 from tritune.decorator.dispatch import make_fast, make_fast_const, make_fast_hooked, make_fast_kw
 from tritune.decorator.keys import KeySpec
-from tritune.decorator.miss import KeyTuner
+from tritune.decorator.miss import KeyTuner, space_summary
 from tritune.decorator.observed import (
     bench_each,
     fastest,
@@ -149,6 +149,8 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         self._declared = [] if configs is None else configs
         #: Generated candidates of the last call's space (not in the list anyone wrote): config -> where it came from.
         self.generated: dict[Config, str] = {}
+        #: a widened list's generated configs -> the configs one step nearer the list that they neighbour
+        self.generated_origins: dict[Config, tuple[Config, ...]] = {}
         self.space_report: dict[str, Any] | None = None
         self._space_ident: Any = None
         self._set_configs([] if configs is None else configs)
@@ -309,8 +311,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
     def _library_loop_choices(self) -> dict[tuple[Any, ...], Choice]:
         """The keys a subclass's own loop over ``_bench`` decided (FlagGems' ``LibTuner``), as ``library`` choices:
         the config the loop left in ``cache``, with the output check's report (the numerics class under
-        ``numerics="exact"``) and the generated configs kept from winning (``generated_refused``: tied with the
-        written best, or slower than it with the L2 warm) in ``stats``; in a pinned or sensitivity run, the choice
+        ``numerics="exact"``), the generated configs kept from winning (``generated_refused``: tied with the
+        written best, or slower than it with the L2 warm) and those not timed (``generated_untimed``: no config one
+        step nearer the list was near the best) in ``stats``; in a pinned or sensitivity run, the choice
         the loop was steered to (the table's ``pretuned``, the stated rule's ``pinned``, or the draw's
         ``sensitivity``)."""
         loop = self.__dict__.get("_library_loop_keys")
@@ -319,6 +322,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         checks = self.__dict__.get("_library_loop_checks") or {}
         pins = self.__dict__.get("_library_loop_pins") or {}
         generated_refused = self.__dict__.get("_library_loop_refused") or {}
+        untimed = self.__dict__.get("_library_loop_untimed") or {}
         out = {}
         for key in list(loop):
             if key in self._choices:
@@ -335,6 +339,15 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             refused = generated_refused.get(key)
             if refused:  # generated configs tied with the written best, or faster only with the L2 flushed
                 stats = {**(stats or {}), "generated_refused": dict(refused)}
+            looks = (self.__dict__.get("_library_loop_looks") or {}).get(key)
+            if self.space_report is not None and looks:  # what the loop's widened or derived space bought
+                timings = {c: m.triton_quantiles() for c, m in looks.items()}
+                space = space_summary(self.space_report, loop[key] or list(looks), self.generated, timings,
+                                      from_triton(entry))  # fmt: skip
+                space["generated_timed"] = sum(1 for c in looks if c in self.generated)
+                stats = {**(stats or {}), "space": space}
+            if untimed.get(key):  # a widened list's neighbours of configs far from the best: neither compiled nor timed
+                stats = {**(stats or {}), "generated_untimed": dict(untimed[key])}
             out[key] = Choice(from_triton(entry), "library", "the library's own loop over _bench, each config "
                                  "timed by tritune", stats=stats, original=entry)  # fmt: skip
         return out
@@ -733,6 +746,7 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
             self._set_configs(d.space)
             derived = self.candidates
             self.generated = {c: "derived from the kernel's source" for c in derived}
+            self.generated_origins = {}
             self.space_report = {"source": "derived", "configs": len(derived), "how": d.explain()}
         else:
             declared, given = normalize(self._declared)
@@ -741,12 +755,14 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 extra, how = around
                 self._set_configs([given.get(c, c) for c in declared] + extra)
                 self.generated = {c: "derived from the kernel's source" for c in extra}
+                self.generated_origins = {}
                 self.space_report = {"source": "derived around the list", "given": len(given),
                                      "generated": len(extra), "stages_kept": None, "how": how}  # fmt: skip
             else:
                 w = widen(declared, kernel=self.fn, sizes=sizes, radius=self.widen_radius)
                 self._set_configs([given.get(c, c) for c in w.configs()])  # the library's objects stay what callers see
                 self.generated = {g.config: str(g) for g in w.generated}
+                self.generated_origins = {g.config: g.origins for g in w.generated}
                 self.space_report = {"source": "widened", "given": len(given), "generated": len(self.generated),
                                      "stages_kept": w.stages_kept, "how": w.explain()}  # fmt: skip
                 if around is not None:

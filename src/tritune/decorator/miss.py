@@ -345,7 +345,7 @@ class KeyTuner:
         if numerics is not None:
             stats["numerics" if exact else "checked"] = numerics.summary()
         if tuned.space_report is not None and got.timings:
-            stats["space"] = _space_report(tuned.space_report, legal, generated, got.timings, got.winner)
+            stats["space"] = space_summary(tuned.space_report, legal, generated, got.timings, got.winner)
         if got.winner is None:
             searched = (f" (searched {got.search['evaluated']} of {len(legal)} legal configs with "
                         f"{got.search['strategy']})") if got.search else ""  # fmt: skip
@@ -378,7 +378,7 @@ def _label(tuned: TunedKernel, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
 
 
-def _space_report(report: Mapping[str, Any], legal: Sequence[Config], generated: Mapping[Config, str],
+def space_summary(report: Mapping[str, Any], legal: Sequence[Config], generated: Mapping[Config, str],
                   timings: Mapping[Config, list[float]], winner: Config | None) -> dict[str, Any]:
     """How the space was made and what it bought: the winner against the best config of the list anyone wrote (or,
     for a derived space, the reference), both measured in the same race."""

@@ -113,13 +113,19 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
                          f"auto-tuned symbols. ({tuned.info.name})")  # fmt: skip
     cfg = from_triton(config)
     inf = [float("inf")] * 3
-    # the keys a loop over _bench decided, for choices(): a subclass's own loop records no Choice of its own
-    tuned.__dict__.setdefault("_library_loop_keys", {})[tuned.key_spec.of(args, kwargs)] = None
+    # the keys a loop over _bench decided, for choices() (a subclass's own loop records no Choice of its own), with
+    # the configs it may time for each
+    loop_keys = tuned.__dict__.setdefault("_library_loop_keys", {})
+    key = tuned.key_spec.of(args, kwargs)
+    if loop_keys.get(key) is None:
+        loop_keys[key] = library_loop_configs(tuned, kwargs, legal=True)
     if getattr(tuned.tuner, "pinned", False) or getattr(tuned.tuner, "sensitivity", None) is not None:
         pick = untimed_in_library_loop(tuned, args, kwargs, grid)  # the loop's min finds it; nothing is timed
         return [0.0] * 3 if pick is not None and cfg == pick.config else inf
     if check_static(cfg, tuned.info, kwargs.keys(), None) is not None:
         return inf
+    if tuned.user_do_bench is None and cfg in tuned.generated_origins and not admitted_in_library_loop(tuned, key, cfg):
+        return inf  # no config one step from it stayed in the race: not compiled, not timed
     if gpu_unavailable_reason() is None:
         precompile_for_library_loop(tuned, args, kwargs)
     if refused_in_library_loop(tuned, cfg, args, kwargs, grid) is not None:
@@ -157,9 +163,8 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
         warm_if_idle(shared_timer(device=device, flush_l2=True))  # clocks ramped unless tritune kept the GPU busy lately
         try:
             # a widened list: a generated config must also beat the list's best with the L2 warm
-            m = race_in_library_loop(tuned, tuned.key_spec.of(args, kwargs), measure,
-                                     generated=cfg.id if cfg in tuned.generated else None,
-                                     measure_warm=looks(False) if tuned.generated else None)  # fmt: skip
+            m = race_in_library_loop(tuned, key, measure, generated=cfg.id if cfg in tuned.generated else None,
+                                     measure_warm=looks(False) if tuned.generated else None, config=cfg)  # fmt: skip
         except Exception as e:
             if cannot_run_here(e):
                 return inf
@@ -204,7 +209,7 @@ FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002, "rel_tol": 0.01}
 
 
 def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., Any], *, generated: str | None = None,
-                         measure_warm: Callable[..., Any] | None = None) -> Any:  # fmt: skip
+                         measure_warm: Callable[..., Any] | None = None, config: Config | None = None) -> Any:  # fmt: skip
     """One config's timing inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` times every
     pruned config, one after another): a race run one config at a time. Each config gets a short first
     look; one whose interval lies wholly above the best so far, and whose median is more than
@@ -219,20 +224,54 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     not gets the written config's measurement, scaled by ``1 + WARM_MARGIN``, so the loop's ``min`` keeps the
     written config. A widened list puts its written configs first, so the loop meets them before any generated one.
     The refusals are kept, per key, in ``_library_loop_refused`` (config id -> why, its medians and the written
-    best's)."""
-    from tritune.bench.stats import clearly_slower
-
+    best's). With ``config``, its own measurement (its first look, or its full one) is kept, per key, in
+    ``_library_loop_looks``: what :func:`admitted_in_library_loop` reads for a widened list's neighbours."""
     bests: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_best", {})
     best = bests.get(key)
+    looks: dict[Config, Any] = tuned.__dict__.setdefault("_library_loop_looks", {}).setdefault(key, {})
     first = measure(**FIRST_LOOK)
-    if best is not None and first.median_ms > best.median_ms * (1 + LOSER_MARGIN) and clearly_slower(first, best):
+    if out_of_race(first, best):
+        if config is not None:
+            looks[config] = first
         return first
     full = first.merged(measure(**FULL_LOOK))
+    if config is not None:
+        looks[config] = full
     if measure_warm is not None:
         full = _generated_guard(tuned, key, full, generated, measure_warm)
     if best is None or full.median_ms < best.median_ms:
         bests[key] = full
     return full
+
+
+def out_of_race(m: Any, best: Any) -> bool:
+    """Whether a config measured ``m`` is out of a library loop's race against the best so far: its interval lies
+    wholly above the best's and its median is more than :data:`LOSER_MARGIN` slower."""
+    from tritune.bench.stats import clearly_slower
+
+    return best is not None and m.median_ms > best.median_ms * (1 + LOSER_MARGIN) and clearly_slower(m, best)
+
+
+def admitted_in_library_loop(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
+    """Whether a library's own loop times ``cfg``, a neighbour of a widened list: only where a config one step nearer
+    the list (:attr:`~tritune.space.Widened.origins`) was timed and is not out of the race (:func:`out_of_race`)
+    against the best so far. The loop meets the written configs first and each ring of neighbours after the ring
+    before it, so this is a local search from the configs that are near the best: a loop that times every config it is
+    given (FlagGems' ``LibTuner``) no longer compiles and times every neighbour of every written config. Decided once a
+    config and key; one not admitted gets ``inf`` (as a config Triton cannot run) and is listed, with why, in
+    ``_library_loop_untimed``. A kernel timed by its own ``do_bench`` times every config (its looks are its own)."""
+    decided: dict[Config, bool] = tuned.__dict__.setdefault("_library_loop_admitted", {}).setdefault(key, {})
+    if cfg not in decided:
+        looks = tuned.__dict__.get("_library_loop_looks", {}).get(key, {})
+        best = tuned.__dict__.get("_library_loop_best", {}).get(key)
+        near = [o for o in tuned.generated_origins.get(cfg, ()) if o in looks and not out_of_race(looks[o], best)]
+        decided[cfg] = bool(near) or cfg not in tuned.generated_origins
+        if not decided[cfg]:
+            origins = ", ".join(o.id for o in tuned.generated_origins[cfg])
+            why = (f"not timed: no config one step from it ({origins}) was within {LOSER_MARGIN:.0%} of the best so "
+                   "far")  # fmt: skip
+            tuned.__dict__.setdefault("_library_loop_untimed", {}).setdefault(key, {})[cfg.id] = why
+    return decided[cfg]
 
 
 def _generated_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
@@ -336,16 +375,26 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
     its hook leaves them (FlagGems' Hopper mm sets descriptor block shapes there); with stacked heuristics
     (FlagGems' bmm, baddbmm) each config compiles with the heuristics' values for it
     (:meth:`~tritune.decorator.autotuned.Autotuned.compile_plan`). Returns the configs sent to the workers (None when none).
+
+    A widened list's neighbours compile only once the loop may time them (:func:`admitted_in_library_loop`): the
+    first call sends the configs someone wrote; a later one, those neighbours that a config one step nearer the list,
+    timed since, now admits.
     """
     if not tuned.tuner.options.precompile:
         return None
     key = tuned.key_spec.of(args, kwargs)
-    done: set[Any] = tuned.__dict__.setdefault("_library_loop_precompiled", set())
-    if key in done:
-        return None
-    done.add(key)
-    configs = library_loop_configs(tuned, kwargs, legal=True)
-    if len(configs) < 2:
+    sent: set[Config] = tuned.__dict__.setdefault("_library_loop_precompiled", {}).setdefault(key, set())
+    looks = tuned.__dict__.get("_library_loop_looks", {}).get(key, {})
+    best = tuned.__dict__.get("_library_loop_best", {}).get(key)
+
+    def may_time(c: Config) -> bool:  # as admitted_in_library_loop would decide now, without deciding
+        origins = tuned.generated_origins.get(c)
+        return origins is None or tuned.user_do_bench is not None or any(o in looks and not out_of_race(looks[o], best) for o in origins)
+
+    configs = [c for c in library_loop_configs(tuned, kwargs, legal=True) if c not in sent and may_time(c)]
+    first = not sent
+    sent.update(configs)
+    if len(configs) < 2 and (first or not configs):
         return None
     if compile_all is None:
         from tritune.device import current_target

@@ -27,6 +27,8 @@ class TunedKernel(Protocol):
     nargs: dict[str, Any] | None
     #: The generated candidates of the last call's space (derived or widened): config -> where it came from.
     generated: dict[Config, str]
+    #: A widened list's generated configs -> the configs one step nearer the list that they neighbour.
+    generated_origins: dict[Config, tuple[Config, ...]]
     #: How the last call's space was made (None for a given list).
     space_report: dict[str, Any] | None
     #: Where the candidates come from: ``"given"``, ``"derived"`` or ``"widened"``.

@@ -14,7 +14,7 @@ that its origin keeps.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tritune.adapters.kernel import KernelInfo, unwrap_jit
@@ -33,15 +33,22 @@ _BLOCK_WORDS = ("BLOCK", "TILE")
 @dataclass(frozen=True)
 class Widened:
     """One config of a widened list: ``origin`` None for a given config, else the config it neighbours (a given one,
-    or one step nearer to one) and ``change`` what differs (``"BLOCK_M 128->256"``)."""
+    or one step nearer to one) and ``change`` what differs (``"BLOCK_M 128->256"``); ``also``: the other configs of
+    the ring before it that it is one step from."""
 
     config: Config
     origin: Config | None = None
     change: str = ""
+    also: tuple[Config, ...] = ()
 
     @property
     def given(self) -> bool:
         return self.origin is None
+
+    @property
+    def origins(self) -> tuple[Config, ...]:
+        """Every config one step nearer to a given one that this one neighbours (none for a given config)."""
+        return () if self.origin is None else (self.origin, *self.also)
 
     def __str__(self) -> str:
         return self.config.id if self.origin is None else f"{self.config.id} ({self.change} from {self.origin.id})"
@@ -192,20 +199,24 @@ def widen(
     skipped: list[tuple[Config, str]] = []
     ring = given
     for _ in range(radius):
-        outer: list[Config] = []
+        outer: dict[Config, Widened] = {}
         for c in ring:
             for name, old, new in _neighbours(c, blocks, factor, warps, stages):
                 n = c.replace(**{name: new})
+                if n in outer:  # one step from another config of this ring too
+                    if c not in outer[n].origins:
+                        outer[n] = replace(outer[n], also=(*outer[n].also, c))
+                    continue
                 if n in seen:
                     continue
                 seen.add(n)
                 why = bounds.rejection(n, name, c) if bounds is not None else None
                 if why is None:
-                    entries.append(Widened(n, c, f"{name} {old}->{new}"))
-                    outer.append(n)
+                    outer[n] = Widened(n, c, f"{name} {old}->{new}")
                 else:
                     skipped.append((n, why))
-        ring = outer
+        entries += outer.values()
+        ring = list(outer)
     return WidenedSpace(tuple(entries), tuple(blocks), tuple(skipped), radius, stages_kept)
 
 
