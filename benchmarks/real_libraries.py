@@ -1804,7 +1804,7 @@ def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 warm = st.get("warm_check") if isinstance(st.get("warm_check"), dict) else None
                 out.append({"tuner": t["name"], "key": key, **{k: sp.get(k) for k in (
                     "source", "given", "generated", "legal", "generated_legal", "winner_generated",
-                    "winner_over_best_written", "stages_kept", "not_derived")},
+                    "winner_over_best_written", "stages_kept", "not_derived", "generated_timed")},
                     # generated configs the output check refused (what differed, and on which input)
                     "refused": dict(checked.get("other") or {}),
                     # seconds the check spent making its inputs and running the configs (the reference's runs too)
@@ -1895,6 +1895,8 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
                 kept = " (num_stages kept: no loop)" if sp.get("stages_kept") else ""
                 how = "derived" if sp.get("source") == "derived around the list" else "generated"
                 kept += f" (not derived: {sp['not_derived'][:80]})" if sp.get("not_derived") else ""
+                if sp.get("generated_timed") is not None:  # a library's own loop: neighbours timed only near the best
+                    kept += f" (own loop: {sp['generated_timed']} generated timed)"
                 print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, {how} {sp['generated']}{kept}, legal "
                       f"{sp['legal']} ({sp['generated_legal']} generated); winner generated: {sp['winner_generated']}, "
                       f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}; "
