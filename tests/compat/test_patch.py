@@ -223,8 +223,8 @@ def test_a_widened_library_loop_compiles_the_written_configs_then_the_neighbours
         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Widened (``TRITUNE_WIDEN=1``), a LibTuner-style loop's first ``_bench`` for a key sends only the written
     configs to the compile workers (a FAKE compiler records the lists); once they are timed (FAKE measurements: BLOCK=64
-    1.0 ms, BLOCK=128 3.0 ms, out of the race), the next sends the neighbours of BLOCK=64 alone, never those whose only
-    origin is BLOCK=128, and nothing twice."""
+    1.0 ms, BLOCK=128 3.0 ms, out of the race), the call for the first neighbour the loop meets sends every neighbour
+    of BLOCK=64 at once, never those whose only origin is BLOCK=128, and nothing is sent twice."""
     from tritune.bench.stats import Measurement
     from tritune.decorator.timing import precompile_for_library_loop, race_in_library_loop
 
@@ -242,11 +242,14 @@ def test_a_widened_library_loop_compiles_the_written_configs_then_the_neighbours
     key = k.key_spec.of((x, acc, 300), {})
     for c, t in zip(written, (1.0, 3.0)):
         race_in_library_loop(k, key, fake_measure(t), config=c)
-    precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append)
-    assert len(seen) == 2 and seen[1]
-    assert all(written[0] in k.generated_origins[c] for c in seen[1])
-    assert {c for c, o in k.generated_origins.items() if written[0] in o} == set(seen[1])
-    assert precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append) is None and len(seen) == 2
+    near = {c for c, o in k.generated_origins.items() if written[0] in o}
+    far = next(c for c in k.generated_origins if c not in near)
+    assert precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append, config=far) is None
+    precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append, config=next(iter(near)))
+    assert len(seen) == 2 and set(seen[1]) == near  # every admitted neighbour at once, at the first one the loop meets
+    for c in near:  # nothing twice
+        assert precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=seen.append, config=c) is None
+    assert len(seen) == 2
 
 
 def test_library_loop_precompiles_configs_with_a_pre_hook_too() -> None:

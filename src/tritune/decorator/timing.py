@@ -124,10 +124,10 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
         return [0.0] * 3 if pick is not None and cfg == pick.config else inf
     if check_static(cfg, tuned.info, kwargs.keys(), None) is not None:
         return inf
-    if tuned.user_do_bench is None and cfg in tuned.generated_origins and not admitted_in_library_loop(tuned, key, cfg):
-        return inf  # no config one step from it stayed in the race: not compiled, not timed
+    if not admitted_in_library_loop(tuned, key, cfg):
+        return inf  # a neighbour of no config near the best: not compiled, not timed
     if gpu_unavailable_reason() is None:
-        precompile_for_library_loop(tuned, args, kwargs)
+        precompile_for_library_loop(tuned, args, kwargs, config=cfg)
     if refused_in_library_loop(tuned, cfg, args, kwargs, grid) is not None:
         return inf  # other bits than the reference's, or a generated config that disagrees: as one Triton cannot run
     call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
@@ -262,16 +262,26 @@ def admitted_in_library_loop(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
     ``_library_loop_untimed``. A kernel timed by its own ``do_bench`` times every config (its looks are its own)."""
     decided: dict[Config, bool] = tuned.__dict__.setdefault("_library_loop_admitted", {}).setdefault(key, {})
     if cfg not in decided:
-        looks = tuned.__dict__.get("_library_loop_looks", {}).get(key, {})
-        best = tuned.__dict__.get("_library_loop_best", {}).get(key)
-        near = [o for o in tuned.generated_origins.get(cfg, ()) if o in looks and not out_of_race(looks[o], best)]
-        decided[cfg] = bool(near) or cfg not in tuned.generated_origins
+        decided[cfg] = not _searched(tuned, cfg) or _near_best(tuned, key, cfg)
         if not decided[cfg]:
             origins = ", ".join(o.id for o in tuned.generated_origins[cfg])
             why = (f"not timed: no config one step from it ({origins}) was within {LOSER_MARGIN:.0%} of the best so "
                    "far")  # fmt: skip
             tuned.__dict__.setdefault("_library_loop_untimed", {}).setdefault(key, {})[cfg.id] = why
     return decided[cfg]
+
+
+def _searched(tuned: TunedKernel, cfg: Config) -> bool:
+    """Whether a library loop times ``cfg`` only if :func:`_near_best` admits it: a widened list's neighbour, timed by
+    tritune (a kernel's own ``do_bench`` times every config)."""
+    return tuned.user_do_bench is None and cfg in tuned.generated_origins
+
+
+def _near_best(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
+    """Whether a config one step from ``cfg`` nearer the list was timed for ``key`` and is not out of the race."""
+    looks = tuned.__dict__.get("_library_loop_looks", {}).get(key, {})
+    best = tuned.__dict__.get("_library_loop_best", {}).get(key)
+    return any(o in looks and not out_of_race(looks[o], best) for o in tuned.generated_origins.get(cfg, ()))
 
 
 def _generated_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
@@ -364,7 +374,8 @@ def refused_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any]
 
 
 def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any],
-                                compile_all: Callable[..., Any] | None = None) -> list[Config] | None:  # fmt: skip
+                                compile_all: Callable[..., Any] | None = None,
+                                config: Config | None = None) -> list[Config] | None:  # fmt: skip
     """Before a library's own loop times its first config for a key, compile every config it will time.
 
     A subclass such as FlagGems' ``LibTuner`` calls ``prune_configs`` and then ``_bench`` once per config,
@@ -377,24 +388,24 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
     (:meth:`~tritune.decorator.autotuned.Autotuned.compile_plan`). Returns the configs sent to the workers (None when none).
 
     A widened list's neighbours compile only once the loop may time them (:func:`admitted_in_library_loop`): the
-    first call sends the configs someone wrote; a later one, those neighbours that a config one step nearer the list,
-    timed since, now admits.
+    first call sends the configs someone wrote; the call for ``config``, a neighbour the loop is about to time, sends
+    every neighbour that a config one step nearer the list, timed since, now admits.
     """
     if not tuned.tuner.options.precompile:
         return None
     key = tuned.key_spec.of(args, kwargs)
-    sent: set[Config] = tuned.__dict__.setdefault("_library_loop_precompiled", {}).setdefault(key, set())
-    looks = tuned.__dict__.get("_library_loop_looks", {}).get(key, {})
-    best = tuned.__dict__.get("_library_loop_best", {}).get(key)
-
-    def may_time(c: Config) -> bool:  # as admitted_in_library_loop would decide now, without deciding
-        origins = tuned.generated_origins.get(c)
-        return origins is None or tuned.user_do_bench is not None or any(o in looks and not out_of_race(looks[o], best) for o in origins)
-
-    configs = [c for c in library_loop_configs(tuned, kwargs, legal=True) if c not in sent and may_time(c)]
-    first = not sent
-    sent.update(configs)
-    if len(configs) < 2 and (first or not configs):
+    waiting: dict[Any, list[Config]] = tuned.__dict__.setdefault("_library_loop_precompiled", {})
+    if key not in waiting:  # the key's first: the configs the loop times whatever it measures
+        legal = library_loop_configs(tuned, kwargs, legal=True)
+        waiting[key] = [c for c in legal if _searched(tuned, c)]
+        configs = [c for c in legal if not _searched(tuned, c)]
+        if len(configs) < 2:
+            return None
+    elif config is not None and config in waiting[key] and _near_best(tuned, key, config):
+        configs = [c for c in waiting[key] if _near_best(tuned, key, c)]  # each admitted so far, in one batch
+        batch = set(configs)
+        waiting[key] = [c for c in waiting[key] if c not in batch]
+    else:
         return None
     if compile_all is None:
         from tritune.device import current_target
