@@ -252,6 +252,29 @@ def test_a_widened_library_loop_compiles_the_written_configs_then_the_neighbours
     assert len(seen) == 2
 
 
+def test_a_library_loops_check_is_prepared_beside_its_first_compiles() -> None:
+    """``beside`` (the output check's preparation, in ``_bench``) starts on a helper thread as a key's first batch goes
+    to the compile workers (a FAKE compiler that waits until it has started), once a key."""
+    import threading
+
+    from tritune.decorator.timing import precompile_for_library_loop
+
+    started, threads = threading.Event(), []
+
+    def prepare() -> None:
+        threads.append(threading.current_thread().name)
+        started.set()
+
+    def compile_all(cfgs: list[Any]) -> None:  # FAKE: the preparation runs while the compiles do
+        assert started.wait(10)
+
+    k, x, acc = libtuner_loop_at_300(CONFIGS)
+    k.prune_configs({})
+    assert precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=compile_all, beside=prepare) is not None
+    assert precompile_for_library_loop(k, (x, acc, 300), {}, compile_all=compile_all, beside=prepare) is None
+    assert threads == ["tritune-check-prep"]
+
+
 def test_library_loop_precompiles_configs_with_a_pre_hook_too() -> None:
     """FlagGems' Hopper mm gives every config a pre_hook (it sets host descriptors' block shapes): those
     configs go to the compile workers as well (each specialized after its hook), not one by one in-process."""

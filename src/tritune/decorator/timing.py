@@ -127,7 +127,8 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
     if not admitted_in_library_loop(tuned, key, cfg):
         return inf  # a neighbour of no config near the best: not compiled, not timed
     if gpu_unavailable_reason() is None:
-        precompile_for_library_loop(tuned, args, kwargs, config=cfg)
+        check = library_loop_check(tuned, args, kwargs, grid)  # its preparation runs beside the compiles
+        precompile_for_library_loop(tuned, args, kwargs, config=cfg, beside=None if check is None else check.prepare)
     if refused_in_library_loop(tuned, cfg, args, kwargs, grid) is not None:
         return inf  # other bits than the reference's, or a generated config that disagrees: as one Triton cannot run
     call, cleanup = candidate_call(tuned, cfg, args, kwargs, grid)
@@ -355,15 +356,9 @@ def refused_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any]
     the reference (the first of the pruned configs that runs); a generated config (a widened list's neighbour) must
     agree with the first written one. None when ``cfg`` passes or is not checked, else why not; the loop then gets
     ``inf`` for it, so its pick stays among the configs that may serve."""
-    exact = tuned.tuner.options.numerics == "exact"
-    if not exact and cfg not in tuned.generated:
+    if tuned.tuner.options.numerics != "exact" and cfg not in tuned.generated:
         return None
-    key = tuned.key_spec.of(args, kwargs)
-    checks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_checks", {})
-    if key not in checks:
-        checks[key] = output_check(tuned, library_loop_configs(tuned, kwargs, legal=False), args, kwargs, grid,
-                                   exact=exact)
-    check = checks[key]
+    check = library_loop_check(tuned, args, kwargs, grid)
     try:
         bad = check.check(cfg) if check is not None else None
     except Exception as e:  # the check's launch is the config's first here: one that cannot run is refused
@@ -373,9 +368,21 @@ def refused_in_library_loop(tuned: TunedKernel, cfg: Config, args: Sequence[Any]
     return None if bad is None else bad[1]
 
 
+def library_loop_check(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
+    """The key's output check in a library's own loop (:func:`output_check`), made once a key, at the first call that
+    asks (on a GPU, the loop's first config for the key, before any config has run on the call's arguments); None
+    when nothing is checked."""
+    key = tuned.key_spec.of(args, kwargs)
+    checks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_checks", {})
+    if key not in checks:
+        checks[key] = output_check(tuned, library_loop_configs(tuned, kwargs, legal=False), args, kwargs, grid,
+                                   exact=tuned.tuner.options.numerics == "exact")  # fmt: skip
+    return checks[key]
+
+
 def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any],
-                                compile_all: Callable[..., Any] | None = None,
-                                config: Config | None = None) -> list[Config] | None:  # fmt: skip
+                                compile_all: Callable[..., Any] | None = None, config: Config | None = None,
+                                beside: Callable[[], object] | None = None) -> list[Config] | None:  # fmt: skip
     """Before a library's own loop times its first config for a key, compile every config it will time.
 
     A subclass such as FlagGems' ``LibTuner`` calls ``prune_configs`` and then ``_bench`` once per config,
@@ -389,7 +396,9 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
 
     A widened list's neighbours compile only once the loop may time them (:func:`admitted_in_library_loop`): the
     first call sends the configs someone wrote; the call for ``config``, a neighbour the loop is about to time, sends
-    every neighbour that a config one step nearer the list, timed since, now admits.
+    every neighbour that a config one step nearer the list, timed since, now admits. ``beside`` (the output check's
+    preparation: its perturbed inputs and its comparison's device code) starts on a helper thread as the first batch
+    goes to the workers, as a key's check is prepared beside its compiles in tritune's own race.
     """
     if not tuned.tuner.options.precompile:
         return None
@@ -401,6 +410,10 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
         configs = [c for c in legal if not _searched(tuned, c)]
         if len(configs) < 2:
             return None
+        if beside is not None:
+            from tritune.engine.aside import Later
+
+            Later(beside, name="tritune-check-prep").start()
     elif config is not None and config in waiting[key] and _near_best(tuned, key, config):
         configs = [c for c in waiting[key] if _near_best(tuned, key, c)]  # each admitted so far, in one batch
         batch = set(configs)
