@@ -403,10 +403,10 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
     if not tuned.tuner.options.precompile:
         return None
     key = tuned.key_spec.of(args, kwargs)
-    waiting: dict[Any, list[Config]] = tuned.__dict__.setdefault("_library_loop_precompiled", {})
+    waiting: dict[Any, dict[Config, None]] = tuned.__dict__.setdefault("_library_loop_precompiled", {})
     if key not in waiting:  # the key's first: the configs the loop times whatever it measures
         legal = library_loop_configs(tuned, kwargs, legal=True)
-        waiting[key] = [c for c in legal if _searched(tuned, c)]
+        waiting[key] = dict.fromkeys(c for c in legal if _searched(tuned, c))  # neighbours, in the loop's order
         configs = [c for c in legal if not _searched(tuned, c)]
         if len(configs) < 2:
             return None
@@ -416,8 +416,8 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
             Later(beside, name="tritune-check-prep").start()
     elif config is not None and config in waiting[key] and _near_best(tuned, key, config):
         configs = [c for c in waiting[key] if _near_best(tuned, key, c)]  # each admitted so far, in one batch
-        batch = set(configs)
-        waiting[key] = [c for c in waiting[key] if c not in batch]
+        for c in configs:
+            del waiting[key][c]
     else:
         return None
     if compile_all is None:
