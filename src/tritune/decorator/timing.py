@@ -113,12 +113,8 @@ def bench_config(tuned: TunedKernel, args: Sequence[Any], config: Any, meta: Map
                          f"auto-tuned symbols. ({tuned.info.name})")  # fmt: skip
     cfg = from_triton(config)
     inf = [float("inf")] * 3
-    # the keys a loop over _bench decided, for choices() (a subclass's own loop records no Choice of its own), with
-    # the configs it may time for each
-    loop_keys = tuned.__dict__.setdefault("_library_loop_keys", {})
     key = tuned.key_spec.of(args, kwargs)
-    if loop_keys.get(key) is None:
-        loop_keys[key] = library_loop_configs(tuned, kwargs, legal=True)
+    library_loop_legal(tuned, key, kwargs)  # the keys a loop over _bench decided, for choices()
     if getattr(tuned.tuner, "pinned", False) or getattr(tuned.tuner, "sensitivity", None) is not None:
         pick = untimed_in_library_loop(tuned, args, kwargs, grid)  # the loop's min finds it; nothing is timed
         return [0.0] * 3 if pick is not None and cfg == pick.config else inf
@@ -324,6 +320,16 @@ def library_loop_configs(tuned: TunedKernel, kwargs: Mapping[str, Any], *, legal
     return [c for c in configs if check_static(c, tuned.info, kwargs.keys(), None) is None] if legal else configs
 
 
+def library_loop_legal(tuned: TunedKernel, key: Any, kwargs: Mapping[str, Any]) -> list[Config]:
+    """The configs a library's own loop may time for ``key`` (:func:`library_loop_configs`, the legal ones), once a
+    key. The keys are those a loop over ``_bench`` decided, which ``choices()`` reports (a subclass's own loop records
+    no Choice of its own)."""
+    loop_keys: dict[Any, list[Config]] = tuned.__dict__.setdefault("_library_loop_keys", {})
+    if key not in loop_keys:
+        loop_keys[key] = library_loop_configs(tuned, kwargs, legal=True)
+    return loop_keys[key]
+
+
 def untimed_in_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Mapping[str, Any], grid: Any) -> Any:
     """In a pinned or sensitivity run, the :class:`Choice` a library's own loop over ``_bench`` must end with for
     this call's key, among the configs the loop times: the pretuned table's config, else the pinned run's stated rule
@@ -333,7 +339,7 @@ def untimed_in_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs: Map
     key = tuned.key_spec.of(args, kwargs)
     picks: dict[Any, Any] = tuned.__dict__.setdefault("_library_loop_pins", {})
     if key not in picks:
-        legal = library_loop_configs(tuned, kwargs, legal=True)
+        legal = library_loop_legal(tuned, key, kwargs)
         tuner = tuned.tuner
         pick = tuner.lookup(tuned, key, args, kwargs, allowed=legal)
         if pick is not None and pick.source == "pretuned" and tuner.pretuned_disagrees(  # as the decorator's own path
@@ -405,7 +411,7 @@ def precompile_for_library_loop(tuned: TunedKernel, args: Sequence[Any], kwargs:
     key = tuned.key_spec.of(args, kwargs)
     waiting: dict[Any, dict[Config, None]] = tuned.__dict__.setdefault("_library_loop_precompiled", {})
     if key not in waiting:  # the key's first: the configs the loop times whatever it measures
-        legal = library_loop_configs(tuned, kwargs, legal=True)
+        legal = library_loop_legal(tuned, key, kwargs)
         waiting[key] = dict.fromkeys(c for c in legal if _searched(tuned, c))  # neighbours, in the loop's order
         configs = [c for c in legal if not _searched(tuned, c)]
         if len(configs) < 2:
