@@ -85,6 +85,7 @@ import functools
 import gc
 import importlib.util
 import inspect
+import itertools
 import json
 import os
 import platform
@@ -426,14 +427,18 @@ def _smoke_kernels() -> dict[str, Any]:
 
 
 def _smoke_row_sum(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """Row sums at two widths in one call: the autotuned kernel runs at two keys a call, as fla's chunked ops do."""
     k = _smoke_kernels()["row_sum"]
 
-    def call(x: Any) -> Any:
-        out = torch.empty(x.shape[0], device=x.device)
-        k[(x.shape[0],)](x, out, x.shape[1])
-        return out
+    def call(x: Any, y: Any) -> Any:
+        outs = []
+        for t in (x, y):
+            out = torch.empty(t.shape[0], device=t.device)
+            k[(t.shape[0],)](t, out, t.shape[1])
+            outs.append(out)
+        return torch.cat(outs)
 
-    return call, (_randn((4, 100), torch.float32, device),)
+    return call, (_randn((4, 100), torch.float32, device), _randn((3, 37), torch.float32, device))
 
 
 def _smoke_axpy(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
@@ -670,6 +675,28 @@ class RunTimer(RunCounter):
         return run
 
 
+class RunRecorder(RunCounter):
+    """A :class:`RunCounter` that also records, per autotuner object, the config each ``run`` call launched
+    (``seen``: :func:`describe` of ``best_config`` after the call), in call order: an op that launches one
+    autotuned kernel at several keys a call (fla's chunked kernels) has one config per key, and the order of the
+    calls, the same in both engines' processes for the same op and arguments, names the key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[int, list[dict[str, Any] | None]] = {}
+
+    def _wrap(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        counted = super()._wrap(orig)
+        seen = self.seen
+
+        def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            out = counted(tuner, *args, **kwargs)
+            seen.setdefault(id(tuner), []).append(describe(getattr(tuner, "best_config", None)))
+            return out
+
+        return run
+
+
 def describe(cfg: Any) -> dict[str, Any] | None:
     """A config's meta-parameters and launch options as JSON-able values (None for no config)."""
     if cfg is None:
@@ -677,6 +704,15 @@ def describe(cfg: Any) -> dict[str, Any] | None:
     kw = cfg.all_kwargs() if hasattr(cfg, "all_kwargs") else {**cfg.kwargs, "num_warps": cfg.num_warps,
                                                                 "num_stages": cfg.num_stages}
     return {k: v if isinstance(v, (bool, int, float, str, type(None))) else repr(v) for k, v in sorted(kw.items())}
+
+
+def _described(pinned: Any) -> Any:
+    """:func:`describe` of a pinned config, or of each config of a tuner pinned per run (a list)."""
+    return [describe(c) for c in pinned] if isinstance(pinned, list) else describe(pinned)
+
+
+def _each(described: Any) -> list[Any]:
+    return described if isinstance(described, list) else [described]
 
 
 def matching_config(tuner: Any, want: dict[str, Any]) -> Any:
@@ -709,7 +745,12 @@ def _libentries_over(tuner: Any) -> list[Any]:
 
 
 class Pinned:
-    """Pin tuners to chosen configs (and back); a libentry wrapper's compiled-kernel cache is cleared each time."""
+    """Pin tuners to chosen configs (and back); a libentry wrapper's compiled-kernel cache is cleared each time.
+
+    A tuner's entry in :meth:`pin` is one config, or a list of configs for a tuner that runs several times in one
+    call of the op (one per key, in the order of the calls): each ``run`` then launches the next of the list,
+    from the first again after the last (an instance ``run`` that sets ``configs`` to that one config before the
+    class's own ``run``; with one config neither Triton's ``Autotuner`` nor ``LibTuner`` tunes)."""
 
     def __init__(self, tuners: list[Any]) -> None:
         self.tuners = tuners
@@ -718,11 +759,27 @@ class Pinned:
 
     def pin(self, configs: list[Any]) -> None:
         for t, c in zip(self.tuners, configs):
-            t.configs = [c]
+            t.__dict__.pop("run", None)
+            if isinstance(c, list):
+                t.configs = [c[0]]
+                t.run = self._in_turn(t, c)
+            else:
+                t.configs = [c]
         self._clear_entries()
+
+    @staticmethod
+    def _in_turn(tuner: Any, seq: list[Any]) -> Callable[..., Any]:
+        calls = itertools.count()
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            tuner.configs = [seq[next(calls) % len(seq)]]
+            return type(tuner).run(tuner, *args, **kwargs)
+
+        return run
 
     def restore(self) -> None:
         for t, cs in zip(self.tuners, self.original):
+            t.__dict__.pop("run", None)
             t.configs = cs
         self._clear_entries()
 
@@ -951,6 +1008,7 @@ class _Child:
         self.torch, self.engine, self.outdir, self.device, self.quick = torch, engine, outdir, device, quick
         self.calls: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
         self.tuners: dict[str, list[Any]] = {}  # per op: the autotuner objects its first call reached
+        self.sequences: dict[str, dict[str, list[Any]]] = {}  # per op: a tuner run at several keys, its configs
         # LIBS_PROFILE_COLD=1: each op's cold call under cProfile (profile-cold-OP.txt); a diagnostic run, its
         # cold times are the profiler's, not comparable
         self.profile_cold = bool(os.environ.get("LIBS_PROFILE_COLD"))
@@ -992,10 +1050,16 @@ class _Child:
                    "stats": _choice_stats(t)}
                   for t in counted.tuners()]  # fmt: skip
         loops = 3
-        with RunCounter() as again:  # cached calls: do they still reach an autotuner's run?
+        with RunRecorder() as again:  # cached calls: do they still reach an autotuner's run, with which configs?
             for _ in range(loops):
                 fn(*args)
         self.sync()
+        for t, entry in zip(counted.tuners(), tuners):
+            # a tuner run at several keys a call: the config of each run of one cached call, in order
+            runs = again.seen.get(id(t), [])
+            if entry["calls"] > 1 and len(runs) == loops * entry["calls"]:
+                entry["sequence"] = runs[: entry["calls"]]
+        self.sequences[op.name] = {t["name"]: t["sequence"] for t in tuners if "sequence" in t}
         path = self.outdir / f"{op.name}.pt"
         self.torch.save(out.detach().cpu() if hasattr(out, "detach") else out, path)
         return {"cold_s": cold, "output": str(path), "tuners": tuners,
@@ -1011,11 +1075,24 @@ class _Child:
         names = [tuner_name(t) for t in mine]
         if sorted(names) != sorted(theirs):
             return {"skipped": f"the engines' ops reached different autotuners: {sorted(names)} vs {sorted(theirs)}"}
-        if any(t["calls"] != 1 for t in other):
-            return {"skipped": "an autotuner ran more than once in one call of the op (one pinned config cannot "
-                               "stand for several keys)"}
-        own = [matching_config(t, describe(t.best_config)) for t in mine]
-        alt = [matching_config(t, theirs[n]["config"]) for t, n in zip(mine, names)]
+        if len(set(names)) != len(names):
+            return {"skipped": f"two autotuners of one name: {sorted(names)}"}
+        mine_seq = self.sequences.get(op.name, {})
+        own: list[Any] = []
+        alt: list[Any] = []
+        for t, n in zip(mine, names):
+            if theirs[n]["calls"] == 1 and n not in mine_seq:
+                own.append(matching_config(t, describe(t.best_config)))
+                alt.append(matching_config(t, theirs[n]["config"]))
+                continue
+            # run at several keys a call: each side's configs in the order of the runs, pinned in turn
+            a, b = mine_seq.get(n), theirs[n].get("sequence")
+            if not a or not b or len(a) != len(b):
+                return {"skipped": f"{n} ran {theirs[n]['calls']} times in one call of the op and its configs "
+                                   "per run were not recorded alike in both engines (a libentry wrapper's cached "
+                                   "calls reach no autotuner)"}  # fmt: skip
+            own.append([matching_config(t, d) for d in a])
+            alt.append([matching_config(t, d) for d in b])
         fn, args = self.calls[op.name]
         # 60 blocks of 20 calls a side (24 blocks of 10 moved by up to ~3% between runs on ~250 us ops: prod_dim's
         # pinned winner came out 1.027x while its own op time was 0.985x); ~1 s an op.
@@ -1024,9 +1101,10 @@ class _Child:
         cold = got.get("us_cold")
         return {"us": {self.engine: got["us"][self.engine], "other": got["us"]["other"]},
                 **({"us_cold": {self.engine: cold[self.engine], "other": cold["other"]}} if cold else {}),
-                "same": [describe(a) == describe(b) for a, b in zip(own, alt)],
-                "other_generated": [describe(b) not in [describe(c) for c in t.configs] for t, b in zip(mine, alt)],
-                "configs": {self.engine: [describe(c) for c in own], "other": [describe(c) for c in alt]},
+                "same": [_described(a) == _described(b) for a, b in zip(own, alt)],
+                "other_generated": [any(d not in [describe(c) for c in t.configs] for d in _each(_described(b)))
+                                    for t, b in zip(mine, alt)],
+                "configs": {self.engine: [_described(c) for c in own], "other": [_described(c) for c in alt]},
                 "blocks": got["blocks"], "calls_per_block": got["calls_per_block"], "redone": got.get("redone", 0),
                 "waits": got.get("waits", [])}
 

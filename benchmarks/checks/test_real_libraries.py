@@ -290,6 +290,53 @@ def test_run_counter_counts_runs_and_puts_run_back() -> None:
     assert k.configs == cfgs
 
 
+def test_a_tuner_run_at_two_keys_a_call_is_recorded_and_pinned_per_run(tmp_path: Path) -> None:
+    """An op that launches one autotuned kernel at two keys a call (as fla's chunked ops do): the cold call records
+    the config of each run in order, and the winners' judge pins each side's configs run by run, so each key
+    launches its own winner. The kernel writes its BLOCK, which shows the config each launch ran; FAKE timer."""
+    import torch
+    import triton
+    import triton.language as tl
+    from real_libraries import Op, Pinned, _Child, describe
+
+    @triton.jit
+    def block_of(out_ptr, n, BLOCK: tl.constexpr):
+        tl.store(out_ptr + tl.program_id(0), BLOCK + n * 0)
+
+    cfgs = [triton.Config({"BLOCK": b}) for b in (16, 32, 64)]
+    times = iter([3.0, 1.0, 2.0, 2.0, 3.0, 1.0])  # FAKE: n=5 -> BLOCK 32 wins, n=7 -> BLOCK 64
+    k = triton.autotune(configs=cfgs, key=["n"], do_bench=lambda fn, quantiles=None: [next(times)] * 3)(block_of)
+
+    def make(torch_: object, device: str, quick: bool) -> tuple[object, tuple[object, ...]]:
+        def call() -> torch.Tensor:
+            outs = [torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)]
+            k[(1,)](outs[0], 5)
+            k[(1,)](outs[1], 7)
+            return torch.cat(outs)
+
+        return call, ()
+
+    child = _Child("triton", tmp_path, "cpu", False)
+    op = Op("two_keys", "smoke", make)
+    cold = child.cold(op)
+    (entry,) = cold["tuners"]
+    assert entry["calls"] == 2 and entry["sequence"] == [describe(cfgs[1]), describe(cfgs[2])], entry
+    fn, _ = child.calls["two_keys"]
+    p = Pinned([k])
+    p.pin([[cfgs[0], cfgs[2]]])
+    assert fn().tolist() == [16, 64] and fn().tolist() == [16, 64]  # each call starts from the list's first
+    p.restore()
+    assert "run" not in k.__dict__ and k.configs == cfgs and fn().tolist() == [32, 64]  # tuned ones again
+
+    other = {**entry, "sequence": [describe(cfgs[0]), describe(cfgs[2])]}
+    got = child.winners(op, [other])
+    assert "skipped" not in got, got
+    assert got["configs"] == {"triton": [entry["sequence"]], "other": [other["sequence"]]}
+    assert got["same"] == [False] and got["other_generated"] == [False]
+    assert got["us"]["triton"] > 0 and got["us"]["other"] > 0
+    assert child.winners(op, [{**entry, "sequence": entry["sequence"][:1]}])["skipped"].startswith("test_real")
+
+
 def test_summary_rates_same_configs_as_equal_and_dispatch_by_cpu_time() -> None:
     """The summary's rules on recorded rows (no GPU): a winner pair of the same configs counts 1.000 (the same
     kernels) while its measured ratio is kept as the judge's A/A spread; dispatch is rated by the calling
