@@ -8,7 +8,7 @@ import threading
 import pytest
 import torch
 
-from tritune.engine.aside import SWITCH_INTERVAL_S, aside
+from tritune.engine.aside import SWITCH_INTERVAL_S, Later, aside
 
 
 def test_the_value_comes_back_from_another_thread():
@@ -27,6 +27,24 @@ def test_an_exception_is_raised_in_the_caller_when_it_asks():
     job = aside(broken)
     with pytest.raises(ValueError, match="the oracle failed"):
         job.result()
+
+
+def test_later_runs_on_a_helper_once_started_and_in_place_when_never_started():
+    caller = threading.get_ident()
+    runs: list[int] = []
+
+    def job() -> int:
+        runs.append(threading.get_ident())
+        return len(runs)
+
+    started = Later(job, name="test-later")
+    started.start()
+    started.start()  # once
+    assert started.result() == 1 and runs[0] != caller and started.seconds >= 0.0
+    never = Later(job, name="test-later")
+    never.join()  # nothing to wait for: it never started, and join does not run it
+    assert len(runs) == 1
+    assert never.result() == 2 and runs[1] == caller and never.waited_s == 0.0
 
 
 def test_the_thread_runs_in_the_callers_grad_mode():

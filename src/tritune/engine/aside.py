@@ -114,22 +114,33 @@ class Aside(Generic[T]):
         return self._value  # type: ignore[no-any-return]
 
 
-class Later:
+class Later(Generic[T]):
     """``fn`` to run on a helper thread from the first call of :meth:`start` (later calls do nothing), as
-    :func:`~tritune.engine.pipeline.after_compiles` starts work beside a key's compiles; :meth:`join` waits for it
-    and raises its exception (nothing when it never started)."""
+    :func:`~tritune.engine.pipeline.after_compiles` starts work beside a key's compiles. :meth:`result` returns its
+    value (waiting for the helper, or running ``fn`` in place when it never started) and raises its exception;
+    :meth:`join` waits only for a started helper. ``seconds``/``waited_s``: how long ``fn`` ran on the helper and
+    how long :meth:`result` waited for it (0 when run in place)."""
 
-    def __init__(self, fn: Callable[[], object], *, name: str) -> None:
+    def __init__(self, fn: Callable[[], T], *, name: str) -> None:
         self._fn, self._name = fn, name
-        self._aside: Aside[object] | None = None
+        self._aside: Aside[T] | None = None
+        self.seconds = 0.0
+        self.waited_s = 0.0
 
     def start(self) -> None:
         if self._aside is None:
             self._aside = aside(self._fn, name=self._name)
 
+    def result(self) -> T:
+        if self._aside is None:
+            return self._fn()
+        value = self._aside.result()
+        self.seconds, self.waited_s = self._aside.seconds, self._aside.waited_s
+        return value
+
     def join(self) -> None:
         if self._aside is not None:
-            self._aside.result()
+            self.result()
 
 
 def _caller_state() -> tuple[int | None, bool]:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from tritune.bench.timer import ConfigMeasure, Failure
 from tritune.config import Config
-from tritune.engine.aside import aside
+from tritune.engine.aside import Later
 from tritune.engine.race import CandidateOutcome, RaceOptions, RaceResult, race, sweep
 from tritune.outcome import Status
 from tritune.screen.compile_errors import compile_error_words
@@ -123,28 +123,28 @@ class LazyMeasure:
     first call waited for them (0 when built in place)."""
 
     def __init__(self, make: Callable[[], ConfigMeasure]) -> None:
-        self._make = make
+        self._build = Later(make, name="tritune-timer")
         self._measure: ConfigMeasure | None = None
-        self._ahead: Any = None
-        self.seconds = 0.0
-        self.waited_s = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self._build.seconds
+
+    @property
+    def waited_s(self) -> float:
+        return self._build.waited_s
 
     def start(self) -> None:
         """Begin building the measure on a helper thread now (once; nothing if it is built already). Its device
         work runs torch ops that a library may send to Triton kernels of its own, compiled there, and a worker's
         fork waits while another thread compiles (:mod:`tritune.workers.service`): start it after a key's first
         compiles (:func:`after_compiles`)."""
-        if self._measure is None and self._ahead is None:
-            self._ahead = aside(self._make, name="tritune-timer")
+        if self._measure is None:
+            self._build.start()
 
     def __call__(self, config: Config, budget_s: float) -> Any:
-        if self._measure is None:
-            if self._ahead is not None:
-                ahead, self._ahead = self._ahead, None
-                self._measure = ahead.result()  # its exception (no GPU timer here) is raised here, as in place
-                self.seconds, self.waited_s = ahead.seconds, ahead.waited_s
-            else:
-                self._measure = self._make()
+        if self._measure is None:  # its exception (no GPU timer here) is raised here, ahead or in place
+            self._measure = self._build.result()
         return self._measure(config, budget_s)
 
 
