@@ -18,7 +18,9 @@ measurements alternate engines on the one GPU:
   of the per-round ratios (both engines measured back to back in each round);
 - winner: each engine's winning config of every autotuner the op reached (``best_config``, for Triton's
   ``Autotuner`` and FlagGems' ``LibTuner`` alike), both pinned in turn in the Triton process and timed in
-  alternating blocks on the same inputs (``remeasure_winners``): the ratio is the kernels' alone;
+  alternating blocks on the same inputs (``remeasure_winners``): the ratio is the kernels' alone. An
+  autotuner run at several keys a call (fla's chunked kernels) has each engine's config of every run recorded
+  in the order of the runs (``sequence``), and pinned run by run;
 - dispatch: host microseconds per cached call (chunks of 50 calls, each queued behind a GPU sleep that covers
   it, so the GPU's throughput is never what is timed), as the calling thread's CPU time (wall time, also kept,
   differed by 0.85-1.17x between the two processes on identical code on an H200), median of per-round
