@@ -1975,8 +1975,8 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
                 kept = " (num_stages kept: no loop)" if sp.get("stages_kept") else ""
                 how = "derived" if sp.get("source") == "derived around the list" else "generated"
                 kept += f" (not derived: {sp['not_derived'][:80]})" if sp.get("not_derived") else ""
-                if sp.get("generated_timed") is not None:  # a library's own loop: neighbours timed only near the best
-                    kept += f" (own loop: {sp['generated_timed']} generated timed)"
+                if sp.get("generated_timed") is not None:  # a widened list's neighbours: timed only near the best
+                    kept += f" ({sp['generated_timed']} generated timed)"
                 print(f"  {n:24s} {sp['tuner'][:28]:28s} given {sp['given']}, {how} {sp['generated']}{kept}, legal "
                       f"{sp['legal']} ({sp['generated_legal']} generated); winner generated: {sp['winner_generated']}, "
                       f"over the best given in tritune's race {_fmt(sp['winner_over_best_written'], '.3f')}; "

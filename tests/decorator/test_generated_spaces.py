@@ -227,6 +227,42 @@ def test_widened_neighbours_that_agree_may_win_and_say_so() -> None:
     assert space["best_written"]["config"].startswith("BLOCK=256") and space["winner_over_best_written"] < 1
 
 
+def test_a_widened_list_is_searched_outward_from_its_configs_near_the_best() -> None:
+    """A widened list's key is searched from the written configs (``tritune.search.rings``): the neighbours of the
+    fast written config are compiled, checked and timed, those of the slow one never are; with ``widen=2`` the second
+    ring follows the first where it is near the best. SYNTHETIC times (FakeTimer: larger blocks faster)."""
+    grid = lambda meta: (triton.cdiv(4096, meta["BLOCK"]),)  # noqa: E731
+    written = [triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 512})]
+    for steps in (1, 2):
+        timer = FakeTimer()
+        k = tritune.autotune(written, ["n"], store=False, timer=timer, widen=steps)(scale)
+        x, out = _call(k, 4096, grid)
+        assert torch.equal(out, x * 2)
+        timed = {c.kwargs["BLOCK"] for c in timer.timed}
+        assert {16, 512, 1024} <= timed and not timed & {8, 32}, timed  # 16's neighbours: out of the race
+        assert (2048 in timed) == (steps == 2)  # the second ring: a neighbour of 1024, near the best
+        assert k.best_config.kwargs["BLOCK"] == (2048 if steps == 2 else 1024)
+        (choice,) = k.choices().values()
+        search, space = choice.stats["search"], choice.stats["space"]
+        assert search["strategy"] == "rings" and search["stopped"] == "exhausted", search
+        untimed = space["generated_legal"] - space["generated_timed"]
+        assert untimed > 0 and search["untimed"] == untimed, (search, space)
+        assert space["winner_generated"] and space["best_written"]["config"].startswith("BLOCK=512")
+        assert "searched" in choice.detail and "rings" in choice.detail
+
+
+def test_a_named_search_or_budget_takes_a_widened_list_as_any_space() -> None:
+    """``search="exhaustive"`` races every config of the widened list, neighbours of the slow written config too."""
+    timer = FakeTimer()
+    written = [triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 512})]
+    k = tritune.autotune(written, ["n"], store=False, timer=timer, widen=True, search="exhaustive")(scale)
+    x, out = _call(k, 4096, lambda meta: (triton.cdiv(4096, meta["BLOCK"]),))
+    assert torch.equal(out, x * 2)
+    (choice,) = k.choices().values()
+    assert {8, 32} <= {c.kwargs["BLOCK"] for c in timer.timed} and "search" not in choice.stats
+    assert choice.stats["space"]["generated_timed"] == choice.stats["space"]["generated_legal"]
+
+
 def test_a_generated_block_right_on_the_tuning_input_but_wrong_at_the_buckets_edge_never_serves_the_bucket() -> None:
     """The trap of a bucketed key: at n=256 every block size divides n, so the widened neighbour 16 computes the
     same as the given 4 and 8; at n=255, also in the bucket 129..256 that the winner serves, it leaves 15 elements

@@ -344,7 +344,6 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 timings = {c: m.triton_quantiles() for c, m in looks.items()}
                 space = space_summary(self.space_report, loop[key] or list(looks), self.generated, timings,
                                       from_triton(entry))  # fmt: skip
-                space["generated_timed"] = sum(1 for c in looks if c in self.generated)
                 stats = {**(stats or {}), "space": space}
             if untimed.get(key):  # a widened list's neighbours of configs far from the best: neither compiled nor timed
                 stats = {**(stats or {}), "generated_untimed": dict(untimed[key])}

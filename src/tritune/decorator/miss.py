@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -262,7 +262,7 @@ class KeyTuner:
         """A stored winner of a search serves a lookup when this tuner would search too, within what was spent."""
         from tritune.engine.plan import searched_enough
 
-        p = self.options.plan(len(legal), where=tuned.info.name)
+        p = self.options.plan(len(legal), where=tuned.info.name, widened=bool(_origins(tuned, legal)))
         return p is not None and searched_enough(p, hit, len(st.candidates(tkey, legal)), len(legal))
 
     def tune(self, tuned: TunedKernel, key: tuple[Any, ...], legal: list[Config], rejected: dict[Config, str],
@@ -332,7 +332,8 @@ class KeyTuner:
             measure_warm = (getattr(self.timer, "measure_config_warm", None) if self.timer is not None else
                             timer_measure(None, make_fn, opts.race.rel_tol, lambda: EventTimer.for_policy("warm")))
         job = KeyJob(_label(tuned, key), tkey, tuple(legal), prepare, measure, compiler, rejected,
-                     probe=cuda_context_error if gpu else None, include=written, measure_warm=measure_warm)  # fmt: skip
+                     probe=cuda_context_error if gpu else None, include=written, measure_warm=measure_warm,
+                     origins=_origins(tuned, legal))  # fmt: skip
         stats: dict[str, Any] = {"candidates": len(legal), "measure": tkey.measure.value}
         try:
             got = tune_key(job, opts, store=self.open_store(), farm=farm, reuse=True, stats=stats)
@@ -374,17 +375,25 @@ def _quantiles(got: Any) -> dict[Config, list[float]]:
             if o.status is Status.MEASURED and o.measurement is not None}  # fmt: skip
 
 
+def _origins(tuned: TunedKernel, legal: Collection[Config]) -> dict[Config, tuple[Config, ...]]:
+    """A widened list's legal generated configs, each with the configs one step nearer the list (empty for a list as
+    written, or a derived space): what the key's search goes outward by (:mod:`tritune.search.rings`)."""
+    near = tuned.generated_origins
+    return {c: near[c] for c in legal if c in near} if near else {}
+
+
 def _label(tuned: TunedKernel, key: tuple[Any, ...]) -> str:
     return f"{tuned.info.name} {tuned.key_spec.as_dict(key)}"
 
 
 def space_summary(report: Mapping[str, Any], legal: Sequence[Config], generated: Mapping[Config, str],
                   timings: Mapping[Config, list[float]], winner: Config | None) -> dict[str, Any]:
-    """How the space was made and what it bought: the winner against the best config of the list anyone wrote (or,
-    for a derived space, the reference), both measured in the same race."""
+    """How the space was made and what it bought: the generated configs timed, the winner against the best config of
+    the list anyone wrote (or, for a derived space, the reference), both measured in the same race."""
     out = {k: v for k, v in report.items()}
     out["legal"] = len(legal)
     out["generated_legal"] = sum(1 for c in legal if c in generated)
+    out["generated_timed"] = sum(1 for c in timings if c in generated)  # (a widened list's: only near the best)
     written = [c for c in legal if c not in generated and c in timings] or ([legal[0]] if legal[0] in timings else [])
     if written and winner is not None and winner in timings:
         best = min(written, key=lambda c: timings[c][0])

@@ -199,8 +199,6 @@ def _user_bench(do_bench: Callable[..., Any], call: Callable[[], None]) -> Any:
 
 #: A library loop's first look at a config: short, so that the many clear losers cost little.
 FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0.002}
-#: A config whose first look is clearly slower than the best so far AND this much slower is out of the race.
-LOSER_MARGIN = 0.05
 #: The full measurement of a config still in the race (its first look just warmed it up).
 FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002, "rel_tol": 0.01}
 
@@ -209,8 +207,8 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
                          measure_warm: Callable[..., Any] | None = None, config: Config | None = None) -> Any:  # fmt: skip
     """One config's timing inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` times every
     pruned config, one after another): a race run one config at a time. Each config gets a short first
-    look; one whose interval lies wholly above the best so far, and whose median is more than
-    :data:`LOSER_MARGIN` slower, is out, and its first look is what the loop gets (it loses the loop's
+    look; one out of the race (:func:`out_of_race`: the rule of :mod:`tritune.search.rings`, by which a key's search
+    admits a widened list's neighbours) is out, and its first look is what the loop gets (it loses the loop's
     ``min`` either way). The others are measured in full and may become the best. ``measure(**options)``
     times the config once (:meth:`tritune.bench.EventTimer.measure`). Returns the Measurement.
 
@@ -243,10 +241,12 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
 
 def out_of_race(m: Any, best: Any) -> bool:
     """Whether a config measured ``m`` is out of a library loop's race against the best so far: its interval lies
-    wholly above the best's and its median is more than :data:`LOSER_MARGIN` slower."""
-    from tritune.bench.stats import clearly_slower
+    wholly above the best's and its median is more than :data:`tritune.search.rings.LOSER_MARGIN` slower
+    (:func:`tritune.search.rings.out_of_race`)."""
+    from tritune.search.rings import out_of_race as behind
 
-    return best is not None and m.median_ms > best.median_ms * (1 + LOSER_MARGIN) and clearly_slower(m, best)
+    return best is not None and behind(m.median_ms, (m.ci_low_ms, m.ci_high_ms), best.median_ms,
+                                       (best.ci_low_ms, best.ci_high_ms))  # fmt: skip
 
 
 def admitted_in_library_loop(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
@@ -261,9 +261,9 @@ def admitted_in_library_loop(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
     if cfg not in decided:
         decided[cfg] = not _searched(tuned, cfg) or _near_best(tuned, key, cfg)
         if not decided[cfg]:
-            origins = ", ".join(o.id for o in tuned.generated_origins[cfg])
-            why = (f"not timed: no config one step from it ({origins}) was within {LOSER_MARGIN:.0%} of the best so "
-                   "far")  # fmt: skip
+            from tritune.search.rings import why_untimed
+
+            why = why_untimed(tuned.generated_origins[cfg])
             tuned.__dict__.setdefault("_library_loop_untimed", {}).setdefault(key, {})[cfg.id] = why
     return decided[cfg]
 

@@ -70,6 +70,9 @@ class KeyJob:
     #: Times a config with the L2 warm: given with ``include``, a winner outside ``include`` serves only if it is
     #: also no slower than the fastest of them that way (:mod:`tritune.engine.warm`).
     measure_warm: ConfigMeasure | None = None
+    #: A widened list's generated configs, each with the configs one step nearer the list: the key is then searched
+    #: outward from ``include`` (:mod:`tritune.search.rings`) unless a search or a budget is named.
+    origins: Mapping[Config, tuple[Config, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -103,7 +106,7 @@ def tune_key(job: KeyJob, options: TuneOptions, *, store: Any = None, farm: Plac
     stats = {} if stats is None else stats
     clock = time.perf_counter()
     legal = list(job.legal)
-    p = options.plan(len(legal), where=job.label)
+    p = options.plan(len(legal), where=job.label, widened=bool(job.origins))
     label = job.label if p is None else f"{job.label} (search: {p.strategy}, budget {p.budget or 'default'})"
     width = options.jobs or default_jobs()
     place: Field = LocalField(width=width) if farm is None else farm.field(label, legal, width, retime_finalists=options.retime_finalists)
@@ -127,7 +130,7 @@ def tune_key(job: KeyJob, options: TuneOptions, *, store: Any = None, farm: Plac
 
         def make(w: int) -> tuple[Any, dict[str, Any]]:
             return searching.start_driver(p, legal, store=store, tkey=job.key, key_values=key_values,
-                                          where=job.label, width=w)  # fmt: skip
+                                          where=job.label, width=w, origins=job.origins)  # fmt: skip
 
         driver, info = place.start_driver(make)
         old = place.stored_winner(old, job.key)
@@ -138,7 +141,9 @@ def tune_key(job: KeyJob, options: TuneOptions, *, store: Any = None, farm: Plac
             stats["search"] = summary
             return KeyResult(None, old.config, old.time_ms, tuple(old.ties), None, "store", dict(job.rejected), {},
                              summary, stats, p)  # fmt: skip
-        first = [*job.include, *searching.stored_finalists(store, job.key, legal)]
+        # (a widened list's search asks the written configs itself, first, and learns their times)
+        include = () if p.strategy == searching.RINGS else job.include
+        first = [*include, *searching.stored_finalists(store, job.key, legal)]
         result = run_batches(driver, parts, field=place, finalists=first,
                              final=FINAL_LIMIT, stats=stats, recover=job.recover, probe=job.probe)  # fmt: skip
         place.share_summary(driver)

@@ -69,9 +69,9 @@ class TuneOptions:
         """The measurement policy in force for ``kernel_name``: ``measure``, else ``$TRITUNE_MEASURE``, else cold."""
         return resolve_policy(kernel=self.measure, kernel_name=kernel_name)
 
-    def plan(self, n_legal: int, *, where: str = "") -> SearchPlan | None:
+    def plan(self, n_legal: int, *, where: str = "", widened: bool = False) -> SearchPlan | None:
         """How to search ``n_legal`` legal configs, or None to race (or sweep) every one (:func:`plan`)."""
-        return None if self.sweep else plan(self.search, self.budget, n_legal, where=where)
+        return None if self.sweep else plan(self.search, self.budget, n_legal, where=where, widened=widened)
 
 
 #: The environment variable that sets ``numerics`` when the kernel or run does not.

@@ -60,6 +60,8 @@ TRANSFER_FRACTION = 0.25
 TRANSFER_PER_KEY, TRANSFER_EXTRA = 2, 2
 #: ``exhaustive``, ``auto`` or a strategy name: the process-wide choice when ``search`` is not given.
 ENV_VAR = "TRITUNE_SEARCH"
+#: The strategy of a widened list (:mod:`tritune.search.rings`): it stops on its own rule, with no budget.
+RINGS = "rings"
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,13 @@ class SearchPlan:
     why: str
 
 
-def plan(search: str | None, budget: Any, n_legal: int, *, where: str = "") -> SearchPlan | None:
+def plan(search: str | None, budget: Any, n_legal: int, *, where: str = "", widened: bool = False,
+         ) -> SearchPlan | None:  # fmt: skip
     """``None`` to race every legal config, else how to search them (module docstring: the rule).
 
-    ``where`` names the kernel or workload in error messages.
+    ``where`` names the kernel or workload in error messages. ``widened``: the configs are a written list and its
+    neighbours (each generated config's origins known), searched outward from the list (:data:`RINGS`) unless a
+    search or a budget is named.
     """
     who = f"{where}: " if where else ""
     mode = search if search is not None else (os.environ.get(ENV_VAR) or "auto")
@@ -92,6 +97,8 @@ def plan(search: str | None, budget: Any, n_legal: int, *, where: str = "") -> S
     if mode == "auto":
         if parsed is not None:
             return SearchPlan(DEFAULT, parsed, f"budget {budget} given")
+        if widened:
+            return SearchPlan(RINGS, None, "a widened list: its configs, then neighbours of those near the best")
         if n_legal > SEARCH_THRESHOLD:
             return SearchPlan(DEFAULT, None, f"{n_legal} legal configs > {SEARCH_THRESHOLD} (search threshold)")
         return None
@@ -160,13 +167,15 @@ def known_outcomes(records: Sequence[Any]) -> list[tuple[Config, Any]]:
 
 def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_values: Mapping[str, Any],
                 stored: Sequence[Any] = (), near: Sequence[KeyResults] = (), seed: int = 0,
-                where: str = "", opening: int | None = None) -> tuple[SearchDriver, dict[str, Any]]:  # fmt: skip
+                where: str = "", opening: int | None = None,
+                origins: Mapping[Config, Sequence[Config]] | None = None) -> tuple[SearchDriver, dict[str, Any]]:  # fmt: skip
     """The driver of one key's search and what it starts from (``info``: resumed, transfer, budget).
 
     ``stored``: this key's candidate records (resume: they teach the strategy and count against the
     budget); ``near``: tuned neighbouring keys (transfer: their winners go first and, for the default
     strategy, their landscape is the model's prior). ``opening``: the transfer's first batch size instead of
-    :func:`first_batch_size`'s, to compare such rules with each other.
+    :func:`first_batch_size`'s, to compare such rules with each other. ``origins``: a widened list's generated
+    configs and the configs one step nearer the list (:data:`RINGS`: no transfer, no budget; it stops on its own).
     """
     if opening is not None and (isinstance(opening, bool) or not isinstance(opening, int) or opening < 1):
         raise SearchError(f"{where}: opening={opening!r} must be a positive number of configs (a transfer's "
@@ -174,6 +183,9 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     space = Space.from_configs(legal)
     info: dict[str, Any] = {"strategy": p.strategy, "why": p.why, "space": len(legal)}
     base, spec_options = parse_spec(p.strategy)  # "surrogate:probe=1": the options go to the strategy
+    if base == RINGS:
+        near = ()  # the list is the start: its configs go first, whatever other keys won
+        spec_options = {**spec_options, "origins": dict(origins or {})}
     transfer = bool(near) and base == DEFAULT
     name = "transfer" if transfer else base
     # Transfer: the whole first batch comes from the tuned keys (their winners, then their fastest configs by
@@ -193,6 +205,9 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
     if p.budget is not None:
         resolved = p.budget.resolve(len(legal))
         info["budget"] = str(p.budget)
+    elif base == RINGS:
+        resolved = Budget(evaluations=len(legal))
+        info["budget"] = "none: until no neighbour is near the best"
     else:
         resolved = Budget(evaluations=default_evaluations(len(legal), width, transfer=bool(near)))
         info["budget"] = f"default: {resolved.evaluations} evaluations" + (" (transfer)" if near else "")
@@ -226,7 +241,8 @@ def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_value
 
 
 def start_driver(p: SearchPlan, legal: Sequence[Config], *, store: Any, tkey: Any, key_values: Mapping[str, Any],
-                 where: str, width: int, shared: Any = None) -> tuple[Any, dict[str, Any]]:
+                 where: str, width: int, shared: Any = None,
+                 origins: Mapping[Config, Sequence[Config]] | None = None) -> tuple[Any, dict[str, Any]]:  # fmt: skip
     """The search driver of one key and its ``make_driver`` info: resumed from the store's records of ``tkey``,
     seeded by the kernel's other tuned keys. With ``shared`` (a :class:`tritune.ranks.RanksField`) rank 0
     builds it, as wide as every rank's pool, and the other ranks get a view of it (the same ``summary()``)."""
@@ -234,7 +250,8 @@ def start_driver(p: SearchPlan, legal: Sequence[Config], *, store: Any, tkey: An
     near = neighbours(store, tkey, legal)
 
     def make(w: int) -> tuple[Any, dict[str, Any]]:
-        return make_driver(p, legal, width=w, key_values=key_values, stored=stored, near=near, where=where)
+        return make_driver(p, legal, width=w, key_values=key_values, stored=stored, near=near, where=where,
+                           origins=origins)  # fmt: skip
 
     return make(width) if shared is None else shared.start(make, width)
 
@@ -291,6 +308,9 @@ def summary(driver: SearchDriver, info: Mapping[str, Any], winner: Config | None
         out["finals"] = dict(s["finals"])
     if s.get("checked"):  # the check race after an unconfirmed opening (SearchDriver.check_field): its field
         out["checked"] = list(s["checked"])
+    untimed = getattr(getattr(driver, "strategy", None), "untimed", None)
+    if callable(untimed):  # a widened list's neighbours of configs far from the best (tritune.search.rings)
+        out["untimed"] = len(untimed())
     out.pop("nothing_left", None)
     return out
 

@@ -22,6 +22,7 @@ from tritune.search.exhaustive import ExhaustiveSearch
 from tritune.search.neighbourhood import NeighbourhoodSearch
 from tritune.search.random_search import RandomSearch
 from tritune.search.registry import DEFAULT, get, names, register, resolve, unregister
+from tritune.search.rings import RingSearch
 from tritune.search.surrogate import SurrogateSearch
 from tritune.search.transfer import KeyResults, TransferSearch
 
@@ -33,6 +34,7 @@ __all__ = [
     "NeighbourhoodSearch",
     "Observation",
     "RandomSearch",
+    "RingSearch",
     "SearchDriver",
     "SearchResult",
     "SearchStrategy",

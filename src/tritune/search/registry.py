@@ -15,6 +15,7 @@ from tritune.search.base import SearchStrategy
 from tritune.search.exhaustive import ExhaustiveSearch
 from tritune.search.neighbourhood import NeighbourhoodSearch
 from tritune.search.random_search import RandomSearch
+from tritune.search.rings import RingSearch
 from tritune.search.surrogate import SurrogateSearch
 from tritune.search.transfer import TransferSearch
 from tritune.space import Space
@@ -45,6 +46,7 @@ _REGISTRY: dict[str, Factory] = {
     "surrogate": SurrogateSearch,
     "tpe": _tpe,
     "transfer": TransferSearch,  # needs key=..., neighbours=[KeyResults, ...]
+    "rings": RingSearch,  # needs origins={generated: (configs one step nearer the list, ...)}
 }
 
 
