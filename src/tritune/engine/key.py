@@ -4,7 +4,8 @@ The decorator's miss, ``tritune tune`` and every rank of a group call :func:`tun
 :class:`KeyJob` (its candidates, and how to load, check and time one config) and passes :class:`TuneOptions` and,
 over ranks, a :class:`~tritune.engine.loop.Place` (``tritune.ranks.Farm``). The steps:
 
-1. **plan**: race every legal config, or search a large space (:mod:`tritune.engine.plan`);
+1. **plan**: race every legal config, search a large space, or search a widened list outward from its written
+   configs (:mod:`tritune.engine.plan`, :mod:`tritune.search.rings`);
 2. **start**: a search resumes from the store's records of the key and, with the kernel's other tuned keys, starts
    from their winners (a transfer); its stored winner and ties race again with the first batch;
 3. **batches**: compile, load, check and race (:func:`~tritune.engine.loop.run_batches`), in this process or over

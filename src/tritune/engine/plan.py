@@ -3,7 +3,9 @@
 **The rule.** ``search=None`` (or ``"auto"``, or ``$TRITUNE_SEARCH`` unset) races every legal config of a
 space of at most :data:`SEARCH_THRESHOLD` = 512 legal configs and searches a larger one with
 the default strategy and the default budget (:func:`default_evaluations`). ``search="exhaustive"`` (or ``TRITUNE_SEARCH=exhaustive``)
-always races everything; a strategy name always searches; a ``budget`` given alone searches too.
+always races everything; a strategy name always searches; a ``budget`` given alone searches too. A widened list
+(each generated config's origins known) is searched by :data:`RINGS` under ``auto`` with no budget given, whatever
+its size: outward from the written configs, only near the best (:mod:`tritune.search.rings`).
 
 Why 512, measured: a cold key costs about ``N x (compile + race)`` per legal config. Compiling a matmul
 config for sm_90 (``triton.compile``, ``GPUTarget("cuda", 90, 32)``, no GPU) took 0.69-3.05 s on this
