@@ -8,7 +8,7 @@ from tritune.engine.plan import RINGS, make_driver, plan
 from tritune.outcome import Status
 from tritune.search import RingSearch, get
 from tritune.search.driver import SearchDriver
-from tritune.search.rings import LOSER_MARGIN, out_of_race, why_untimed
+from tritune.search.rings import ADMIT_MARGIN, out_of_race, why_untimed
 from tritune.space import Space
 
 
@@ -45,14 +45,21 @@ def test_the_written_configs_come_first_and_a_neighbour_waits_for_its_origin() -
 
 
 def test_a_config_only_a_little_slower_or_not_slower_with_confidence_keeps_its_neighbours_in() -> None:
-    assert not out_of_race(1.04, (1.03, 1.05), 1.0, (0.99, 1.01))  # within the margin
-    assert not out_of_race(1.10, (0.95, 1.20), 1.0, (0.99, 1.01))  # intervals overlap: not slower with confidence
-    assert out_of_race(1.10, (1.08, 1.12), 1.0, (0.99, 1.01)) and LOSER_MARGIN == 0.05
+    assert ADMIT_MARGIN == 0.20
+    assert not out_of_race(1.15, (1.14, 1.16), 1.0, (0.99, 1.01))  # within the margin
+    assert not out_of_race(1.30, (0.95, 1.60), 1.0, (0.99, 1.01))  # intervals overlap: not slower with confidence
+    assert out_of_race(1.30, (1.28, 1.32), 1.0, (0.99, 1.01))
+    assert out_of_race(1.10, (1.08, 1.12), 1.0, (0.99, 1.01), margin=0.05)  # a margin of one's own
     s = RingSearch(SPACE, origins=ORIGINS)
     s.ask(2)
-    s.tell(c(64), Status.MEASURED, 1.10, ci=(0.95, 1.20))  # noisy: 10% slower, not with confidence
+    s.tell(c(64), Status.MEASURED, 1.30, ci=(0.95, 1.60))  # noisy: 30% slower, not with confidence
     s.tell(c(512), Status.MEASURED, 1.0, ci=(0.99, 1.01))
     assert blocks(s.ask(8)) == [32, 128, 256, 1024]
+    tight = RingSearch(SPACE, origins=ORIGINS, margin=0.05)
+    tight.ask(2)
+    tight.tell(c(64), Status.MEASURED, 1.15, ci=(1.14, 1.16))  # 15%: in at 20%, out at 5%
+    tight.tell(c(512), Status.MEASURED, 1.0, ci=(0.99, 1.01))
+    assert blocks(tight.ask(8)) == [256, 1024]
 
 
 def test_when_every_written_config_fails_every_config_is_admitted_in_order() -> None:

@@ -199,6 +199,9 @@ def _user_bench(do_bench: Callable[..., Any], call: Callable[[], None]) -> Any:
 
 #: A library loop's first look at a config: short, so that the many clear losers cost little.
 FIRST_LOOK = {"budget_s": 0.01, "min_samples": 5, "rel_tol": 0.05, "warmup_s": 0.002}
+#: A config whose first look is clearly slower than the best so far AND this much slower is out of the race: its
+#: first look is all the loop gets. (Which neighbours a widened list times is another margin: ``ADMIT_MARGIN``.)
+LOSER_MARGIN = 0.05
 #: The full measurement of a config still in the race (its first look just warmed it up).
 FULL_LOOK = {"budget_s": 0.1, "warmup_s": 0.002, "rel_tol": 0.01}
 
@@ -207,8 +210,8 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
                          measure_warm: Callable[..., Any] | None = None, config: Config | None = None) -> Any:  # fmt: skip
     """One config's timing inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` times every
     pruned config, one after another): a race run one config at a time. Each config gets a short first
-    look; one out of the race (:func:`out_of_race`: the rule of :mod:`tritune.search.rings`, by which a key's search
-    admits a widened list's neighbours) is out, and its first look is what the loop gets (it loses the loop's
+    look; one whose interval lies wholly above the best so far, and whose median is more than
+    :data:`LOSER_MARGIN` slower (:func:`out_of_race`), is out, and its first look is what the loop gets (it loses the loop's
     ``min`` either way). The others are measured in full and may become the best. ``measure(**options)``
     times the config once (:meth:`tritune.bench.EventTimer.measure`). Returns the Measurement.
 
@@ -239,20 +242,20 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     return full
 
 
-def out_of_race(m: Any, best: Any) -> bool:
+def out_of_race(m: Any, best: Any, margin: float = LOSER_MARGIN) -> bool:
     """Whether a config measured ``m`` is out of a library loop's race against the best so far: its interval lies
-    wholly above the best's and its median is more than :data:`tritune.search.rings.LOSER_MARGIN` slower
-    (:func:`tritune.search.rings.out_of_race`)."""
+    wholly above the best's and its median is more than ``margin`` slower (the rule of
+    :func:`tritune.search.rings.out_of_race`, by which a key's search admits a widened list's neighbours)."""
     from tritune.search.rings import out_of_race as behind
 
     return best is not None and behind(m.median_ms, (m.ci_low_ms, m.ci_high_ms), best.median_ms,
-                                       (best.ci_low_ms, best.ci_high_ms))  # fmt: skip
+                                       (best.ci_low_ms, best.ci_high_ms), margin)  # fmt: skip
 
 
 def admitted_in_library_loop(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
     """Whether a library's own loop times ``cfg``, a neighbour of a widened list: only where a config one step nearer
-    the list (:attr:`~tritune.space.Widened.origins`) was timed and is not out of the race (:func:`out_of_race`)
-    against the best so far. The loop meets the written configs first and each ring of neighbours after the ring
+    the list (:attr:`~tritune.space.Widened.origins`) was timed within :data:`tritune.search.rings.ADMIT_MARGIN` of
+    the best so far (:func:`out_of_race` with that margin), the rule of a key's ``rings`` search. The loop meets the written configs first and each ring of neighbours after the ring
     before it, so this is a local search from the configs that are near the best: a loop that times every config it is
     given (FlagGems' ``LibTuner``) no longer compiles and times every neighbour of every written config. Decided once a
     config and key; one not admitted gets ``inf`` (as a config Triton cannot run) and is listed, with why, in
@@ -275,10 +278,13 @@ def _searched(tuned: TunedKernel, cfg: Config) -> bool:
 
 
 def _near_best(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
-    """Whether a config one step from ``cfg`` nearer the list was timed for ``key`` and is not out of the race."""
+    """Whether a config one step from ``cfg`` nearer the list was timed for ``key`` within the admission margin."""
+    from tritune.search.rings import ADMIT_MARGIN
+
     looks = tuned.__dict__.get("_library_loop_looks", {}).get(key, {})
     best = tuned.__dict__.get("_library_loop_best", {}).get(key)
-    return any(o in looks and not out_of_race(looks[o], best) for o in tuned.generated_origins.get(cfg, ()))
+
+    return any(o in looks and not out_of_race(looks[o], best, ADMIT_MARGIN) for o in tuned.generated_origins.get(cfg, ()))
 
 
 def _generated_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,
