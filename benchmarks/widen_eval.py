@@ -3,7 +3,8 @@ timings: how many configs each times, and how close the search's pick comes to t
 
 For each recorded landscape (``benchmarks/landscapes``: every config of a kernel at one key, timed on an H100 or
 H200) and each seed, a written list of ``--list`` configs is drawn from the landscape's measured configs (seeded:
-it stands in for a library's hand-written list), widened ``--steps`` steps (:func:`tritune.space.widen` without a
+it stands in for a library's hand-written list; ``--top 0.25`` draws from the fastest quarter, as a list tuned by
+hand), widened ``--steps`` steps (:func:`tritune.space.widen` without a
 kernel: the int meta-parameters whose name has BLOCK or that the list varies, ``num_warps``, ``num_stages``), and
 kept to the configs the landscape recorded. The peer is racing every config of that widened list, which is what a
 tuner does without ``rings`` and what a library's loop that times every config it is given does: its pick is the
@@ -41,11 +42,15 @@ from tritune.search.simulate import simulate_one
 from tritune.space import widen
 
 
-def widened_landscape(land: Landscape, size: int, steps: int, seed: int) -> tuple[Landscape, list[Any], dict[Any, Any]]:
-    """A written list of ``size`` measured configs drawn with ``seed``, widened ``steps`` steps and kept to the
-    landscape's recorded configs: the sub-landscape, the written list, and each generated config's origins."""
+def widened_landscape(land: Landscape, size: int, steps: int, seed: int,
+                      top: float = 1.0) -> tuple[Landscape, list[Any], dict[Any, Any]]:  # fmt: skip
+    """A written list of ``size`` measured configs drawn with ``seed`` (from the fastest ``top`` share of them: a
+    list someone tuned by hand, rather than any configs), widened ``steps`` steps and kept to the landscape's
+    recorded configs: the sub-landscape, the written list, and each generated config's origins."""
     rng = np.random.default_rng([seed, 0x71D])
     measured = land.measured
+    if top < 1.0:
+        measured = sorted(measured, key=lambda p: p.time_ms or 0.0)[: max(size, round(top * len(measured)))]
     picks = rng.choice(len(measured), size=min(size, len(measured)), replace=False)
     written = [measured[int(i)].config for i in sorted(picks)]
     w = widen(written, radius=steps)
@@ -57,10 +62,10 @@ def widened_landscape(land: Landscape, size: int, steps: int, seed: int) -> tupl
 
 
 def evaluate(land: Landscape, *, size: int, steps: int, seeds: int, noise: float, width: int,
-             margin: float = ADMIT_MARGIN) -> dict[str, Any]:  # fmt: skip
+             margin: float = ADMIT_MARGIN, top: float = 1.0) -> dict[str, Any]:  # fmt: skip
     runs = []
     for seed in range(seeds):
-        sub, written, origins = widened_landscape(land, size, steps, seed)
+        sub, written, origins = widened_landscape(land, size, steps, seed, top)
         legal = [p for p in sub.points if p.status is not Status.ILLEGAL]
         best = sub.best.time_ms or 0.0
         written_best = min((p.time_ms for c in written if (p := sub.lookup(c)) is not None and p.time_ms is not None),
@@ -101,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--noise", type=float, default=0.01, help="replay noise per look (relative)")
     p.add_argument("--width", type=int, default=16, help="the compile pool's width")
     p.add_argument("--margin", type=float, default=ADMIT_MARGIN, help="out of the race: this much slower than the best")
+    p.add_argument("--top", type=float, default=1.0,
+                   help="draw the written configs from this fastest share of the measured ones (1: any)")
     p.add_argument("--out", type=Path, help="write every run as JSON here")
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).parent / "landscapes"))
@@ -109,13 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     rows = {}
     print(f"widened lists of {args.list} written configs, {args.steps} step(s), {args.seeds} seeds, noise "
-          f"{args.noise:g}, pool {args.width}, margin {args.margin:g}: rings against racing every config of the "
-          "widened list")  # fmt: skip
+          f"{args.noise:g}, pool {args.width}, margin {args.margin:g}, drawn from the fastest {args.top:.0%}: rings "
+          "against racing every config of the widened list")  # fmt: skip
     print(f"{'landscape':34s} {'configs':>7s} {'timed (med, worst)':>18s} {'pick/best (med, p90, worst)':>28s} "
           f"{'written/best (med)':>18s} {'gain kept':>9s}")  # fmt: skip
     for name, land in recorded(args.folder):
         r = evaluate(land, size=args.list, steps=args.steps, seeds=args.seeds, noise=args.noise, width=args.width,
-                     margin=args.margin)  # fmt: skip
+                     margin=args.margin, top=args.top)  # fmt: skip
         rows[name] = r
         n = statistics.median(x["widened"] for x in r["runs"])
         print(f"{name:34s} {n:7.0f} {r['timed_share_median']:8.2f} {r['timed_share_worst']:8.2f}x "
