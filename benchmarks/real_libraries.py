@@ -20,7 +20,8 @@ measurements alternate engines on the one GPU:
   ``Autotuner`` and FlagGems' ``LibTuner`` alike), both pinned in turn in the Triton process and timed in
   alternating blocks on the same inputs (``remeasure_winners``): the ratio is the kernels' alone. An
   autotuner run at several keys a call (fla's chunked kernels) has each engine's config of every run recorded
-  in the order of the runs (``sequence``), and pinned run by run;
+  in the order of the runs (``sequence``, with each run's key arguments, ``sequence_keys``), and pinned run by run
+  where both engines ran the same keys in the same order;
 - dispatch: host microseconds per cached call (chunks of 50 calls, each queued behind a GPU sleep that covers
   it, so the GPU's throughput is never what is timed), as the calling thread's CPU time (wall time, also kept,
   differed by 0.85-1.17x between the two processes on identical code on an H200), median of per-round
@@ -686,17 +687,30 @@ class RunRecorder(RunCounter):
     def __init__(self) -> None:
         super().__init__()
         self.seen: dict[int, list[dict[str, Any] | None]] = {}
+        self.keys: dict[int, list[list[Any]]] = {}  # per run, the values of the tuner's key arguments
 
     def _wrap(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         counted = super()._wrap(orig)
-        seen = self.seen
+        seen, keys = self.seen, self.keys
 
         def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
             out = counted(tuner, *args, **kwargs)
             seen.setdefault(id(tuner), []).append(describe(getattr(tuner, "best_config", None)))
+            keys.setdefault(id(tuner), []).append(run_key(tuner, args, kwargs))
             return out
 
         return run
+
+
+def run_key(tuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The values of a tuner's key arguments in one run (a tensor's dtype), as JSON: what says which key a run was, so
+    that the two engines' runs are paired only where they ran the same keys in the same order."""
+    named = {**dict(zip(getattr(tuner, "arg_names", None) or (), args)), **kwargs}
+    out: list[Any] = []
+    for k in getattr(tuner, "keys", None) or ():
+        v = named.get(k)
+        out.append(v if isinstance(v, (bool, int, float, str, type(None))) else str(getattr(v, "dtype", type(v).__name__)))
+    return out
 
 
 def describe(cfg: Any) -> dict[str, Any] | None:
@@ -1010,7 +1024,7 @@ class _Child:
         self.torch, self.engine, self.outdir, self.device, self.quick = torch, engine, outdir, device, quick
         self.calls: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
         self.tuners: dict[str, list[Any]] = {}  # per op: the autotuner objects its first call reached
-        self.sequences: dict[str, dict[str, list[Any]]] = {}  # per op: a tuner run at several keys, its configs
+        self.sequences: dict[str, dict[str, dict[str, Any]]] = {}  # per op: a tuner run at several keys, its row
         # LIBS_PROFILE_COLD=1: each op's cold call under cProfile (profile-cold-OP.txt); a diagnostic run, its
         # cold times are the profiler's, not comparable
         self.profile_cold = bool(os.environ.get("LIBS_PROFILE_COLD"))
@@ -1061,7 +1075,8 @@ class _Child:
             runs = again.seen.get(id(t), [])
             if entry["calls"] > 1 and len(runs) == loops * entry["calls"]:
                 entry["sequence"] = runs[: entry["calls"]]
-        self.sequences[op.name] = {t["name"]: t["sequence"] for t in tuners if "sequence" in t}
+                entry["sequence_keys"] = again.keys.get(id(t), [])[: entry["calls"]]
+        self.sequences[op.name] = {t["name"]: t for t in tuners if "sequence" in t}
         path = self.outdir / f"{op.name}.pt"
         self.torch.save(out.detach().cpu() if hasattr(out, "detach") else out, path)
         return {"cold_s": cold, "output": str(path), "tuners": tuners,
@@ -1088,11 +1103,14 @@ class _Child:
                 alt.append(matching_config(t, theirs[n]["config"]))
                 continue
             # run at several keys a call: each side's configs in the order of the runs, pinned in turn
-            a, b = mine_seq.get(n), theirs[n].get("sequence")
+            a, b = (mine_seq.get(n) or {}).get("sequence"), theirs[n].get("sequence")
             if not a or not b or len(a) != len(b):
                 return {"skipped": f"{n} ran {theirs[n]['calls']} times in one call of the op and its configs "
                                    "per run were not recorded alike in both engines (a libentry wrapper's cached "
                                    "calls reach no autotuner)"}  # fmt: skip
+            if (mine_seq.get(n) or {}).get("sequence_keys") != theirs[n].get("sequence_keys"):
+                return {"skipped": f"{n}'s runs in one call of the op were at other keys, or in another order, in "
+                                   "the two engines: its configs cannot be paired run by run"}  # fmt: skip
             own.append([matching_config(t, d) for d in a])
             alt.append([matching_config(t, d) for d in b])
         fn, args = self.calls[op.name]

@@ -321,6 +321,7 @@ def test_a_tuner_run_at_two_keys_a_call_is_recorded_and_pinned_per_run(tmp_path:
     cold = child.cold(op)
     (entry,) = cold["tuners"]
     assert entry["calls"] == 2 and entry["sequence"] == [describe(cfgs[1]), describe(cfgs[2])], entry
+    assert entry["sequence_keys"] == [[5], [7]]  # the key argument n of each run
     fn, _ = child.calls["two_keys"]
     p = Pinned([k])
     p.pin([[cfgs[0], cfgs[2]]])
@@ -335,6 +336,8 @@ def test_a_tuner_run_at_two_keys_a_call_is_recorded_and_pinned_per_run(tmp_path:
     assert got["same"] == [False] and got["other_generated"] == [False]
     assert got["us"]["triton"] > 0 and got["us"]["other"] > 0
     assert child.winners(op, [{**entry, "sequence": entry["sequence"][:1]}])["skipped"].startswith("test_real")
+    swapped = {**other, "sequence_keys": [[7], [5]]}  # the other engine ran the keys in another order: not paired
+    assert "cannot be paired run by run" in child.winners(op, [swapped])["skipped"]
 
 
 def test_summary_rates_same_configs_as_equal_and_dispatch_by_cpu_time() -> None:
