@@ -709,7 +709,8 @@ def run_key(tuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[A
     out: list[Any] = []
     for k in getattr(tuner, "keys", None) or ():
         v = named.get(k)
-        out.append(v if isinstance(v, (bool, int, float, str, type(None))) else str(getattr(v, "dtype", type(v).__name__)))
+        plain = isinstance(v, (bool, int, float, str, type(None)))
+        out.append(v if plain else str(getattr(v, "dtype", type(v).__name__)))
     return out
 
 
@@ -727,8 +728,9 @@ def _described(pinned: Any) -> Any:
     return [describe(c) for c in pinned] if isinstance(pinned, list) else describe(pinned)
 
 
-def _each(described: Any) -> list[Any]:
-    return described if isinstance(described, list) else [described]
+def _each(pinned: Any) -> list[Any]:
+    """A pinned config, or each config of a tuner pinned per run, as a list."""
+    return pinned if isinstance(pinned, list) else [pinned]
 
 
 def matching_config(tuner: Any, want: dict[str, Any]) -> Any:
@@ -1103,12 +1105,13 @@ class _Child:
                 alt.append(matching_config(t, theirs[n]["config"]))
                 continue
             # run at several keys a call: each side's configs in the order of the runs, pinned in turn
-            a, b = (mine_seq.get(n) or {}).get("sequence"), theirs[n].get("sequence")
+            row = mine_seq.get(n) or {}
+            a, b = row.get("sequence"), theirs[n].get("sequence")
             if not a or not b or len(a) != len(b):
                 return {"skipped": f"{n} ran {theirs[n]['calls']} times in one call of the op and its configs "
                                    "per run were not recorded alike in both engines (a libentry wrapper's cached "
                                    "calls reach no autotuner)"}  # fmt: skip
-            if (mine_seq.get(n) or {}).get("sequence_keys") != theirs[n].get("sequence_keys"):
+            if row.get("sequence_keys") != theirs[n].get("sequence_keys"):
                 return {"skipped": f"{n}'s runs in one call of the op were at other keys, or in another order, in "
                                    "the two engines: its configs cannot be paired run by run"}  # fmt: skip
             own.append([matching_config(t, d) for d in a])
@@ -1122,7 +1125,7 @@ class _Child:
         return {"us": {self.engine: got["us"][self.engine], "other": got["us"]["other"]},
                 **({"us_cold": {self.engine: cold[self.engine], "other": cold["other"]}} if cold else {}),
                 "same": [_described(a) == _described(b) for a, b in zip(own, alt)],
-                "other_generated": [any(d not in [describe(c) for c in t.configs] for d in _each(_described(b)))
+                "other_generated": [any(describe(x) not in [describe(c) for c in t.configs] for x in _each(b))
                                     for t, b in zip(mine, alt)],
                 "configs": {self.engine: [_described(c) for c in own], "other": [_described(c) for c in alt]},
                 "blocks": got["blocks"], "calls_per_block": got["calls_per_block"], "redone": got.get("redone", 0),

@@ -211,8 +211,8 @@ def race_in_library_loop(tuned: TunedKernel, key: Any, measure: Callable[..., An
     """One config's timing inside a library's own loop over ``_bench`` (FlagGems' ``LibTuner`` times every
     pruned config, one after another): a race run one config at a time. Each config gets a short first
     look; one whose interval lies wholly above the best so far, and whose median is more than
-    :data:`LOSER_MARGIN` slower (:func:`out_of_race`), is out, and its first look is what the loop gets (it loses the loop's
-    ``min`` either way). The others are measured in full and may become the best. ``measure(**options)``
+    :data:`LOSER_MARGIN` slower (:func:`out_of_race`), is out, and its first look is what the loop gets (it loses
+    the loop's ``min`` either way). The others are measured in full and may become the best. ``measure(**options)``
     times the config once (:meth:`tritune.bench.EventTimer.measure`). Returns the Measurement.
 
     With ``measure_warm`` (the same call timed without the L2 flush: a widened list), the best written config so far
@@ -254,12 +254,13 @@ def out_of_race(m: Any, best: Any, margin: float = LOSER_MARGIN) -> bool:
 
 def admitted_in_library_loop(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
     """Whether a library's own loop times ``cfg``, a neighbour of a widened list: only where a config one step nearer
-    the list (:attr:`~tritune.space.Widened.origins`) was timed within :data:`tritune.search.rings.ADMIT_MARGIN` of
-    the best so far (:func:`out_of_race` with that margin), the rule of a key's ``rings`` search. The loop meets the written configs first and each ring of neighbours after the ring
-    before it, so this is a local search from the configs that are near the best: a loop that times every config it is
-    given (FlagGems' ``LibTuner``) no longer compiles and times every neighbour of every written config. Decided once a
-    config and key; one not admitted gets ``inf`` (as a config Triton cannot run) and is listed, with why, in
-    ``_library_loop_untimed``. A kernel timed by its own ``do_bench`` times every config (its looks are its own)."""
+    the list (:attr:`~tritune.space.Widened.origins`) was timed within :data:`tritune.search.rings.ADMIT_MARGIN` of the
+    best so far (:func:`out_of_race` with that margin), the rule of a key's ``rings`` search. The loop meets the
+    written configs first and each ring of neighbours after the ring before it, so this is a local search from the
+    configs that are near the best: a loop that times every config it is given (FlagGems' ``LibTuner``) no longer
+    compiles and times every neighbour of every written config. Decided once a config and key; one not admitted gets
+    ``inf`` (as a config Triton cannot run) and is listed, with why, in ``_library_loop_untimed``. A kernel timed by
+    its own ``do_bench`` times every config (its looks are its own)."""
     decided: dict[Config, bool] = tuned.__dict__.setdefault("_library_loop_admitted", {}).setdefault(key, {})
     if cfg not in decided:
         decided[cfg] = not _searched(tuned, cfg) or _near_best(tuned, key, cfg)
@@ -283,8 +284,8 @@ def _near_best(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
 
     looks = tuned.__dict__.get("_library_loop_looks", {}).get(key, {})
     best = tuned.__dict__.get("_library_loop_best", {}).get(key)
-
-    return any(o in looks and not out_of_race(looks[o], best, ADMIT_MARGIN) for o in tuned.generated_origins.get(cfg, ()))
+    near = tuned.generated_origins.get(cfg, ())
+    return any(o in looks and not out_of_race(looks[o], best, ADMIT_MARGIN) for o in near)
 
 
 def _generated_guard(tuned: TunedKernel, key: Any, full: Any, generated: str | None,

@@ -169,8 +169,8 @@ def known_outcomes(records: Sequence[Any]) -> list[tuple[Config, Any]]:
 
 def make_driver(p: SearchPlan, legal: Sequence[Config], *, width: int, key_values: Mapping[str, Any],
                 stored: Sequence[Any] = (), near: Sequence[KeyResults] = (), seed: int = 0,
-                where: str = "", opening: int | None = None,
-                origins: Mapping[Config, Sequence[Config]] | None = None) -> tuple[SearchDriver, dict[str, Any]]:  # fmt: skip
+                where: str = "", opening: int | None = None, origins: Mapping[Config, Sequence[Config]] | None = None,
+                ) -> tuple[SearchDriver, dict[str, Any]]:  # fmt: skip
     """The driver of one key's search and what it starts from (``info``: resumed, transfer, budget).
 
     ``stored``: this key's candidate records (resume: they teach the strategy and count against the
