@@ -52,6 +52,9 @@ class SimDevice:
         #: Extra GPU ms of each replay of a graph holding flushes alone: a test sets it to model the H200
         #: anomaly seen on an H200 (the flushes-alone graph slower than the flush+launch graph).
         self.flush_graph_extra_ms = 0.0
+        #: Each replay of a graph of flushes alone also costs U(0, this) GPU ms more per flush it holds: a noisy
+        #: flush graph whose difference from the work graph goes below zero on some samples only.
+        self.flush_graph_jitter_ms = 0.0
 
     def host_ms(self) -> float:
         """The host's clock on the GPU's time axis (0 without a host model)."""
@@ -155,6 +158,7 @@ class SimDevice:
                 dev.clock_ms += dev.replay_ms
                 if self.ops and all(w is not None and w < 0 for _, _, w in self.ops):
                     dev.clock_ms += dev.flush_graph_extra_ms  # a graph of flushes alone
+                    dev.clock_ms += len(self.ops) * dev.rng.uniform(0.0, dev.flush_graph_jitter_ms)
                 for op in self.ops:
                     dev._exec(*op, queued=True)
 

@@ -200,6 +200,21 @@ def test_cold_graph_that_does_not_resolve_the_kernel_falls_back_to_one_launch_pe
     assert m.median_ms == pytest.approx(COLD_SHORT, rel=0.05)  # still the cold time: flushed before each launch
 
 
+def test_cold_graph_whose_samples_go_below_zero_falls_back_even_with_a_positive_median(fake_device: Any) -> None:
+    """On an H100 one of fla's GLA kernels (1.6 us) timed by the cold graph policy got a positive median but
+    samples down to -39 us a launch: its interval went below zero and the search refused the observation. FAKE
+    model: each replay of the flushes-alone graph costs U(0, 1.5 x the kernel) more per flush, so about a third
+    of the samples come out negative while their median stays positive (a quarter of the kernel's time: the
+    difference is noise). The timer must fall back to one launch per sample here too."""
+    fake_device.flush_graph_jitter_ms = 1.5 * COLD_SHORT
+    timer = EventTimer.for_policy("cold", warmup_s=0.001)
+    m = timer.measure(lambda: fake_device.run(COLD_SHORT, 0.02, WARM_SHORT), budget_s=0.5, rel_tol=0.01)
+    assert "graph minus flushes" in m.extra["fallback"] and "median" in m.extra["fallback"]
+    assert m.extra["timer"] == "event" and m.calls_per_sample == 1
+    assert min(m.samples) > 0 and m.ci_low_ms > 0
+    assert m.median_ms == pytest.approx(COLD_SHORT, rel=0.05)
+
+
 def test_launch_pad_is_sized_from_the_warm_up_without_extra_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """One launch per sample (a long kernel, cold): a GPU spin after the flush covers the host's launch, sized
     from the warm-up's CPU time per flush+run (on an H200: 8 extra timed launches per measurement cost a 2.7 ms
