@@ -87,3 +87,30 @@ def test_warming_the_comparison_skips_what_is_not_on_a_gpu() -> None:
 
     assert warm_compare_dtypes([(torch.float32, "cpu"), (torch.float16, torch.device("cpu"))]) == 0
     assert not compare_warmed(torch.device("cpu"))  # nothing was warmed, so a tune_key would warm float32 early
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e5m2, torch.float8_e4m3fn, torch.float16, torch.bfloat16])
+def test_narrow_floats_reach_float64_through_float32(dtype: torch.dtype) -> None:
+    """Under ``flag_gems.enable()`` every torch copy is FlagGems' Triton kernel, and on an H100 its direct
+    float8-to-float64 copy failed to compile while checking Triton's matmul tutorial (float8 inputs). torch's
+    comparison path converts a float narrower than 32 bits to float32 first: no copy it asks for goes from such a
+    float straight to float64, and the counts are those of the element-by-element reference."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    copies: list[tuple[torch.dtype, torch.dtype]] = []
+
+    class Copies(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            kwargs = kwargs or {}
+            if func in (torch.ops.aten._to_copy.default, torch.ops.aten.to.dtype) and "dtype" in kwargs:
+                copies.append((args[0].dtype, kwargs["dtype"]))
+            return func(*args, **kwargs)
+
+    exp = torch.tensor([0.5, -1.0, 2.0, 3.0, float("nan")]).to(dtype)
+    out = exp.clone()
+    out[2] = torch.tensor(4.0).to(dtype)
+    with Copies():
+        c = compare(out, exp, atol=0.0, rtol=0.0)
+    assert copies and all(src.itemsize >= 4 for src, dst in copies if dst == torch.float64), copies
+    unw, bad, _, first = _reference(out.double(), exp.double(), 0.0, 0.0)
+    assert (c.unwritten, c.mismatched, c.first_bad_index) == (unw, bad, first) == (0, 1, 2)

@@ -209,7 +209,7 @@ def _chunk(flat_o: Any, flat_e: Any, start: int, floating: bool, atol: float,
     o = flat_o[start : start + _CHUNK]
     e = flat_e[start : start + _CHUNK]
     if floating:
-        o64, e64 = o.double(), e.double()
+        o64, e64 = _float64(o), _float64(e)
         on, en = torch.isnan(o64), torch.isnan(e64)
         unw = on & ~en
         err = (o64 - e64).abs_()
@@ -226,6 +226,18 @@ def _chunk(flat_o: Any, flat_e: Any, start: int, floating: bool, atol: float,
     diff = (o.long() - e.long()).abs()
     bad = diff > atol + rtol * e.long().abs()
     return unw, bad, torch.where(unw, 0, diff).max()
+
+
+def _float64(t: Any) -> Any:
+    """``t`` in float64, a float narrower than 32 bits through float32 first (exact either way). Where a library
+    replaced torch's copy kernels (``flag_gems.enable()``), the direct float8-to-float64 copy failed to compile on
+    an H100 (Triton 3.6: ``PassManager::run failed``) while checking Triton's matmul tutorial, whose inputs are
+    float8; float8 to float32 is a conversion the GPU has."""
+    import torch
+
+    if t.dtype.itemsize < 4 and t.dtype != torch.float64:
+        t = t.float()
+    return t.double()
 
 
 def digest(tensors: Sequence[Any]) -> str:
