@@ -52,11 +52,11 @@ Dynamo and Inductor read and re-create each library autotuner under both engines
 ``--budget-s`` (330 by default) keeps the whole run near six minutes: no new cold runs past 70% of it, and a cold
 run still going at 85% of it, or after 40% of it for one op (``--op-share``; any other step at 110%; never before a
 step has had 30 s), is stopped: its engine's process is killed, that op is reported as stopped, the ops that engine
-had run keep only the two timing rounds each had right after its cold runs (the later rounds and the winners'
-re-timing need the process), and the next ops' cold runs go to a fresh process of that engine (empty caches of
+had run keep the two timing rounds and the winners' re-timing each had right after its cold runs (the later rounds
+need the process), and the next ops' cold runs go to a fresh process of that engine (empty caches of
 its own, its log ``ENGINE.1.log``), so one stalled op does not cost the rest of the run. Before the kill, the engine
 prints every thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
-``results.json`` is rewritten after each op's cold runs and first two rounds, so a run cut short from outside keeps
+``results.json`` is rewritten after each op's cold runs, first two rounds and winners' re-timing, so a run cut short from outside keeps
 what it finished, and ``--resume`` counts those ops.
 
 ``--fresh-dispatch`` asks whether a cached call costs, in the process that tuned, what it costs in a fresh process:
@@ -1619,6 +1619,16 @@ def parent_main(args: argparse.Namespace) -> int:
                         rows[op.name][n].setdefault("control_cpu_us", []).append(got["control_cpu_us"])
             rounds_done[op.name] = r + 1
 
+        def judge(op: Op) -> None:
+            """Both engines' winners pinned in turn in Triton's process: the kernels' ratio alone. It reads the
+            winners from the processes that tuned the op, so it runs while they live."""
+            if time.time() - started > args.budget_s:
+                rows[op.name]["winners"] = {"skipped": f"not run: past --budget-s {args.budget_s}"}
+                return
+            other = rows[op.name]["tritune"]["cold"].get("tuners", [])
+            rows[op.name]["winners"] = engines["triton"].ask(step_stop, "re-timing the winners", cmd="winners",
+                                                             op=op.name, other=other, cpu=cpu)
+
         for op in ops:  # cold: one engine at a time, so neither's tuning competes with the other's
             for e in engines.values():
                 if time.time() - started > 0.7 * args.budget_s:
@@ -1653,6 +1663,10 @@ def parent_main(args: argparse.Namespace) -> int:
                 # call's --resume counts it). With --fresh-dispatch every round waits for the fresh process.
                 for r in range(2):
                     one_round(op, r)
+                if len(names) == 2 and all(engines[n].stopped is None for n in names):
+                    # and its winners judged: a later op whose cold run is stopped restarts Triton's process,
+                    # whose tuned state this judge reads (an H100 run lost the judge of 21 ops that way)
+                    judge(op)
             partial = {"provenance": {**prov0, "partial": "the ops so far; the run did not finish"},
                        "ops": {**earlier_rows, **rows}}
             (args.out / "results.json").write_text(json.dumps(partial, indent=1, default=str))
@@ -1676,14 +1690,10 @@ def parent_main(args: argparse.Namespace) -> int:
             for op in live:
                 if rounds_done.get(op.name, 0) <= r:
                     one_round(op, r)
-        if len(names) == 2:  # both winners pinned in turn in Triton's process: the kernels' ratio alone
+        if len(names) == 2:  # the live ops not judged after their first rounds (--fresh-dispatch)
             for op in live:
-                if time.time() - started > args.budget_s:
-                    rows[op.name]["winners"] = {"skipped": f"not run: past --budget-s {args.budget_s}"}
-                    continue
-                other = rows[op.name]["tritune"]["cold"].get("tuners", [])
-                rows[op.name]["winners"] = engines["triton"].ask(step_stop, "re-timing the winners", cmd="winners",
-                                                                 op=op.name, other=other, cpu=cpu)
+                if "winners" not in rows[op.name]:
+                    judge(op)
         hello = {n: e.hello for n, e in engines.items()}
         if fresh is not None:
             hello[FRESH] = fresh.hello

@@ -94,6 +94,23 @@ def test_an_op_timed_before_a_later_op_is_stopped_keeps_its_row_for_a_resumed_ca
     assert list(rows) == ["smoke_row_sum"]
 
 
+@pytest.mark.long  # about two minutes: both engines tune one op, then wait out a stalled one each
+def test_an_op_judged_before_a_later_op_is_stopped_keeps_its_winners_ratio(tmp_path: Path) -> None:
+    """Both engines; the second smoke op's cold run hangs (FAKE: ``REAL_LIBRARIES_FAKE_HANG``) and each engine is
+    stopped there, Triton's process with the first op's tuned state. The first op's winners were pinned and re-timed
+    right after its first rounds, while that process lived, so its winner ratio is in the summary."""
+    if not hasattr(tritune, "patch_triton"):
+        pytest.skip("this tritune has no patch_triton()")
+    p = _run(tmp_path, "--budget-s", "120", "--op-share", "0.25", "--ops", "smoke_row_sum,smoke_axpy",
+             "--profile-calls", "0", hang="smoke_axpy")
+    assert p.returncode == 0, p.stdout + p.stderr
+    summary = json.loads((tmp_path / "results.json").read_text())["summary"]
+    assert "one op's most" in (summary["ops"]["smoke_axpy"]["triton_error"] or ""), summary["ops"]["smoke_axpy"]
+    s = summary["ops"]["smoke_row_sum"]
+    assert s["winner_ratio"] is not None and s["winner_note"] is None, s
+    assert summary["winners_compared"] == 1, summary
+
+
 @pytest.mark.long  # minutes: both engines tune, then each winner is pinned and re-timed
 def test_both_engines(tmp_path: Path) -> None:
     p = _run(tmp_path)
