@@ -117,12 +117,12 @@ for part in "$@"; do
             ${LIBS_FRESH:+--fresh-dispatch} ${LIBS_RESUME:+--resume "$LIBS_RESUME"} ;;
     widen) b=${WIDEN_BUDGET_S:-480}
            # default: a trap (a kernel whose widened neighbour leaves a tail unwritten), the FlagGems, Liger, fla norm
-           # and tutorial ops that reach an autotuner, then every second shape (@odd); fla's chunked attention ops
+           # and tutorial ops that reach an autotuner, then their other shapes (@odd, @small); fla's chunked attention ops
            # are slow to tune under Triton: WIDEN_OPS=fla_ for all of fla.
            # More than one call's worth: the 70% rule leaves the last ones out; split with WIDEN_OPS across calls.
            o=${WIDEN_OPS:-trap_whole_blocks,mm,addmm,bmm,baddbmm,mv,addmv,layer_norm,amax,max_dim,var_mean,vector_norm,std}
            o=${WIDEN_OPS:-$o,prod_dim,count_nonzero,triu,upsample,kron,liger_dyt,liger_dyt_bwd,liger_swiglu}
-           o=${WIDEN_OPS:-$o,fla_rms_norm,fla_layer_norm,tut_matmul,tut_attention,tut_attention_bwd,@odd}
+           o=${WIDEN_OPS:-$o,fla_rms_norm,fla_layer_norm,tut_matmul,tut_attention,tut_attention_bwd,@odd,@small}
            # each key's tuning is printed as it ends (TRITON_PRINT_AUTOTUNING), into the engines' logs: a cold run
            # that runs long shows which key it was on
            step widen $((b + 40)) env TRITON_PRINT_AUTOTUNING=1 python3 benchmarks/real_libraries.py --out "$RES/widen" \

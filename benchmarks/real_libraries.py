@@ -43,8 +43,10 @@ are widened the same way: tutorial 03's matmul configs and 06's attention forwar
 ``--resume RESULTS_JSON`` counts an earlier call's finished ops (same GPU, driver, torch, triton and libraries) with
 this call's and runs only the others: a run longer than one call's time limit adds up over calls.
 
-``--variants`` adds each ``OP@odd``: the op at a second shape whose sizes no power of 2 divides, so a block size
-that mishandles a tail shows in the outputs and a winner is judged at more than one shape.
+``--variants`` adds each ``OP@odd`` and ``OP@small``: the op at a second shape whose sizes no power of 2 divides,
+so a block size that mishandles a tail shows in the outputs, and at a small shape as in inference (a decode step's
+16 rows, a short prompt, one small image), where lists written for training sizes fit least; a winner is judged at
+up to three shapes.
 
 ``--compile`` adds the ops marked ``+compile``: the same op called inside ``torch.compile`` (Inductor), so that
 Dynamo and Inductor read and re-create each library autotuner under both engines.
@@ -126,7 +128,7 @@ class Op:
     reduce_dim: int = 1
     smoke: bool = False
     compiled: bool = False  # called inside torch.compile: run only with --compile
-    variant: bool = False  # a second shape of an op (sizes no power of 2 divides): named by --ops, or --variants
+    variant: bool = False  # another shape of an op (@odd, @small): named by --ops, or --variants
     tol: tuple[float, float] | None = None  # (rtol, atol) of the op's own tests; None: _tolerance's rule
 
 
@@ -526,6 +528,37 @@ OPS: tuple[Op, ...] = (
         ("std", _gems(lambda x: _f("std")(x, dim=1), (3000, 5000), dtype="float32"), 1),
         ("triu", _gems(lambda x: _f("triu")(x, 1), (3000, 5000)), 1),
         ("upsample_nearest2d", _gems(lambda x: _f("upsample_nearest2d")(x, [300, 300]), (6, 40, 100, 100)), 1),
+        ("prod_dim", _gems(lambda x: _f("prod")(x * 0 + 1, dim=1), (1500, 3000), dtype="float32"), 1),
+        ("count_nonzero", _gems(lambda x: _f("count_nonzero")(x > 0, dim=1), (3000, 5000)), 1),
+        ("upsample_nearest1d", _gems(lambda x: _f("upsample_nearest1d")(x, [3900]), (30, 60, 1300)), 1),
+        ("upsample_nearest3d", _gems(lambda x: _f("upsample_nearest3d")(x, [27, 57, 57]), (3, 30, 15, 30, 30)), 1),
+        ("upsample_bicubic2d", _gems(lambda x: _f("upsample_bicubic2d")(x, [300, 300], False), (6, 40, 100, 100),
+                                     dtype="float32"), 1),
+        ("upsample_bicubic2d_aa", _gems(lambda x: _f("_upsample_bicubic2d_aa")(x, [60, 60], False),
+                                        (6, 40, 100, 100), dtype="float32"), 1),
+        ("kron", _gems(_f("kron"), (60, 60), (30, 30), dtype="float32"), 1),
+    )),
+    # And at a third shape, small as in inference (a decode step's rows, a short prompt, one small image): the
+    # lists were written for training sizes, so a small shape is where they fit least.
+    *(Op(name + "@small", "flag_gems", make, reduce_dim=r, variant=True) for name, make, r in (
+        ("mm", _gems(_f("mm"), (16, 4096), (4096, 4096)), 4096),
+        ("addmm", _gems(_f("addmm"), (4096,), (16, 4096), (4096, 4096)), 4096),
+        ("bmm", _gems(_f("bmm"), (32, 16, 128), (32, 128, 512)), 128),
+        ("baddbmm", _gems(_f("baddbmm"), (32, 16, 512), (32, 16, 128), (32, 128, 512)), 128),
+        ("mv", _gems(_f("mv"), (1024, 1024), (1024,)), 1024),
+        ("addmv", _gems(_f("addmv"), (1024,), (1024, 1024), (1024,)), 1024),
+        ("layer_norm", _gems(lambda x, w, b: _f("layer_norm")(x, (4096,), w, b), (16, 4096), (4096,), (4096,)), 1),
+        ("amax", _gems(lambda x: _f("amax")(x, dim=1), (16, 4096), dtype="float32"), 1),
+        ("max_dim", _gems(lambda x: _f("max")(x, dim=1).values, (16, 4096), dtype="float32"), 1),
+        ("var_mean", _gems(lambda x: _f("var_mean")(x, dim=1)[0], (16, 4096), dtype="float32"), 1),
+        ("vector_norm", _gems(lambda x: _f("vector_norm")(x, 2, dim=1), (16, 4096), dtype="float32"), 1),
+        ("std", _gems(lambda x: _f("std")(x, dim=1), (16, 4096), dtype="float32"), 1),
+        ("prod_dim", _gems(lambda x: _f("prod")(x * 0 + 1, dim=1), (16, 1024), dtype="float32"), 1),
+        ("count_nonzero", _gems(lambda x: _f("count_nonzero")(x > 0, dim=1), (16, 4096)), 1),
+        ("triu", _gems(lambda x: _f("triu")(x, 1), (512, 512)), 1),
+        ("upsample_nearest2d", _gems(lambda x: _f("upsample_nearest2d")(x, [128, 128]), (1, 3, 64, 64)), 1),
+        ("upsample_bicubic2d", _gems(lambda x: _f("upsample_bicubic2d")(x, [128, 128], False), (1, 3, 64, 64),
+                                     dtype="float32"), 1),
     )),
     Op("liger_dyt", "liger_kernel", _liger_dyt()),
     Op("liger_dyt_bwd", "liger_kernel", _liger_dyt_bwd()),
@@ -539,9 +572,19 @@ OPS: tuple[Op, ...] = (
     Op("liger_swiglu@odd", "liger_kernel", _liger_swiglu(3, 300, 1520, 2000), variant=True),
     *(Op(f"fla_{k}{'_bwd' * bwd}@odd", "fla", _fla(k, bwd, seq=1500, feats=3000), reduce_dim=3000, variant=True)
       for k in ("rms_norm", "layer_norm") for bwd in (False, True)),
+    *(Op(f"fla_{k}{'_bwd' * bwd}@odd", "fla", _fla(k, bwd, seq=1500), reduce_dim=128, variant=True)
+      for k in ("gla", "delta_rule", "retention") for bwd in (False, True)),
+    Op("liger_dyt@small", "liger_kernel", _liger_dyt(16, 4096), variant=True),
+    Op("liger_dyt_bwd@small", "liger_kernel", _liger_dyt_bwd(16, 4096), variant=True),
+    Op("liger_swiglu@small", "liger_kernel", _liger_swiglu(1, 16, 2048, 2048), variant=True),
+    *(Op(f"fla_{k}{'_bwd' * bwd}@small", "fla", _fla(k, bwd, seq=4), reduce_dim=4096, variant=True)
+      for k in ("rms_norm", "layer_norm") for bwd in (False, True)),
+    *(Op(f"fla_{k}{'_bwd' * bwd}@small", "fla", _fla(k, bwd, seq=256), reduce_dim=128, variant=True)
+      for k in ("gla", "delta_rule", "retention") for bwd in (False, True)),
     # Triton's tutorials 03 and 06, unedited (attention: the tolerance of the tutorial's own test_op)
     Op("tut_matmul", "tutorials", _tut_matmul((M, 1024), (1024, M)), reduce_dim=1024),
     Op("tut_matmul@odd", "tutorials", _tut_matmul((3000, 1500), (1500, 2000)), reduce_dim=1500, variant=True),
+    Op("tut_matmul@small", "tutorials", _tut_matmul((16, 4096), (4096, 4096)), reduce_dim=4096, variant=True),
     Op("tut_attention", "tutorials", _tut_attention(), tol=(0.0, 1e-2)),
     Op("tut_attention_bwd", "tutorials", _tut_attention(backward=True), tol=(0.0, 1e-2)),
     # FlagGems' matmul inside torch.compile: Inductor lowers mm to an extern call of aten's mm, which FlagGems overrides
@@ -2112,7 +2155,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="an earlier call's results.json (same GPU, torch, triton, libraries): its finished ops are not "
                         "run again and count in this call's summary")
     p.add_argument("--variants", action="store_true",
-                   help="also the ops' second shapes (OP@odd: sizes no power of 2 divides); --ops can name them too")
+                   help="also the ops' other shapes (OP@odd: sizes no power of 2 divides; OP@small: inference sizes); "
+                        "--ops can name them too")
     p.add_argument("--no-pin", action="store_true", help="do not pin both engines to one CPU core while timing")
     p.add_argument("--fresh-dispatch", action="store_true",
                    help="also time cached calls in a fresh tritune process on the caches and store the tuning one "

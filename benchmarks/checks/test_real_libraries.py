@@ -401,11 +401,27 @@ def names(**kw: object) -> list[str]:
 
 def test_ops_are_picked_by_name_in_order_with_variants_and_compiled_ops_only_when_asked() -> None:
     every = names()
-    assert "mm" in every and not any("@odd" in n or "+compile" in n for n in every)
+    assert "mm" in every and not any("@" in n or "+compile" in n for n in every)
     assert names(ops="fla_gla,mm,liger_dyt") == ["fla_gla", "mm", "liger_dyt"]  # exact names, in this order
-    assert names(ops="fla_gla_") == ["fla_gla_bwd"] and "mm@odd" in names(ops="@odd")
+    assert names(ops="fla_gla_") == ["fla_gla_bwd", "fla_gla_bwd@odd", "fla_gla_bwd@small"]
+    assert "mm@odd" in names(ops="@odd")
     assert {"liger_dyt+compile", "fla_gla+compile"} <= set(names(compile=True))
-    assert "bmm@odd" in names(variants=True)
+    assert {"bmm@odd", "bmm@small", "fla_retention_bwd@odd", "liger_swiglu@small"} <= set(names(variants=True))
+    assert "mm@small" in names(ops="@small") and not any("@odd" in n for n in names(ops="@small"))
+
+
+def test_every_other_shape_is_one_of_an_op_that_runs_at_its_own_shape() -> None:
+    """An op's other shapes (``@odd``, ``@small``) are named after an op of the same library, are variants (run only
+    when asked), and no name is given twice."""
+    from real_libraries import OPS
+
+    by_name = {op.name: op for op in OPS}
+    assert len(by_name) == len(OPS)
+    others = [op for op in OPS if "@" in op.name]
+    assert len(others) >= 50 and all(op.variant for op in others)
+    for op in others:
+        base, shape = op.name.split("@")
+        assert shape in ("odd", "small") and base in by_name and by_name[base].lib == op.lib, op.name
 
 
 def test_widened_winners_are_summarised_with_their_spaces_and_a_new_config_takes_the_lists_hook() -> None:
@@ -465,14 +481,14 @@ def test_tutorial_ops_are_picked_by_name_their_second_shape_as_a_variant_and_by_
     from real_libraries import OPS
 
     tut = ["tut_matmul", "tut_attention", "tut_attention_bwd"]
-    assert sorted(op.name for op in OPS if op.lib == "tutorials") == sorted([*tut, "tut_matmul@odd"])
-    assert [op.name for op in OPS if op.lib == "tutorials" and op.variant] == ["tut_matmul@odd"]
+    assert sorted(op.name for op in OPS if op.lib == "tutorials") == sorted([*tut, "tut_matmul@odd", "tut_matmul@small"])
+    assert [op.name for op in OPS if op.lib == "tutorials" and op.variant] == ["tut_matmul@odd", "tut_matmul@small"]
     every = names()
     assert set(tut) <= set(every) and "tut_matmul@odd" not in every  # a second shape only when asked
     assert "tut_matmul@odd" in names(variants=True) and not set(tut) & set(names(cpu_smoke=True))
     assert names(ops="tut_attention") == ["tut_attention"]  # the exact name, not the _bwd op it is part of
     assert names(ops="tut_matmul") == ["tut_matmul"]
-    assert names(ops="tut_") == ["tut_matmul", "tut_matmul@odd", "tut_attention", "tut_attention_bwd"]
+    assert names(ops="tut_") == ["tut_matmul", "tut_matmul@odd", "tut_matmul@small", "tut_attention", "tut_attention_bwd"]
     widen = names(ops=_widen_default_ops())
     assert set(tut) | {"tut_matmul@odd", "mm@odd", "liger_swiglu"} <= set(widen), widen
     assert widen.index("tut_attention_bwd") < widen.index("mm@odd")  # ahead of the second shapes
