@@ -89,16 +89,54 @@ def test_the_check_compares_with_the_kernel_on_a_gpu_never_with_torchs_reduction
     assert launched == [3000, 3000]
 
 
+@pytest.mark.parametrize("dtype", [torch.float8_e5m2, torch.float8_e4m3fn])
+def test_float8_outputs_with_the_same_bits_agree_by_the_kernel_with_no_torch_op(monkeypatch: Any, dtype: Any) -> None:
+    """Labelled fake (CPU tensors said to be on a GPU, the kernel run by the interpreter): the check compares every
+    tensor argument, and Triton's matmul tutorial's inputs are float8, which the kernel does not read as numbers.
+    Their bits are compared as bytes by the kernel, one launch, and equal bits agree without torch's ``equal`` or any
+    copy (under ``flag_gems.enable()`` those are FlagGems' kernels: its float8-to-float64 copy failed to compile on
+    an H100). Bits that differ go to torch's comparison, as before."""
+    from tritune.verify import reference
+
+    compare_mod = importlib.import_module("tritune.verify.compare")
+    real_counts = compare_kernel.counts
+    launched: list[Any] = []
+
+    def recording(o: Any, e: Any, *, atol: float, rtol: float, poisoned: int | None = None) -> Any:
+        launched.append(o.dtype)
+        return real_counts(o, e, atol=atol, rtol=rtol, poisoned=poisoned)
+
+    def refuse(*a: Any, **k: Any) -> Any:
+        raise AssertionError("the comparison ran a torch op on float8 tensors")
+
+    x = torch.randn(3000, generator=torch.Generator().manual_seed(0)).to(dtype)
+    monkeypatch.setattr(compare_mod, "on_gpu", lambda t: True)
+    monkeypatch.setattr(reference, "on_gpu", lambda t: True)
+    monkeypatch.setattr(compare_mod, "_KERNEL_FAILED", set())
+    monkeypatch.setattr(compare_kernel, "counts", recording)
+    with monkeypatch.context() as m:
+        m.setattr(torch, "equal", refuse)
+        m.setattr(torch.Tensor, "double", refuse)
+        m.setattr(torch.Tensor, "float", refuse)
+        same = reference.agreement({0: x}, {0: x.clone()}, ["a_ptr"])
+    assert same.identical and same.close and launched == [torch.uint8]
+    y = x.clone()
+    y.view(torch.uint8)[5] ^= 1  # one element's lowest bit: another value
+    differ = compare(y, x, atol=0.0, rtol=0.0)
+    assert not differ.ok and differ.first_bad_index == 5 and differ.identical is None
+
+
 def test_the_kernel_compiles_for_an_sm90_gpu(tmp_path: Any) -> None:
     """Every signature the check launches (each float dtype with its bit view, two float dtypes, integers with a
-    sentinel, bool) compiles for an H100's target, outside the interpreter."""
+    sentinel, bool, a float8's bits as bytes) compiles for an H100's target, outside the interpreter."""
     script = """
 import triton
 from triton.backends.compiler import GPUTarget
 from tritune.verify import compare_kernel as K
 sigs = [(f, f, b, b, True, False) for f, b in (("fp16", "i16"), ("bf16", "i16"), ("fp32", "i32"), ("fp64", "i64"))]
 sigs += [("fp16", "fp32", "fp16", "fp32", True, False), ("i32", "i32", "i32", "i32", False, True),
-         ("u8", "u8", "u8", "u8", False, True), ("i1", "i1", "i1", "i1", False, False)]
+         ("u8", "u8", "u8", "u8", False, True), ("i1", "i1", "i1", "i1", False, False),
+         ("u8", "u8", "u8", "u8", False, False)]
 for o, e, ob, eb, floating, has in sigs:
     sig = {"o_ptr": "*" + o, "e_ptr": "*" + e, "ob_ptr": "*" + ob, "eb_ptr": "*" + eb, "n": "i64", "part_ptr": "*fp64",
            "atol": "fp32", "rtol": "fp32", "sentinel": "i64", "FLOATING": "constexpr", "HAS_SENTINEL": "constexpr",
@@ -113,7 +151,7 @@ print("ok", len(sigs))
     env.update(TRITON_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.split() == ["ok", "8"]
+    assert out.stdout.split() == ["ok", "9"]
 
 
 def test_a_kernel_that_fails_leaves_the_comparison_to_torchs_ops(monkeypatch: Any) -> None:

@@ -84,7 +84,8 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
 
     On a GPU, tensors of the usual dtypes are compared by tritune's own kernel instead
     (:mod:`tritune.verify.compare_kernel`: one launch, no torch op a library may have replaced), which also tells
-    whether the two are the same bit for bit (:attr:`Comparison.identical`).
+    whether the two are the same bit for bit (:attr:`Comparison.identical`). Two tensors of one dtype it does not
+    read as numbers (float8) have their bits compared by it first; only bits that differ reach torch's ops.
     """
     import torch
 
@@ -106,6 +107,9 @@ def compare(out: Any, expected: Any, *, atol: float, rtol: float, name: str = "o
             else:
                 same = got[4] == 0 if out.dtype == expected.dtype else None
                 return _described(flat_o, flat_e, name, atol, rtol, *got[:4], same)
+        elif pair not in _KERNEL_FAILED and _same_bits_by_kernel(flat_o, flat_e):
+            # a dtype the kernel does not read as numbers (float8): equal bits agree, with no torch op
+            return Comparison(True, 0.0, 0, 0, None, "", True)
     floating = out.dtype.is_floating_point
     parts: list[Any] = []  # per chunk: a float64 tensor [unwritten, mismatched, max error], read once at the end
     starts = range(0, flat_o.numel(), _CHUNK)
@@ -226,6 +230,29 @@ def _chunk(flat_o: Any, flat_e: Any, start: int, floating: bool, atol: float,
     diff = (o.long() - e.long()).abs()
     bad = diff > atol + rtol * e.long().abs()
     return unw, bad, torch.where(unw, 0, diff).max()
+
+
+def _same_bits_by_kernel(flat_o: Any, flat_e: Any) -> bool:
+    """Whether two flat GPU tensors of one dtype are equal bit for bit, compared as integers of their width by
+    tritune's kernel; False where the kernel cannot tell (other dtypes or widths, or it failed to run: the pair is
+    then compared by torch's ops). Under ``flag_gems.enable()`` torch's ops on float8 tensors (Triton's matmul
+    tutorial's inputs, compared by the check as every tensor argument is) are FlagGems' kernels."""
+    import torch
+
+    from tritune.verify import compare_kernel
+
+    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat_o.element_size())
+    if flat_o.dtype != flat_e.dtype or flat_o.dtype.is_complex or width is None:
+        return False
+    o, e = flat_o.contiguous().view(width), flat_e.contiguous().view(width)
+    if not compare_kernel.takes(o, e):
+        return False
+    try:
+        got = compare_kernel.counts(o, e, atol=0.0, rtol=0.0)
+    except Exception:  # the kernel does not compile here: torch's ops compare, as on the CPU
+        _KERNEL_FAILED.add((flat_o.dtype, flat_e.dtype))
+        return False
+    return got[1] == 0
 
 
 def _float64(t: Any) -> Any:
