@@ -41,7 +41,9 @@ widened winner against Triton's winner of the library's own list, and the summar
 are widened the same way: tutorial 03's matmul configs and 06's attention forward configs.
 
 ``--resume RESULTS_JSON`` counts an earlier call's finished ops (same GPU, driver, torch, triton and libraries) with
-this call's and runs only the others: a run longer than one call's time limit adds up over calls.
+this call's and runs only the others: a run longer than one call's time limit adds up over calls. ``--merge A B ...``
+runs nothing and summarises several calls' results.json as one run (same machine and versions; an op that several
+ran counts once, from the first call that judged its winners).
 
 ``--variants`` adds each ``OP@odd`` and ``OP@small``: the op at a second shape whose sizes no power of 2 divides,
 so a block size that mishandles a tail shows in the outputs, and at a small shape as in inference (a decode step's
@@ -1868,6 +1870,7 @@ def _summarize(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[
             "winner_ratio_best": min(widened.values()) if widened else None,
             "winners_at_most_1_01": sum(1 for r in widened.values() if r <= 1.01),
             "winners_faster_by_5pct": sorted(k for k, r in widened.items() if r <= 0.95),
+            **_by_op(widened, per_op),
             "cold_total_ratio": _ratio(cold_total["tritune"], cold_total["triton"]),
             "engines": list(names),
             "ops_run": {n: sum(1 for s in per_op.values() if s[f"{n}_runs"]) for n in ENGINES},
@@ -2061,10 +2064,31 @@ def _print_table(t: dict[str, Any], prov: dict[str, Any]) -> None:
         print(f"  winner t/T: median {_fmt(t['winner_ratio_median'], '.3f')}, best {_fmt(t['winner_ratio_best'], '.3f')}; "
               f"{t['winners_at_most_1_01']}/{t['winners_compared']} at most 1.01; faster by 5% or more: "
               f"{len(t['winners_faster_by_5pct'])} ({', '.join(t['winners_faster_by_5pct']) or '-'})")
+        if t.get("base_ops_judged"):
+            print(f"  per op over its shapes (OP, OP@odd, OP@small): {t['base_ops_judged']} ops judged at "
+                  f"{t['winners_compared']} shapes, of {t['base_ops_run']} ops "
+                  f"run; 5% faster at some shape: {len(t['base_ops_faster_somewhere'])} "
+                  f"({', '.join(t['base_ops_faster_somewhere']) or '-'}), at every judged shape: "
+                  f"{len(t['base_ops_faster_everywhere'])}; within 1.01 at every judged shape: "
+                  f"{t['base_ops_within_1_01']}")
     if "fresh_ratio_median" in t:
         _print_fresh(t)
     print(f"ops run: triton {t['ops_run']['triton']}/{t['ops_total']}, tritune {t['ops_run']['tritune']}/"
           f"{t['ops_total']}; outputs equal {t['ops_equal']}/{t['ops_total']}")
+
+
+def _by_op(widened: dict[str, float], per_op: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The winners' ratios per op over its shapes (``OP``, ``OP@odd``, ``OP@small`` are one op): how many ops were
+    judged and run, which were 5% faster at some judged shape and at every one, and how many stayed within 1.01× at
+    every one. An op run but not judged counts as neither."""
+    shapes: dict[str, list[float]] = {}
+    for name, r in widened.items():
+        shapes.setdefault(name.split("@")[0], []).append(r)
+    run = {name.split("@")[0] for name, s in per_op.items() if s.get("triton_runs") and s.get("tritune_runs")}
+    return {"base_ops_judged": len(shapes), "base_ops_run": len(run),
+            "base_ops_faster_somewhere": sorted(b for b, rs in shapes.items() if min(rs) <= 0.95),
+            "base_ops_faster_everywhere": sorted(b for b, rs in shapes.items() if max(rs) <= 0.95),
+            "base_ops_within_1_01": sum(1 for rs in shapes.values() if max(rs) <= 1.01)}
 
 
 def _print_fresh(t: dict[str, Any]) -> None:
@@ -2161,11 +2185,51 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh-dispatch", action="store_true",
                    help="also time cached calls in a fresh tritune process on the caches and store the tuning one "
                         "wrote, and its first calls; each engine's process state is read in the first dispatch round")
+    p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RESULTS_JSON",
+                   help="run nothing: summarise the ops of these calls' results.json as one run (same GPU, driver, "
+                        "torch, triton and libraries; an op in several, the first), into --out/results.json")
     p.add_argument("--child", choices=(*ENGINES, FRESH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         return child_main(args.child, args.out, args.cpu_smoke, args.quick)
+    if args.merge:
+        return merge_main(args.merge, args.out)
     return parent_main(args)
+
+
+def _completeness(row: dict[str, Any]) -> int:
+    """2: the row's winners were judged; 1: every engine it names ran the op's cold call; 0: neither."""
+    if ((row.get("winners") or {}).get("us") or {}).get("other") is not None:
+        return 2
+    sides = [row[n] for n in ENGINES if isinstance(row.get(n), dict)]
+    return int(bool(sides) and all((side.get("cold") or {}).get("ok") for side in sides))
+
+
+def merge_main(paths: list[Path], out: Path) -> int:
+    """``--merge``: the ops of several calls' results.json summarised as one run, as ``--resume`` would count them
+    (every call on the machine of the first). An op that several calls ran counts once: from the first call that
+    judged its winners, else the first that ran it under every engine, else the first."""
+    rows: dict[str, dict[str, Any]] = {}
+    provs: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            doc = json.loads(path.read_text())
+            ops, prov = doc["ops"], doc.get("provenance") or {}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"--merge {path}: not a results.json of real_libraries.py ({type(e).__name__}: {e})") from None
+        if provs:
+            _check_resumed(path, provs[0], prov)
+        provs.append(prov)
+        for name, row in ops.items():
+            if name not in rows or _completeness(row) > _completeness(rows[name]):
+                rows[name] = row
+    names = tuple(n for n in ENGINES if any(n in row for row in rows.values()))
+    table = _summarize(rows, names)
+    prov = {**provs[0], "merged": [{"from": str(p), "ops": list(json.loads(p.read_text())["ops"])} for p in paths]}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps({"provenance": prov, "ops": rows, "summary": table}, indent=1))
+    _print_table(table, prov)
+    return 0
 
 
 if __name__ == "__main__":

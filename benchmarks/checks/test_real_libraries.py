@@ -442,9 +442,16 @@ def test_widened_winners_are_summarised_with_their_spaces_and_a_new_config_takes
     rows = {op: {"lib": "x", "triton": side(None, None), "tritune": side(None, space),
                  "winners": {"us": {"triton": 10.0, "other": 10.0 * r}, "same": [r == 1.0], "other_generated": [r < 1]}}
             for op, r in (("a", 0.90), ("b", 1.0), ("c", 1.005))}  # fmt: skip
+    for name, r in (("a@small", 0.90), ("b@odd", 0.94)):  # other shapes: a 5% faster again, b this time
+        rows[name] = {**rows["b"], "winners": {"us": {"triton": 10.0, "other": 10.0 * r}, "same": [False],
+                                               "other_generated": [True]}}
+    rows["c@small"] = {**rows["c"], "winners": {"skipped": "not run: past --budget-s 1"}}
     t = _summarize(rows, ("triton", "tritune"))
-    assert t["winners_faster_by_5pct"] == ["a"] and t["winners_at_most_1_01"] == 3
-    assert abs(t["winner_ratio_best"] - 0.9) < 1e-9 and t["winner_ratio_median"] == 1.0
+    assert t["winners_faster_by_5pct"] == ["a", "a@small", "b@odd"] and t["winners_at_most_1_01"] == 5
+    # per op over its shapes: a is 5% faster at both, b at one of two; c judged at one shape, run at two
+    assert t["base_ops_judged"] == 3 and t["base_ops_run"] == 3 and t["base_ops_within_1_01"] == 3
+    assert t["base_ops_faster_somewhere"] == ["a", "b"] and t["base_ops_faster_everywhere"] == ["a"]
+    assert abs(t["winner_ratio_best"] - 0.9) < 1e-9 and t["winner_ratio_median"] == pytest.approx(0.94)
     assert t["ops"]["a"]["winner_generated"] and t["ops"]["a"]["space"][0]["winner_over_best_written"] == 0.93
     from real_libraries import _check_seconds
 
@@ -463,6 +470,33 @@ def test_widened_winners_are_summarised_with_their_spaces_and_a_new_config_takes
     why = "no tunable tl.constexpr parameter (BD is passed by the caller); widened one step instead"
     (row,) = _spaces([{"name": "k", "stats": {"(64,)": {"space": {**space, "not_derived": why}}}}])
     assert row["not_derived"] == why and row["source"] == "widened"
+
+
+def test_merge_summarises_several_calls_as_one_run_taking_each_ops_most_complete_row(tmp_path: Path) -> None:
+    """--merge runs nothing: two calls' recorded rows (FAKE timings) become one summary; an op run by both counts once,
+    from the call that judged its winners; a call on another GPU is refused with the difference named."""
+    from real_libraries import main
+
+    def row(cold_ok: bool, ratio: float | None) -> dict[str, object]:
+        side = {"cold": {"ok": cold_ok, "cold_s": 1.0, "reaches": False, "tuners": []}, "us": [10.0], "us_rounds": [10.0]}
+        w = {"us": {"triton": 10.0, "other": 10.0 * ratio}, "same": [False], "other_generated": [True]} if ratio else {}
+        return {"lib": "x", "triton": side, "tritune": side, **({"winners": w} if w else {})}
+
+    prov = {"gpu": "FAKE GPU", "driver": "1", "torch": "2", "triton": "3", "date": "2026-12-08"}
+    first = {"provenance": prov, "ops": {"a": row(True, None), "b": row(True, 1.0)}}
+    second = {"provenance": prov, "ops": {"a": row(True, 0.9), "c": row(False, None)}}
+    paths = []
+    for i, doc in enumerate((first, second)):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(doc))
+    assert main(["--out", str(tmp_path / "m"), "--merge", *map(str, paths)]) == 0
+    got = json.loads((tmp_path / "m" / "results.json").read_text())
+    assert sorted(got["ops"]) == ["a", "b", "c"] and got["ops"]["a"] == second["ops"]["a"]
+    assert got["summary"]["winners_faster_by_5pct"] == ["a"] and got["summary"]["winners_compared"] == 2
+    assert [m["ops"] for m in got["provenance"]["merged"]] == [["a", "b"], ["a", "c"]]
+    paths[1].write_text(json.dumps({**second, "provenance": {**prov, "gpu": "OTHER GPU"}}))
+    with pytest.raises(SystemExit, match="ran elsewhere"):
+        main(["--out", str(tmp_path / "m2"), "--merge", *map(str, paths)])
 
 
 def _widen_default_ops() -> str:
