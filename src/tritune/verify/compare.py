@@ -260,11 +260,7 @@ def _float64(t: Any) -> Any:
     replaced torch's copy kernels (``flag_gems.enable()``), the direct float8-to-float64 copy failed to compile on
     an H100 (Triton 3.6: ``PassManager::run failed``) while checking Triton's matmul tutorial, whose inputs are
     float8; float8 to float32 is a conversion the GPU has."""
-    import torch
-
-    if t.dtype.itemsize < 4 and t.dtype != torch.float64:
-        t = t.float()
-    return t.double()
+    return (t.float() if t.dtype.itemsize < 4 else t).double()
 
 
 def digest(tensors: Sequence[Any]) -> str:
