@@ -60,8 +60,8 @@ had run keep the two timing rounds and the winners' re-timing each had right aft
 need the process), and the next ops' cold runs go to a fresh process of that engine (empty caches of
 its own, its log ``ENGINE.1.log``), so one stalled op does not cost the rest of the run. Before the kill, the engine
 prints every thread's stack into its log (``SIGUSR1``), so the log shows where it stalled.
-``results.json`` is rewritten after each op's cold runs, first two rounds and winners' re-timing, so a run cut short from outside keeps
-what it finished, and ``--resume`` counts those ops.
+``results.json`` is rewritten after each op's cold runs, first two rounds and winners' re-timing, so a run cut short
+from outside keeps what it finished, and ``--resume`` counts those ops.
 
 ``--fresh-dispatch`` asks whether a cached call costs, in the process that tuned, what it costs in a fresh process:
 after the cold runs one more process of the tritune engine (``tritune_fresh`` in the results, its log
