@@ -106,7 +106,7 @@ def test_a_widened_neighbour_is_timed_only_where_a_config_one_step_nearer_the_li
     neighbouring both is timed. A second ring's config is decided when the loop meets it, by its first-ring
     origin's own measurement."""
     from tritune.config import Config
-    from tritune.decorator.timing import admitted_in_library_loop
+    from tritune.decorator.timing import admitted_in_library_loop, untimed_neighbours
 
     w = [Config({"BLOCK": b}) for b in (64, 256, 1024)]
     fast_n, slow_n, both, ring2 = (Config({"BLOCK": b}) for b in (32, 2048, 128, 16))
@@ -117,12 +117,14 @@ def test_a_widened_neighbour_is_timed_only_where_a_config_one_step_nearer_the_li
     assert admitted_in_library_loop(tuned, ("k",), fast_n) and admitted_in_library_loop(tuned, ("k",), both)
     assert not admitted_in_library_loop(tuned, ("k",), slow_n)
     assert admitted_in_library_loop(tuned, ("k",), w[1])  # a written config is always timed
-    why = tuned.__dict__["_library_loop_untimed"][("k",)]
+    why = untimed_neighbours(tuned, ("k",))  # what the key's choice lists as generated_untimed
     assert list(why) == [slow_n.id] and "BLOCK=1024" in why[slow_n.id] and "20%" in why[slow_n.id]
     assert not admitted_in_library_loop(tuned, ("k",), ring2)  # its origin was admitted but is not timed yet
     race_in_library_loop(tuned, ("k",), _fake_measure(0.9, calls), config=fast_n)
     assert not admitted_in_library_loop(tuned, ("k",), ring2)  # decided once a key: the loop met it already
     assert admitted_in_library_loop(tuned, ("k2",), w[0])  # another key decides on its own
+    assert list(untimed_neighbours(tuned, ("k",))) == [slow_n.id, ring2.id] and not untimed_neighbours(
+        tuned, ("k2",))
 
 
 def test_a_neighbours_admission_counts_a_first_look_within_the_margin() -> None:

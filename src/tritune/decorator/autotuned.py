@@ -319,10 +319,11 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         loop = self.__dict__.get("_library_loop_keys")
         if not loop:
             return {}
+        from tritune.decorator.timing import untimed_neighbours
+
         checks = self.__dict__.get("_library_loop_checks") or {}
         pins = self.__dict__.get("_library_loop_pins") or {}
         generated_refused = self.__dict__.get("_library_loop_refused") or {}
-        untimed = self.__dict__.get("_library_loop_untimed") or {}
         out = {}
         for key in list(loop):
             if key in self._choices:
@@ -345,8 +346,9 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
                 space = space_summary(self.space_report, loop[key] or list(looks), self.generated, timings,
                                       from_triton(entry))  # fmt: skip
                 stats = {**(stats or {}), "space": space}
-            if untimed.get(key):  # a widened list's neighbours of configs far from the best: neither compiled nor timed
-                stats = {**(stats or {}), "generated_untimed": dict(untimed[key])}
+            untimed = untimed_neighbours(self, key)
+            if untimed:  # a widened list's neighbours of configs far from the best: neither compiled nor timed
+                stats = {**(stats or {}), "generated_untimed": untimed}
             out[key] = Choice(from_triton(entry), "library", "the library's own loop over _bench, each config "
                                  "timed by tritune", stats=stats, original=entry)  # fmt: skip
         return out

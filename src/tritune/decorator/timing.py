@@ -259,17 +259,21 @@ def admitted_in_library_loop(tuned: TunedKernel, key: Any, cfg: Config) -> bool:
     written configs first and each ring of neighbours after the ring before it, so this is a local search from the
     configs that are near the best: a loop that times every config it is given (FlagGems' ``LibTuner``) no longer
     compiles and times every neighbour of every written config. Decided once a config and key; one not admitted gets
-    ``inf`` (as a config Triton cannot run) and is listed, with why, in ``_library_loop_untimed``. A kernel timed by
-    its own ``do_bench`` times every config (its looks are its own)."""
+    ``inf`` (as a config Triton cannot run; the key's choice lists it, with why, as ``generated_untimed``). A kernel
+    timed by its own ``do_bench`` times every config (its looks are its own)."""
     decided: dict[Config, bool] = tuned.__dict__.setdefault("_library_loop_admitted", {}).setdefault(key, {})
     if cfg not in decided:
         decided[cfg] = not _searched(tuned, cfg) or _near_best(tuned, key, cfg)
-        if not decided[cfg]:
-            from tritune.search.rings import why_untimed
-
-            why = why_untimed(tuned.generated_origins[cfg])
-            tuned.__dict__.setdefault("_library_loop_untimed", {}).setdefault(key, {})[cfg.id] = why
     return decided[cfg]
+
+
+def untimed_neighbours(tuned: TunedKernel, key: Any) -> dict[str, str]:
+    """The neighbours a library's own loop did not time for ``key`` (:func:`admitted_in_library_loop`), by config id,
+    each with why (:func:`tritune.search.rings.why_untimed`)."""
+    from tritune.search.rings import why_untimed
+
+    decided = (tuned.__dict__.get("_library_loop_admitted") or {}).get(key, {})
+    return {c.id: why_untimed(tuned.generated_origins[c]) for c, ok in decided.items() if not ok}
 
 
 def _searched(tuned: TunedKernel, cfg: Config) -> bool:
