@@ -20,8 +20,8 @@
 #            .whl/libtests/              the wheels Liger's and fla's test helpers import (transformers, tokenizers
 #                                        and theirs), minus what the GPU machine has with torch (numpy, filelock,
 #                                        fsspec, typing_extensions, packaging, pyyaml): they would shadow its own.
-# tutorials  .ref/tutorials/03-matrix-multiplication.py and 06-fused-attention.py, unedited, for `gpu.sh tutorials`
-#            and the tut_ ops of real_libraries.py, from a git clone of Triton in $TRITON_REPO at $TRITON_REF, else at
+# tutorials  .ref/tutorials/03-matrix-multiplication.py, 05-layer-norm.py and 06-fused-attention.py, unedited, for
+#            `gpu.sh tutorials` and the tut_ ops of real_libraries.py, from a git clone of Triton in $TRITON_REPO at $TRITON_REF, else at
 #            the first of: the tag v3.6.0, the branch release/3.6.x, or 4b184cccb (main, 2025-11-21: the last commit
 #            of main whose Python package is the 3.6.0 wheel's, all but the version and one later fix, so the base of
 #            release/3.6.x). .ref/tutorials/SOURCE names the commit and the ref.
@@ -103,7 +103,7 @@ for part in $PARTS; do
       commit=$(git -C "$TRITON_REPO" rev-parse "$ref^{commit}")
       out=$DEST/.ref/tutorials
       mkdir -p "$out"
-      for f in 03-matrix-multiplication.py 06-fused-attention.py; do
+      for f in 03-matrix-multiplication.py 05-layer-norm.py 06-fused-attention.py; do
         git -C "$TRITON_REPO" show "$commit:python/tutorials/$f" > "$out/$f"
       done
       echo "triton $commit $(git -C "$TRITON_REPO" log -1 --format=%cI "$commit") (ref $ref)" > "$out/SOURCE" ;;

@@ -36,8 +36,8 @@
 # gathers them on a machine with a network): libs, widen and libtests need FlagGems 5.0.2, Liger-Kernel 0.8.5 and
 # fla-core 0.6.0 wheels (and SQLAlchemy's, which FlagGems imports) in .whl/ (installed into /tmp/site); libtests needs
 # the libraries' test files in .ref/libtests and their helpers' wheels in .whl/libtests; tutorials, and the tut_ ops
-# of libs and widen, read Triton's tutorials 03-matrix-multiplication.py and 06-fused-attention.py (3.6 release)
-# from .ref/tutorials (without them those ops are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
+# of libs and widen, read Triton's tutorials 03-matrix-multiplication.py, 05-layer-norm.py and 06-fused-attention.py
+# (3.6 release) from .ref/tutorials (without them those ops are reported as not run). Env: LIBS_BUDGET_S, LIBS_OPS (ops by name, or part of a name, in order), LIBS_COMPILE=1
 # (also the ops inside torch.compile), LIBS_FRESH=1 (libs: also a fresh tritune process on the caches and store the
 # tuning one wrote, its first calls and its cached calls beside the tuning process's), WIDEN_BUDGET_S, WIDEN_OPS,
 # WIDEN_STEPS (widen: how many steps from each written config, 1 by default, or derived: the list and the space derived from each kernel), LIBS_RESUME / WIDEN_RESUME (an
@@ -122,7 +122,7 @@ for part in "$@"; do
            # More than one call's worth: the 70% rule leaves the last ones out; split with WIDEN_OPS across calls.
            o=${WIDEN_OPS:-trap_whole_blocks,mm,addmm,bmm,baddbmm,mv,addmv,layer_norm,amax,max_dim,var_mean,vector_norm,std}
            o=${WIDEN_OPS:-$o,prod_dim,count_nonzero,triu,upsample,kron,liger_dyt,liger_dyt_bwd,liger_swiglu}
-           o=${WIDEN_OPS:-$o,fla_rms_norm,fla_layer_norm,tut_matmul,tut_attention,tut_attention_bwd,@odd,@small}
+           o=${WIDEN_OPS:-$o,fla_rms_norm,fla_layer_norm,tut_matmul,tut_layer_norm,tut_attention,tut_attention_bwd,@odd,@small}
            # each key's tuning is printed as it ends (TRITON_PRINT_AUTOTUNING), into the engines' logs: a cold run
            # that runs long shows which key it was on
            step widen $((b + 40)) env TRITON_PRINT_AUTOTUNING=1 python3 benchmarks/real_libraries.py --out "$RES/widen" \

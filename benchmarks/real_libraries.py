@@ -3,7 +3,8 @@ autotuner and under ``tritune.patch_triton()``.
 
 Installs nothing: ``flag_gems`` (5.0.2), ``liger_kernel`` (0.8.5) and ``fla`` (``fla-core`` 0.6.0) must be
 importable (`gpu.sh libs` puts the wheels of `.whl/` on PYTHONPATH); an op whose library did not import is
-reported as not run. The ``tut_`` ops (``lib="tutorials"``) call Triton's tutorials 03 (``matmul``) and 06
+reported as not run. The ``tut_`` ops (``lib="tutorials"``) call Triton's tutorials 03 (``matmul``), 05 (its layer
+norm forward kernel, through an autotuner whose one config is the tutorial's own launch choice) and 06
 (``attention``, forward and backward), imported unedited from ``$TRITUNE_TUTORIALS`` or else ``.ref/tutorials``
 (``bash benchmarks/fetch.sh tutorials`` writes them there); without those files they are reported as not run too.
 Each engine runs in its own long-lived child process with its own empty ``TRITON_CACHE_DIR`` and empty tritune
@@ -38,7 +39,7 @@ each; ``--widen derived``: the list and the space derived from each kernel's sou
 winners' comparison is then the
 widened winner against Triton's winner of the library's own list, and the summary adds, per autotuner, the space
 (given, generated, legal) and tritune's own race of its winner against the best given config. The tutorial ops
-are widened the same way: tutorial 03's matmul configs and 06's attention forward configs.
+are widened the same way: tutorial 03's matmul configs, 05's launch choice and 06's attention forward configs.
 
 ``--resume RESULTS_JSON`` counts an earlier call's finished ops (same GPU, driver, torch, triton and libraries) with
 this call's and runs only the others: a run longer than one call's time limit adds up over calls. ``--merge A B ...``
@@ -290,7 +291,7 @@ def _compiled(make: Any) -> Any:
 
 # Triton's own tutorials as a library: the files are not part of tritune; bash benchmarks/fetch.sh tutorials writes
 # them into the ignored folder .ref/tutorials of a checkout (TRITUNE_TUTORIALS names another folder).
-TUTORIAL_FILES = {"03": "03-matrix-multiplication.py", "06": "06-fused-attention.py"}
+TUTORIAL_FILES = {"03": "03-matrix-multiplication.py", "05": "05-layer-norm.py", "06": "06-fused-attention.py"}
 
 
 def tutorials_dir() -> Path:
@@ -340,7 +341,7 @@ def load_tutorial(path: Path, name: str) -> Any:
 
 @functools.cache
 def tutorial(num: str) -> Any:
-    """Tutorial ``num`` ("03", "06") from :func:`tutorials_dir`, imported once a process (as ``tutorial_NUM``)."""
+    """Tutorial ``num`` ("03", "05", "06") from :func:`tutorials_dir`, imported once a process (as ``tutorial_NUM``)."""
     path = tutorials_dir() / TUTORIAL_FILES[num]
     try:
         return load_tutorial(path, f"tutorial_{num}")
@@ -355,6 +356,36 @@ def _tut_matmul(a: tuple[int, int], b: tuple[int, int]) -> Any:
     def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         mod = tutorial("03")
         return mod.matmul, (_randn(a, torch.float16, device), _randn(b, torch.float16, device))
+
+    return make
+
+
+def _tut_layer_norm(m: int, n: int) -> Any:
+    """Tutorial 05's layer norm forward kernel (``_layer_norm_fwd_fused``, unedited), launched as the tutorial's
+    ``LayerNorm.forward`` launches it, through an autotuner (key ``N``) whose one config is the tutorial's own
+    launch choice: ``BLOCK_SIZE`` the next power of 2 of N within 64 KB, ``num_warps`` ``BLOCK_SIZE // 256`` within 1
+    to 8. The tutorial tunes nothing; its choice is the list Triton runs, and the list tritune widens. fp16 x of
+    (m, n) with mean -2.3 and std 0.5, as the tutorial's test draws it; the output is y."""
+
+    def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        import triton
+
+        mod = tutorial("05")
+        rows, cols = (m, n) if device == "cuda" else (4, 96)
+        x = _randn((rows, cols), torch.float16, device) * 0.5 - 2.3
+        w, b = _randn((cols,), torch.float16, device, salt=1), _randn((cols,), torch.float16, device, salt=2)
+        block = min(65536 // x.element_size(), triton.next_power_of_2(cols))
+        tuned = triton.autotune([triton.Config({"BLOCK_SIZE": block}, num_warps=min(max(block // 256, 1), 8))],
+                                key=["N"])(mod._layer_norm_fwd_fused)  # fmt: skip
+
+        def layer_norm(x: Any, w: Any, b: Any) -> Any:
+            y = torch.empty_like(x)
+            mean = torch.empty((x.shape[0],), dtype=torch.float32, device=x.device)
+            rstd = torch.empty((x.shape[0],), dtype=torch.float32, device=x.device)
+            tuned[(x.shape[0],)](x, y, w, b, mean, rstd, x.stride(0), x.shape[1], 1e-5)
+            return y
+
+        return layer_norm, (x, w, b)
 
     return make
 
@@ -583,10 +614,13 @@ OPS: tuple[Op, ...] = (
       for k in ("rms_norm", "layer_norm") for bwd in (False, True)),
     *(Op(f"fla_{k}{'_bwd' * bwd}@small", "fla", _fla(k, bwd, seq=256), reduce_dim=128, variant=True)
       for k in ("gla", "delta_rule", "retention") for bwd in (False, True)),
-    # Triton's tutorials 03 and 06, unedited (attention: the tolerance of the tutorial's own test_op)
+    # Triton's tutorials 03, 05 and 06, unedited (layer norm and attention: the tolerance of the tutorial's own test)
     Op("tut_matmul", "tutorials", _tut_matmul((M, 1024), (1024, M)), reduce_dim=1024),
     Op("tut_matmul@odd", "tutorials", _tut_matmul((3000, 1500), (1500, 2000)), reduce_dim=1500, variant=True),
     Op("tut_matmul@small", "tutorials", _tut_matmul((16, 4096), (4096, 4096)), reduce_dim=4096, variant=True),
+    Op("tut_layer_norm", "tutorials", _tut_layer_norm(4096, 8192), tol=(0.0, 1e-2)),
+    Op("tut_layer_norm@odd", "tutorials", _tut_layer_norm(1151, 5000), tol=(0.0, 1e-2), variant=True),
+    Op("tut_layer_norm@small", "tutorials", _tut_layer_norm(16, 8192), tol=(0.0, 1e-2), variant=True),
     Op("tut_attention", "tutorials", _tut_attention(), tol=(0.0, 1e-2)),
     Op("tut_attention_bwd", "tutorials", _tut_attention(backward=True), tol=(0.0, 1e-2)),
     # FlagGems' matmul inside torch.compile: Inductor lowers mm to an extern call of aten's mm, which FlagGems overrides

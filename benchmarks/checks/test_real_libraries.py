@@ -514,15 +514,17 @@ def _widen_default_ops() -> str:
 def test_tutorial_ops_are_picked_by_name_their_second_shape_as_a_variant_and_by_the_widen_default() -> None:
     from real_libraries import OPS
 
-    tut = ["tut_matmul", "tut_attention", "tut_attention_bwd"]
-    assert sorted(op.name for op in OPS if op.lib == "tutorials") == sorted([*tut, "tut_matmul@odd", "tut_matmul@small"])
-    assert [op.name for op in OPS if op.lib == "tutorials" and op.variant] == ["tut_matmul@odd", "tut_matmul@small"]
+    tut = ["tut_matmul", "tut_layer_norm", "tut_attention", "tut_attention_bwd"]
+    others = ["tut_matmul@odd", "tut_matmul@small", "tut_layer_norm@odd", "tut_layer_norm@small"]
+    assert sorted(op.name for op in OPS if op.lib == "tutorials") == sorted([*tut, *others])
+    assert [op.name for op in OPS if op.lib == "tutorials" and op.variant] == others
     every = names()
     assert set(tut) <= set(every) and "tut_matmul@odd" not in every  # a second shape only when asked
     assert "tut_matmul@odd" in names(variants=True) and not set(tut) & set(names(cpu_smoke=True))
     assert names(ops="tut_attention") == ["tut_attention"]  # the exact name, not the _bwd op it is part of
     assert names(ops="tut_matmul") == ["tut_matmul"]
-    assert names(ops="tut_") == ["tut_matmul", "tut_matmul@odd", "tut_matmul@small", "tut_attention", "tut_attention_bwd"]
+    assert names(ops="tut_") == ["tut_matmul", "tut_matmul@odd", "tut_matmul@small", "tut_layer_norm",
+                                 "tut_layer_norm@odd", "tut_layer_norm@small", "tut_attention", "tut_attention_bwd"]
     widen = names(ops=_widen_default_ops())
     assert set(tut) | {"tut_matmul@odd", "mm@odd", "liger_swiglu"} <= set(widen), widen
     assert widen.index("tut_attention_bwd") < widen.index("mm@odd")  # ahead of the second shapes
@@ -546,6 +548,7 @@ def test_tutorial_ops_without_their_files_or_whose_file_fails_to_import_are_repo
     broken.mkdir()
     fake_03 = 'raise ValueError("FAKE tutorial 03\\nsecond line")\n'  # a FAKE 03 that fails to import
     (broken / "03-matrix-multiplication.py").write_text(fake_03)
+    (broken / "05-layer-norm.py").write_text("# FAKE tutorial 05\n")
     (broken / "06-fused-attention.py").write_text("# FAKE tutorial 06\n")
     got = {}
     for name, folder in (("empty", empty), ("broken", broken)):
@@ -557,7 +560,8 @@ def test_tutorial_ops_without_their_files_or_whose_file_fails_to_import_are_repo
         finally:
             e.close()
     reason, cold = got["empty"]
-    assert reason.startswith("FileNotFoundError: 03-matrix-multiplication.py, 06-fused-attention.py not in ")
+    assert reason.startswith("FileNotFoundError: 03-matrix-multiplication.py, 05-layer-norm.py, 06-fused-attention.py "
+                             "not in ")
     assert str(empty) in reason and "fetch.sh tutorials" in reason and "\n" not in reason
     assert cold["ok"] is False and cold["error"] == f"RuntimeError: tutorials did not import: {reason}"
     reason, cold = got["broken"]
@@ -612,7 +616,8 @@ def test_tutorial_ops_call_the_tutorials_functions_as_their_own_tests_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The tut_ ops' factories on CPU, over FAKE tutorial files that record their calls (the real ones need a GPU
-    at import): 03's ``matmul(a, b)`` on fp16 inputs of the op's shapes; 06's ``attention`` called positionally
+    at import): 03's ``matmul(a, b)`` on fp16 inputs of the op's shapes; 05's forward kernel (a FAKE of its
+    signature, run by the interpreter) through an autotuner whose one config is the tutorial's launch choice; 06's ``attention`` called positionally
     with causal=True, sm_scale=0.5 and warp_specialize=False, and its backward's input gradients joined."""
     import torch
     from real_libraries import OPS, tutorial
@@ -635,6 +640,31 @@ def test_tutorial_ops_call_the_tutorials_functions_as_their_own_tests_do(
         "    calls.append((causal, sm_scale, warp_specialize))\n"
         "    return torch.softmax(q.float() @ k.float().transpose(2, 3) * sm_scale, -1).half() @ v\n"
     )
+    (tmp_path / "05-layer-norm.py").write_text(
+        '"""FAKE tutorial 05 for this test: a layer norm forward kernel with the tutorial\'s signature, which loops\n'
+        'over the row in BLOCK_SIZE chunks as the tutorial\'s does."""\n'
+        "import triton\nimport triton.language as tl\n\n\n"
+        "@triton.jit\n"
+        "def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):\n"
+        "    row = tl.program_id(0)\n"
+        "    acc = tl.zeros([BLOCK_SIZE], dtype=tl.float32)\n"
+        "    sq = tl.zeros([BLOCK_SIZE], dtype=tl.float32)\n"
+        "    for off in range(0, N, BLOCK_SIZE):\n"
+        "        cols = off + tl.arange(0, BLOCK_SIZE)\n"
+        "        v = tl.load(X + row * stride + cols, mask=cols < N, other=0.).to(tl.float32)\n"
+        "        acc += v\n"
+        "        sq += v * v\n"
+        "    mean = tl.sum(acc, axis=0) / N\n"
+        "    rstd = 1 / tl.sqrt(tl.sum(sq, axis=0) / N - mean * mean + eps)\n"
+        "    tl.store(Mean + row, mean)\n"
+        "    tl.store(Rstd + row, rstd)\n"
+        "    for off in range(0, N, BLOCK_SIZE):\n"
+        "        cols = off + tl.arange(0, BLOCK_SIZE)\n"
+        "        m = cols < N\n"
+        "        v = tl.load(X + row * stride + cols, mask=m, other=0.).to(tl.float32)\n"
+        "        y = (v - mean) * rstd * tl.load(W + cols, mask=m) + tl.load(B + cols, mask=m)\n"
+        "        tl.store(Y + row * stride + cols, y, mask=m)\n"
+    )
     monkeypatch.setenv("TRITUNE_TUTORIALS", str(tmp_path))
     tutorial.cache_clear()
     by_name = {op.name: op for op in OPS}
@@ -645,6 +675,13 @@ def test_tutorial_ops_call_the_tutorials_functions_as_their_own_tests_do(
             out = fn(*args)
             assert tutorial("03").calls[-1] == (a, b, torch.float16, "")
             assert out.shape == (a[0], b[1]) and torch.equal(out, (args[0].float() @ args[1].float()).half())
+        fn, args = by_name["tut_layer_norm"].make(torch, "cpu", False)
+        x, w, b = args
+        assert x.dtype == torch.float16 and abs(float(x.float().mean()) + 2.3) < 0.1  # as the tutorial's test draws x
+        want = torch.nn.functional.layer_norm(x.float(), (x.shape[1],), w.float(), b.float(), 1e-5)
+        torch.testing.assert_close(fn(*args).float(), want, atol=2e-2, rtol=0)
+        configs = fn.__closure__ and [c.cell_contents for c in fn.__closure__ if hasattr(c.cell_contents, "configs")]
+        assert configs and [(dict(c.kwargs), c.num_warps) for c in configs[0].configs] == [({"BLOCK_SIZE": 128}, 1)]
         fn, args = by_name["tut_attention"].make(torch, "cpu", False)
         assert fn(*args).shape == args[0].shape and tutorial("06").calls == [(True, 0.5, False)]
         assert all(a.dtype == torch.float16 and not a.requires_grad for a in args)
@@ -657,7 +694,7 @@ def test_tutorial_ops_call_the_tutorials_functions_as_their_own_tests_do(
         assert torch.equal(fn(*args), grads)  # a second call starts from cleared gradients
     finally:
         tutorial.cache_clear()
-        for mod in ("tutorial_03", "tutorial_06"):
+        for mod in ("tutorial_03", "tutorial_05", "tutorial_06"):
             sys.modules.pop(mod, None)
 
 
