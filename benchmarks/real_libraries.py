@@ -390,15 +390,15 @@ def _tut_layer_norm(m: int, n: int) -> Any:
     return make
 
 
-def _tut_attention(backward: bool = False) -> Any:
-    """Tutorial 06's ``attention(q, k, v, causal=True, sm_scale=0.5[, warp_specialize=False])``, fp16 q, k, v of std
-    0.5 as its own test draws them; forward, or forward and backward with every input gradient flattened and joined
-    (as ``_fla``'s backward)."""
+def _tut_attention(backward: bool = False, shape: tuple[int, int, int, int] = (4, 16, 1024, 64)) -> Any:
+    """Tutorial 06's ``attention(q, k, v, causal=True, sm_scale=0.5[, warp_specialize=False])``, fp16 q, k, v of
+    ``shape`` (batch, heads, context, head dim) and std 0.5 as its own test draws them; forward, or forward and
+    backward with every input gradient flattened and joined (as ``_fla``'s backward)."""
 
     def make(torch: Any, device: str, quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         mod = tutorial("06")
-        shape = (4, 16, 1024, 64) if device == "cuda" else (1, 2, 128, 16)
-        q, k, v = (_randn(shape, torch.float16, device, salt=i) * 0.5 for i in range(3))
+        shape_here = shape if device == "cuda" else (1, 2, 128, 16)
+        q, k, v = (_randn(shape_here, torch.float16, device, salt=i) * 0.5 for i in range(3))
         # Function.apply takes no keywords: causal, sm_scale and (where forward has it) warp_specialize, in order
         rest: tuple[Any, ...] = (True, 0.5)
         if "warp_specialize" in inspect.signature(mod._attention.forward).parameters:
@@ -410,7 +410,7 @@ def _tut_attention(backward: bool = False) -> Any:
         if not backward:
             return fwd, (q, k, v)
         leaves = tuple(x.detach().clone().requires_grad_() for x in (q, k, v))
-        do = _randn(shape, torch.float16, device, salt=4)
+        do = _randn(shape_here, torch.float16, device, salt=4)
 
         def fwd_bwd(*xs: Any) -> Any:
             for x in xs:
@@ -623,6 +623,9 @@ OPS: tuple[Op, ...] = (
     Op("tut_layer_norm@small", "tutorials", _tut_layer_norm(16, 8192), tol=(0.0, 1e-2), variant=True),
     Op("tut_attention", "tutorials", _tut_attention(), tol=(0.0, 1e-2)),
     Op("tut_attention_bwd", "tutorials", _tut_attention(backward=True), tol=(0.0, 1e-2)),
+    Op("tut_attention@small", "tutorials", _tut_attention(shape=(1, 16, 256, 64)), tol=(0.0, 1e-2), variant=True),
+    Op("tut_attention_bwd@small", "tutorials", _tut_attention(backward=True, shape=(1, 16, 256, 64)), tol=(0.0, 1e-2),
+       variant=True),
     # FlagGems' matmul inside torch.compile: Inductor lowers mm to an extern call of aten's mm, which FlagGems overrides
     Op("mm+compile", "flag_gems", _compiled(_gems(_f("mm"), (M, 1024), (1024, M))), reduce_dim=1024, compiled=True),
     Op("liger_dyt+compile", "liger_kernel", _compiled(_liger_dyt()), compiled=True),

@@ -515,7 +515,8 @@ def test_tutorial_ops_are_picked_by_name_their_second_shape_as_a_variant_and_by_
     from real_libraries import OPS
 
     tut = ["tut_matmul", "tut_layer_norm", "tut_attention", "tut_attention_bwd"]
-    others = ["tut_matmul@odd", "tut_matmul@small", "tut_layer_norm@odd", "tut_layer_norm@small"]
+    others = ["tut_matmul@odd", "tut_matmul@small", "tut_layer_norm@odd", "tut_layer_norm@small", "tut_attention@small",
+              "tut_attention_bwd@small"]
     assert sorted(op.name for op in OPS if op.lib == "tutorials") == sorted([*tut, *others])
     assert [op.name for op in OPS if op.lib == "tutorials" and op.variant] == others
     every = names()
@@ -524,7 +525,8 @@ def test_tutorial_ops_are_picked_by_name_their_second_shape_as_a_variant_and_by_
     assert names(ops="tut_attention") == ["tut_attention"]  # the exact name, not the _bwd op it is part of
     assert names(ops="tut_matmul") == ["tut_matmul"]
     assert names(ops="tut_") == ["tut_matmul", "tut_matmul@odd", "tut_matmul@small", "tut_layer_norm",
-                                 "tut_layer_norm@odd", "tut_layer_norm@small", "tut_attention", "tut_attention_bwd"]
+                                 "tut_layer_norm@odd", "tut_layer_norm@small", "tut_attention", "tut_attention_bwd",
+                                 "tut_attention@small", "tut_attention_bwd@small"]
     widen = names(ops=_widen_default_ops())
     assert set(tut) | {"tut_matmul@odd", "mm@odd", "liger_swiglu"} <= set(widen), widen
     assert widen.index("tut_attention_bwd") < widen.index("mm@odd")  # ahead of the second shapes
