@@ -233,6 +233,28 @@ def test_driver_resumes_failures_and_measurements_and_takes_transfer() -> None:
     assert driver.best.time_ms == min(known_times)
 
 
+def test_a_measurement_whose_interval_reaches_below_zero_is_read_as_its_median() -> None:
+    """A cold graph timing of a 1.6 us kernel on an H100 gave a positive median with samples down to -39 us; told
+    to a strategy its interval failed the search (``SearchError``), and a record stored that way would fail every
+    tuning resumed from it. The driver reads such a measurement, stored or recorded, as its median alone (FAKE
+    samples); a sound interval is still told."""
+    rings = get("rings", SPACE, seed=0)
+    configs = SPACE.configs()
+    bad = Measurement.from_samples([-0.039, 0.0016, 0.0017, 0.0016, 0.0018])
+    assert bad.median_ms > 0 and bad.ci_low_ms < 0
+    driver = SearchDriver(rings, "10", width=4, known=[(configs[0], bad)])
+    assert driver.resumed == 1 and driver.strategy.interval(driver.strategy.best()) == (bad.median_ms, bad.median_ms)
+    batch = driver.next_batch()
+    driver.record(batch[0], bad)  # recorded too: no SearchError
+    good = Measurement.from_samples([1.0, 1.1, 0.9, 1.0, 1.05])
+    driver.record(batch[1], good)
+    obs = next(o for o in driver.strategy.history if o.config == batch[1])
+    lo, hi = driver.strategy.interval(obs)
+    assert lo < good.median_ms < hi  # told: a point would be (median, median)
+    told_bad = next(o for o in driver.strategy.history if o.config == batch[0])
+    assert driver.strategy.interval(told_bad) == (bad.median_ms, bad.median_ms)
+
+
 def batch_sizes(driver: SearchDriver) -> list[int]:
     sizes = []
     while not driver.done:

@@ -144,12 +144,17 @@ def batch_width(width: int, evaluations: int | None, held: int = 0, rounds: int 
 
 def _outcome(config: Config, outcome: Any) -> tuple[Observation, tuple[float, float] | None]:
     """Read one outcome: a Measurement (duck-typed: ``median_ms``, ``ci_low_ms``, ``ci_high_ms``),
-    a ``(Status, time_ms)`` pair, a failure ``Status``, or a bare time in ms."""
+    a ``(Status, time_ms)`` pair, a failure ``Status``, or a bare time in ms.
+
+    A measurement whose interval reaches zero or below, or has no finite top, is read as its median alone: the
+    interval did not resolve the kernel (on an H100 a cold graph timing of a 1.6 us kernel gave samples down to
+    -39 us before the timer fell back on such samples), and a stored record taken that way must not fail every
+    later tuning that resumes from it."""
     median = getattr(outcome, "median_ms", None)
     if median is not None:
         lo, hi = getattr(outcome, "ci_low_ms", None), getattr(outcome, "ci_high_ms", None)
         obs = check_told(config, Status.MEASURED, median)
-        if lo is None or hi is None:
+        if lo is None or hi is None or not (float(lo) > 0 and math.isfinite(float(hi))):
             return obs, None
         return obs, (min(float(lo), float(median)), max(float(hi), float(median)))
     if isinstance(outcome, Status):
