@@ -1981,8 +1981,15 @@ def _summarize_fresh(rows: dict[str, dict[str, Any]], per_op: dict[str, dict[str
 
 
 def _widen_arg(value: str) -> int | str:
-    """``--widen``'s value: a number of steps, or ``derived``."""
-    return "derived" if value.strip().lower() == "derived" else int(value)
+    """``--widen``'s value, read as ``patch_triton(widen=)`` reads ``$TRITUNE_WIDEN``: a number of steps, or
+    ``derived``."""
+    from tritune.api import _widen
+    from tritune.errors import ConfigError
+
+    try:
+        return _widen(value)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _spaces(tuners: list[dict[str, Any]]) -> list[dict[str, Any]]:
