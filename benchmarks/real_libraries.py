@@ -1616,14 +1616,20 @@ def resumed_rows(path: Path, names: tuple[str, ...]) -> tuple[dict[str, dict[str
     ended and its cached calls were timed), and that call's provenance. A run that needs more than one call's time
     limit (fla's chunked ops tune for minutes under Triton) adds up over calls on one machine: the ops of each call
     run from empty caches in their own engine processes, as in one call."""
-    try:
-        doc = json.loads(path.read_text())
-        rows, prov = doc["ops"], doc.get("provenance") or {}
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SystemExit(f"--resume {path}: not a results.json of real_libraries.py ({type(e).__name__}: {e})") from None
+    rows, prov = read_results(path, "--resume")
     done = {op: row for op, row in rows.items()
             if all((row.get(n) or {}).get("cold", {}).get("ok") and (row.get(n) or {}).get("us") for n in names)}
     return done, prov
+
+
+def read_results(path: Path, flag: str) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """An earlier call's ``results.json``: its rows by op and its provenance; one line naming ``flag`` and the file
+    when it is not one."""
+    try:
+        doc = json.loads(path.read_text())
+        return doc["ops"], doc.get("provenance") or {}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{flag} {path}: not a results.json of real_libraries.py ({type(e).__name__}: {e})") from None
 
 
 def _check_resumed(path: Path, earlier: dict[str, Any], prov: dict[str, Any]) -> None:
@@ -2231,7 +2237,8 @@ def main(argv: list[str] | None = None) -> int:
                         "wrote, and its first calls; each engine's process state is read in the first dispatch round")
     p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RESULTS_JSON",
                    help="run nothing: summarise the ops of these calls' results.json as one run (same GPU, driver, "
-                        "torch, triton and libraries; an op in several, the first), into --out/results.json")
+                        "torch, triton and libraries; an op in several: the first call that judged its winners), "
+                        "into --out/results.json")
     p.add_argument("--child", choices=(*ENGINES, FRESH), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -2254,22 +2261,21 @@ def merge_main(paths: list[Path], out: Path) -> int:
     (every call on the machine of the first). An op that several calls ran counts once: from the first call that
     judged its winners, else the first that ran it under every engine, else the first."""
     rows: dict[str, dict[str, Any]] = {}
-    provs: list[dict[str, Any]] = []
+    first: dict[str, Any] | None = None
+    merged: list[dict[str, Any]] = []
     for path in paths:
-        try:
-            doc = json.loads(path.read_text())
-            ops, prov = doc["ops"], doc.get("provenance") or {}
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise SystemExit(f"--merge {path}: not a results.json of real_libraries.py ({type(e).__name__}: {e})") from None
-        if provs:
-            _check_resumed(path, provs[0], prov)
-        provs.append(prov)
+        ops, prov = read_results(path, "--merge")
+        if first is None:
+            first = prov
+        else:
+            _check_resumed(path, first, prov)
+        merged.append({"from": str(path), "ops": list(ops)})
         for name, row in ops.items():
             if name not in rows or _completeness(row) > _completeness(rows[name]):
                 rows[name] = row
     names = tuple(n for n in ENGINES if any(n in row for row in rows.values()))
     table = _summarize(rows, names)
-    prov = {**provs[0], "merged": [{"from": str(p), "ops": list(json.loads(p.read_text())["ops"])} for p in paths]}
+    prov = {**(first or {}), "merged": merged}
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps({"provenance": prov, "ops": rows, "summary": table}, indent=1))
     _print_table(table, prov)
