@@ -232,16 +232,22 @@ def _chunk(flat_o: Any, flat_e: Any, start: int, floating: bool, atol: float,
     return unw, bad, torch.where(unw, 0, diff).max()
 
 
+def bits_dtype(t: Any) -> Any:
+    """The integer dtype of ``t``'s element width (its bits, viewed: ``t.view(bits_dtype(t))``), or None for a width
+    with none (complex128's 16 bytes)."""
+    import torch
+
+    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(t.element_size())
+
+
 def _same_bits_by_kernel(flat_o: Any, flat_e: Any) -> bool:
     """Whether two flat GPU tensors of one dtype are equal bit for bit, compared as integers of their width by
     tritune's kernel; False where the kernel cannot tell (other dtypes or widths, or it failed to run: the pair is
     then compared by torch's ops). Under ``flag_gems.enable()`` torch's ops on float8 tensors (Triton's matmul
     tutorial's inputs, compared by the check as every tensor argument is) are FlagGems' kernels."""
-    import torch
-
     from tritune.verify import compare_kernel
 
-    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat_o.element_size())
+    width = bits_dtype(flat_o)
     if flat_o.dtype != flat_e.dtype or flat_o.dtype.is_complex or width is None:
         return False
     o, e = flat_o.contiguous().view(width), flat_e.contiguous().view(width)

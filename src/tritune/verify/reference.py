@@ -21,7 +21,7 @@ from typing import Any
 
 from tritune.config import Config
 from tritune.outcome import Status
-from tritune.verify.compare import compare, on_gpu
+from tritune.verify.compare import bits_dtype, compare, on_gpu
 
 #: Runs ``config`` on the given arguments (fresh copies of the call's), the kernel's hooks included.
 Launch = Callable[[Config, list[Any]], None]
@@ -135,8 +135,7 @@ def _same_bits(a: Any, b: Any) -> bool:
 
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
         return False
-    itemsize = a.element_size()
-    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(itemsize)
+    view = bits_dtype(a)
     if view is None or a.dtype.is_complex:
         return False
     return bool(torch.equal(a.contiguous().view(view), b.contiguous().view(view)))
