@@ -103,8 +103,9 @@ def strategy_factory(spec: str) -> Any:
     return factory
 
 
-def provenance(argv: list[str]) -> dict[str, Any]:
-    """Where and how a result was made: machine, date, command and commit."""
+def provenance(argv: list[str], script: str = "search_eval.py") -> dict[str, Any]:
+    """Where and how a CPU replay's result was made (this script's, or ``script``'s: ``widen_eval.py`` too):
+    machine, date, command and commit."""
     import datetime
     import os
     import platform
@@ -122,7 +123,7 @@ def provenance(argv: list[str]) -> dict[str, Any]:
         "machine": f"{platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()})",
         "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python3 benchmarks/search_eval.py " + " ".join(argv),
+        "command": f"python3 benchmarks/{script} " + " ".join(argv),
         "commit": git("rev-parse", "HEAD"),
         "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
         "gpu": None,

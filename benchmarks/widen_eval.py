@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -137,15 +135,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{picks[int(0.9 * (len(picks) - 1))]:.3f}, worst {picks[-1]:.3f}; lists whose widened best beat the "
           f"written best by >5%: {helps}, of which rings' pick within 2% of it: {kept}")  # fmt: skip
     if args.out is not None:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                    cwd=Path(__file__).parent, check=False).stdout.strip() or None  # fmt: skip
-        except OSError:
-            commit = None
-        args.out.write_text(json.dumps({
-            "provenance": {"command": " ".join(sys.argv), "commit": commit, "machine": platform.node(),
-                           "date": time.strftime("%Y-%m-%d"), "seconds": round(time.perf_counter() - t0, 1)},
-            "landscapes": rows}, indent=1))  # fmt: skip
+        from search_eval import provenance
+
+        prov = provenance(list(sys.argv[1:] if argv is None else argv), script="widen_eval.py")
+        args.out.write_text(json.dumps({"provenance": {**prov, "seconds": round(time.perf_counter() - t0, 1)},
+                                        "landscapes": rows}, indent=1))  # fmt: skip
     return 0
 
 
