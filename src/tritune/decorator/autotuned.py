@@ -49,6 +49,7 @@ from tritune.decorator.observed import (
     print_trying,
     printing,
 )
+from tritune.decorator.timing import bench_config, untimed_neighbours
 from tritune.decorator.triton_surface import (
     DEFAULT_TRITON_CONFIG,
     ORIGINAL_AUTOTUNER,
@@ -319,8 +320,6 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         loop = self.__dict__.get("_library_loop_keys")
         if not loop:
             return {}
-        from tritune.decorator.timing import untimed_neighbours
-
         checks = self.__dict__.get("_library_loop_checks") or {}
         pins = self.__dict__.get("_library_loop_pins") or {}
         generated_refused = self.__dict__.get("_library_loop_refused") or {}
@@ -658,8 +657,6 @@ class Autotuned(ORIGINAL_AUTOTUNER):  # type: ignore[misc]
         """Triton's ``Autotuner._bench``: ``config``'s timing for these arguments, Triton's line printed first when
         it prints (:func:`tritune.decorator.timing.bench_config`). Triton's loop calls it once per pruned config
         where the kernel benchmarks itself; a subclass with its own loop (FlagGems' ``LibTuner``) calls it too."""
-        from tritune.decorator.timing import bench_config
-
         if printing():
             print_trying(self.base_fn.__name__, config)
         if self.nargs is None:
